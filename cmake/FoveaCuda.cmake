@@ -1,0 +1,26 @@
+# Decides whether the CUDA parts are built (FOVEA_CUDA=AUTO|ON|OFF) and sets FOVEA_HAVE_CUDA.
+# ON fails at configure time when the toolkit is missing; AUTO says which way it went.
+set(FOVEA_HAVE_CUDA OFF)
+if(NOT FOVEA_CUDA STREQUAL "OFF")
+  if(NOT DEFINED CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
+    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+  endif()
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    # Hopper (H100/H200) is the machine we measure on; override with -DCMAKE_CUDA_ARCHITECTURES=...
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES 90)
+    endif()
+    enable_language(CUDA)
+    set(CMAKE_CUDA_STANDARD 20)
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+    find_package(CUDAToolkit REQUIRED)
+    set(FOVEA_HAVE_CUDA ON)
+  elseif(FOVEA_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "FOVEA_CUDA=ON but no CUDA compiler was found. Install the CUDA toolkit "
+                        "(nvcc in PATH or /usr/local/cuda) or configure with -DFOVEA_CUDA=AUTO/OFF.")
+  else()
+    message(STATUS "fovea: CUDA toolkit not found; building CPU-only (FOVEA_CUDA=AUTO)")
+  endif()
+endif()

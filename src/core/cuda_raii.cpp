@@ -1,0 +1,86 @@
+#include "core/cuda_raii.h"
+
+#include "core/cuda_check.h"
+
+namespace fovea {
+
+Result<CudaStream> CudaStream::create(int priority) {
+  cudaStream_t stream = nullptr;
+  FOVEA_CUDA_TRY(cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, priority));
+  return CudaStream(stream);
+}
+
+CudaStream& CudaStream::operator=(CudaStream&& other) noexcept {
+  if (this != &other) {
+    if (stream_) {
+      cudaStreamDestroy(stream_);
+    }
+    stream_ = std::exchange(other.stream_, nullptr);
+  }
+  return *this;
+}
+
+CudaStream::~CudaStream() {
+  if (stream_) {
+    cudaStreamDestroy(stream_);
+  }
+}
+
+Status CudaStream::synchronize() const {
+  FOVEA_CUDA_TRY(cudaStreamSynchronize(stream_));
+  return Status::ok();
+}
+
+Result<CudaEvent> CudaEvent::create(bool timing) {
+  cudaEvent_t event = nullptr;
+  FOVEA_CUDA_TRY(cudaEventCreateWithFlags(&event, timing ? cudaEventDefault : cudaEventDisableTiming));
+  return CudaEvent(event);
+}
+
+CudaEvent& CudaEvent::operator=(CudaEvent&& other) noexcept {
+  if (this != &other) {
+    if (event_) {
+      cudaEventDestroy(event_);
+    }
+    event_ = std::exchange(other.event_, nullptr);
+  }
+  return *this;
+}
+
+CudaEvent::~CudaEvent() {
+  if (event_) {
+    cudaEventDestroy(event_);
+  }
+}
+
+Status CudaEvent::record(cudaStream_t stream) const {
+  FOVEA_CUDA_TRY(cudaEventRecord(event_, stream));
+  return Status::ok();
+}
+
+Status CudaEvent::wait_on(cudaStream_t stream) const {
+  FOVEA_CUDA_TRY(cudaStreamWaitEvent(stream, event_, 0));
+  return Status::ok();
+}
+
+Status CudaEvent::synchronize() const {
+  FOVEA_CUDA_TRY(cudaEventSynchronize(event_));
+  return Status::ok();
+}
+
+Result<float> CudaEvent::elapsed_ms_since(const CudaEvent& start) const {
+  float ms = 0.0f;
+  FOVEA_CUDA_TRY(cudaEventElapsedTime(&ms, start.event_, event_));
+  return ms;
+}
+
+int cuda_device_count() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky "no device" error so later calls are not confused
+    return 0;
+  }
+  return count;
+}
+
+}  // namespace fovea

@@ -1,0 +1,56 @@
+// RAII owners for CUDA streams and events. Non-copyable, movable. Only with FOVEA_HAVE_CUDA.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "core/status.h"
+
+namespace fovea {
+
+class CudaStream {
+ public:
+  // Non-blocking with respect to the legacy default stream: fovea never uses stream 0.
+  static Result<CudaStream> create(int priority = 0);
+  CudaStream() = default;
+  CudaStream(CudaStream&& other) noexcept : stream_(std::exchange(other.stream_, nullptr)) {}
+  CudaStream& operator=(CudaStream&& other) noexcept;
+  CudaStream(const CudaStream&) = delete;
+  CudaStream& operator=(const CudaStream&) = delete;
+  ~CudaStream();
+
+  cudaStream_t get() const { return stream_; }
+  Status synchronize() const;
+
+ private:
+  explicit CudaStream(cudaStream_t stream) : stream_(stream) {}
+  cudaStream_t stream_ = nullptr;
+};
+
+class CudaEvent {
+ public:
+  // Timing is off by default: timed events cost more to record and to wait on.
+  static Result<CudaEvent> create(bool timing = false);
+  CudaEvent() = default;
+  CudaEvent(CudaEvent&& other) noexcept : event_(std::exchange(other.event_, nullptr)) {}
+  CudaEvent& operator=(CudaEvent&& other) noexcept;
+  CudaEvent(const CudaEvent&) = delete;
+  CudaEvent& operator=(const CudaEvent&) = delete;
+  ~CudaEvent();
+
+  cudaEvent_t get() const { return event_; }
+  Status record(cudaStream_t stream) const;
+  // Makes `stream` wait for this event on the device; the host does not block.
+  Status wait_on(cudaStream_t stream) const;
+  Status synchronize() const;
+  // Milliseconds between two timed events that have completed.
+  Result<float> elapsed_ms_since(const CudaEvent& start) const;
+
+ private:
+  explicit CudaEvent(cudaEvent_t event) : event_(event) {}
+  cudaEvent_t event_ = nullptr;
+};
+
+// Number of usable CUDA devices; 0 (not an error) when there is no driver or no GPU.
+int cuda_device_count();
+
+}  // namespace fovea

@@ -1,0 +1,68 @@
+// Video encoder and muxer on libavcodec/libavformat.
+//
+//   codec h264: h264_nvenc from device frames when the GPU has NVENC, otherwise libx264 (logged
+//               with the reason; the H200 has no NVENC).
+//   codec hevc: hevc_nvenc when present, otherwise libx265 when FFmpeg has it.
+//
+// Container from the file extension (.mp4, .mov, .mkv, .ts). Timestamps are taken from the frames
+// (pts in the given time base) and rescaled for the muxer, so a transcode keeps them. finish()
+// flushes the encoder and writes the trailer; the destructor does the same if finish() was not
+// called, so the file is a valid container after errors and after Ctrl-C.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/frame.h"
+#include "core/status.h"
+
+#if defined(FOVEA_HAVE_CUDA)
+#include <cuda_runtime_api.h>
+#else
+using cudaStream_t = struct CUstream_st*;
+#endif
+
+namespace fovea::io {
+
+enum class EncoderCodec { kH264, kHevc };
+enum class EncoderBackend { kAuto, kCpu, kNvenc };
+bool parse_encoder_codec(std::string_view text, EncoderCodec* codec);
+
+struct EncoderOptions {
+  EncoderCodec codec = EncoderCodec::kH264;
+  EncoderBackend backend = EncoderBackend::kAuto;
+  int width = 0;
+  int height = 0;
+  Rational time_base{1, 30};     // of the frames' pts
+  Rational frame_rate{30, 1};    // nominal, written to the container
+  std::string preset = "medium"; // libx264/libx265 preset; mapped to p1..p7 for NVENC
+  int crf = 23;                  // quality (x264/x265 crf, NVENC cq); ignored when qp >= 0
+  int qp = -1;                   // constant QP when >= 0; 0 with x264 is lossless
+  std::int64_t bit_rate = 0;     // target bits/s when > 0 (overrides crf)
+  int gop = 0;                   // keyframe interval; 0 = encoder default
+  int max_b_frames = -1;         // -1 = encoder default
+  int threads = 0;               // 0 = encoder default (one per core)
+  int device = 0;                // NVENC device
+  cudaStream_t stream = nullptr; // device frames are read on this stream
+};
+
+struct EncoderStats {
+  std::int64_t frames_in = 0;
+  std::int64_t packets_out = 0;
+  std::int64_t bytes_out = 0;
+};
+
+class Encoder {
+ public:
+  static Result<std::unique_ptr<Encoder>> open(const std::string& path, const EncoderOptions& options);
+  virtual ~Encoder() = default;
+  // Frames: kYUV420P or kNV12 in host memory, kNV12 in device memory (downloaded for x264).
+  virtual Status encode(const Frame& frame) = 0;
+  virtual Status finish() = 0;
+  virtual std::string encoder_name() const = 0;  // "libx264", "h264_nvenc", ...
+  virtual const std::string& fallback_reason() const = 0;  // "" when the asked-for backend is used
+  virtual EncoderStats stats() const = 0;
+};
+
+}  // namespace fovea::io
