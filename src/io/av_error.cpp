@@ -1,9 +1,15 @@
 #include "io/av_error.h"
 
 #include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <mutex>
+
+#include "core/log.h"
 
 extern "C" {
 #include <libavutil/error.h>
+#include <libavutil/log.h>
 }
 
 namespace fovea::io {
@@ -45,5 +51,41 @@ Status av_error(int code, std::string_view what) {
   message.append(": ").append(av_error_text(code));
   return Status(av_error_status_code(code), std::move(message));
 }
+
+namespace {
+
+thread_local std::string t_last_message;
+
+void ffmpeg_log_callback(void* context, int level, const char* format, va_list args) {
+  if (level > AV_LOG_WARNING && log_level() < LogLevel::kDebug) {
+    return;  // cheap early out: FFmpeg's info/verbose chatter is only formatted when asked for
+  }
+  char line[1024];
+  int print_prefix = 1;
+  av_log_format_line2(context, level, format, args, line, sizeof(line), &print_prefix);
+  std::string text(line);
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) {
+    text.pop_back();
+  }
+  if (text.empty()) {
+    return;
+  }
+  if (level <= AV_LOG_ERROR) {
+    t_last_message = text;
+  }
+  // FFmpeg's errors are reported through fovea's Status with context, so they are logged at debug
+  // level here to avoid printing each problem twice.
+  log_debug("ffmpeg: {}", text);
+}
+
+}  // namespace
+
+void install_ffmpeg_log_bridge() {
+  static std::once_flag once;
+  std::call_once(once, [] { av_log_set_callback(ffmpeg_log_callback); });
+}
+
+std::string last_ffmpeg_message() { return t_last_message; }
+void clear_last_ffmpeg_message() { t_last_message.clear(); }
 
 }  // namespace fovea::io

@@ -30,3 +30,13 @@ inline bool av_ok(int e) { return e >= 0; }
                                     fovea_av_result_);                                         \
     }                                                                                          \
   } while (0)
+
+namespace fovea::io {
+// Routes FFmpeg's own log lines into fovea's log at debug level (-v shows them) and
+// remembers the last error-level line per thread, so a Status can carry FFmpeg's specific reason
+// ("moov atom not found") instead of only the generic AVERROR text. Idempotent.
+void install_ffmpeg_log_bridge();
+// The last error-level FFmpeg message on this thread since clear_last_ffmpeg_message().
+std::string last_ffmpeg_message();
+void clear_last_ffmpeg_message();
+}  // namespace fovea::io

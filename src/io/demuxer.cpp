@@ -1,1 +1,412 @@
-// placeholder: being written
+#include "io/demuxer.h"
+
+#include <chrono>
+#include <filesystem>
+#include <cmath>
+
+#include "core/log.h"
+#include "io/av_error.h"
+
+extern "C" {
+#include <libavcodec/avcodec.h>
+#include <libavcodec/bsf.h>
+#include <libavformat/avformat.h>
+#include <libavutil/display.h>
+#include <libavutil/pixdesc.h>
+}
+
+namespace fovea::io {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct FormatContextCloser {
+  void operator()(AVFormatContext* context) const { avformat_close_input(&context); }
+};
+struct BsfFreer {
+  void operator()(AVBSFContext* context) const { av_bsf_free(&context); }
+};
+struct PacketFreer {
+  void operator()(AVPacket* packet) const { av_packet_free(&packet); }
+};
+struct DictionaryFreer {
+  void operator()(AVDictionary* dict) const { av_dict_free(&dict); }
+};
+using FormatContextPtr = std::unique_ptr<AVFormatContext, FormatContextCloser>;
+using BsfPtr = std::unique_ptr<AVBSFContext, BsfFreer>;
+using PacketPtr = std::unique_ptr<AVPacket, PacketFreer>;
+
+bool is_network_url(const std::string& url) {
+  const auto scheme_end = url.find("://");
+  return scheme_end != std::string::npos && url.compare(0, scheme_end, "file") != 0;
+}
+
+VideoCodec codec_from_id(AVCodecID id) {
+  switch (id) {
+    case AV_CODEC_ID_H264: return VideoCodec::kH264;
+    case AV_CODEC_ID_HEVC: return VideoCodec::kHevc;
+    case AV_CODEC_ID_VP9: return VideoCodec::kVp9;
+    case AV_CODEC_ID_AV1: return VideoCodec::kAv1;
+    case AV_CODEC_ID_MPEG4: return VideoCodec::kMpeg4;
+    case AV_CODEC_ID_MJPEG: return VideoCodec::kMjpeg;
+    default: return VideoCodec::kOther;
+  }
+}
+
+// Display rotation, clockwise, in 0/90/180/270; FFmpeg's matrix gives degrees counter-clockwise.
+int rotation_degrees(const AVStream* stream) {
+  const auto* matrix =
+      reinterpret_cast<const int32_t*>(av_stream_get_side_data(stream, AV_PKT_DATA_DISPLAYMATRIX, nullptr));
+  if (!matrix) {
+    return 0;
+  }
+  const double counter_clockwise = av_display_rotation_get(matrix);
+  if (std::isnan(counter_clockwise)) {
+    return 0;
+  }
+  int clockwise = static_cast<int>(std::lround(-counter_clockwise)) % 360;
+  return clockwise < 0 ? clockwise + 360 : clockwise;
+}
+
+Rational to_rational(AVRational r) { return {r.num, r.den}; }
+
+bool starts_with_start_code(const uint8_t* data, int size) {
+  return size >= 4 && data[0] == 0 && data[1] == 0 && (data[2] == 1 || (data[2] == 0 && data[3] == 1));
+}
+
+class FfmpegDemuxer final : public Demuxer {
+ public:
+  FfmpegDemuxer(std::string url, DemuxOptions options) : url_(std::move(url)), options_(options) {}
+
+  Status open() {
+    install_ffmpeg_log_bridge();
+    FOVEA_TRY(check_local_file());
+    FOVEA_TRY(open_input());
+    FOVEA_TRY(select_video_stream());
+    FOVEA_TRY(setup_annex_b());
+    fill_info();
+    return validate_dimensions();
+  }
+
+  const StreamInfo& info() const override { return info_; }
+
+  Result<bool> read(Packet& packet) override {
+    while (true) {
+      if (bsf_) {
+        const int received = av_bsf_receive_packet(bsf_.get(), out_packet_.get());
+        if (received >= 0) {
+          copy_out(*out_packet_, packet);
+          av_packet_unref(out_packet_.get());
+          return true;
+        }
+        if (received == AVERROR_EOF) {
+          return false;
+        }
+        if (received != AVERROR(EAGAIN)) {
+          return error(received, "Annex B conversion failed");
+        }
+      }
+      if (input_ended_) {
+        return false;
+      }
+      FOVEA_ASSIGN_OR_RETURN(bool got, read_stream_packet());
+      if (!got) {
+        input_ended_ = true;
+        if (bsf_) {
+          av_bsf_send_packet(bsf_.get(), nullptr);  // flush; the next receive reports the end
+        }
+        continue;
+      }
+      if (!bsf_) {
+        copy_out(*in_packet_, packet);
+        av_packet_unref(in_packet_.get());
+        return true;
+      }
+      const int sent = av_bsf_send_packet(bsf_.get(), in_packet_.get());
+      av_packet_unref(in_packet_.get());
+      if (sent < 0) {
+        return error(sent, "Annex B conversion rejected a packet");
+      }
+    }
+  }
+
+  Status seek(double seconds) override {
+    const auto timestamp = static_cast<int64_t>(seconds * AV_TIME_BASE);
+    arm_deadline();
+    const int result = av_seek_frame(format_.get(), -1, timestamp, AVSEEK_FLAG_BACKWARD);
+    if (result < 0) {
+      return error(result, "seek failed");
+    }
+    if (bsf_) {
+      av_bsf_flush(bsf_.get());
+    }
+    input_ended_ = false;
+    return Status::ok();
+  }
+
+ private:
+  Status error(int code, std::string_view what) const {
+    std::string message(what);
+    const std::string detail = last_ffmpeg_message();
+    message.append(": ").append(av_error_text(code));
+    if (!detail.empty()) {
+      message.append(" (").append(detail).append(")");
+    }
+    if (code == AVERROR_EXIT) {
+      // The interrupt callback ended the call: a deadline or the user, not the data.
+      const bool cancelled = options_.cancel && options_.cancel->load();
+      return Status(cancelled ? StatusCode::kCancelled : StatusCode::kTimeout,
+                    url_ + ": " + (cancelled ? std::string("cancelled") :
+                                   "no answer within " + std::to_string(options_.timeout_ms) + " ms"));
+    }
+    return Status(av_error_status_code(code), url_ + ": " + message);
+  }
+
+  // Local files get specific messages for the common mistakes before FFmpeg sees them.
+  Status check_local_file() const {
+    if (is_network_url(url_)) {
+      return Status::ok();
+    }
+    std::error_code ec;
+    const std::filesystem::path path(url_);
+    if (!std::filesystem::exists(path, ec)) {
+      return make_error(StatusCode::kNotFound, url_, ": no such file");
+    }
+    if (std::filesystem::is_directory(path, ec)) {
+      return make_error(StatusCode::kInvalidArgument, url_, ": is a directory, not a media file");
+    }
+    if (std::filesystem::is_regular_file(path, ec) && std::filesystem::file_size(path, ec) == 0) {
+      return make_error(StatusCode::kCorruptData, url_, ": file is empty");
+    }
+    return Status::ok();
+  }
+
+  static int interrupt_callback(void* opaque) {
+    const auto* self = static_cast<const FfmpegDemuxer*>(opaque);
+    if (self->options_.cancel && self->options_.cancel->load(std::memory_order_relaxed)) {
+      return 1;
+    }
+    return Clock::now() > self->deadline_ ? 1 : 0;
+  }
+
+  void arm_deadline() {
+    deadline_ = Clock::now() + std::chrono::milliseconds(options_.timeout_ms);
+    clear_last_ffmpeg_message();
+  }
+
+  Status open_input() {
+    AVFormatContext* raw = avformat_alloc_context();
+    if (!raw) {
+      return make_error(StatusCode::kResourceExhausted, url_, ": out of memory");
+    }
+    raw->interrupt_callback = {&FfmpegDemuxer::interrupt_callback, this};
+    AVDictionary* dict = nullptr;
+    if (is_network_url(url_)) {
+      // Socket-level timeouts in microseconds; the interrupt callback bounds the rest.
+      const std::string timeout_us = std::to_string(int64_t{options_.timeout_ms} * 1000);
+      av_dict_set(&dict, "timeout", timeout_us.c_str(), 0);
+      av_dict_set(&dict, "rw_timeout", timeout_us.c_str(), 0);
+      av_dict_set(&dict, "rtsp_transport", options_.rtsp_transport.c_str(), 0);
+    }
+    std::unique_ptr<AVDictionary, DictionaryFreer> options_guard(nullptr);
+    arm_deadline();
+    const int opened = avformat_open_input(&raw, url_.c_str(), nullptr, &dict);
+    options_guard.reset(dict);
+    if (opened < 0) {
+      // avformat_open_input frees the context on failure
+      return opened == AVERROR_INVALIDDATA
+                 ? make_error(StatusCode::kCorruptData, url_, ": not a media file FFmpeg can read (",
+                              last_or(av_error_text(opened)), ")")
+                 : error(opened, "cannot open");
+    }
+    format_.reset(raw);
+    arm_deadline();
+    const int probed = avformat_find_stream_info(format_.get(), nullptr);
+    if (probed < 0) {
+      return error(probed, "cannot read stream information");
+    }
+    in_packet_.reset(av_packet_alloc());
+    out_packet_.reset(av_packet_alloc());
+    if (!in_packet_ || !out_packet_) {
+      return make_error(StatusCode::kResourceExhausted, url_, ": out of memory");
+    }
+    return Status::ok();
+  }
+
+  std::string last_or(std::string fallback) const {
+    std::string detail = last_ffmpeg_message();
+    return detail.empty() ? fallback : detail;
+  }
+
+  Status select_video_stream() {
+    stream_index_ = av_find_best_stream(format_.get(), AVMEDIA_TYPE_VIDEO, -1, -1, nullptr, 0);
+    if (stream_index_ < 0) {
+      return make_error(StatusCode::kNotFound, url_, ": no video stream (",
+                        std::to_string(format_->nb_streams), " streams of other kinds)");
+    }
+    stream_ = format_->streams[stream_index_];
+    for (unsigned i = 0; i < format_->nb_streams; ++i) {
+      // Only the video stream's packets are read; the demuxer skips the rest cheaply.
+      format_->streams[i]->discard = static_cast<int>(i) == stream_index_ ? AVDISCARD_DEFAULT : AVDISCARD_ALL;
+    }
+    return Status::ok();
+  }
+
+  // mp4/mkv carry H.264/HEVC length-prefixed with parameter sets in extradata (avcC/hvcC);
+  // NVDEC's parser and raw bitstreams need start codes with parameter sets in-band.
+  Status setup_annex_b() {
+    const AVCodecParameters* par = stream_->codecpar;
+    const bool length_prefixed = par->extradata_size > 0 && par->extradata[0] == 1;
+    const bool convertible = par->codec_id == AV_CODEC_ID_H264 || par->codec_id == AV_CODEC_ID_HEVC;
+    if (!options_.annex_b || !convertible || !length_prefixed) {
+      parameters_ = copy_parameters(par);
+      return parameters_ ? Status::ok() : make_error(StatusCode::kResourceExhausted, url_, ": out of memory");
+    }
+    const char* name = par->codec_id == AV_CODEC_ID_H264 ? "h264_mp4toannexb" : "hevc_mp4toannexb";
+    const AVBitStreamFilter* filter = av_bsf_get_by_name(name);
+    if (!filter) {
+      return make_error(StatusCode::kUnsupported, url_, ": FFmpeg lacks the ", name, " filter");
+    }
+    AVBSFContext* raw = nullptr;
+    FOVEA_AV_TRY(av_bsf_alloc(filter, &raw));
+    bsf_.reset(raw);
+    FOVEA_AV_TRY(avcodec_parameters_copy(bsf_->par_in, par));
+    bsf_->time_base_in = stream_->time_base;
+    const int initialized = av_bsf_init(bsf_.get());
+    if (initialized < 0) {
+      return error(initialized, "cannot convert to Annex B (damaged avcC/hvcC header?)");
+    }
+    parameters_ = copy_parameters(bsf_->par_out);
+    return parameters_ ? Status::ok() : make_error(StatusCode::kResourceExhausted, url_, ": out of memory");
+  }
+
+  static std::shared_ptr<AVCodecParameters> copy_parameters(const AVCodecParameters* from) {
+    AVCodecParameters* copy = avcodec_parameters_alloc();
+    if (!copy || avcodec_parameters_copy(copy, from) < 0) {
+      avcodec_parameters_free(&copy);
+      return nullptr;
+    }
+    return std::shared_ptr<AVCodecParameters>(copy, [](AVCodecParameters* p) { avcodec_parameters_free(&p); });
+  }
+
+  void fill_info() {
+    const AVCodecParameters* par = parameters_.get();
+    info_.url = url_;
+    info_.container = format_->iformat->name;
+    info_.codec = codec_from_id(par->codec_id);
+    info_.codec_name = avcodec_get_name(par->codec_id);
+    info_.codec_id = static_cast<int>(par->codec_id);
+    if (const char* profile = avcodec_profile_name(par->codec_id, par->profile)) {
+      info_.profile = profile;
+    }
+    fill_pixel_format(par);
+    info_.width = par->width;
+    info_.height = par->height;
+    AVRational rate = stream_->avg_frame_rate.num > 0 ? stream_->avg_frame_rate : stream_->r_frame_rate;
+    info_.frame_rate = to_rational(rate);
+    info_.time_base = to_rational(stream_->time_base);
+    if (stream_->duration > 0) {
+      info_.duration_s = static_cast<double>(stream_->duration) * av_q2d(stream_->time_base);
+    } else if (format_->duration > 0) {
+      info_.duration_s = static_cast<double>(format_->duration) / AV_TIME_BASE;
+    }
+    info_.frame_count = stream_->nb_frames;
+    info_.bit_rate = par->bit_rate > 0 ? par->bit_rate : format_->bit_rate;
+    info_.rotation_deg = rotation_degrees(stream_);
+    const bool h26x = par->codec_id == AV_CODEC_ID_H264 || par->codec_id == AV_CODEC_ID_HEVC;
+    const bool raw_annex_b =
+        h26x && (par->extradata_size == 0 || starts_with_start_code(par->extradata, par->extradata_size));
+    info_.annex_b = bsf_ != nullptr || raw_annex_b;
+    if (info_.annex_b && par->extradata_size > 0) {
+      info_.extradata.assign(par->extradata, par->extradata + par->extradata_size);
+    }
+    info_.codec_parameters = parameters_;
+  }
+
+  void fill_pixel_format(const AVCodecParameters* par) {
+    const auto format = static_cast<AVPixelFormat>(par->format);
+    const AVPixFmtDescriptor* descriptor = av_pix_fmt_desc_get(format);
+    if (!descriptor) {
+      info_.bit_depth = par->bits_per_raw_sample > 0 ? par->bits_per_raw_sample : 8;
+      return;
+    }
+    info_.pixel_format = descriptor->name;
+    info_.bit_depth = descriptor->comp[0].depth;
+    if (descriptor->nb_components == 1) {
+      info_.chroma_format = 0;
+    } else if (descriptor->log2_chroma_w == 1 && descriptor->log2_chroma_h == 1) {
+      info_.chroma_format = 1;
+    } else if (descriptor->log2_chroma_w == 1) {
+      info_.chroma_format = 2;
+    } else {
+      info_.chroma_format = 3;
+    }
+  }
+
+  Status validate_dimensions() const {
+    const int64_t pixels = int64_t{info_.width} * info_.height;
+    if (info_.width <= 0 || info_.height <= 0 || info_.width > kMaxVideoSide || info_.height > kMaxVideoSide ||
+        pixels > kMaxVideoPixels) {
+      return make_error(StatusCode::kCorruptData, url_, ": absurd video dimensions ", std::to_string(info_.width),
+                        "x", std::to_string(info_.height), " (fovea accepts 1..", std::to_string(kMaxVideoSide),
+                        " per side and at most ", std::to_string(kMaxVideoPixels), " pixels)");
+    }
+    return Status::ok();
+  }
+
+  Result<bool> read_stream_packet() {
+    while (true) {
+      arm_deadline();
+      const int result = av_read_frame(format_.get(), in_packet_.get());
+      if (result == AVERROR_EOF) {
+        return false;
+      }
+      if (result < 0) {
+        return error(result, "read failed");
+      }
+      if (in_packet_->stream_index == stream_index_) {
+        return true;
+      }
+      av_packet_unref(in_packet_.get());
+    }
+  }
+
+  static void copy_out(const AVPacket& from, Packet& to) {
+    to.data.assign(from.data, from.data + from.size);
+    to.has_pts = from.pts != AV_NOPTS_VALUE;
+    to.has_dts = from.dts != AV_NOPTS_VALUE;
+    to.pts = to.has_pts ? from.pts : 0;
+    to.dts = to.has_dts ? from.dts : 0;
+    to.duration = from.duration;
+    to.keyframe = (from.flags & AV_PKT_FLAG_KEY) != 0;
+  }
+
+  std::string url_;
+  DemuxOptions options_;
+  Clock::time_point deadline_ = Clock::time_point::max();
+  FormatContextPtr format_;
+  BsfPtr bsf_;
+  PacketPtr in_packet_;
+  PacketPtr out_packet_;
+  std::shared_ptr<AVCodecParameters> parameters_;
+  AVStream* stream_ = nullptr;
+  int stream_index_ = -1;
+  bool input_ended_ = false;
+  StreamInfo info_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Demuxer>> Demuxer::open(const std::string& url, const DemuxOptions& options) {
+  if (url.empty()) {
+    return make_error(StatusCode::kInvalidArgument, "empty input name");
+  }
+  if (options.timeout_ms <= 0) {
+    return make_error(StatusCode::kInvalidArgument, url, ": timeout must be positive");
+  }
+  auto demuxer = std::make_unique<FfmpegDemuxer>(url, options);
+  FOVEA_TRY(demuxer->open());
+  return std::unique_ptr<Demuxer>(std::move(demuxer));
+}
+
+}  // namespace fovea::io

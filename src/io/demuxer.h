@@ -36,6 +36,9 @@ struct StreamInfo {
   int rotation_deg = 0;      // display rotation from the display matrix, 0/90/180/270
   std::vector<std::uint8_t> extradata;  // Annex B parameter sets (SPS/PPS/VPS) when converted
   bool annex_b = false;      // packets are Annex B byte streams
+  // FFmpeg's AVCodecParameters of the stream as the packets arrive (after Annex B conversion),
+  // for the cpu decoder. Opaque outside src/io so that FFmpeg's headers stay there.
+  std::shared_ptr<const void> codec_parameters;
 };
 
 struct Packet {

@@ -1,1 +1,601 @@
-// placeholder: being written
+#include "io/encoder.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string_view>
+#include <vector>
+
+#include "core/log.h"
+#include "io/av_error.h"
+
+#if defined(FOVEA_HAVE_CUDA)
+#include "core/cuda_check.h"
+#endif
+
+extern "C" {
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+#include <libavutil/dict.h>
+#include <libavutil/hwcontext.h>
+}
+
+namespace fovea::io {
+
+bool parse_encoder_codec(std::string_view text, EncoderCodec* codec) {
+  if (text == "h264") {
+    *codec = EncoderCodec::kH264;
+    return true;
+  }
+  if (text == "hevc") {
+    *codec = EncoderCodec::kHevc;
+    return true;
+  }
+  return false;
+}
+
+namespace {
+
+struct AvDeleter {
+  void operator()(AVCodecContext* context) const { avcodec_free_context(&context); }
+  void operator()(AVFrame* frame) const { av_frame_free(&frame); }
+  void operator()(AVPacket* packet) const { av_packet_free(&packet); }
+  void operator()(AVBufferRef* buffer) const { av_buffer_unref(&buffer); }
+};
+template <typename T>
+using AvPtr = std::unique_ptr<T, AvDeleter>;
+
+// Owns an output AVFormatContext and the file it writes (when the muxer writes to a file).
+struct OutputDeleter {
+  void operator()(AVFormatContext* context) const {
+    if (context->pb != nullptr && (context->oformat->flags & AVFMT_NOFILE) == 0) {
+      avio_closep(&context->pb);
+    }
+    avformat_free_context(context);
+  }
+};
+using OutputPtr = std::unique_ptr<AVFormatContext, OutputDeleter>;
+
+class Dictionary {
+ public:
+  Dictionary() = default;
+  Dictionary(const Dictionary&) = delete;
+  Dictionary& operator=(const Dictionary&) = delete;
+  ~Dictionary() { av_dict_free(&dict_); }
+
+  void set(const char* key, const std::string& value) { av_dict_set(&dict_, key, value.c_str(), 0); }
+  AVDictionary** get() { return &dict_; }
+  // Keys the codec did not consume: misspelt or unsupported options.
+  std::string leftover_keys() const {
+    std::string keys;
+    const AVDictionaryEntry* entry = nullptr;
+    while ((entry = av_dict_get(dict_, "", entry, AV_DICT_IGNORE_SUFFIX)) != nullptr) {
+      keys.append(keys.empty() ? "" : ", ").append(entry->key);
+    }
+    return keys;
+  }
+
+ private:
+  AVDictionary* dict_ = nullptr;
+};
+
+AVRational to_av(Rational r) { return AVRational{r.num, r.den}; }
+
+const char* software_encoder_name(EncoderCodec codec) {
+  return codec == EncoderCodec::kH264 ? "libx264" : "libx265";
+}
+
+const char* nvenc_encoder_name(EncoderCodec codec) {
+  return codec == EncoderCodec::kH264 ? "h264_nvenc" : "hevc_nvenc";
+}
+
+std::string size_text(int width, int height) {
+  return std::to_string(width) + "x" + std::to_string(height);
+}
+
+Status check_options(const EncoderOptions& options) {
+  // 4:2:0 chroma subsampling (the only input both x264 and NVENC take here) needs even sizes.
+  if (options.width <= 0 || options.height <= 0 || options.width % 2 != 0 || options.height % 2 != 0) {
+    return make_error(StatusCode::kInvalidArgument, "encoder size ", size_text(options.width, options.height),
+                      " must be positive and even (4:2:0 chroma)");
+  }
+  if (options.time_base.num <= 0 || options.time_base.den <= 0) {
+    return make_error(StatusCode::kInvalidArgument, "encoder time base ", std::to_string(options.time_base.num),
+                      "/", std::to_string(options.time_base.den), " must be positive");
+  }
+  if (options.frame_rate.num <= 0 || options.frame_rate.den <= 0) {
+    return make_error(StatusCode::kInvalidArgument, "encoder frame rate ",
+                      std::to_string(options.frame_rate.num), "/", std::to_string(options.frame_rate.den),
+                      " must be positive");
+  }
+  return Status::ok();
+}
+
+// NVENC's presets p1 (fastest) .. p7 (best) lined up with x264's names, so one --preset works for
+// both; p1..p7 themselves pass through.
+std::string nvenc_preset(const std::string& preset) {
+  if (preset.size() == 2 && preset[0] == 'p' && preset[1] >= '1' && preset[1] <= '7') {
+    return preset;
+  }
+  if (preset == "ultrafast" || preset == "superfast") return "p1";
+  if (preset == "veryfast") return "p2";
+  if (preset == "faster" || preset == "fast") return "p3";
+  if (preset == "slow") return "p5";
+  if (preset == "slower") return "p6";
+  if (preset == "veryslow" || preset == "placebo") return "p7";
+  return "p4";
+}
+
+void copy_plane(std::uint8_t* dst, int dst_pitch, const std::uint8_t* src, std::size_t src_pitch,
+                int width_bytes, int rows) {
+  for (int y = 0; y < rows; ++y) {
+    std::memcpy(dst + static_cast<std::ptrdiff_t>(y) * dst_pitch, src + y * src_pitch,
+                static_cast<std::size_t>(width_bytes));
+  }
+}
+
+// Interleaved UV (NV12's second plane) into the U and V planes of a YUV420P AVFrame.
+void deinterleave_uv(const std::uint8_t* uv, std::size_t uv_pitch, int chroma_w, int chroma_h, AVFrame* dst) {
+  for (int y = 0; y < chroma_h; ++y) {
+    const std::uint8_t* in = uv + y * uv_pitch;
+    std::uint8_t* u = dst->data[1] + static_cast<std::ptrdiff_t>(y) * dst->linesize[1];
+    std::uint8_t* v = dst->data[2] + static_cast<std::ptrdiff_t>(y) * dst->linesize[2];
+    for (int x = 0; x < chroma_w; ++x) {
+      u[x] = in[2 * x];
+      v[x] = in[2 * x + 1];
+    }
+  }
+}
+
+// Host YUV420P or NV12 into a YUV420P AVFrame.
+void fill_yuv420p(const ImageView& src, AVFrame* dst) {
+  const int chroma_w = (src.width + 1) / 2;
+  const int chroma_h = (src.height + 1) / 2;
+  copy_plane(dst->data[0], dst->linesize[0], src.row(0, 0), src.planes[0].pitch, src.width, src.height);
+  if (src.format == PixelFormat::kNV12) {
+    deinterleave_uv(src.row(1, 0), src.planes[1].pitch, chroma_w, chroma_h, dst);
+    return;
+  }
+  copy_plane(dst->data[1], dst->linesize[1], src.row(1, 0), src.planes[1].pitch, chroma_w, chroma_h);
+  copy_plane(dst->data[2], dst->linesize[2], src.row(2, 0), src.planes[2].pitch, chroma_w, chroma_h);
+}
+
+// Host YUV420P or NV12 into an NV12 AVFrame (NVENC's upload staging).
+void fill_nv12(const ImageView& src, AVFrame* dst) {
+  const int chroma_w = (src.width + 1) / 2;
+  const int chroma_h = (src.height + 1) / 2;
+  copy_plane(dst->data[0], dst->linesize[0], src.row(0, 0), src.planes[0].pitch, src.width, src.height);
+  if (src.format == PixelFormat::kNV12) {
+    copy_plane(dst->data[1], dst->linesize[1], src.row(1, 0), src.planes[1].pitch, 2 * chroma_w, chroma_h);
+    return;
+  }
+  for (int y = 0; y < chroma_h; ++y) {
+    const std::uint8_t* u = src.row(1, y);
+    const std::uint8_t* v = src.row(2, y);
+    std::uint8_t* out = dst->data[1] + static_cast<std::ptrdiff_t>(y) * dst->linesize[1];
+    for (int x = 0; x < chroma_w; ++x) {
+      out[2 * x] = u[x];
+      out[2 * x + 1] = v[x];
+    }
+  }
+}
+
+Status check_frame(const Frame& frame, const EncoderOptions& options) {
+  const ImageView& image = frame.image;
+  if (image.width != options.width || image.height != options.height) {
+    return make_error(StatusCode::kInvalidArgument, "frame ", std::to_string(frame.index), " is ",
+                      size_text(image.width, image.height), " but the encoder was opened for ",
+                      size_text(options.width, options.height));
+  }
+  const bool host = image.memory != MemoryKind::kDevice;
+  const bool accepted = image.format == PixelFormat::kNV12 || (host && image.format == PixelFormat::kYUV420P);
+  if (!accepted) {
+    return make_error(StatusCode::kUnsupported, "frame format ", pixel_format_name(image.format), " in ",
+                      memory_kind_name(image.memory),
+                      " memory cannot be encoded (accepted: yuv420p or nv12 in host memory, nv12 in device memory)");
+  }
+  return Status::ok();
+}
+
+class LibavEncoder final : public Encoder {
+ public:
+  LibavEncoder(std::string path, const EncoderOptions& options) : path_(std::move(path)), options_(options) {}
+  LibavEncoder(const LibavEncoder&) = delete;
+  LibavEncoder& operator=(const LibavEncoder&) = delete;
+  ~LibavEncoder() override;
+
+  Status open();
+  Status encode(const Frame& frame) override;
+  Status finish() override;
+  std::string encoder_name() const override { return codec_->codec->name; }
+  const std::string& fallback_reason() const override { return fallback_reason_; }
+  EncoderStats stats() const override { return stats_; }
+
+ private:
+  Status open_muxer();
+  Status open_codec();
+  Status open_nvenc();
+  Status open_software();
+  Status open_context(const AVCodec* codec, Dictionary& codec_options);
+  Status open_stream();
+  Status encode_frame(const Frame& frame);
+  Status fill_software_frame(const ImageView& image);
+  Status fill_nvenc_frame(const ImageView& image);
+  std::int64_t next_pts(const Frame& frame);
+  Status send(const AVFrame* frame);
+  Status flush_and_close();
+
+  std::string path_;
+  EncoderOptions options_;
+  OutputPtr output_;
+  AVStream* stream_ = nullptr;  // owned by output_
+  AvPtr<AVCodecContext> codec_;
+  AvPtr<AVBufferRef> device_;  // NVENC: the CUDA device context
+  AvPtr<AVBufferRef> frames_;  // NVENC: the pool of device frames it reads
+  AvPtr<AVFrame> host_frame_;  // x264: the YUV420P input; NVENC: the NV12 upload staging
+  AvPtr<AVFrame> hw_frame_;    // NVENC: the device frame handed to the encoder
+  AvPtr<AVPacket> packet_;
+  std::vector<std::uint8_t> h_uv_;  // device NV12 for x264: the chroma plane, downloaded
+  bool header_written_ = false;
+  bool finished_ = false;
+  Status finish_status_;
+  std::string fallback_reason_;
+  EncoderStats stats_;
+  bool have_last_pts_ = false;
+  std::int64_t last_pts_ = 0;
+  std::int64_t pts_repaired_ = 0;
+};
+
+LibavEncoder::~LibavEncoder() {
+  // Finalizes the container on error paths and after Ctrl-C, so what was encoded stays playable.
+  if (!finished_) {
+    const Status status = finish();
+    if (!status.is_ok()) {
+      log_error("{}", status.to_string());
+    }
+  }
+}
+
+Status LibavEncoder::open() {
+  FOVEA_TRY(check_options(options_));
+  packet_.reset(av_packet_alloc());
+  if (!packet_) {
+    return make_error(StatusCode::kResourceExhausted, "out of memory allocating a packet");
+  }
+  FOVEA_TRY(open_muxer());
+  FOVEA_TRY(open_codec());
+  return open_stream();
+}
+
+Status LibavEncoder::open_muxer() {
+  const AVOutputFormat* format = av_guess_format(nullptr, path_.c_str(), nullptr);
+  if (format == nullptr) {
+    return make_error(StatusCode::kInvalidArgument,
+                      "cannot tell the container from the file name (use .mp4, .mov, .mkv or .ts)");
+  }
+  const AVCodecID codec_id =
+      options_.codec == EncoderCodec::kH264 ? AV_CODEC_ID_H264 : AV_CODEC_ID_HEVC;
+  // 0 is a definite no; muxers that cannot tell (MPEG-TS) answer negative and are left to try.
+  if (avformat_query_codec(format, codec_id, FF_COMPLIANCE_NORMAL) == 0) {
+    return make_error(StatusCode::kUnsupported, "container '", format->name, "' cannot hold ",
+                      avcodec_get_name(codec_id), " video");
+  }
+  AVFormatContext* raw = nullptr;
+  FOVEA_AV_TRY(avformat_alloc_output_context2(&raw, format, nullptr, path_.c_str()));
+  output_.reset(raw);
+  return Status::ok();
+}
+
+Status LibavEncoder::open_codec() {
+  if (options_.backend != EncoderBackend::kCpu) {
+    const Status nvenc = open_nvenc();
+    if (nvenc.is_ok()) {
+      return Status::ok();
+    }
+    codec_.reset();
+    frames_.reset();
+    device_.reset();
+    fallback_reason_ = std::string(nvenc_encoder_name(options_.codec)) + " unavailable: " + nvenc.message();
+    if (avcodec_find_encoder_by_name(software_encoder_name(options_.codec)) != nullptr) {
+      log_warn("{}: {}; encoding with {}", path_, fallback_reason_, software_encoder_name(options_.codec));
+    }
+  }
+  const Status software = open_software();
+  if (!software.is_ok() && !fallback_reason_.empty()) {
+    return software.with_context(fallback_reason_);
+  }
+  return software;
+}
+
+#if defined(FOVEA_HAVE_CUDA)
+Status LibavEncoder::open_nvenc() {
+  const AVCodec* codec = avcodec_find_encoder_by_name(nvenc_encoder_name(options_.codec));
+  if (codec == nullptr) {
+    return make_error(StatusCode::kUnsupported, "this FFmpeg build has no ", nvenc_encoder_name(options_.codec));
+  }
+  // The primary context is the one the CUDA runtime uses, so frames from fovea's own kernels and
+  // decoders are valid in NVENC's context without peer mappings.
+  Dictionary device_options;
+  device_options.set("primary_ctx", "1");
+  AVBufferRef* device = nullptr;
+  FOVEA_AV_TRY(av_hwdevice_ctx_create(&device, AV_HWDEVICE_TYPE_CUDA, std::to_string(options_.device).c_str(),
+                                      *device_options.get(), 0));
+  device_.reset(device);
+  frames_.reset(av_hwframe_ctx_alloc(device_.get()));
+  if (!frames_) {
+    return make_error(StatusCode::kResourceExhausted, "out of memory allocating a CUDA frames context");
+  }
+  auto* frames = reinterpret_cast<AVHWFramesContext*>(frames_->data);
+  frames->format = AV_PIX_FMT_CUDA;
+  frames->sw_format = AV_PIX_FMT_NV12;
+  frames->width = options_.width;
+  frames->height = options_.height;
+  FOVEA_AV_TRY(av_hwframe_ctx_init(frames_.get()));
+
+  Dictionary codec_options;
+  codec_options.set("preset", nvenc_preset(options_.preset));
+  if (options_.qp >= 0) {
+    codec_options.set("rc", "constqp");
+    codec_options.set("qp", std::to_string(options_.qp));
+  } else if (options_.bit_rate <= 0) {
+    codec_options.set("rc", "vbr");
+    codec_options.set("cq", std::to_string(options_.crf));
+  }
+  codec_.reset(avcodec_alloc_context3(codec));
+  if (!codec_) {
+    return make_error(StatusCode::kResourceExhausted, "out of memory allocating an encoder");
+  }
+  codec_->pix_fmt = AV_PIX_FMT_CUDA;
+  codec_->hw_frames_ctx = av_buffer_ref(frames_.get());
+  hw_frame_.reset(av_frame_alloc());
+  host_frame_.reset(av_frame_alloc());
+  if (codec_->hw_frames_ctx == nullptr || !hw_frame_ || !host_frame_) {
+    return make_error(StatusCode::kResourceExhausted, "out of memory setting up NVENC frames");
+  }
+  host_frame_->format = AV_PIX_FMT_NV12;
+  return open_context(codec, codec_options);
+}
+#else
+Status LibavEncoder::open_nvenc() {
+  return make_error(StatusCode::kUnsupported, "this build of fovea has no CUDA");
+}
+#endif
+
+Status LibavEncoder::open_software() {
+  const char* name = software_encoder_name(options_.codec);
+  const AVCodec* codec = avcodec_find_encoder_by_name(name);
+  if (codec == nullptr) {
+    return make_error(StatusCode::kUnsupported, "this FFmpeg build has no ", name, " encoder");
+  }
+  Dictionary codec_options;
+  codec_options.set("preset", options_.preset);
+  if (options_.qp >= 0) {
+    codec_options.set("qp", std::to_string(options_.qp));
+  } else if (options_.bit_rate <= 0) {
+    codec_options.set("crf", std::to_string(options_.crf));
+  }
+  if (options_.codec == EncoderCodec::kHevc) {
+    // x265 writes its whole configuration to stderr at its default (info) level.
+    codec_options.set("x265-params", "log-level=warning");
+  }
+  codec_.reset(avcodec_alloc_context3(codec));
+  host_frame_.reset(av_frame_alloc());
+  if (!codec_ || !host_frame_) {
+    return make_error(StatusCode::kResourceExhausted, "out of memory allocating an encoder");
+  }
+  codec_->pix_fmt = AV_PIX_FMT_YUV420P;
+  host_frame_->format = AV_PIX_FMT_YUV420P;
+  return open_context(codec, codec_options);
+}
+
+// Settings common to every backend, then avcodec_open2 and the reusable input frame.
+Status LibavEncoder::open_context(const AVCodec* codec, Dictionary& codec_options) {
+  codec_->width = options_.width;
+  codec_->height = options_.height;
+  codec_->time_base = to_av(options_.time_base);
+  codec_->framerate = to_av(options_.frame_rate);
+  codec_->sample_aspect_ratio = AVRational{1, 1};
+  if (options_.bit_rate > 0) {
+    codec_->bit_rate = options_.bit_rate;
+  }
+  if (options_.gop > 0) {
+    codec_->gop_size = options_.gop;
+  }
+  if (options_.max_b_frames >= 0) {
+    codec_->max_b_frames = options_.max_b_frames;
+  }
+  if (options_.threads > 0) {
+    codec_->thread_count = options_.threads;
+  }
+  if ((output_->oformat->flags & AVFMT_GLOBALHEADER) != 0) {
+    codec_->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
+  }
+  const int opened = avcodec_open2(codec_.get(), codec, codec_options.get());
+  if (opened < 0) {
+    return av_error(opened, std::string("opening ") + codec->name + " (preset '" + options_.preset + "')");
+  }
+  const std::string leftover = codec_options.leftover_keys();
+  if (!leftover.empty()) {
+    log_warn("{}: {} ignored the options: {}", path_, codec->name, leftover);
+  }
+  host_frame_->width = options_.width;
+  host_frame_->height = options_.height;
+  FOVEA_AV_TRY(av_frame_get_buffer(host_frame_.get(), 0));
+  return Status::ok();
+}
+
+Status LibavEncoder::open_stream() {
+  stream_ = avformat_new_stream(output_.get(), nullptr);
+  if (stream_ == nullptr) {
+    return make_error(StatusCode::kResourceExhausted, "out of memory allocating the output stream");
+  }
+  FOVEA_AV_TRY(avcodec_parameters_from_context(stream_->codecpar, codec_.get()));
+  // A hint: muxers may pick their own time base in avformat_write_header (mp4 scales it up, mkv
+  // uses 1/1000); packets are rescaled to whatever it ends up being.
+  stream_->time_base = codec_->time_base;
+  stream_->avg_frame_rate = codec_->framerate;
+  stream_->r_frame_rate = codec_->framerate;
+  if ((output_->oformat->flags & AVFMT_NOFILE) == 0) {
+    const int opened = avio_open(&output_->pb, path_.c_str(), AVIO_FLAG_WRITE);
+    if (opened < 0) {
+      return av_error(opened, "cannot create the output file");
+    }
+  }
+  FOVEA_AV_TRY(avformat_write_header(output_.get(), nullptr));
+  header_written_ = true;
+  return Status::ok();
+}
+
+Status LibavEncoder::encode(const Frame& frame) {
+  if (finished_) {
+    return make_error(StatusCode::kInvalidArgument, "encode() called after finish()").with_context(path_);
+  }
+  return encode_frame(frame).with_context(path_);
+}
+
+Status LibavEncoder::encode_frame(const Frame& frame) {
+  FOVEA_TRY(check_frame(frame, options_));
+  const bool nvenc = frames_ != nullptr;
+  FOVEA_TRY(nvenc ? fill_nvenc_frame(frame.image) : fill_software_frame(frame.image));
+  AVFrame* input = nvenc ? hw_frame_.get() : host_frame_.get();
+  input->pts = next_pts(frame);
+  input->pict_type = AV_PICTURE_TYPE_NONE;
+  FOVEA_TRY(send(input));
+  ++stats_.frames_in;
+  return Status::ok();
+}
+
+// The frame's pts, or one past the last when it has none. Encoders and muxers need strictly
+// increasing pts; a repeated or backwards one (damaged sources produce them) is moved forward,
+// and the count is reported when the encoder finishes.
+std::int64_t LibavEncoder::next_pts(const Frame& frame) {
+  std::int64_t pts = frame.has_pts ? frame.pts : (have_last_pts_ ? last_pts_ + 1 : 0);
+  if (have_last_pts_ && pts <= last_pts_) {
+    if (pts_repaired_++ == 0) {
+      log_warn("{}: frame {} has pts {} after {}; moving it forward to keep timestamps increasing", path_,
+               frame.index, pts, last_pts_);
+    }
+    pts = last_pts_ + 1;
+  }
+  have_last_pts_ = true;
+  last_pts_ = pts;
+  return pts;
+}
+
+Status LibavEncoder::fill_software_frame(const ImageView& image) {
+  // The encoder may still reference the previous frame's buffer; this copies only in that case.
+  FOVEA_AV_TRY(av_frame_make_writable(host_frame_.get()));
+  if (image.memory != MemoryKind::kDevice) {
+    fill_yuv420p(image, host_frame_.get());
+    return Status::ok();
+  }
+#if defined(FOVEA_HAVE_CUDA)
+  const int chroma_w = (image.width + 1) / 2;
+  const int chroma_h = (image.height + 1) / 2;
+  const std::size_t uv_pitch = 2 * static_cast<std::size_t>(chroma_w);
+  h_uv_.resize(uv_pitch * chroma_h);
+  FOVEA_CUDA_TRY(cudaMemcpy2DAsync(host_frame_->data[0], host_frame_->linesize[0], image.planes[0].data,
+                                   image.planes[0].pitch, image.width, image.height, cudaMemcpyDeviceToHost,
+                                   options_.stream));
+  FOVEA_CUDA_TRY(cudaMemcpy2DAsync(h_uv_.data(), uv_pitch, image.planes[1].data, image.planes[1].pitch,
+                                   uv_pitch, chroma_h, cudaMemcpyDeviceToHost, options_.stream));
+  FOVEA_CUDA_TRY(cudaStreamSynchronize(options_.stream));
+  deinterleave_uv(h_uv_.data(), uv_pitch, chroma_w, chroma_h, host_frame_.get());
+  return Status::ok();
+#else
+  return make_error(StatusCode::kUnsupported, "device frames need a build of fovea with CUDA");
+#endif
+}
+
+#if defined(FOVEA_HAVE_CUDA)
+Status LibavEncoder::fill_nvenc_frame(const ImageView& image) {
+  av_frame_unref(hw_frame_.get());
+  FOVEA_AV_TRY(av_hwframe_get_buffer(frames_.get(), hw_frame_.get(), 0));
+  if (image.memory != MemoryKind::kDevice) {
+    FOVEA_AV_TRY(av_frame_make_writable(host_frame_.get()));
+    fill_nv12(image, host_frame_.get());
+    FOVEA_AV_TRY(av_hwframe_transfer_data(hw_frame_.get(), host_frame_.get(), 0));
+    return Status::ok();
+  }
+  // Sizes are even (check_options), so the interleaved chroma row is `width` bytes.
+  FOVEA_CUDA_TRY(cudaMemcpy2DAsync(hw_frame_->data[0], hw_frame_->linesize[0], image.planes[0].data,
+                                   image.planes[0].pitch, image.width, image.height, cudaMemcpyDeviceToDevice,
+                                   options_.stream));
+  FOVEA_CUDA_TRY(cudaMemcpy2DAsync(hw_frame_->data[1], hw_frame_->linesize[1], image.planes[1].data,
+                                   image.planes[1].pitch, image.width, image.height / 2,
+                                   cudaMemcpyDeviceToDevice, options_.stream));
+  // NVENC reads on FFmpeg's stream, which knows nothing of ours.
+  FOVEA_CUDA_TRY(cudaStreamSynchronize(options_.stream));
+  return Status::ok();
+}
+#else
+Status LibavEncoder::fill_nvenc_frame(const ImageView&) {
+  return make_error(StatusCode::kUnsupported, "NVENC needs a build of fovea with CUDA");
+}
+#endif
+
+// Sends `frame` (nullptr: flush) and writes every packet the encoder has ready.
+Status LibavEncoder::send(const AVFrame* frame) {
+  FOVEA_AV_TRY(avcodec_send_frame(codec_.get(), frame));
+  while (true) {
+    const int received = avcodec_receive_packet(codec_.get(), packet_.get());
+    if (received == AVERROR(EAGAIN) || received == AVERROR_EOF) {
+      return Status::ok();
+    }
+    FOVEA_AV_TRY(received);
+    av_packet_rescale_ts(packet_.get(), codec_->time_base, stream_->time_base);
+    packet_->stream_index = stream_->index;
+    ++stats_.packets_out;
+    stats_.bytes_out += packet_->size;
+    // Takes the packet's reference and leaves it blank for the next receive.
+    FOVEA_AV_TRY(av_interleaved_write_frame(output_.get(), packet_.get()));
+  }
+}
+
+Status LibavEncoder::finish() {
+  if (!finished_) {
+    finished_ = true;
+    finish_status_ = flush_and_close().with_context(path_);
+    if (pts_repaired_ > 0) {
+      log_warn("{}: {} frames had non-increasing pts and were moved forward", path_, pts_repaired_);
+    }
+  }
+  return finish_status_;
+}
+
+// Every step runs even when an earlier one failed, so the trailer is written whenever the header
+// was; the first error is the one reported.
+Status LibavEncoder::flush_and_close() {
+  Status first = Status::ok();
+  auto keep_first = [&first](Status status) {
+    if (first.is_ok()) {
+      first = std::move(status);
+    }
+  };
+  if (header_written_) {
+    keep_first(send(nullptr));
+    keep_first([this]() -> Status {
+      FOVEA_AV_TRY(av_write_trailer(output_.get()));
+      return Status::ok();
+    }());
+  }
+  if (output_ && output_->pb != nullptr && (output_->oformat->flags & AVFMT_NOFILE) == 0) {
+    keep_first([this]() -> Status {
+      FOVEA_AV_TRY(avio_closep(&output_->pb));
+      return Status::ok();
+    }());
+  }
+  return first;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Encoder>> Encoder::open(const std::string& path, const EncoderOptions& options) {
+  auto encoder = std::make_unique<LibavEncoder>(path, options);
+  const Status status = encoder->open();
+  if (!status.is_ok()) {
+    return status.with_context(path);
+  }
+  return std::unique_ptr<Encoder>(std::move(encoder));
+}
+
+}  // namespace fovea::io

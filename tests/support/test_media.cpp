@@ -1,1 +1,211 @@
-// placeholder: being written
+#include "support/test_media.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <system_error>
+#include <vector>
+
+extern "C" {
+#include <libavcodec/avcodec.h>
+}
+
+namespace fovea::testing {
+namespace {
+
+// A cheap integer hash (the finalizer of MurmurHash3) for reproducible texture.
+std::uint32_t hash2(std::uint32_t x, std::uint32_t y) {
+  std::uint32_t h = x * 0x9E3779B1u ^ (y + 0x7F4A7C15u) * 0x85EBCA77u;
+  h ^= h >> 16;
+  h *= 0x85EBCA6Bu;
+  h ^= h >> 13;
+  h *= 0xC2B2AE35u;
+  h ^= h >> 16;
+  return h;
+}
+
+std::uint8_t to_u8(int value) { return static_cast<std::uint8_t>(value); }
+
+// Luma: a diagonal gradient sliding by 4 per frame plus 4x4-block texture sliding by (2, 1) per
+// frame; the range stays within 16..238 so no encoder clips it.
+void fill_luma(const ImageView& image, int index) {
+  for (int y = 0; y < image.height; ++y) {
+    std::uint8_t* row = image.row(0, y);
+    for (int x = 0; x < image.width; ++x) {
+      const auto tx = static_cast<std::uint32_t>(x - 2 * index + (1 << 20)) / 4;
+      const auto ty = static_cast<std::uint32_t>(y - index + (1 << 20)) / 4;
+      row[x] = to_u8(16 + (3 * x + 2 * y + 4 * index) % 160 + static_cast<int>(hash2(tx, ty) & 63u));
+    }
+  }
+}
+
+void fill_chroma(const ImageView& image, int index) {
+  const int chroma_w = (image.width + 1) / 2;
+  const int chroma_h = (image.height + 1) / 2;
+  for (int y = 0; y < chroma_h; ++y) {
+    std::uint8_t* u = image.row(1, y);
+    std::uint8_t* v = image.row(2, y);
+    for (int x = 0; x < chroma_w; ++x) {
+      const int texture = static_cast<int>(hash2(static_cast<std::uint32_t>(x / 2 + 7919),
+                                                 static_cast<std::uint32_t>(y / 2)) & 15u);
+      u[x] = to_u8(64 + (2 * x + 3 * index) % 112 + texture);
+      v[x] = to_u8(64 + (2 * y + x + 5 * index) % 112 + texture);
+    }
+  }
+}
+
+Result<std::vector<char>> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return make_error(StatusCode::kNotFound, "cannot open ", path, " for reading");
+  }
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) {
+    return make_error(StatusCode::kIoError, "reading ", path, " failed");
+  }
+  return bytes;
+}
+
+Status write_file(const std::string& path, const char* data, std::size_t size) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(data, static_cast<std::streamsize>(size));
+  out.close();
+  if (!out) {
+    return make_error(StatusCode::kIoError, "writing ", path, " failed");
+  }
+  return Status::ok();
+}
+
+std::string sanitized(std::string text) {
+  for (char& c : text) {
+    const bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
+    if (!keep) {
+      c = '_';
+    }
+  }
+  return text;
+}
+
+// xorshift64* (Vigna): a tiny generator that gives the same positions on every platform.
+class XorShift64Star {
+ public:
+  explicit XorShift64Star(unsigned seed) : state_(0x9E3779B97F4A7C15ull ^ (std::uint64_t{seed} << 1 | 1u)) {}
+  std::uint64_t next() {
+    state_ ^= state_ >> 12;
+    state_ ^= state_ << 25;
+    state_ ^= state_ >> 27;
+    return state_ * 0x2545F4914F6CDD1Dull;
+  }
+
+ private:
+  std::uint64_t state_;
+};
+
+}  // namespace
+
+Frame synthetic_frame(int width, int height, int index) {
+  Result<ImageAllocation> allocation = plan_image_allocation(PixelFormat::kYUV420P, width, height, 3, 64);
+  EXPECT_TRUE(allocation.is_ok()) << allocation.status().to_string();
+  if (!allocation.is_ok()) {
+    return Frame{};
+  }
+  auto storage = std::make_shared<std::vector<std::uint8_t>>(allocation->total_bytes);
+  Frame frame;
+  // Pitches are 64-byte aligned, wider than the rows for most widths, so consumers that ignore
+  // the pitch show up in tests.
+  frame.image = image_view_in(storage->data(), *allocation, PixelFormat::kYUV420P, width, height,
+                              MemoryKind::kHost);
+  frame.owner = storage;
+  frame.pts = index;
+  frame.has_pts = true;
+  frame.time_base = Rational{1, 30};
+  frame.index = index;
+  frame.keyframe = index == 0;
+  fill_luma(frame.image, index);
+  fill_chroma(frame.image, index);
+  return frame;
+}
+
+Result<std::string> write_clip(const std::string& path, const ClipSpec& spec) {
+  io::EncoderOptions options;
+  options.codec = spec.codec;
+  options.backend = io::EncoderBackend::kCpu;
+  options.width = spec.width;
+  options.height = spec.height;
+  options.frame_rate = spec.frame_rate;
+  options.time_base = Rational{spec.frame_rate.den, spec.frame_rate.num};
+  options.preset = spec.preset;
+  options.qp = spec.qp;
+  options.gop = spec.gop;
+  options.max_b_frames = spec.max_b_frames;
+  FOVEA_ASSIGN_OR_RETURN(std::unique_ptr<io::Encoder> encoder, io::Encoder::open(path, options));
+  for (int i = 0; i < spec.frames; ++i) {
+    Frame frame = synthetic_frame(spec.width, spec.height, i);
+    frame.time_base = options.time_base;
+    FOVEA_TRY(encoder->encode(frame));
+  }
+  FOVEA_TRY(encoder->finish());
+  return path;
+}
+
+std::string test_temp_dir() {
+  static std::atomic<int> counter{0};
+  const char* tmpdir = std::getenv("TMPDIR");
+  std::filesystem::path root = (tmpdir != nullptr && *tmpdir != '\0') ? tmpdir : "/tmp";
+  std::string name = "fovea-test";
+  if (const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info()) {
+    name += "-" + sanitized(std::string(test->test_suite_name()) + "." + test->name());
+  }
+  name += "-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
+  const std::filesystem::path dir = root / name;
+  std::error_code error;
+  // A leftover from an earlier process with the same pid would not be fresh.
+  std::filesystem::remove_all(dir, error);
+  std::filesystem::create_directories(dir, error);
+  if (error) {
+    ADD_FAILURE() << "cannot create test directory " << dir << ": " << error.message();
+  }
+  return dir.string();
+}
+
+bool has_ffmpeg_encoder(std::string_view name) {
+  return avcodec_find_encoder_by_name(std::string(name).c_str()) != nullptr;
+}
+
+Status copy_truncated(const std::string& from, const std::string& to, double keep_fraction) {
+  if (!(keep_fraction >= 0.0 && keep_fraction <= 1.0)) {
+    return make_error(StatusCode::kInvalidArgument, "keep fraction ", std::to_string(keep_fraction),
+                      " is outside 0..1");
+  }
+  FOVEA_ASSIGN_OR_RETURN(std::vector<char> bytes, read_file(from));
+  const auto keep = static_cast<std::size_t>(std::floor(static_cast<double>(bytes.size()) * keep_fraction));
+  return write_file(to, bytes.data(), keep);
+}
+
+Status copy_bit_flipped(const std::string& from, const std::string& to, int count, std::size_t skip_bytes,
+                        unsigned seed) {
+  FOVEA_ASSIGN_OR_RETURN(std::vector<char> bytes, read_file(from));
+  if (count > 0 && bytes.size() <= skip_bytes) {
+    return make_error(StatusCode::kInvalidArgument, from, " has ", std::to_string(bytes.size()),
+                      " bytes, none past the ", std::to_string(skip_bytes), " to skip");
+  }
+  XorShift64Star random(seed);
+  const std::uint64_t span = bytes.size() - skip_bytes;
+  for (int i = 0; i < count; ++i) {
+    const std::uint64_t draw = random.next();
+    const std::size_t position = skip_bytes + static_cast<std::size_t>(draw % span);
+    const auto bit = static_cast<unsigned>((draw >> 61) & 7u);
+    bytes[position] = static_cast<char>(static_cast<unsigned char>(bytes[position]) ^ (1u << bit));
+  }
+  return write_file(to, bytes.data(), bytes.size());
+}
+
+}  // namespace fovea::testing

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs fovea's build dependencies from Debian bookworm's packages (and nothing else), then
+# configures and builds the given CMake preset (default: release).
+#
+#   scripts/setup.sh [PRESET]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+preset=${1:-release}
+
+packages=(build-essential cmake ninja-build pkgconf git
+  libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libffmpeg-nvenc-dev ffmpeg
+  libprotobuf-dev protobuf-compiler libonnx-dev libyaml-cpp-dev libcli11-dev nlohmann-json3-dev
+  libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+if [ -x /usr/local/cuda/bin/nvcc ] || command -v nvcc >/dev/null; then
+  echo "setup: CUDA toolkit found; building the CUDA parts"
+else
+  echo "setup: no CUDA toolkit; building CPU-only (NVDEC and GPU tests are left out)"
+fi
+cmake --preset "$preset" >/dev/null
+cmake --build --preset "$preset" -j "$(nproc)"

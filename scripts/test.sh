@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Sets up, builds and runs fovea's tests: the unit tests (GPU tests report themselves skipped
+# without a GPU), then the io and core tests again under AddressSanitizer + UBSan.
+#
+#   scripts/test.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh release
+ctest --preset release -j "$(nproc)"
+if [ "${FOVEA_SKIP_ASAN:-0}" != 1 ]; then
+  cmake --preset asan >/dev/null
+  cmake --build --preset asan -j "$(nproc)"
+  ctest --preset asan -j "$(nproc)"
+fi
