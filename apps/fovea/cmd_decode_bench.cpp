@@ -135,7 +135,9 @@ class Session {
     decoder_.reset();
   }
 
-  SessionResult& result() { return result_; }
+  SessionResult& result() {
+    return result_;
+  }
 
  private:
   const DemuxedFile& file_;
@@ -154,8 +156,9 @@ void print_table(const std::vector<SessionResult>& results, double wall_seconds,
     const SessionResult& r = results[i];
     const std::int64_t dropped = r.expected_frames - r.frames;
     std::printf("%-8zu %-8s %10lld %10.1f %9.3f %8lld %8lld  %s%s\n", i, r.backend.c_str(),
-                static_cast<long long>(r.frames), r.seconds > 0 ? static_cast<double>(r.frames) / r.seconds : 0.0,
-                r.seconds, static_cast<long long>(r.stats.frames_damaged), static_cast<long long>(dropped),
+                static_cast<long long>(r.frames),
+                r.seconds > 0 ? static_cast<double>(r.frames) / r.seconds : 0.0, r.seconds,
+                static_cast<long long>(r.stats.frames_damaged), static_cast<long long>(dropped),
                 r.input.c_str(), r.status.is_ok() ? "" : ("  FAILED: " + r.status.to_string()).c_str());
   }
   std::printf("aggregate: %lld frames in %.3f s = %.1f frames/s over %zu sessions\n",
@@ -178,11 +181,14 @@ Status write_json(const std::string& path, const BenchArgs& args, const std::vec
                         {"fps", r.seconds > 0 ? static_cast<double>(r.frames) / r.seconds : 0.0},
                         {"status", r.status.is_ok() ? "ok" : r.status.to_string()}});
   }
-  nlohmann::json report = {{"decoder", args.decoder},   {"sessions", args.sessions},
-                           {"repeat", args.repeat},     {"wall_seconds", wall_seconds},
-                           {"total_frames", total_frames},
-                           {"aggregate_fps", wall_seconds > 0 ? static_cast<double>(total_frames) / wall_seconds : 0.0},
-                           {"per_session", sessions}};
+  nlohmann::json report = {
+      {"decoder", args.decoder},
+      {"sessions", args.sessions},
+      {"repeat", args.repeat},
+      {"wall_seconds", wall_seconds},
+      {"total_frames", total_frames},
+      {"aggregate_fps", wall_seconds > 0 ? static_cast<double>(total_frames) / wall_seconds : 0.0},
+      {"per_session", sessions}};
   std::ofstream out(path);
   out << report.dump(2) << "\n";
   if (!out) {
@@ -234,7 +240,8 @@ int run_decode_bench(const BenchArgs& args) {
   }
   print_table(results, wall_seconds, total_frames);
   if (!args.json_path.empty()) {
-    if (Status written = write_json(args.json_path, args, results, wall_seconds, total_frames); !written.is_ok()) {
+    if (Status written = write_json(args.json_path, args, results, wall_seconds, total_frames);
+        !written.is_ok()) {
       std::fprintf(stderr, "fovea decode-bench: %s\n", written.to_string().c_str());
       return kExitFailure;
     }
@@ -252,7 +259,8 @@ int run_decode_bench(const BenchArgs& args) {
 
 void add_decode_bench_command(CLI::App& app, Action* action) {
   auto args = std::make_shared<BenchArgs>();
-  CLI::App* command = app.add_subcommand("decode-bench", "Measure decode throughput over concurrent sessions");
+  CLI::App* command =
+      app.add_subcommand("decode-bench", "Measure decode throughput over concurrent sessions");
   command->add_option("inputs", args->inputs, "Video files (sessions take them round robin)")->required();
   command->add_option("--decoder", args->decoder, "Decoder backend")
       ->check(CLI::IsMember({"cpu", "nvdec", "auto"}))

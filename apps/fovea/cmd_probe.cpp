@@ -16,7 +16,9 @@ struct ProbeArgs {
   int timeout_ms = 5000;
 };
 
-std::string rational_text(Rational r) { return std::to_string(r.num) + "/" + std::to_string(r.den); }
+std::string rational_text(Rational r) {
+  return std::to_string(r.num) + "/" + std::to_string(r.den);
+}
 
 nlohmann::json to_json(const io::StreamInfo& info) {
   return {{"url", info.url},
@@ -84,8 +86,9 @@ void add_probe_command(CLI::App& app, Action* action) {
   CLI::App* command = app.add_subcommand("probe", "Print stream information of video files or URLs");
   command->add_option("inputs", args->inputs, "Files or URLs (rtsp://, http://, ...)")->required();
   command->add_flag("--json", args->json, "Print JSON instead of text");
-  command->add_option("--timeout-ms", args->timeout_ms, "Network timeout")->capture_default_str()->check(
-      CLI::PositiveNumber);
+  command->add_option("--timeout-ms", args->timeout_ms, "Network timeout")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   command->callback([args, action] { *action = [args] { return run_probe(*args); }; });
 }
 

@@ -11,9 +11,9 @@ namespace fovea::app {
 
 // Exit codes, documented in `fovea --help` and README.md.
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitFailure = 1;      // the work failed (bad input, device error, ...)
-inline constexpr int kExitUsage = 2;        // the command line was wrong
-inline constexpr int kExitPartial = 3;      // some inputs failed, the others completed
+inline constexpr int kExitFailure = 1;        // the work failed (bad input, device error, ...)
+inline constexpr int kExitUsage = 2;          // the command line was wrong
+inline constexpr int kExitPartial = 3;        // some inputs failed, the others completed
 inline constexpr int kExitInterrupted = 130;  // Ctrl-C; outputs were finalized
 
 using Action = std::function<int()>;

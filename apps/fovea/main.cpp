@@ -1,6 +1,6 @@
 // fovea: GPU video analytics. One file per subcommand; this file wires them up.
-#include <cstdio>
 #include <csignal>
+#include <cstdio>
 #include <exception>
 
 #include "commands.h"
@@ -19,7 +19,9 @@ void on_interrupt(int) {
 
 }  // namespace
 
-const std::atomic<bool>& interrupt_flag() { return g_interrupted; }
+const std::atomic<bool>& interrupt_flag() {
+  return g_interrupted;
+}
 
 void install_interrupt_handler() {
   struct sigaction action {};

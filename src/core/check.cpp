@@ -17,9 +17,8 @@ void check_failed(const char* condition, const char* file, int line, const char*
 
 }  // namespace detail
 
-Status library_error(StatusCode code, std::string_view library, std::string_view call,
-                     const char* file, int line, std::string_view library_message,
-                     long long library_code) {
+Status library_error(StatusCode code, std::string_view library, std::string_view call, const char* file,
+                     int line, std::string_view library_message, long long library_code) {
   std::string text(library);
   text.append(": ").append(call).append(" failed at ").append(file).append(":");
   text.append(std::to_string(line)).append(": ").append(library_message);

@@ -23,10 +23,10 @@ struct Frame {
   std::int64_t pts = 0;         // in time_base units
   bool has_pts = false;
   Rational time_base;
-  std::int64_t index = 0;       // 0-based position in display order, per decoder
+  std::int64_t index = 0;  // 0-based position in display order, per decoder
   bool keyframe = false;
-  bool damaged = false;         // the decoder reported errors or concealment for this frame
-  int bit_depth = 8;            // bits per sample of the source (10 for P016 from Main10)
+  bool damaged = false;  // the decoder reported errors or concealment for this frame
+  int bit_depth = 8;     // bits per sample of the source (10 for P016 from Main10)
 };
 
 }  // namespace fovea

@@ -28,7 +28,9 @@ std::string_view memory_kind_name(MemoryKind kind) {
   return "unknown";
 }
 
-bool is_device_accessible(MemoryKind kind) { return kind != MemoryKind::kHost; }
+bool is_device_accessible(MemoryKind kind) {
+  return kind != MemoryKind::kHost;
+}
 
 Result<FormatLayout> format_layout(PixelFormat format, int width, int height, int channels) {
   // 2^15 per side bounds every row and plane size well inside int arithmetic.
@@ -57,8 +59,8 @@ Result<FormatLayout> format_layout(PixelFormat format, int width, int height, in
     case PixelFormat::kPlanarF32:
     case PixelFormat::kPlanarF16: {
       if (channels < 1 || channels > kMaxPlanes) {
-        return make_error(StatusCode::kInvalidArgument, "planar images have 1..",
-                          std::to_string(kMaxPlanes), " channels, not ", std::to_string(channels));
+        return make_error(StatusCode::kInvalidArgument, "planar images have 1..", std::to_string(kMaxPlanes),
+                          " channels, not ", std::to_string(channels));
       }
       const int sample = format == PixelFormat::kPlanarF32 ? 4 : 2;
       layout.num_planes = channels;

@@ -4,8 +4,8 @@
 // | format      | planes | plane 0           | plane 1             | plane 2      | sample  |
 // |-------------|--------|-------------------|---------------------|--------------|---------|
 // | kNV12       | 2      | Y  w×h            | UV interleaved w×h/2 |             | u8      |
-// | kP016       | 2      | Y  w×h            | UV interleaved w×h/2 |             | u16 (MSB-aligned, 10/12/16-bit) |
-// | kYUV420P    | 3      | Y  w×h            | U (w/2)×(h/2)       | V (w/2)×(h/2)| u8      |
+// | kP016       | 2      | Y  w×h            | UV interleaved w×h/2 |             | u16 (MSB-aligned,
+// 10/12/16-bit) | | kYUV420P    | 3      | Y  w×h            | U (w/2)×(h/2)       | V (w/2)×(h/2)| u8      |
 // | kRGB8/kBGR8 | 1      | packed 3×w×h      |                     |              | u8      |
 // | kRGBA8      | 1      | packed 4×w×h      |                     |              | u8      |
 // | kGRAY8      | 1      | w×h               |                     |              | u8      |
@@ -74,8 +74,8 @@ struct ImageAllocation {
   std::array<std::size_t, kMaxPlanes> pitches{};
   std::array<std::size_t, kMaxPlanes> offsets{};
 };
-Result<ImageAllocation> plan_image_allocation(PixelFormat format, int width, int height,
-                                              int channels = 3, std::size_t pitch_alignment = 256);
+Result<ImageAllocation> plan_image_allocation(PixelFormat format, int width, int height, int channels = 3,
+                                              std::size_t pitch_alignment = 256);
 // Points `view`'s planes into `base` following `allocation`.
 ImageView image_view_in(void* base, const ImageAllocation& allocation, PixelFormat format, int width,
                         int height, MemoryKind memory, int channels = 3);

@@ -26,9 +26,13 @@ constexpr std::string_view kLevelNames[] = {"error", "warn", "info", "debug"};
 
 }  // namespace
 
-void set_log_level(LogLevel level) { level_storage().store(static_cast<int>(level)); }
+void set_log_level(LogLevel level) {
+  level_storage().store(static_cast<int>(level));
+}
 
-LogLevel log_level() { return static_cast<LogLevel>(level_storage().load(std::memory_order_relaxed)); }
+LogLevel log_level() {
+  return static_cast<LogLevel>(level_storage().load(std::memory_order_relaxed));
+}
 
 bool parse_log_level(std::string_view text, LogLevel* level) {
   for (int i = 0; i < 4; ++i) {

@@ -18,23 +18,19 @@ Result<void*> allocate_block(MemoryKind memory, std::size_t bytes) {
   void* data = nullptr;
   switch (memory) {
     case MemoryKind::kHost:
-      data = std::aligned_alloc(kHostAlignment, (bytes + kHostAlignment - 1) / kHostAlignment * kHostAlignment);
+      data =
+          std::aligned_alloc(kHostAlignment, (bytes + kHostAlignment - 1) / kHostAlignment * kHostAlignment);
       if (!data) {
         return make_error(StatusCode::kResourceExhausted, "host allocation of ", std::to_string(bytes),
                           " bytes failed");
       }
       return data;
 #if defined(FOVEA_HAVE_CUDA)
-    case MemoryKind::kPinnedHost:
-      FOVEA_CUDA_TRY(cudaMallocHost(&data, bytes));
-      return data;
-    case MemoryKind::kDevice:
-      FOVEA_CUDA_TRY(cudaMalloc(&data, bytes));
-      return data;
+    case MemoryKind::kPinnedHost: FOVEA_CUDA_TRY(cudaMallocHost(&data, bytes)); return data;
+    case MemoryKind::kDevice: FOVEA_CUDA_TRY(cudaMalloc(&data, bytes)); return data;
 #else
     case MemoryKind::kPinnedHost:
-    case MemoryKind::kDevice:
-      break;
+    case MemoryKind::kDevice: break;
 #endif
   }
   return make_error(StatusCode::kUnsupported, memory_kind_name(memory),
@@ -90,7 +86,9 @@ PooledBuffer& PooledBuffer::operator=(PooledBuffer&& other) noexcept {
   return *this;
 }
 
-PooledBuffer::~PooledBuffer() { release(); }
+PooledBuffer::~PooledBuffer() {
+  release();
+}
 
 void PooledBuffer::release() {
   if (!data_) {
@@ -165,8 +163,14 @@ PoolStats BufferPool::stats() const {
   return shared_->stats;
 }
 
-std::size_t BufferPool::block_bytes() const { return shared_->block_bytes; }
-MemoryKind BufferPool::memory() const { return shared_->memory; }
-const std::string& BufferPool::name() const { return shared_->name; }
+std::size_t BufferPool::block_bytes() const {
+  return shared_->block_bytes;
+}
+MemoryKind BufferPool::memory() const {
+  return shared_->memory;
+}
+const std::string& BufferPool::name() const {
+  return shared_->name;
+}
 
 }  // namespace fovea

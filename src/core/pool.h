@@ -19,8 +19,8 @@
 namespace fovea {
 
 struct PoolStats {
-  std::uint64_t hits = 0;         // acquires served from the free list
-  std::uint64_t misses = 0;       // acquires that had to allocate
+  std::uint64_t hits = 0;    // acquires served from the free list
+  std::uint64_t misses = 0;  // acquires that had to allocate
   std::size_t blocks_allocated = 0;
   std::size_t blocks_in_use = 0;
 };

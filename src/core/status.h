@@ -84,12 +84,12 @@ const Status& Result<T>::status() const {
 #define FOVEA_CONCAT(a, b) FOVEA_CONCAT_INNER(a, b)
 
 // Returns the Status from the enclosing function when `expr` (a Status) is not ok.
-#define FOVEA_TRY(expr)                             \
-  do {                                              \
-    ::fovea::Status fovea_try_status_ = (expr);     \
-    if (!fovea_try_status_.is_ok()) {               \
-      return fovea_try_status_;                     \
-    }                                               \
+#define FOVEA_TRY(expr)                         \
+  do {                                          \
+    ::fovea::Status fovea_try_status_ = (expr); \
+    if (!fovea_try_status_.is_ok()) {           \
+      return fovea_try_status_;                 \
+    }                                           \
   } while (0)
 
 // `FOVEA_ASSIGN_OR_RETURN(auto x, make_x());` declares x from a Result or returns its Status.

@@ -85,7 +85,11 @@ void install_ffmpeg_log_bridge() {
   std::call_once(once, [] { av_log_set_callback(ffmpeg_log_callback); });
 }
 
-std::string last_ffmpeg_message() { return t_last_message; }
-void clear_last_ffmpeg_message() { t_last_message.clear(); }
+std::string last_ffmpeg_message() {
+  return t_last_message;
+}
+void clear_last_ffmpeg_message() {
+  t_last_message.clear();
+}
 
 }  // namespace fovea::io

@@ -14,21 +14,22 @@ StatusCode av_error_status_code(int code);
 Status av_error(int code, std::string_view what);
 
 namespace detail {
-inline bool av_ok(int e) { return e >= 0; }
+inline bool av_ok(int e) {
+  return e >= 0;
+}
 }  // namespace detail
 
 }  // namespace fovea::io
 
 // Returns a Status from the enclosing function when an FFmpeg call returns a negative AVERROR.
-#define FOVEA_AV_TRY(call)                                                                     \
-  do {                                                                                         \
-    const int fovea_av_result_ = (call);                                                       \
-    if (fovea_av_result_ < 0) {                                                                \
-      return ::fovea::library_error(::fovea::io::av_error_status_code(fovea_av_result_),       \
-                                    "FFmpeg", #call, __FILE__, __LINE__,                       \
-                                    ::fovea::io::av_error_text(fovea_av_result_),              \
-                                    fovea_av_result_);                                         \
-    }                                                                                          \
+#define FOVEA_AV_TRY(call)                                                                                \
+  do {                                                                                                    \
+    const int fovea_av_result_ = (call);                                                                  \
+    if (fovea_av_result_ < 0) {                                                                           \
+      return ::fovea::library_error(::fovea::io::av_error_status_code(fovea_av_result_), "FFmpeg", #call, \
+                                    __FILE__, __LINE__, ::fovea::io::av_error_text(fovea_av_result_),     \
+                                    fovea_av_result_);                                                    \
+    }                                                                                                     \
   } while (0)
 
 namespace fovea::io {

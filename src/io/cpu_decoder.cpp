@@ -114,20 +114,22 @@ class CpuDecoder final : public Decoder {
     return IoState::kOk;
   }
 
+  // Only marks the end: libavcodec drops a packet it still holds if the flush packet arrives
+  // before all pending output was received, so receive() sends the flush once output runs dry.
   Status send_eof() override {
-    if (eof_sent_) {
-      return Status::ok();
-    }
     eof_sent_ = true;
-    const int result = avcodec_send_packet(context_.get(), nullptr);
-    return result < 0 && result != AVERROR_EOF ? av_error(result, stream_.url + ": flush failed") : Status::ok();
+    return Status::ok();
   }
 
   Result<IoState> receive(Frame& frame) override {
     while (true) {
       const int result = avcodec_receive_frame(context_.get(), frame_.get());
       if (result == AVERROR(EAGAIN)) {
-        return IoState::kAgain;
+        if (!eof_sent_ || flush_sent_) {
+          return IoState::kAgain;
+        }
+        FOVEA_TRY(send_flush());
+        continue;
       }
       if (result == AVERROR_EOF) {
         return IoState::kEof;
@@ -148,6 +150,13 @@ class CpuDecoder final : public Decoder {
   DecoderStats stats() const override { return stats_; }
 
  private:
+  Status send_flush() {
+    flush_sent_ = true;
+    const int result = avcodec_send_packet(context_.get(), nullptr);
+    return result < 0 && result != AVERROR_EOF ? av_error(result, stream_.url + ": flush failed")
+                                               : Status::ok();
+  }
+
   Status fill_packet(const Packet& packet) {
     // The packet's bytes are copied once into a padded buffer, as libavcodec requires.
     FOVEA_AV_TRY(av_new_packet(packet_.get(), static_cast<int>(packet.data.size())));
@@ -209,19 +218,20 @@ class CpuDecoder final : public Decoder {
     FOVEA_ASSIGN_OR_RETURN(ImageAllocation allocation,
                            plan_image_allocation(format, frame_->width, frame_->height));
     if (!pool_ || pool_->block_bytes() != allocation.total_bytes) {
-      FOVEA_ASSIGN_OR_RETURN(BufferPool pool, BufferPool::create("cpu-decoder " + stream_.url, MemoryKind::kHost,
-                                                                 allocation.total_bytes));
+      FOVEA_ASSIGN_OR_RETURN(BufferPool pool, BufferPool::create("cpu-decoder " + stream_.url,
+                                                                 MemoryKind::kHost, allocation.total_bytes));
       pool_.emplace(std::move(pool));
     }
     FOVEA_ASSIGN_OR_RETURN(PooledBuffer buffer, pool_->acquire());
-    frame.image = image_view_in(buffer.data(), allocation, format, frame_->width, frame_->height, MemoryKind::kHost);
+    frame.image =
+        image_view_in(buffer.data(), allocation, format, frame_->width, frame_->height, MemoryKind::kHost);
     fill(frame.image);
     frame.owner = std::make_shared<PooledBuffer>(std::move(buffer));
     return Status::ok();
   }
 
-  static void copy_plane(const ImageView& out, int plane, const uint8_t* source, int source_pitch, int width_bytes,
-                         int height) {
+  static void copy_plane(const ImageView& out, int plane, const uint8_t* source, int source_pitch,
+                         int width_bytes, int height) {
     for (int y = 0; y < height; ++y) {
       std::copy_n(source + static_cast<std::ptrdiff_t>(y) * source_pitch, width_bytes, out.row(plane, y));
     }
@@ -245,7 +255,8 @@ class CpuDecoder final : public Decoder {
   void widen_to_p016(const ImageView& out, int bit_depth) const {
     const int shift = 16 - bit_depth;
     for (int y = 0; y < out.height; ++y) {
-      const auto* source = reinterpret_cast<const uint16_t*>(frame_->data[0] + static_cast<std::ptrdiff_t>(y) * frame_->linesize[0]);
+      const auto* source = reinterpret_cast<const uint16_t*>(
+          frame_->data[0] + static_cast<std::ptrdiff_t>(y) * frame_->linesize[0]);
       auto* destination = out.row<uint16_t>(0, y);
       for (int x = 0; x < out.width; ++x) {
         destination[x] = static_cast<uint16_t>(source[x] << shift);
@@ -253,8 +264,10 @@ class CpuDecoder final : public Decoder {
     }
     const int chroma_w = (out.width + 1) / 2;
     for (int y = 0; y < (out.height + 1) / 2; ++y) {
-      const auto* u = reinterpret_cast<const uint16_t*>(frame_->data[1] + static_cast<std::ptrdiff_t>(y) * frame_->linesize[1]);
-      const auto* v = reinterpret_cast<const uint16_t*>(frame_->data[2] + static_cast<std::ptrdiff_t>(y) * frame_->linesize[2]);
+      const auto* u = reinterpret_cast<const uint16_t*>(frame_->data[1] +
+                                                        static_cast<std::ptrdiff_t>(y) * frame_->linesize[1]);
+      const auto* v = reinterpret_cast<const uint16_t*>(frame_->data[2] +
+                                                        static_cast<std::ptrdiff_t>(y) * frame_->linesize[2]);
       auto* uv = out.row<uint16_t>(1, y);
       for (int x = 0; x < chroma_w; ++x) {
         uv[2 * x] = static_cast<uint16_t>(u[x] << shift);
@@ -266,11 +279,12 @@ class CpuDecoder final : public Decoder {
   // Everything else (4:2:2, 4:4:4, gray, RGB from PNG/MJPEG, ...) is converted to the requested
   // 8-bit 4:2:0 layout by libswscale; chroma is subsampled, so this path is not bit-exact.
   Status convert_with_swscale(Frame& frame) {
-    const PixelFormat target = options_.cpu_output == PixelFormat::kNV12 ? PixelFormat::kNV12 : PixelFormat::kYUV420P;
+    const PixelFormat target =
+        options_.cpu_output == PixelFormat::kNV12 ? PixelFormat::kNV12 : PixelFormat::kYUV420P;
     const AVPixelFormat av_target = target == PixelFormat::kNV12 ? AV_PIX_FMT_NV12 : AV_PIX_FMT_YUV420P;
     SwsContext* sws = sws_getCachedContext(sws_.release(), frame_->width, frame_->height,
-                                           static_cast<AVPixelFormat>(frame_->format), frame_->width, frame_->height,
-                                           av_target, SWS_BICUBIC, nullptr, nullptr, nullptr);
+                                           static_cast<AVPixelFormat>(frame_->format), frame_->width,
+                                           frame_->height, av_target, SWS_BICUBIC, nullptr, nullptr, nullptr);
     sws_.reset(sws);
     if (!sws) {
       return make_error(StatusCode::kUnsupported, stream_.url, ": cannot convert pixel format '",
@@ -298,6 +312,7 @@ class CpuDecoder final : public Decoder {
   std::optional<BufferPool> pool_;
   DecoderStats stats_;
   bool eof_sent_ = false;
+  bool flush_sent_ = false;
 };
 
 }  // namespace

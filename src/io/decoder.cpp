@@ -28,7 +28,9 @@ bool parse_decoder_backend(std::string_view text, DecoderBackend* backend) {
   return false;
 }
 
-std::int64_t decoder_fallback_count() { return g_fallbacks.load(); }
+std::int64_t decoder_fallback_count() {
+  return g_fallbacks.load();
+}
 
 Result<OpenedDecoder> open_decoder(const StreamInfo& stream, const DecoderOptions& options) {
   OpenedDecoder opened;

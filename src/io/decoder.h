@@ -46,20 +46,20 @@ struct DecoderOptions {
   // nvdec only: device, stream for the copies out of the decoder, and hardware crop/scale.
   int device = 0;
   cudaStream_t stream = nullptr;
-  CropRect crop;                 // in source pixels, applied by the decoder hardware
-  int output_width = 0;          // 0 = same as the (cropped) source
+  CropRect crop;         // in source pixels, applied by the decoder hardware
+  int output_width = 0;  // 0 = same as the (cropped) source
   int output_height = 0;
   // nvdec: decoded surfaces kept by the hardware; 0 = what the stream needs plus headroom.
   int decode_surfaces = 0;
-  // nvdec: output frames in flight at once (bounds the device pool). 
+  // nvdec: output frames in flight at once (bounds the device pool).
   int max_frames_in_flight = 8;
 };
 
 struct DecoderStats {
   std::int64_t packets_sent = 0;
   std::int64_t frames_decoded = 0;
-  std::int64_t frames_damaged = 0;     // delivered, but the decoder reported errors/concealment
-  std::int64_t packets_rejected = 0;   // packets the decoder refused as invalid (data lost)
+  std::int64_t frames_damaged = 0;    // delivered, but the decoder reported errors/concealment
+  std::int64_t packets_rejected = 0;  // packets the decoder refused as invalid (data lost)
 };
 
 class Decoder {

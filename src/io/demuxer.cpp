@@ -1,8 +1,8 @@
 #include "io/demuxer.h"
 
 #include <chrono>
-#include <filesystem>
 #include <cmath>
+#include <filesystem>
 
 #include "core/log.h"
 #include "io/av_error.h"
@@ -68,7 +68,9 @@ int rotation_degrees(const AVStream* stream) {
   return clockwise < 0 ? clockwise + 360 : clockwise;
 }
 
-Rational to_rational(AVRational r) { return {r.num, r.den}; }
+Rational to_rational(AVRational r) {
+  return {r.num, r.den};
+}
 
 bool starts_with_start_code(const uint8_t* data, int size) {
   return size >= 4 && data[0] == 0 && data[1] == 0 && (data[2] == 1 || (data[2] == 0 && data[3] == 1));
@@ -85,7 +87,11 @@ class FfmpegDemuxer final : public Demuxer {
     FOVEA_TRY(select_video_stream());
     FOVEA_TRY(setup_annex_b());
     fill_info();
-    return validate_dimensions();
+    if (info_.width == 0 && info_.height == 0) {
+      return make_error(StatusCode::kCorruptData, url_, ": the video stream's size is unknown (",
+                        last_or("no decodable frame in the probed data"), ")");
+    }
+    return validate_dimensions(info_.width, info_.height);
   }
 
   const StreamInfo& info() const override { return info_; }
@@ -156,8 +162,9 @@ class FfmpegDemuxer final : public Demuxer {
       // The interrupt callback ended the call: a deadline or the user, not the data.
       const bool cancelled = options_.cancel && options_.cancel->load();
       return Status(cancelled ? StatusCode::kCancelled : StatusCode::kTimeout,
-                    url_ + ": " + (cancelled ? std::string("cancelled") :
-                                   "no answer within " + std::to_string(options_.timeout_ms) + " ms"));
+                    url_ + ": " +
+                        (cancelled ? std::string("cancelled")
+                                   : "no answer within " + std::to_string(options_.timeout_ms) + " ms"));
     }
     return Status(av_error_status_code(code), url_ + ": " + message);
   }
@@ -213,13 +220,25 @@ class FfmpegDemuxer final : public Demuxer {
     const int opened = avformat_open_input(&raw, url_.c_str(), nullptr, &dict);
     options_guard.reset(dict);
     if (opened < 0) {
-      // avformat_open_input frees the context on failure
-      return opened == AVERROR_INVALIDDATA
+      // avformat_open_input frees the context on failure. A network source that ran out of time
+      // can surface as any error code (RTSP reports "invalid data"), so the deadline decides.
+      if (Clock::now() > deadline_) {
+        return error(AVERROR_EXIT, "open");
+      }
+      return opened == AVERROR_INVALIDDATA && !is_network_url(url_)
                  ? make_error(StatusCode::kCorruptData, url_, ": not a media file FFmpeg can read (",
                               last_or(av_error_text(opened)), ")")
                  : error(opened, "cannot open");
     }
     format_.reset(raw);
+    // Sizes the container declares are checked before FFmpeg probes the streams with a decoder,
+    // which could try to allocate a frame of that size.
+    for (unsigned i = 0; i < format_->nb_streams; ++i) {
+      const AVCodecParameters* declared = format_->streams[i]->codecpar;
+      if (declared->codec_type == AVMEDIA_TYPE_VIDEO && (declared->width != 0 || declared->height != 0)) {
+        FOVEA_TRY(validate_dimensions(declared->width, declared->height));
+      }
+    }
     arm_deadline();
     const int probed = avformat_find_stream_info(format_.get(), nullptr);
     if (probed < 0) {
@@ -286,7 +305,8 @@ class FfmpegDemuxer final : public Demuxer {
       avcodec_parameters_free(&copy);
       return nullptr;
     }
-    return std::shared_ptr<AVCodecParameters>(copy, [](AVCodecParameters* p) { avcodec_parameters_free(&p); });
+    return std::shared_ptr<AVCodecParameters>(copy,
+                                              [](AVCodecParameters* p) { avcodec_parameters_free(&p); });
   }
 
   void fill_info() {
@@ -317,7 +337,9 @@ class FfmpegDemuxer final : public Demuxer {
     const bool raw_annex_b =
         h26x && (par->extradata_size == 0 || starts_with_start_code(par->extradata, par->extradata_size));
     info_.annex_b = bsf_ != nullptr || raw_annex_b;
-    if (info_.annex_b && par->extradata_size > 0) {
+    // Length-prefixed H.264/HEVC extradata (avcC/hvcC) was converted above; every other codec's
+    // extradata (MPEG-4 VOL headers, VP9/AV1 configs) is passed as it is.
+    if (par->extradata_size > 0 && (info_.annex_b || !h26x)) {
       info_.extradata.assign(par->extradata, par->extradata + par->extradata_size);
     }
     info_.codec_parameters = parameters_;
@@ -343,12 +365,12 @@ class FfmpegDemuxer final : public Demuxer {
     }
   }
 
-  Status validate_dimensions() const {
-    const int64_t pixels = int64_t{info_.width} * info_.height;
-    if (info_.width <= 0 || info_.height <= 0 || info_.width > kMaxVideoSide || info_.height > kMaxVideoSide ||
+  Status validate_dimensions(int width, int height) const {
+    const int64_t pixels = int64_t{width} * height;
+    if (width <= 0 || height <= 0 || width > kMaxVideoSide || height > kMaxVideoSide ||
         pixels > kMaxVideoPixels) {
-      return make_error(StatusCode::kCorruptData, url_, ": absurd video dimensions ", std::to_string(info_.width),
-                        "x", std::to_string(info_.height), " (fovea accepts 1..", std::to_string(kMaxVideoSide),
+      return make_error(StatusCode::kCorruptData, url_, ": absurd video dimensions ", std::to_string(width),
+                        "x", std::to_string(height), " (fovea accepts 1..", std::to_string(kMaxVideoSide),
                         " per side and at most ", std::to_string(kMaxVideoPixels), " pixels)");
     }
     return Status::ok();

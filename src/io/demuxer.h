@@ -18,24 +18,24 @@ namespace fovea::io {
 
 struct StreamInfo {
   std::string url;
-  std::string container;     // FFmpeg's short name, e.g. "mov,mp4,m4a,3gp,3g2,mj2"
+  std::string container;  // FFmpeg's short name, e.g. "mov,mp4,m4a,3gp,3g2,mj2"
   VideoCodec codec = VideoCodec::kOther;
-  std::string codec_name;    // FFmpeg's codec name, e.g. "h264"
-  int codec_id = 0;          // FFmpeg's AVCodecID, for decoder selection
-  std::string profile;       // e.g. "High", "Main 10"; empty when unknown
+  std::string codec_name;  // FFmpeg's codec name, e.g. "h264"
+  int codec_id = 0;        // FFmpeg's AVCodecID, for decoder selection
+  std::string profile;     // e.g. "High", "Main 10"; empty when unknown
   int bit_depth = 8;
   std::string pixel_format;  // FFmpeg's name, e.g. "yuv420p"
   int chroma_format = 1;     // 0 = 4:0:0, 1 = 4:2:0, 2 = 4:2:2, 3 = 4:4:4
   int width = 0;
   int height = 0;
-  Rational frame_rate;       // average; {0,1} when the container does not say
+  Rational frame_rate;  // average; {0,1} when the container does not say
   Rational time_base;
-  double duration_s = 0.0;   // 0 when unknown (live sources)
-  std::int64_t frame_count = 0;  // from the container's index; 0 when unknown
-  std::int64_t bit_rate = 0;     // bits per second; 0 when unknown
-  int rotation_deg = 0;      // display rotation from the display matrix, 0/90/180/270
+  double duration_s = 0.0;              // 0 when unknown (live sources)
+  std::int64_t frame_count = 0;         // from the container's index; 0 when unknown
+  std::int64_t bit_rate = 0;            // bits per second; 0 when unknown
+  int rotation_deg = 0;                 // display rotation from the display matrix, 0/90/180/270
   std::vector<std::uint8_t> extradata;  // Annex B parameter sets (SPS/PPS/VPS) when converted
-  bool annex_b = false;      // packets are Annex B byte streams
+  bool annex_b = false;                 // packets are Annex B byte streams
   // FFmpeg's AVCodecParameters of the stream as the packets arrive (after Annex B conversion),
   // for the cpu decoder. Opaque outside src/io so that FFmpeg's headers stay there.
   std::shared_ptr<const void> codec_parameters;
@@ -55,7 +55,7 @@ struct DemuxOptions {
   // Bound on every blocking network operation (connect, read); files are not affected in
   // practice. rtsp:// that nothing serves fails within this time.
   int timeout_ms = 5000;
-  bool annex_b = true;               // convert H.264/HEVC to Annex B
+  bool annex_b = true;                 // convert H.264/HEVC to Annex B
   std::string rtsp_transport = "tcp";  // tcp is the robust default through NAT and firewalls
   // Set from another thread (e.g. Ctrl-C) to make blocking calls return kCancelled promptly.
   const std::atomic<bool>* cancel = nullptr;

@@ -1,1 +1,898 @@
-// placeholder: being written
+// The nvdec backend: nvcuvid's bitstream parser feeding an NVDEC hardware decoder, loaded at run time
+// through FFmpeg's ffnvcodec loader so that fovea has no link-time dependency on the NVIDIA driver.
+// Decoded pictures are copied out of the decoder's surfaces into pooled device memory on the
+// caller's stream; nothing touches host memory.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/cuda_check.h"
+#include "core/cuda_raii.h"
+#include "core/library_error.h"
+#include "core/log.h"
+#include "core/nvtx.h"
+#include "core/pool.h"
+#include "io/decoder.h"
+
+namespace fovea::io {
+namespace {
+void append_loader_message(void* sink, const char* format, ...) __attribute__((format(printf, 2, 3)));
+}  // namespace
+}  // namespace fovea::io
+
+// The loader reports the library or symbol it could not load through this hook; keep the text for
+// the kUnsupported message instead of letting it print to stderr.
+#define FFNV_LOG_FUNC(logctx, msg, ...) ::fovea::io::append_loader_message((logctx), (msg), __VA_ARGS__)
+#define FFNV_DEBUG_LOG_FUNC(logctx, msg, ...)
+#include <ffnvcodec/dynlink_loader.h>
+
+namespace fovea::io {
+namespace {
+
+// Lets NVDEC decode up to two pictures ahead of the one being mapped and copied, so the engine
+// stays busy while we copy (NVIDIA recommends 2..4; more only adds latency and surfaces).
+constexpr unsigned int kMaxDisplayDelay = 2;
+// Surfaces beyond the stream's minimum when DecoderOptions::decode_surfaces is 0: the display
+// delay keeps two decoded pictures waiting outside the DPB, and two more let the engine run ahead.
+constexpr int kSurfaceHeadroom = 4;
+// The parser's picture indices, and the SDK sample's per-picture tables (MAX_FRM_CNT), stop at 32.
+constexpr int kMaxDecodeSurfaces = 32;
+// Pictures mapped at once: we map one and unmap it before the next; the second is the SDK
+// sample's margin that lets post-processing of the next picture start early.
+constexpr unsigned int kOutputSurfaces = 2;
+// Call the decode callback even for pictures the parser finds corrupt, so the hardware conceals
+// the damage and cuvidGetDecodeStatus reports it (the frame is flagged) instead of the parser
+// dropping the picture without a trace.
+constexpr unsigned int kErrorThresholdPercent = 100;
+
+void append_loader_message(void* sink, const char* format, ...) {
+  char line[256];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(line, sizeof(line), format, args);
+  va_end(args);
+  auto* message = static_cast<std::string*>(sink);
+  if (!message->empty()) {
+    message->append("; ");
+  }
+  message->append(line);
+  while (!message->empty() && message->back() == '\n') {
+    message->pop_back();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The driver libraries, loaded once per process.
+
+struct NvdecLibrary {
+  CudaFunctions* cu = nullptr;
+  CuvidFunctions* cuvid = nullptr;
+  Status status;
+};
+
+std::string describe_cu_error(const CudaFunctions& functions, CUresult result) {
+  const char* name = nullptr;
+  if (functions.cuGetErrorName(result, &name) != CUDA_SUCCESS || name == nullptr) {
+    return "unknown CUDA driver error";
+  }
+  std::string message = name;
+  const char* text = nullptr;
+  if (functions.cuGetErrorString(result, &text) == CUDA_SUCCESS && text != nullptr) {
+    message.append(": ").append(text);
+  }
+  return message;
+}
+
+NvdecLibrary load_nvdec_library() {
+  NvdecLibrary library;
+  std::string message;
+  if (cuda_load_functions(&library.cu, &message) != 0) {
+    library.status = make_error(StatusCode::kUnsupported, "NVDEC unavailable: ", message);
+    return library;
+  }
+  if (cuvid_load_functions(&library.cuvid, &message) != 0) {
+    library.status = make_error(StatusCode::kUnsupported, "NVDEC unavailable: ", message);
+    return library;
+  }
+  if (library.cuvid->cuvidGetDecoderCaps == nullptr) {
+    library.status = make_error(StatusCode::kUnsupported,
+                                "NVDEC unavailable: the NVIDIA driver predates cuvidGetDecoderCaps (378.13)");
+    return library;
+  }
+  const CUresult init = library.cu->cuInit(0);
+  if (init != CUDA_SUCCESS) {
+    library.status = make_error(StatusCode::kUnsupported,
+                                "NVDEC unavailable: cuInit failed: ", describe_cu_error(*library.cu, init));
+  }
+  return library;
+}
+
+// Never unloaded: decoders and their frames can outlive main's locals, and unloading libcuda while
+// the CUDA runtime still uses it is unsafe.
+const NvdecLibrary& nvdec_library() {
+  static const NvdecLibrary library = load_nvdec_library();
+  return library;
+}
+
+// Only called once nvdec_library().status is ok.
+const CudaFunctions& cu() {
+  return *nvdec_library().cu;
+}
+const CuvidFunctions& cuvid() {
+  return *nvdec_library().cuvid;
+}
+
+bool cu_ok(CUresult result) {
+  return result == CUDA_SUCCESS;
+}
+std::string cu_message(CUresult result) {
+  return describe_cu_error(cu(), result);
+}
+
+}  // namespace
+}  // namespace fovea::io
+
+// Return a kDeviceError Status from the enclosing function when a CUDA driver / NVDEC call fails,
+// with the driver's own error name and text.
+#define FOVEA_CU_TRY(call)                                                                      \
+  FOVEA_LIBRARY_TRY(::fovea::StatusCode::kDeviceError, "CUDA driver", call, ::fovea::io::cu_ok, \
+                    ::fovea::io::cu_message)
+#define FOVEA_CUVID_TRY(call)                                                             \
+  FOVEA_LIBRARY_TRY(::fovea::StatusCode::kDeviceError, "NVDEC", call, ::fovea::io::cu_ok, \
+                    ::fovea::io::cu_message)
+
+namespace fovea::io {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// RAII owners for the driver's handles.
+
+struct ParserDestroyer {
+  void operator()(CUvideoparser parser) const { static_cast<void>(cuvid().cuvidDestroyVideoParser(parser)); }
+};
+struct DecoderDestroyer {
+  void operator()(CUvideodecoder decoder) const { static_cast<void>(cuvid().cuvidDestroyDecoder(decoder)); }
+};
+struct CtxLockDestroyer {
+  void operator()(CUvideoctxlock lock) const { static_cast<void>(cuvid().cuvidCtxLockDestroy(lock)); }
+};
+using ParserHandle = std::unique_ptr<void, ParserDestroyer>;
+using DecoderHandle = std::unique_ptr<void, DecoderDestroyer>;
+using CtxLockHandle = std::unique_ptr<_CUcontextlock_st, CtxLockDestroyer>;
+
+// A reference on a device's primary context: the one the CUDA runtime uses, so device memory from
+// cudaMalloc (the core pools) and NVDEC's surfaces live in the same context.
+class PrimaryContext {
+ public:
+  PrimaryContext(CUdevice device, CUcontext context) : device_(device), context_(context) {}
+  PrimaryContext(PrimaryContext&& other) noexcept
+      : device_(other.device_), context_(std::exchange(other.context_, nullptr)) {}
+  PrimaryContext& operator=(PrimaryContext&&) = delete;
+  PrimaryContext(const PrimaryContext&) = delete;
+  PrimaryContext& operator=(const PrimaryContext&) = delete;
+  ~PrimaryContext() {
+    if (context_ != nullptr) {
+      static_cast<void>(cu().cuDevicePrimaryCtxRelease(device_));
+    }
+  }
+
+  CUdevice device() const { return device_; }
+  CUcontext get() const { return context_; }
+
+ private:
+  CUdevice device_ = 0;
+  CUcontext context_ = nullptr;
+};
+
+// Pops the context that the statement before it pushed, on every path out of the scope:
+//   FOVEA_CU_TRY(cu().cuCtxPushCurrent(context));
+//   const ContextPop pop;
+class ContextPop {
+ public:
+  ContextPop() = default;
+  ContextPop(const ContextPop&) = delete;
+  ContextPop& operator=(const ContextPop&) = delete;
+  ~ContextPop() {
+    CUcontext popped = nullptr;
+    static_cast<void>(cu().cuCtxPopCurrent(&popped));
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Codec and capability checks.
+
+Result<cudaVideoCodec> cuvid_codec(const StreamInfo& stream) {
+  switch (stream.codec) {
+    case VideoCodec::kH264: return cudaVideoCodec_H264;
+    case VideoCodec::kHevc: return cudaVideoCodec_HEVC;
+    case VideoCodec::kVp9: return cudaVideoCodec_VP9;
+    case VideoCodec::kAv1: return cudaVideoCodec_AV1;
+    case VideoCodec::kMpeg4: return cudaVideoCodec_MPEG4;
+    case VideoCodec::kMjpeg: return cudaVideoCodec_JPEG;
+    case VideoCodec::kOther: break;
+  }
+  const std::string_view name =
+      stream.codec_name.empty() ? video_codec_name(stream.codec) : stream.codec_name;
+  return make_error(StatusCode::kUnsupported, "NVDEC has no decoder for codec ", name);
+}
+
+std::string_view chroma_name(int chroma_format) {
+  switch (chroma_format) {
+    case cudaVideoChromaFormat_Monochrome: return "4:0:0";
+    case cudaVideoChromaFormat_420: return "4:2:0";
+    case cudaVideoChromaFormat_422: return "4:2:2";
+    case cudaVideoChromaFormat_444: return "4:4:4";
+    default: return "unknown chroma";
+  }
+}
+
+PixelFormat output_format_for(int bit_depth) {
+  return bit_depth > 8 ? PixelFormat::kP016 : PixelFormat::kNV12;
+}
+cudaVideoSurfaceFormat surface_format_for(int bit_depth) {
+  return bit_depth > 8 ? cudaVideoSurfaceFormat_P016 : cudaVideoSurfaceFormat_NV12;
+}
+
+// What a capability check asks about: from StreamInfo up front, from the parser's sequence later.
+struct StreamShape {
+  VideoCodec codec = VideoCodec::kOther;
+  cudaVideoCodec cuvid_codec = cudaVideoCodec_H264;
+  int chroma_format = cudaVideoChromaFormat_420;
+  int bit_depth = 8;
+  int width = 0;
+  int height = 0;
+};
+
+// fovea's frames from NVDEC are NV12/P016, so only 4:2:0 sources qualify; the rest decode on the CPU.
+Status check_shape(const StreamShape& shape) {
+  if (shape.chroma_format != cudaVideoChromaFormat_420) {
+    return make_error(StatusCode::kUnsupported, "fovea's NVDEC path delivers 4:2:0 frames (nv12/p016); this ",
+                      video_codec_name(shape.codec), " stream is ", chroma_name(shape.chroma_format));
+  }
+  if (shape.bit_depth < 8 || shape.bit_depth > 16) {
+    return make_error(StatusCode::kUnsupported, "NVDEC cannot decode ", std::to_string(shape.bit_depth),
+                      "-bit video");
+  }
+  return Status::ok();
+}
+
+Status check_limits(const CUVIDDECODECAPS& caps, const StreamShape& shape, std::string_view gpu) {
+  const std::string_view codec = video_codec_name(shape.codec);
+  const std::string what =
+      fmt::format("{} {} {}-bit", codec, chroma_name(shape.chroma_format), shape.bit_depth);
+  if (!caps.bIsSupported) {
+    return make_error(StatusCode::kUnsupported, fmt::format("NVDEC on {} cannot decode {}", gpu, what));
+  }
+  const cudaVideoSurfaceFormat surface = surface_format_for(shape.bit_depth);
+  if ((caps.nOutputFormatMask & (1u << surface)) == 0) {
+    return make_error(StatusCode::kUnsupported,
+                      fmt::format("NVDEC on {} cannot output {} for {}", gpu,
+                                  pixel_format_name(output_format_for(shape.bit_depth)), what));
+  }
+  const auto width = static_cast<unsigned int>(shape.width);
+  const auto height = static_cast<unsigned int>(shape.height);
+  if (width < caps.nMinWidth || height < caps.nMinHeight) {
+    return make_error(StatusCode::kUnsupported, fmt::format("{}x{} is below NVDEC min {}x{} for {}", width,
+                                                            height, caps.nMinWidth, caps.nMinHeight, codec));
+  }
+  if (width > caps.nMaxWidth || height > caps.nMaxHeight) {
+    return make_error(StatusCode::kUnsupported, fmt::format("{}x{} exceeds NVDEC max {}x{} for {}", width,
+                                                            height, caps.nMaxWidth, caps.nMaxHeight, codec));
+  }
+  const unsigned int macroblocks = ((width + 15) / 16) * ((height + 15) / 16);
+  if (macroblocks > caps.nMaxMBCount) {
+    return make_error(StatusCode::kUnsupported,
+                      fmt::format("{}x{} ({} macroblocks) exceeds NVDEC max of {} macroblocks for {}", width,
+                                  height, macroblocks, caps.nMaxMBCount, codec));
+  }
+  return Status::ok();
+}
+
+// Needs a context current on the calling thread.
+Status check_capabilities(const StreamShape& shape, std::string_view gpu) {
+  FOVEA_TRY(check_shape(shape));
+  CUVIDDECODECAPS caps{};
+  caps.eCodecType = shape.cuvid_codec;
+  caps.eChromaFormat = static_cast<cudaVideoChromaFormat>(shape.chroma_format);
+  caps.nBitDepthMinus8 = static_cast<unsigned int>(shape.bit_depth - 8);
+  FOVEA_CUVID_TRY(cuvid().cuvidGetDecoderCaps(&caps));
+  return check_limits(caps, shape, gpu);
+}
+
+StreamShape shape_of(const StreamInfo& stream, cudaVideoCodec codec) {
+  return {stream.codec, codec, stream.chroma_format, stream.bit_depth, stream.width, stream.height};
+}
+
+StreamShape shape_of(const CUVIDEOFORMAT& format, VideoCodec codec) {
+  return {codec,
+          format.codec,
+          static_cast<int>(format.chroma_format),
+          format.bit_depth_luma_minus8 + 8,
+          static_cast<int>(format.coded_width),
+          static_cast<int>(format.coded_height)};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Options and output geometry.
+
+Status check_crop(const CropRect& crop, int width, int height) {
+  if (crop.left < 0 || crop.top < 0 || crop.left >= crop.right || crop.top >= crop.bottom ||
+      crop.right > width || crop.bottom > height) {
+    return make_error(StatusCode::kInvalidArgument,
+                      fmt::format("crop {},{} to {},{} is not a rectangle inside the {}x{} picture",
+                                  crop.left, crop.top, crop.right, crop.bottom, width, height));
+  }
+  return Status::ok();
+}
+
+Status check_options(const StreamInfo& stream, const DecoderOptions& options) {
+  if (options.max_frames_in_flight < 1) {
+    return make_error(StatusCode::kInvalidArgument, "max_frames_in_flight must be at least 1, not ",
+                      std::to_string(options.max_frames_in_flight));
+  }
+  if (options.decode_surfaces < 0 || options.decode_surfaces > kMaxDecodeSurfaces) {
+    return make_error(StatusCode::kInvalidArgument, "decode_surfaces must be 0 (automatic) or up to ",
+                      std::to_string(kMaxDecodeSurfaces), ", not ", std::to_string(options.decode_surfaces));
+  }
+  if (options.output_width < 0 || options.output_height < 0 ||
+      (options.output_width > 0) != (options.output_height > 0)) {
+    return make_error(StatusCode::kInvalidArgument,
+                      fmt::format("output size {}x{}: give both output_width and output_height, or neither",
+                                  options.output_width, options.output_height));
+  }
+  if ((stream.codec == VideoCodec::kH264 || stream.codec == VideoCodec::kHevc) && !stream.annex_b) {
+    return make_error(StatusCode::kUnsupported,
+                      "NVDEC's parser needs Annex B H.264/HEVC packets; open the demuxer with annex_b");
+  }
+  return options.crop.empty() ? Status::ok() : check_crop(options.crop, stream.width, stream.height);
+}
+
+// Where a delivered frame comes from in NVDEC's output surface, for one sequence.
+struct OutputGeometry {
+  CropRect display;      // coded-picture rectangle NVDEC post-processes; all 0 = the whole picture
+  int target_width = 0;  // the surface NVDEC writes
+  int target_height = 0;
+  int source_x = 0;  // top-left of the delivered picture in that surface
+  int source_y = 0;
+  int width = 0;  // the delivered frame
+  int height = 0;
+};
+
+Result<OutputGeometry> plan_geometry(const CUVIDEOFORMAT& format, const DecoderOptions& options) {
+  const CropRect picture{format.display_area.left, format.display_area.top, format.display_area.right,
+                         format.display_area.bottom};
+  const int picture_width = picture.right - picture.left;
+  const int picture_height = picture.bottom - picture.top;
+  OutputGeometry geometry;
+  const bool scaled = options.output_width > 0;
+  if (options.crop.empty() && !scaled) {
+    // Untouched frames skip NVDEC's scaler: decode at the coded size and copy the visible rectangle
+    // out, which keeps the output bit-identical to a software decoder's.
+    geometry.target_width = static_cast<int>(format.coded_width);
+    geometry.target_height = static_cast<int>(format.coded_height);
+    geometry.source_x = picture.left;
+    geometry.source_y = picture.top;
+    geometry.width = picture_width;
+    geometry.height = picture_height;
+    return geometry;
+  }
+  CropRect region = picture;
+  if (!options.crop.empty()) {
+    FOVEA_TRY(check_crop(options.crop, picture_width, picture_height));
+    region = {picture.left + options.crop.left, picture.top + options.crop.top,
+              picture.left + options.crop.right, picture.top + options.crop.bottom};
+  }
+  geometry.display = region;
+  geometry.width = scaled ? options.output_width : region.right - region.left;
+  geometry.height = scaled ? options.output_height : region.bottom - region.top;
+  // NVDEC's post-processor writes even sizes only; an odd last column or row is padding we skip.
+  geometry.target_width = (geometry.width + 1) & ~1;
+  geometry.target_height = (geometry.height + 1) & ~1;
+  return geometry;
+}
+
+int decode_surface_count(const CUVIDEOFORMAT& format, int requested) {
+  const int needed = format.min_num_decode_surfaces;
+  const int wanted = requested > 0 ? std::max(needed, requested) : needed + kSurfaceHeadroom;
+  return std::min(wanted, kMaxDecodeSurfaces);
+}
+
+// The parser calls the sequence callback again for repeated sequence headers; only a real change
+// needs a new decoder.
+bool same_sequence(const CUVIDEOFORMAT& a, const CUVIDEOFORMAT& b) {
+  return a.codec == b.codec && a.coded_width == b.coded_width && a.coded_height == b.coded_height &&
+         a.chroma_format == b.chroma_format && a.bit_depth_luma_minus8 == b.bit_depth_luma_minus8 &&
+         a.progressive_sequence == b.progressive_sequence &&
+         a.min_num_decode_surfaces == b.min_num_decode_surfaces &&
+         a.display_area.left == b.display_area.left && a.display_area.top == b.display_area.top &&
+         a.display_area.right == b.display_area.right && a.display_area.bottom == b.display_area.bottom;
+}
+
+Status copy_plane(CUdeviceptr d_source, std::size_t source_pitch, std::size_t x_bytes, std::size_t y,
+                  CUdeviceptr d_destination, std::size_t destination_pitch, const PlaneShape& shape,
+                  CUstream stream) {
+  CUDA_MEMCPY2D copy{};
+  copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+  copy.srcDevice = d_source;
+  copy.srcPitch = source_pitch;
+  copy.srcXInBytes = x_bytes;
+  copy.srcY = y;
+  copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  copy.dstDevice = d_destination;
+  copy.dstPitch = destination_pitch;
+  copy.WidthInBytes = static_cast<std::size_t>(shape.width_bytes);
+  copy.Height = static_cast<std::size_t>(shape.height);
+  FOVEA_CU_TRY(cu().cuMemcpy2DAsync(&copy, stream));
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------------------------------------
+// The decoder.
+
+// What the decode callback learned about the picture now in a decode surface.
+struct SurfaceState {
+  bool keyframe = false;
+  bool decode_failed = false;
+};
+
+class NvdecDecoder final : public Decoder {
+ public:
+  NvdecDecoder(const StreamInfo& stream, const DecoderOptions& options, cudaVideoCodec codec,
+               PrimaryContext context, std::string gpu_name)
+      : stream_(stream),
+        options_(options),
+        codec_(codec),
+        gpu_name_(std::move(gpu_name)),
+        context_(std::move(context)) {}
+  NvdecDecoder(const NvdecDecoder&) = delete;
+  NvdecDecoder& operator=(const NvdecDecoder&) = delete;
+  ~NvdecDecoder() override;
+
+  // Creates the context lock and the parser and feeds the stream's parameter sets.
+  Status start();
+
+  Result<IoState> send(const Packet& packet) override;
+  Status send_eof() override;
+  Result<IoState> receive(Frame& frame) override;
+  DecoderBackend backend() const override { return DecoderBackend::kNvdec; }
+  DecoderStats stats() const override { return stats_; }
+
+ private:
+  static int CUDAAPI on_sequence(void* self, CUVIDEOFORMAT* format);
+  static int CUDAAPI on_decode(void* self, CUVIDPICPARAMS* picture);
+  static int CUDAAPI on_display(void* self, CUVIDPARSERDISPINFO* display);
+  // Keeps the first error raised inside a callback (send/receive return it) and tells the parser to
+  // stop: callbacks answer 0 for failure.
+  int callback_result(Status status);
+
+  Status create_parser();
+  // Feeds one chunk to the parser, whose callbacks run inside. False when the parser refused it.
+  Result<bool> parse(const std::uint8_t* data, std::size_t size, unsigned long flags, std::int64_t timestamp);
+
+  Result<int> handle_sequence(const CUVIDEOFORMAT& format);
+  Status create_decoder(const CUVIDEOFORMAT& format, const OutputGeometry& geometry, int surfaces);
+  Status prepare_output(int bit_depth, const OutputGeometry& geometry, int surfaces);
+  Status handle_decode(CUVIDPICPARAMS& picture);
+  Status handle_display(const CUVIDPARSERDISPINFO& display);
+  Status check_picture_index(int picture_index) const;
+  Result<PooledBuffer> acquire_output_block();
+  Status copy_surface(CUdeviceptr d_surface, unsigned int pitch, void* d_frame) const;
+  Status unmap(CUdeviceptr d_surface) const;
+  bool reported_damage(int picture_index) const;
+  Frame make_frame(PooledBuffer block, const CUVIDPARSERDISPINFO& display, bool keyframe, bool damaged);
+
+  const StreamInfo stream_;
+  const DecoderOptions options_;
+  const cudaVideoCodec codec_;
+  const std::string gpu_name_;
+  // Destroyed in reverse order: parser, decoder (both released with the context current in the
+  // destructor), the output pool, the lock, and last the context reference.
+  PrimaryContext context_;
+  CtxLockHandle lock_;
+  std::optional<BufferPool> pool_;
+  DecoderHandle decoder_;
+  ParserHandle parser_;
+
+  CUVIDEOFORMAT format_{};
+  OutputGeometry geometry_;
+  ImageAllocation allocation_;
+  PixelFormat output_format_ = PixelFormat::kNV12;
+  int bit_depth_ = 8;
+  std::vector<SurfaceState> surfaces_;
+  std::deque<Frame> ready_;
+  DecoderStats stats_;
+  bool timestamps_seen_ = false;
+  bool eof_requested_ = false;
+  bool drained_ = false;
+  Status error_;  // sticky: the decoder is unusable after a callback failed
+};
+
+NvdecDecoder::~NvdecDecoder() {
+  // cuvidDestroyDecoder needs the decoder's context current. The parser goes first: it refers to
+  // the decoder's pictures.
+  const bool pushed = cu().cuCtxPushCurrent(context_.get()) == CUDA_SUCCESS;
+  parser_.reset();
+  decoder_.reset();
+  if (pushed) {
+    CUcontext popped = nullptr;
+    static_cast<void>(cu().cuCtxPopCurrent(&popped));
+  }
+}
+
+Status NvdecDecoder::start() {
+  FOVEA_TRY(create_parser());
+  if (stream_.extradata.empty()) {
+    return Status::ok();
+  }
+  FOVEA_ASSIGN_OR_RETURN(const bool accepted,
+                         parse(stream_.extradata.data(), stream_.extradata.size(), 0, 0));
+  if (!accepted) {
+    log_warn("{}: NVDEC's parser refused the stream's parameter sets; waiting for in-band ones", stream_.url);
+  }
+  return Status::ok();
+}
+
+Status NvdecDecoder::create_parser() {
+  FOVEA_CU_TRY(cu().cuCtxPushCurrent(context_.get()));
+  const ContextPop pop;
+  // One lock per decoder, handed to the driver, which takes it around its own use of the context.
+  CUvideoctxlock lock = nullptr;
+  FOVEA_CUVID_TRY(cuvid().cuvidCtxLockCreate(&lock, context_.get()));
+  lock_.reset(lock);
+
+  CUVIDPARSERPARAMS params{};
+  params.CodecType = codec_;
+  // Replaced by what the sequence callback returns once the stream's needs are known.
+  params.ulMaxNumDecodeSurfaces = 1;
+  params.ulErrorThreshold = kErrorThresholdPercent;
+  params.ulMaxDisplayDelay = kMaxDisplayDelay;
+  params.pUserData = this;
+  params.pfnSequenceCallback = &NvdecDecoder::on_sequence;
+  params.pfnDecodePicture = &NvdecDecoder::on_decode;
+  params.pfnDisplayPicture = &NvdecDecoder::on_display;
+  CUvideoparser parser = nullptr;
+  FOVEA_CUVID_TRY(cuvid().cuvidCreateVideoParser(&parser, &params));
+  parser_.reset(parser);
+  return Status::ok();
+}
+
+Result<IoState> NvdecDecoder::send(const Packet& packet) {
+  FOVEA_TRY(error_);
+  if (eof_requested_) {
+    return make_error(StatusCode::kInvalidArgument, stream_.url, ": packet sent to NVDEC after send_eof()");
+  }
+  // One packet can release several pictures at once; taking them first bounds how many frames the
+  // pool must hold (see acquire_output_block).
+  if (!ready_.empty()) {
+    return IoState::kAgain;
+  }
+  ++stats_.packets_sent;
+  if (packet.data.empty()) {
+    return IoState::kOk;
+  }
+  timestamps_seen_ = timestamps_seen_ || packet.has_pts;
+  const unsigned long flags = packet.has_pts ? static_cast<unsigned long>(CUVID_PKT_TIMESTAMP) : 0ul;
+  FOVEA_ASSIGN_OR_RETURN(const bool accepted,
+                         parse(packet.data.data(), packet.data.size(), flags, packet.pts));
+  if (!accepted) {
+    // Damaged data, not a failure: the parser resynchronizes at the next start code and the
+    // picture resumes at the next keyframe.
+    ++stats_.packets_rejected;
+    log_debug("{}: NVDEC's parser rejected packet {} (pts {})", stream_.url, stats_.packets_sent, packet.pts);
+  }
+  return IoState::kOk;
+}
+
+Status NvdecDecoder::send_eof() {
+  // The parser is drained from receive() once the frames already queued are taken, for the same
+  // reason send() answers kAgain while frames wait.
+  eof_requested_ = true;
+  return error_;
+}
+
+Result<IoState> NvdecDecoder::receive(Frame& frame) {
+  if (ready_.empty() && eof_requested_ && !drained_ && error_.is_ok()) {
+    drained_ = true;
+    FOVEA_ASSIGN_OR_RETURN(const bool accepted, parse(nullptr, 0, CUVID_PKT_ENDOFSTREAM, 0));
+    if (!accepted) {
+      log_debug("{}: NVDEC's parser reported an error while draining", stream_.url);
+    }
+  }
+  if (!ready_.empty()) {
+    frame = std::move(ready_.front());
+    ready_.pop_front();
+    return IoState::kOk;
+  }
+  FOVEA_TRY(error_);
+  return drained_ ? IoState::kEof : IoState::kAgain;
+}
+
+Result<bool> NvdecDecoder::parse(const std::uint8_t* data, std::size_t size, unsigned long flags,
+                                 std::int64_t timestamp) {
+  FOVEA_CU_TRY(cu().cuCtxPushCurrent(context_.get()));
+  const ContextPop pop;
+  CUVIDSOURCEDATAPACKET packet{};
+  packet.flags = flags;
+  packet.payload_size = size;
+  packet.payload = data;
+  packet.timestamp = timestamp;
+  CUresult parsed = CUDA_SUCCESS;
+  {
+    FOVEA_NVTX_RANGE("decode");
+    parsed = cuvid().cuvidParseVideoData(parser_.get(), &packet);
+  }
+  // cuvidParseVideoData does not reliably report a callback's failure; the stored error does.
+  FOVEA_TRY(error_);
+  return parsed == CUDA_SUCCESS;
+}
+
+int NvdecDecoder::callback_result(Status status) {
+  if (status.is_ok()) {
+    return 1;
+  }
+  if (error_.is_ok()) {
+    error_ = status.with_context(stream_.url);
+  }
+  return 0;
+}
+
+int CUDAAPI NvdecDecoder::on_sequence(void* self, CUVIDEOFORMAT* format) {
+  auto* decoder = static_cast<NvdecDecoder*>(self);
+  if (!decoder->error_.is_ok()) {
+    return 0;
+  }
+  Result<int> surfaces = decoder->handle_sequence(*format);
+  // More than 1 tells the parser how many decode surfaces it may cycle through.
+  return surfaces.is_ok() ? surfaces.value() : decoder->callback_result(surfaces.status());
+}
+
+int CUDAAPI NvdecDecoder::on_decode(void* self, CUVIDPICPARAMS* picture) {
+  auto* decoder = static_cast<NvdecDecoder*>(self);
+  return decoder->error_.is_ok() ? decoder->callback_result(decoder->handle_decode(*picture)) : 0;
+}
+
+int CUDAAPI NvdecDecoder::on_display(void* self, CUVIDPARSERDISPINFO* display) {
+  auto* decoder = static_cast<NvdecDecoder*>(self);
+  return decoder->error_.is_ok() ? decoder->callback_result(decoder->handle_display(*display)) : 0;
+}
+
+Result<int> NvdecDecoder::handle_sequence(const CUVIDEOFORMAT& format) {
+  if (decoder_ && same_sequence(format, format_)) {
+    return static_cast<int>(surfaces_.size());
+  }
+  FOVEA_TRY(check_capabilities(shape_of(format, stream_.codec), gpu_name_));
+  FOVEA_ASSIGN_OR_RETURN(const OutputGeometry geometry, plan_geometry(format, options_));
+  const int surfaces = decode_surface_count(format, options_.decode_surfaces);
+  const int bit_depth = format.bit_depth_luma_minus8 + 8;
+  FOVEA_TRY(create_decoder(format, geometry, surfaces));
+  FOVEA_TRY(prepare_output(bit_depth, geometry, surfaces));
+  format_ = format;
+  geometry_ = geometry;
+  bit_depth_ = bit_depth;
+  surfaces_.assign(static_cast<std::size_t>(surfaces), SurfaceState{});
+  log_debug("{}: NVDEC on {}: {} coded {}x{} {}-bit, {} decode surfaces, output {} {}x{}", stream_.url,
+            gpu_name_, video_codec_name(stream_.codec), format.coded_width, format.coded_height, bit_depth,
+            surfaces, pixel_format_name(output_format_), geometry.width, geometry.height);
+  return surfaces;
+}
+
+Status NvdecDecoder::create_decoder(const CUVIDEOFORMAT& format, const OutputGeometry& geometry,
+                                    int surfaces) {
+  CUVIDDECODECREATEINFO info{};
+  info.ulWidth = format.coded_width;
+  info.ulHeight = format.coded_height;
+  info.ulNumDecodeSurfaces = static_cast<unsigned long>(surfaces);
+  info.CodecType = format.codec;
+  info.ChromaFormat = format.chroma_format;
+  info.ulCreationFlags = cudaVideoCreate_PreferCUVID;
+  info.bitDepthMinus8 = format.bit_depth_luma_minus8;
+  info.display_area.left = static_cast<short>(geometry.display.left);
+  info.display_area.top = static_cast<short>(geometry.display.top);
+  info.display_area.right = static_cast<short>(geometry.display.right);
+  info.display_area.bottom = static_cast<short>(geometry.display.bottom);
+  info.OutputFormat = surface_format_for(format.bit_depth_luma_minus8 + 8);
+  // Analytics wants whole progressive frames; weaving interlaced fields would leave combing.
+  info.DeinterlaceMode =
+      format.progressive_sequence ? cudaVideoDeinterlaceMode_Weave : cudaVideoDeinterlaceMode_Adaptive;
+  info.ulTargetWidth = static_cast<unsigned long>(geometry.target_width);
+  info.ulTargetHeight = static_cast<unsigned long>(geometry.target_height);
+  info.ulNumOutputSurfaces = kOutputSurfaces;
+  info.vidLock = lock_.get();
+  // A new sequence replaces the decoder; the parser has already displayed the old one's pictures.
+  // Freeing first keeps two decoders' surfaces from being allocated at once.
+  decoder_.reset();
+  CUvideodecoder decoder = nullptr;
+  FOVEA_CUVID_TRY(cuvid().cuvidCreateDecoder(&decoder, &info));
+  decoder_.reset(decoder);
+  return Status::ok();
+}
+
+Status NvdecDecoder::prepare_output(int bit_depth, const OutputGeometry& geometry, int surfaces) {
+  output_format_ = output_format_for(bit_depth);
+  FOVEA_ASSIGN_OR_RETURN(allocation_, plan_image_allocation(output_format_, geometry.width, geometry.height));
+  // The caller may hold max_frames_in_flight frames; one parse call can add at most one frame per
+  // decode surface on top (send() waits for the queue to be empty before parsing more).
+  const auto capacity = static_cast<std::size_t>(options_.max_frames_in_flight + surfaces);
+  FOVEA_ASSIGN_OR_RETURN(BufferPool pool, BufferPool::create("nvdec-output", MemoryKind::kDevice,
+                                                             allocation_.total_bytes, capacity));
+  pool_.emplace(std::move(pool));
+  return Status::ok();
+}
+
+Status NvdecDecoder::check_picture_index(int picture_index) const {
+  if (picture_index < 0 || static_cast<std::size_t>(picture_index) >= surfaces_.size()) {
+    return make_error(StatusCode::kInternal, fmt::format("NVDEC's parser used picture index {} outside 0..{}",
+                                                         picture_index, surfaces_.size()));
+  }
+  return Status::ok();
+}
+
+Status NvdecDecoder::handle_decode(CUVIDPICPARAMS& picture) {
+  FOVEA_TRY(check_picture_index(picture.CurrPicIdx));
+  SurfaceState& surface = surfaces_[static_cast<std::size_t>(picture.CurrPicIdx)];
+  surface.keyframe = picture.intra_pic_flag != 0;
+  const CUresult decoded = cuvid().cuvidDecodePicture(decoder_.get(), &picture);
+  surface.decode_failed = decoded != CUDA_SUCCESS;
+  if (surface.decode_failed) {
+    // Picture parameters the hardware refuses come from a damaged bitstream, not a failing device:
+    // the picture is lost (counted), and decoding resumes cleanly at the next keyframe.
+    ++stats_.packets_rejected;
+    log_debug("{}: NVDEC refused a picture: {}", stream_.url, cu_message(decoded));
+  }
+  return Status::ok();
+}
+
+Status NvdecDecoder::handle_display(const CUVIDPARSERDISPINFO& display) {
+  FOVEA_TRY(check_picture_index(display.picture_index));
+  const SurfaceState& surface = surfaces_[static_cast<std::size_t>(display.picture_index)];
+  if (surface.decode_failed) {
+    return Status::ok();  // already counted as rejected; there is nothing to show
+  }
+  FOVEA_ASSIGN_OR_RETURN(PooledBuffer block, acquire_output_block());
+  CUVIDPROCPARAMS params{};
+  params.progressive_frame = display.progressive_frame;
+  params.top_field_first = display.top_field_first;
+  params.unpaired_field = display.repeat_first_field < 0 ? 1 : 0;
+  params.output_stream = options_.stream;
+  CUdeviceptr d_surface = 0;
+  unsigned int pitch = 0;
+  FOVEA_CUVID_TRY(
+      cuvid().cuvidMapVideoFrame(decoder_.get(), display.picture_index, &d_surface, &pitch, &params));
+  const Status copied = copy_surface(d_surface, pitch, block.data());
+  const bool damaged = reported_damage(display.picture_index);
+  const Status unmapped = unmap(d_surface);
+  FOVEA_TRY(copied);
+  FOVEA_TRY(unmapped);
+  ready_.push_back(make_frame(std::move(block), display, surface.keyframe, damaged));
+  return Status::ok();
+}
+
+Result<PooledBuffer> NvdecDecoder::acquire_output_block() {
+  Result<PooledBuffer> block = pool_->acquire();
+  if (!block.is_ok() && block.status().code() == StatusCode::kResourceExhausted) {
+    return make_error(StatusCode::kResourceExhausted,
+                      fmt::format("NVDEC output pool exhausted: the caller holds more than {} decoded frames "
+                                  "(DecoderOptions::max_frames_in_flight); release frames sooner or raise it",
+                                  options_.max_frames_in_flight));
+  }
+  return block;
+}
+
+Status NvdecDecoder::copy_surface(CUdeviceptr d_surface, unsigned int pitch, void* d_frame) const {
+  const auto sample_bytes = static_cast<std::size_t>(bit_depth_ > 8 ? 2 : 1);
+  const auto x = static_cast<std::size_t>(geometry_.source_x);
+  const auto y = static_cast<std::size_t>(geometry_.source_y);
+  const auto d_destination = reinterpret_cast<CUdeviceptr>(d_frame);
+  // NVDEC places the interleaved chroma plane right after target_height rows of luma.
+  const CUdeviceptr d_chroma =
+      d_surface + std::size_t{pitch} * static_cast<std::size_t>(geometry_.target_height);
+  FOVEA_TRY(copy_plane(d_surface, pitch, x * sample_bytes, y, d_destination + allocation_.offsets[0],
+                       allocation_.pitches[0], allocation_.layout.planes[0], options_.stream));
+  FOVEA_TRY(copy_plane(d_chroma, pitch, (x / 2) * 2 * sample_bytes, y / 2,
+                       d_destination + allocation_.offsets[1], allocation_.pitches[1],
+                       allocation_.layout.planes[1], options_.stream));
+  // cuvidUnmapVideoFrame hands the surface back to the decoder at once, without waiting for work
+  // queued on our stream; unless the copies have finished, the next picture can overwrite the
+  // surface while they still read it.
+  FOVEA_CU_TRY(cu().cuStreamSynchronize(options_.stream));
+  return Status::ok();
+}
+
+Status NvdecDecoder::unmap(CUdeviceptr d_surface) const {
+  FOVEA_CUVID_TRY(cuvid().cuvidUnmapVideoFrame(decoder_.get(), d_surface));
+  return Status::ok();
+}
+
+bool NvdecDecoder::reported_damage(int picture_index) const {
+  CUVIDGETDECODESTATUS status{};
+  // H.264, HEVC and JPEG report a status; the other codecs answer CUDA_ERROR_NOT_SUPPORTED, so
+  // their damage goes unreported rather than failing the frame.
+  if (cuvid().cuvidGetDecodeStatus(decoder_.get(), picture_index, &status) != CUDA_SUCCESS) {
+    return false;
+  }
+  return status.decodeStatus == cuvidDecodeStatus_Error ||
+         status.decodeStatus == cuvidDecodeStatus_Error_Concealed;
+}
+
+Frame NvdecDecoder::make_frame(PooledBuffer block, const CUVIDPARSERDISPINFO& display, bool keyframe,
+                               bool damaged) {
+  Frame frame;
+  frame.image = image_view_in(block.data(), allocation_, output_format_, geometry_.width, geometry_.height,
+                              MemoryKind::kDevice);
+  frame.owner = std::make_shared<PooledBuffer>(std::move(block));
+  // The parser hands each picture the timestamp of the packet it started in.
+  frame.pts = display.timestamp;
+  frame.has_pts = timestamps_seen_;
+  frame.time_base = stream_.time_base;
+  frame.index = stats_.frames_decoded;
+  frame.keyframe = keyframe;
+  frame.damaged = damaged;
+  frame.bit_depth = bit_depth_;
+  ++stats_.frames_decoded;
+  if (damaged) {
+    ++stats_.frames_damaged;
+  }
+  return frame;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Opening.
+
+Result<PrimaryContext> retain_primary_context(int ordinal) {
+  const int count = cuda_device_count();
+  if (count == 0) {
+    return make_error(StatusCode::kUnsupported, "NVDEC unavailable: no CUDA device");
+  }
+  if (ordinal < 0 || ordinal >= count) {
+    return make_error(StatusCode::kNotFound, "CUDA device ", std::to_string(ordinal), " does not exist (",
+                      std::to_string(count), " present)");
+  }
+  // The runtime initializes the device's primary context first, so that the pool's cudaMalloc
+  // memory and the driver calls below share it.
+  FOVEA_CUDA_TRY(cudaSetDevice(ordinal));
+  FOVEA_CUDA_TRY(cudaFree(nullptr));
+  CUdevice device = 0;
+  FOVEA_CU_TRY(cu().cuDeviceGet(&device, ordinal));
+  CUcontext context = nullptr;
+  FOVEA_CU_TRY(cu().cuDevicePrimaryCtxRetain(&context, device));
+  return PrimaryContext(device, context);
+}
+
+Result<std::string> device_name(CUdevice device) {
+  char name[256] = {};
+  FOVEA_CU_TRY(cu().cuDeviceGetName(name, static_cast<int>(sizeof(name)), device));
+  return std::string(name);
+}
+
+Status check_stream_capabilities(const PrimaryContext& context, const StreamShape& shape,
+                                 std::string_view gpu) {
+  FOVEA_CU_TRY(cu().cuCtxPushCurrent(context.get()));
+  const ContextPop pop;
+  return check_capabilities(shape, gpu);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Decoder>> open_nvdec_decoder(const StreamInfo& stream, const DecoderOptions& options) {
+  FOVEA_ASSIGN_OR_RETURN(const cudaVideoCodec codec, cuvid_codec(stream));
+  FOVEA_TRY(check_shape(shape_of(stream, codec)));
+  FOVEA_TRY(check_options(stream, options));
+  FOVEA_TRY(nvdec_library().status);
+  FOVEA_ASSIGN_OR_RETURN(PrimaryContext context, retain_primary_context(options.device));
+  FOVEA_ASSIGN_OR_RETURN(std::string gpu, device_name(context.device()));
+  FOVEA_TRY(check_stream_capabilities(context, shape_of(stream, codec), gpu));
+  auto decoder = std::make_unique<NvdecDecoder>(stream, options, codec, std::move(context), std::move(gpu));
+  FOVEA_TRY(decoder->start());
+  return std::unique_ptr<Decoder>(std::move(decoder));
+}
+
+}  // namespace fovea::io

@@ -47,9 +47,11 @@ TEST_F(PoolGpu, PinnedBlocksCopyRoundTrip) {
   }
   Result<CudaStream> stream = CudaStream::create();
   ASSERT_TRUE(stream.is_ok());
-  ASSERT_EQ(cudaMemcpyAsync(gpu->data(), host->data(), 4096, cudaMemcpyHostToDevice, stream->get()), cudaSuccess);
+  ASSERT_EQ(cudaMemcpyAsync(gpu->data(), host->data(), 4096, cudaMemcpyHostToDevice, stream->get()),
+            cudaSuccess);
   ASSERT_EQ(cudaMemsetAsync(host->data(), 0, 4096, stream->get()), cudaSuccess);
-  ASSERT_EQ(cudaMemcpyAsync(host->data(), gpu->data(), 4096, cudaMemcpyDeviceToHost, stream->get()), cudaSuccess);
+  ASSERT_EQ(cudaMemcpyAsync(host->data(), gpu->data(), 4096, cudaMemcpyDeviceToHost, stream->get()),
+            cudaSuccess);
   ASSERT_TRUE(stream->synchronize().is_ok());
   for (int i = 0; i < 4096; ++i) {
     ASSERT_EQ(bytes[i], static_cast<unsigned char>(i * 7)) << i;

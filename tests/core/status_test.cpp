@@ -21,8 +21,9 @@ Result<int> doubled(int value) {
 }
 
 Status fails_through_library(int code) {
-  FOVEA_LIBRARY_TRY(StatusCode::kDeviceError, "FakeLib", code, [](int c) { return c == 0; },
-                    [](int) { return "fake failure"; });
+  FOVEA_LIBRARY_TRY(
+      StatusCode::kDeviceError, "FakeLib", code, [](int c) { return c == 0; },
+      [](int) { return "fake failure"; });
   return Status::ok();
 }
 

@@ -1,1 +1,110 @@
-// placeholder: being written
+#include "io/demuxer.h"
+
+#include <gtest/gtest.h>
+
+#include "support/test_media.h"
+
+namespace fovea::io {
+namespace {
+
+bool has_start_code(const std::vector<std::uint8_t>& data) {
+  return data.size() >= 4 && data[0] == 0 && data[1] == 0 && (data[2] == 1 || (data[2] == 0 && data[3] == 1));
+}
+
+class DemuxerContainers : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(DemuxerContainers, ReportsStreamInfoAndAnnexBPackets) {
+  testing::ClipSpec spec;
+  spec.width = 322;
+  spec.height = 242;
+  spec.frames = 24;
+  const std::string path = testing::test_temp_dir() + "/clip" + GetParam();
+  ASSERT_TRUE(testing::write_clip(path, spec).is_ok());
+
+  Result<std::unique_ptr<Demuxer>> demuxer = Demuxer::open(path);
+  ASSERT_TRUE(demuxer.is_ok()) << demuxer.status().to_string();
+  const StreamInfo& info = (*demuxer)->info();
+  EXPECT_EQ(info.url, path);
+  EXPECT_EQ(info.codec, VideoCodec::kH264);
+  EXPECT_EQ(info.codec_name, "h264");
+  EXPECT_EQ(info.width, 322);
+  EXPECT_EQ(info.height, 242);
+  EXPECT_EQ(info.bit_depth, 8);
+  EXPECT_EQ(info.chroma_format, 1);
+  EXPECT_NEAR(info.frame_rate.to_double(), 30.0, 0.01);
+  EXPECT_FALSE(info.profile.empty());
+  EXPECT_TRUE(info.annex_b);
+  EXPECT_EQ(info.rotation_deg, 0);
+
+  Packet packet;
+  int packets = 0;
+  int keyframes = 0;
+  while (true) {
+    Result<bool> got = (*demuxer)->read(packet);
+    ASSERT_TRUE(got.is_ok()) << got.status().to_string();
+    if (!*got) {
+      break;
+    }
+    EXPECT_TRUE(has_start_code(packet.data)) << "packet " << packets;
+    keyframes += packet.keyframe ? 1 : 0;
+    if (packets == 0) {
+      EXPECT_TRUE(packet.keyframe);
+    }
+    ++packets;
+  }
+  EXPECT_EQ(packets, 24);
+  EXPECT_GE(keyframes, 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, DemuxerContainers, ::testing::Values(".mp4", ".mkv", ".ts", ".h264"),
+                         [](const auto& param_info) { return std::string(param_info.param + 1); });
+
+TEST(Demuxer, Mp4ReportsDurationAndFrameCount) {
+  testing::ClipSpec spec;
+  spec.frames = 45;
+  const std::string path = testing::test_temp_dir() + "/clip.mp4";
+  ASSERT_TRUE(testing::write_clip(path, spec).is_ok());
+  Result<std::unique_ptr<Demuxer>> demuxer = Demuxer::open(path);
+  ASSERT_TRUE(demuxer.is_ok()) << demuxer.status().to_string();
+  EXPECT_EQ((*demuxer)->info().frame_count, 45);
+  EXPECT_NEAR((*demuxer)->info().duration_s, 1.5, 0.05);
+  EXPECT_NE((*demuxer)->info().container.find("mp4"), std::string::npos);
+  // mp4 stores parameter sets in avcC; after conversion they are Annex B extradata.
+  EXPECT_TRUE(has_start_code((*demuxer)->info().extradata));
+}
+
+TEST(Demuxer, SeekToStartReadsAgain) {
+  testing::ClipSpec spec;
+  spec.frames = 20;
+  spec.gop = 10;
+  const std::string path = testing::test_temp_dir() + "/clip.mkv";
+  ASSERT_TRUE(testing::write_clip(path, spec).is_ok());
+  Result<std::unique_ptr<Demuxer>> demuxer = Demuxer::open(path);
+  ASSERT_TRUE(demuxer.is_ok());
+  auto count_packets = [&demuxer] {
+    Packet packet;
+    int n = 0;
+    while ((*demuxer)->read(packet).value()) {
+      ++n;
+    }
+    return n;
+  };
+  EXPECT_EQ(count_packets(), 20);
+  ASSERT_TRUE((*demuxer)->seek(0.0).is_ok());
+  EXPECT_EQ(count_packets(), 20);
+}
+
+TEST(Demuxer, CancelFlagStopsOpen) {
+  testing::ClipSpec spec;
+  const std::string path = testing::test_temp_dir() + "/clip.mp4";
+  ASSERT_TRUE(testing::write_clip(path, spec).is_ok());
+  std::atomic<bool> cancel{true};
+  DemuxOptions options;
+  options.cancel = &cancel;
+  Result<std::unique_ptr<Demuxer>> demuxer = Demuxer::open(path, options);
+  ASSERT_FALSE(demuxer.is_ok());
+  EXPECT_EQ(demuxer.status().code(), StatusCode::kCancelled);
+}
+
+}  // namespace
+}  // namespace fovea::io

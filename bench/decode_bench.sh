@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Decode benchmarks for docs/perf.md, run on the GPU machine after a release build:
+#
+#   bench/decode_bench.sh BUILD_DIR OUT_DIR [HEVC_CLIP]
+#
+# Generates the 1080p H.264 clip of shared/device/README.md, then measures, in one run:
+#   - FFmpeg's own decoders as peers: CPU (-threads 16) and NVDEC (-hwaccel cuda, frames kept on
+#     the GPU), one process and 8 concurrent processes;
+#   - fovea decode-bench with cpu and nvdec, 1 and 8 sessions (and HEVC when a clip is given).
+# Each fovea result is also written as JSON next to the log.
+set -euo pipefail
+build=$1
+out=$2
+hevc=${3:-}
+fovea=$build/apps/fovea/fovea
+mkdir -p "$out"
+clip=$out/clip_h264_1080p.mp4
+[ -s "$clip" ] || ffmpeg -loglevel error -y -f lavfi -i "testsrc2=size=1920x1080:rate=30,noise=alls=12:allf=t+u" \
+  -t 10 -c:v libx264 -preset medium -profile:v high -b:v 8M -bf 2 -g 60 -pix_fmt yuv420p "$clip"
+frames=$(ffprobe -v error -select_streams v:0 -count_packets -show_entries stream=nb_read_packets -of csv=p=0 "$clip")
+
+# Prints frames/s of N concurrent copies of an ffmpeg decode command.
+ffmpeg_fps() {
+  local n=$1
+  shift
+  local start end
+  start=$(date +%s.%N)
+  for _ in $(seq "$n"); do ffmpeg -loglevel error -nostdin "$@" -f null - & done
+  wait
+  end=$(date +%s.%N)
+  echo "$n $frames $start $end" | awk '{printf "%.1f", $1 * $2 / ($4 - $3)}'
+}
+
+row() { printf '| %-58s | %12s |\n' "$1" "$2"; }
+
+fovea_fps() {
+  local name=$1
+  shift
+  "$fovea" decode-bench "$@" --json "$out/$name.json" >"$out/$name.log" 2>&1
+  python3 -c "import json,sys; print('%.1f' % json.load(open(sys.argv[1]))['aggregate_fps'])" "$out/$name.json"
+}
+
+{
+  echo "clip: $clip ($frames frames, $(du -h "$clip" | cut -f1))"
+  echo
+  row "what" "frames/s"
+  row "---" "---"
+  row "ffmpeg CPU decode, -threads 16, 1 process" "$(ffmpeg_fps 1 -threads 16 -i "$clip")"
+  row "fovea decode-bench cpu, threads 16, 1 session" "$(fovea_fps cpu1 "$clip" --decoder cpu --threads 16 --sessions 1 --repeat 3)"
+  row "ffmpeg NVDEC (-hwaccel cuda, device frames), 1 process" \
+    "$(ffmpeg_fps 1 -hwaccel cuda -hwaccel_output_format cuda -i "$clip")"
+  row "fovea decode-bench nvdec, 1 session" "$(fovea_fps nvdec1 "$clip" --decoder nvdec --sessions 1 --repeat 5)"
+  row "ffmpeg NVDEC, 8 processes" \
+    "$(ffmpeg_fps 8 -hwaccel cuda -hwaccel_output_format cuda -i "$clip")"
+  row "fovea decode-bench nvdec, 8 sessions" "$(fovea_fps nvdec8 "$clip" --decoder nvdec --sessions 8 --repeat 3)"
+  row "fovea decode-bench nvdec, 12 sessions" "$(fovea_fps nvdec12 "$clip" --decoder nvdec --sessions 12 --repeat 2)"
+  if [ -n "$hevc" ] && [ -s "$hevc" ]; then
+    row "ffmpeg NVDEC HEVC, 8 processes" "$(frames=$(ffprobe -v error -select_streams v:0 -count_packets \
+      -show_entries stream=nb_read_packets -of csv=p=0 "$hevc") ffmpeg_fps 8 -hwaccel cuda \
+      -hwaccel_output_format cuda -i "$hevc")"
+    row "fovea decode-bench nvdec HEVC, 8 sessions" "$(fovea_fps hevc8 "$hevc" --decoder nvdec --sessions 8 --repeat 3)"
+  fi
+} | tee "$out/decode_bench.md"
