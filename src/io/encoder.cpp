@@ -1,7 +1,8 @@
 #include "io/encoder.h"
 
-#include <algorithm>
 #include <cstring>
+#include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -17,7 +18,19 @@ extern "C" {
 #include <libavformat/avformat.h>
 #include <libavutil/dict.h>
 #include <libavutil/hwcontext.h>
+#include <libavutil/log.h>
 }
+
+#if defined(FOVEA_HAVE_CUDA)
+// The loader's complaints ("Cannot load libcuda.so.1") go through av_log, so fovea's log bridge
+// keeps them for the error message instead of them going straight to stderr.
+#define FFNV_LOG_FUNC(logctx, msg, ...) av_log((logctx), AV_LOG_ERROR, (msg), __VA_ARGS__)
+#define FFNV_DEBUG_LOG_FUNC(logctx, msg, ...)
+#include <ffnvcodec/dynlink_loader.h>
+extern "C" {
+#include <libavutil/hwcontext_cuda.h>
+}
+#endif
 
 namespace fovea::io {
 
@@ -78,7 +91,25 @@ class Dictionary {
   AVDictionary* dict_ = nullptr;
 };
 
-AVRational to_av(Rational r) { return AVRational{r.num, r.den}; }
+AVRational to_av(Rational r) {
+  return AVRational{r.num, r.den};
+}
+
+// av_error plus FFmpeg's own last error line on this thread, which usually says more than the
+// AVERROR code ("OpenEncodeSessionEx failed: unsupported device" behind ENOSYS).
+Status ffmpeg_error(int code, const std::string& what) {
+  Status status = av_error(code, what);
+  std::string detail = last_ffmpeg_message();
+  // Drops FFmpeg's "[h264_nvenc @ 0x5581...] " prefix: the address means nothing to a reader.
+  if (const std::size_t end = detail.find("] ");
+      !detail.empty() && detail[0] == '[' && end != std::string::npos) {
+    detail.erase(0, end + 2);
+  }
+  if (detail.empty()) {
+    return status;
+  }
+  return Status(status.code(), status.message() + " (" + detail + ")");
+}
 
 const char* software_encoder_name(EncoderCodec codec) {
   return codec == EncoderCodec::kH264 ? "libx264" : "libx265";
@@ -99,8 +130,9 @@ Status check_options(const EncoderOptions& options) {
                       " must be positive and even (4:2:0 chroma)");
   }
   if (options.time_base.num <= 0 || options.time_base.den <= 0) {
-    return make_error(StatusCode::kInvalidArgument, "encoder time base ", std::to_string(options.time_base.num),
-                      "/", std::to_string(options.time_base.den), " must be positive");
+    return make_error(StatusCode::kInvalidArgument, "encoder time base ",
+                      std::to_string(options.time_base.num), "/", std::to_string(options.time_base.den),
+                      " must be positive");
   }
   if (options.frame_rate.num <= 0 || options.frame_rate.den <= 0) {
     return make_error(StatusCode::kInvalidArgument, "encoder frame rate ",
@@ -110,6 +142,7 @@ Status check_options(const EncoderOptions& options) {
   return Status::ok();
 }
 
+#if defined(FOVEA_HAVE_CUDA)
 // NVENC's presets p1 (fastest) .. p7 (best) lined up with x264's names, so one --preset works for
 // both; p1..p7 themselves pass through.
 std::string nvenc_preset(const std::string& preset) {
@@ -124,6 +157,7 @@ std::string nvenc_preset(const std::string& preset) {
   if (preset == "veryslow" || preset == "placebo") return "p7";
   return "p4";
 }
+#endif
 
 void copy_plane(std::uint8_t* dst, int dst_pitch, const std::uint8_t* src, std::size_t src_pitch,
                 int width_bytes, int rows) {
@@ -159,6 +193,7 @@ void fill_yuv420p(const ImageView& src, AVFrame* dst) {
   copy_plane(dst->data[2], dst->linesize[2], src.row(2, 0), src.planes[2].pitch, chroma_w, chroma_h);
 }
 
+#if defined(FOVEA_HAVE_CUDA)
 // Host YUV420P or NV12 into an NV12 AVFrame (NVENC's upload staging).
 void fill_nv12(const ImageView& src, AVFrame* dst) {
   const int chroma_w = (src.width + 1) / 2;
@@ -178,6 +213,68 @@ void fill_nv12(const ImageView& src, AVFrame* dst) {
     }
   }
 }
+#endif
+
+#if defined(FOVEA_HAVE_CUDA)
+// The CUDA driver API through ffnvcodec's loader (no link-time dependency on libcuda). Loaded once
+// and never unloaded: the CUDA runtime uses the same library for the life of the process.
+struct DriverApi {
+  CudaFunctions* cu = nullptr;
+  Status status;
+};
+
+const DriverApi& driver_api() {
+  static const DriverApi api = [] {
+    DriverApi loaded;
+    clear_last_ffmpeg_message();
+    if (cuda_load_functions(&loaded.cu, nullptr) != 0) {
+      loaded.status =
+          make_error(StatusCode::kUnsupported, "cannot load the CUDA driver: ", last_ffmpeg_message());
+    } else if (const CUresult init = loaded.cu->cuInit(0); init != CUDA_SUCCESS) {
+      loaded.status = make_error(StatusCode::kDeviceError, "cuInit failed (CUDA driver error ",
+                                 std::to_string(static_cast<int>(init)), ")");
+    }
+    return loaded;
+  }();
+  return api;
+}
+
+// A reference on a device's primary context, the one the CUDA runtime uses, so NVENC reads frames
+// from fovea's pools and from NVDEC without copies between contexts. Retained here rather than
+// through av_hwdevice_ctx_create's "primary_ctx" option: FFmpeg 5.1 then insists on its own context
+// flags and fails ("Primary context already active with incompatible flags") whenever the runtime
+// has already activated the context, which in fovea it always has.
+class PrimaryContext {
+ public:
+  static Result<std::unique_ptr<PrimaryContext>> retain(int ordinal) {
+    const DriverApi& api = driver_api();
+    FOVEA_TRY(api.status);
+    CUdevice device = 0;
+    if (const CUresult found = api.cu->cuDeviceGet(&device, ordinal); found != CUDA_SUCCESS) {
+      return make_error(StatusCode::kNotFound, "no CUDA device ", std::to_string(ordinal),
+                        " (CUDA driver error ", std::to_string(static_cast<int>(found)), ")");
+    }
+    CUcontext context = nullptr;
+    if (const CUresult retained = api.cu->cuDevicePrimaryCtxRetain(&context, device);
+        retained != CUDA_SUCCESS) {
+      return make_error(StatusCode::kDeviceError, "cannot retain the primary context of CUDA device ",
+                        std::to_string(ordinal), " (CUDA driver error ",
+                        std::to_string(static_cast<int>(retained)), ")");
+    }
+    return std::unique_ptr<PrimaryContext>(new PrimaryContext(device, context));
+  }
+  PrimaryContext(const PrimaryContext&) = delete;
+  PrimaryContext& operator=(const PrimaryContext&) = delete;
+  ~PrimaryContext() { static_cast<void>(driver_api().cu->cuDevicePrimaryCtxRelease(device_)); }
+
+  CUcontext get() const { return context_; }
+
+ private:
+  PrimaryContext(CUdevice device, CUcontext context) : device_(device), context_(context) {}
+  CUdevice device_;
+  CUcontext context_;
+};
+#endif
 
 Status check_frame(const Frame& frame, const EncoderOptions& options) {
   const ImageView& image = frame.image;
@@ -189,9 +286,10 @@ Status check_frame(const Frame& frame, const EncoderOptions& options) {
   const bool host = image.memory != MemoryKind::kDevice;
   const bool accepted = image.format == PixelFormat::kNV12 || (host && image.format == PixelFormat::kYUV420P);
   if (!accepted) {
-    return make_error(StatusCode::kUnsupported, "frame format ", pixel_format_name(image.format), " in ",
-                      memory_kind_name(image.memory),
-                      " memory cannot be encoded (accepted: yuv420p or nv12 in host memory, nv12 in device memory)");
+    return make_error(
+        StatusCode::kUnsupported, "frame format ", pixel_format_name(image.format), " in ",
+        memory_kind_name(image.memory),
+        " memory cannot be encoded (accepted: yuv420p or nv12 in host memory, nv12 in device memory)");
   }
   return Status::ok();
 }
@@ -214,6 +312,7 @@ class LibavEncoder final : public Encoder {
   Status open_muxer();
   Status open_codec();
   Status open_nvenc();
+  void release_nvenc();
   Status open_software();
   Status open_context(const AVCodec* codec, Dictionary& codec_options);
   Status open_stream();
@@ -228,6 +327,9 @@ class LibavEncoder final : public Encoder {
   EncoderOptions options_;
   OutputPtr output_;
   AVStream* stream_ = nullptr;  // owned by output_
+#if defined(FOVEA_HAVE_CUDA)
+  std::unique_ptr<PrimaryContext> primary_context_;  // NVENC: outlives everything FFmpeg holds in it
+#endif
   AvPtr<AVCodecContext> codec_;
   AvPtr<AVBufferRef> device_;  // NVENC: the CUDA device context
   AvPtr<AVBufferRef> frames_;  // NVENC: the pool of device frames it reads
@@ -257,6 +359,7 @@ LibavEncoder::~LibavEncoder() {
 
 Status LibavEncoder::open() {
   FOVEA_TRY(check_options(options_));
+  install_ffmpeg_log_bridge();
   packet_.reset(av_packet_alloc());
   if (!packet_) {
     return make_error(StatusCode::kResourceExhausted, "out of memory allocating a packet");
@@ -272,8 +375,7 @@ Status LibavEncoder::open_muxer() {
     return make_error(StatusCode::kInvalidArgument,
                       "cannot tell the container from the file name (use .mp4, .mov, .mkv or .ts)");
   }
-  const AVCodecID codec_id =
-      options_.codec == EncoderCodec::kH264 ? AV_CODEC_ID_H264 : AV_CODEC_ID_HEVC;
+  const AVCodecID codec_id = options_.codec == EncoderCodec::kH264 ? AV_CODEC_ID_H264 : AV_CODEC_ID_HEVC;
   // 0 is a definite no; muxers that cannot tell (MPEG-TS) answer negative and are left to try.
   if (avformat_query_codec(format, codec_id, FF_COMPLIANCE_NORMAL) == 0) {
     return make_error(StatusCode::kUnsupported, "container '", format->name, "' cannot hold ",
@@ -291,16 +393,15 @@ Status LibavEncoder::open_codec() {
     if (nvenc.is_ok()) {
       return Status::ok();
     }
-    codec_.reset();
-    frames_.reset();
-    device_.reset();
+    release_nvenc();
     fallback_reason_ = std::string(nvenc_encoder_name(options_.codec)) + " unavailable: " + nvenc.message();
     if (avcodec_find_encoder_by_name(software_encoder_name(options_.codec)) != nullptr) {
       log_warn("{}: {}; encoding with {}", path_, fallback_reason_, software_encoder_name(options_.codec));
     }
   }
   const Status software = open_software();
-  if (!software.is_ok() && !fallback_reason_.empty()) {
+  // Without the software encoder, why NVENC failed is half of the answer.
+  if (software.code() == StatusCode::kUnsupported && !fallback_reason_.empty()) {
     return software.with_context(fallback_reason_);
   }
   return software;
@@ -310,16 +411,20 @@ Status LibavEncoder::open_codec() {
 Status LibavEncoder::open_nvenc() {
   const AVCodec* codec = avcodec_find_encoder_by_name(nvenc_encoder_name(options_.codec));
   if (codec == nullptr) {
-    return make_error(StatusCode::kUnsupported, "this FFmpeg build has no ", nvenc_encoder_name(options_.codec));
+    return make_error(StatusCode::kUnsupported, "this FFmpeg build has no ",
+                      nvenc_encoder_name(options_.codec));
   }
-  // The primary context is the one the CUDA runtime uses, so frames from fovea's own kernels and
-  // decoders are valid in NVENC's context without peer mappings.
-  Dictionary device_options;
-  device_options.set("primary_ctx", "1");
-  AVBufferRef* device = nullptr;
-  FOVEA_AV_TRY(av_hwdevice_ctx_create(&device, AV_HWDEVICE_TYPE_CUDA, std::to_string(options_.device).c_str(),
-                                      *device_options.get(), 0));
-  device_.reset(device);
+  FOVEA_ASSIGN_OR_RETURN(primary_context_, PrimaryContext::retain(options_.device));
+  device_.reset(av_hwdevice_ctx_alloc(AV_HWDEVICE_TYPE_CUDA));
+  if (!device_) {
+    return make_error(StatusCode::kResourceExhausted, "out of memory allocating a CUDA device context");
+  }
+  auto* device = reinterpret_cast<AVHWDeviceContext*>(device_->data);
+  static_cast<AVCUDADeviceContext*>(device->hwctx)->cuda_ctx = primary_context_->get();
+  clear_last_ffmpeg_message();
+  if (const int initialized = av_hwdevice_ctx_init(device_.get()); initialized < 0) {
+    return ffmpeg_error(initialized, "cannot use CUDA device " + std::to_string(options_.device));
+  }
   frames_.reset(av_hwframe_ctx_alloc(device_.get()));
   if (!frames_) {
     return make_error(StatusCode::kResourceExhausted, "out of memory allocating a CUDA frames context");
@@ -359,6 +464,18 @@ Status LibavEncoder::open_nvenc() {
   return make_error(StatusCode::kUnsupported, "this build of fovea has no CUDA");
 }
 #endif
+
+// Frees what a failed NVENC attempt left, in dependency order, before falling back.
+void LibavEncoder::release_nvenc() {
+  codec_.reset();
+  host_frame_.reset();
+  hw_frame_.reset();
+  frames_.reset();
+  device_.reset();
+#if defined(FOVEA_HAVE_CUDA)
+  primary_context_.reset();
+#endif
+}
 
 Status LibavEncoder::open_software() {
   const char* name = software_encoder_name(options_.codec);
@@ -409,9 +526,11 @@ Status LibavEncoder::open_context(const AVCodec* codec, Dictionary& codec_option
   if ((output_->oformat->flags & AVFMT_GLOBALHEADER) != 0) {
     codec_->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
   }
+  clear_last_ffmpeg_message();
   const int opened = avcodec_open2(codec_.get(), codec, codec_options.get());
   if (opened < 0) {
-    return av_error(opened, std::string("opening ") + codec->name + " (preset '" + options_.preset + "')");
+    return ffmpeg_error(opened,
+                        std::string("opening ") + codec->name + " (preset '" + options_.preset + "')");
   }
   const std::string leftover = codec_options.leftover_keys();
   if (!leftover.empty()) {
@@ -435,9 +554,10 @@ Status LibavEncoder::open_stream() {
   stream_->avg_frame_rate = codec_->framerate;
   stream_->r_frame_rate = codec_->framerate;
   if ((output_->oformat->flags & AVFMT_NOFILE) == 0) {
+    clear_last_ffmpeg_message();
     const int opened = avio_open(&output_->pb, path_.c_str(), AVIO_FLAG_WRITE);
     if (opened < 0) {
-      return av_error(opened, "cannot create the output file");
+      return ffmpeg_error(opened, "cannot create the output file");
     }
   }
   FOVEA_AV_TRY(avformat_write_header(output_.get(), nullptr));

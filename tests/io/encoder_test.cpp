@@ -10,8 +10,8 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
-#include <numeric>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "support/test_media.h"
@@ -156,8 +156,8 @@ Frame to_nv12(const Frame& source) {
   Result<ImageAllocation> allocation = plan_image_allocation(PixelFormat::kNV12, in.width, in.height, 3, 128);
   auto storage = std::make_shared<std::vector<std::uint8_t>>(allocation->total_bytes);
   Frame frame = source;
-  frame.image = image_view_in(storage->data(), *allocation, PixelFormat::kNV12, in.width, in.height,
-                              MemoryKind::kHost);
+  frame.image =
+      image_view_in(storage->data(), *allocation, PixelFormat::kNV12, in.width, in.height, MemoryKind::kHost);
   frame.owner = storage;
   for (int y = 0; y < in.height; ++y) {
     std::copy_n(in.row(0, y), in.width, frame.image.row(0, y));
@@ -178,7 +178,8 @@ std::int64_t count_differences(const AVFrame& decoded, const ImageView& expected
     const int w = plane == 0 ? expected.width : (expected.width + 1) / 2;
     const int h = plane == 0 ? expected.height : (expected.height + 1) / 2;
     for (int y = 0; y < h; ++y) {
-      const std::uint8_t* got = decoded.data[plane] + static_cast<std::ptrdiff_t>(y) * decoded.linesize[plane];
+      const std::uint8_t* got =
+          decoded.data[plane] + static_cast<std::ptrdiff_t>(y) * decoded.linesize[plane];
       const std::uint8_t* want = expected.row(plane, y);
       for (int x = 0; x < w; ++x) {
         differences += got[x] != want[x] ? 1 : 0;
@@ -214,9 +215,17 @@ TEST_P(ContainerTest, KeepsTimestamps) {
   }
   ASSERT_TRUE(encoder->finish().is_ok());
 
-  const ProbedClip clip = probe_clip(path, {1, 30});
-  EXPECT_EQ(clip.pts.size(), 30u);
-  EXPECT_EQ(sorted(clip.pts), iota_pts(30));
+  const std::vector<std::int64_t> pts = sorted(probe_clip(path, {1, 30}).pts);
+  ASSERT_EQ(pts.size(), 30u);
+  if (std::string_view(GetParam()) == "ts") {
+    // MPEG-TS cannot store the negative dts of B-frame reordering, so libavformat shifts the
+    // whole stream later by the reorder delay; the spacing is what survives.
+    std::vector<std::int64_t> relative(pts.size());
+    std::transform(pts.begin(), pts.end(), relative.begin(), [&](std::int64_t p) { return p - pts[0]; });
+    EXPECT_EQ(relative, iota_pts(30));
+  } else {
+    EXPECT_EQ(pts, iota_pts(30));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Containers, ContainerTest, ::testing::Values("mp4", "mov", "mkv", "ts"));
@@ -280,8 +289,10 @@ TEST(EncoderTest, CountsFramesPacketsAndBytes) {
   const EncoderStats stats = encoder->stats();
   EXPECT_EQ(stats.frames_in, 12);
   EXPECT_EQ(stats.packets_out, 12);
-  // mp4 stores the encoder's packets unchanged.
-  EXPECT_EQ(stats.bytes_out, probe_clip(path, {1, 30}).bytes);
+  // mp4 stores the encoder's packets with 4-byte lengths in place of 3- or 4-byte start codes.
+  const std::int64_t stored = probe_clip(path, {1, 30}).bytes;
+  EXPECT_NEAR(static_cast<double>(stats.bytes_out), static_cast<double>(stored),
+              0.01 * static_cast<double>(stored));
 }
 
 TEST(EncoderTest, LosslessRoundTripIsExact) {

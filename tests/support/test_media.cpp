@@ -32,7 +32,9 @@ std::uint32_t hash2(std::uint32_t x, std::uint32_t y) {
   return h;
 }
 
-std::uint8_t to_u8(int value) { return static_cast<std::uint8_t>(value); }
+std::uint8_t to_u8(int value) {
+  return static_cast<std::uint8_t>(value);
+}
 
 // Luma: a diagonal gradient sliding by 4 per frame plus 4x4-block texture sliding by (2, 1) per
 // frame; the range stays within 16..238 so no encoder clips it.
@@ -54,8 +56,8 @@ void fill_chroma(const ImageView& image, int index) {
     std::uint8_t* u = image.row(1, y);
     std::uint8_t* v = image.row(2, y);
     for (int x = 0; x < chroma_w; ++x) {
-      const int texture = static_cast<int>(hash2(static_cast<std::uint32_t>(x / 2 + 7919),
-                                                 static_cast<std::uint32_t>(y / 2)) & 15u);
+      const int texture = static_cast<int>(
+          hash2(static_cast<std::uint32_t>(x / 2 + 7919), static_cast<std::uint32_t>(y / 2)) & 15u);
       u[x] = to_u8(64 + (2 * x + 3 * index) % 112 + texture);
       v[x] = to_u8(64 + (2 * y + x + 5 * index) % 112 + texture);
     }
@@ -121,8 +123,8 @@ Frame synthetic_frame(int width, int height, int index) {
   Frame frame;
   // Pitches are 64-byte aligned, wider than the rows for most widths, so consumers that ignore
   // the pitch show up in tests.
-  frame.image = image_view_in(storage->data(), *allocation, PixelFormat::kYUV420P, width, height,
-                              MemoryKind::kHost);
+  frame.image =
+      image_view_in(storage->data(), *allocation, PixelFormat::kYUV420P, width, height, MemoryKind::kHost);
   frame.owner = storage;
   frame.pts = index;
   frame.has_pts = true;
