@@ -19,16 +19,20 @@ clip=$out/clip_h264_1080p.mp4
   -t 10 -c:v libx264 -preset medium -profile:v high -b:v 8M -bf 2 -g 60 -pix_fmt yuv420p "$clip"
 frames=$(ffprobe -v error -select_streams v:0 -count_packets -show_entries stream=nb_read_packets -of csv=p=0 "$clip")
 
-# Prints frames/s of N concurrent copies of an ffmpeg decode command.
+# Prints frames/s of N concurrent ffmpeg processes, each decoding INPUT REPEAT times over
+# (-stream_loop), so that process start-up weighs as little as in fovea's runs.
 ffmpeg_fps() {
-  local n=$1
-  shift
-  local start end
+  local n=$1 repeat=$2 input=$3
+  shift 3
+  local count start end
+  count=$(ffprobe -v error -select_streams v:0 -count_packets -show_entries stream=nb_read_packets -of csv=p=0 "$input")
   start=$(date +%s.%N)
-  for _ in $(seq "$n"); do ffmpeg -loglevel error -nostdin "$@" -f null - & done
+  for _ in $(seq "$n"); do
+    ffmpeg -loglevel error -nostdin "$@" -stream_loop $((repeat - 1)) -i "$input" -f null - &
+  done
   wait
   end=$(date +%s.%N)
-  echo "$n $frames $start $end" | awk '{printf "%.1f", $1 * $2 / ($4 - $3)}'
+  echo "$n $count $repeat $start $end" | awk '{printf "%.1f", $1 * $2 * $3 / ($5 - $4)}'
 }
 
 row() { printf '| %-58s | %12s |\n' "$1" "$2"; }
@@ -45,19 +49,18 @@ fovea_fps() {
   echo
   row "what" "frames/s"
   row "---" "---"
-  row "ffmpeg CPU decode, -threads 16, 1 process" "$(ffmpeg_fps 1 -threads 16 -i "$clip")"
+  row "ffmpeg CPU decode, -threads 16, 1 process" "$(ffmpeg_fps 1 3 "$clip" -threads 16)"
   row "fovea decode-bench cpu, threads 16, 1 session" "$(fovea_fps cpu1 "$clip" --decoder cpu --threads 16 --sessions 1 --repeat 3)"
   row "ffmpeg NVDEC (-hwaccel cuda, device frames), 1 process" \
-    "$(ffmpeg_fps 1 -hwaccel cuda -hwaccel_output_format cuda -i "$clip")"
-  row "fovea decode-bench nvdec, 1 session" "$(fovea_fps nvdec1 "$clip" --decoder nvdec --sessions 1 --repeat 5)"
-  row "ffmpeg NVDEC, 8 processes" \
-    "$(ffmpeg_fps 8 -hwaccel cuda -hwaccel_output_format cuda -i "$clip")"
-  row "fovea decode-bench nvdec, 8 sessions" "$(fovea_fps nvdec8 "$clip" --decoder nvdec --sessions 8 --repeat 3)"
+    "$(ffmpeg_fps 1 5 "$clip" -hwaccel cuda -hwaccel_output_format cuda)"
+  row "fovea decode-bench nvdec, 1 session, display delay 2" "$(fovea_fps nvdec1d2 "$clip" --decoder nvdec --sessions 1 --repeat 5 --display-delay 2)"
+  row "fovea decode-bench nvdec, 1 session (display delay 4)" "$(fovea_fps nvdec1 "$clip" --decoder nvdec --sessions 1 --repeat 5)"
+  row "ffmpeg NVDEC, 8 processes" "$(ffmpeg_fps 8 3 "$clip" -hwaccel cuda -hwaccel_output_format cuda)"
+  row "fovea decode-bench nvdec, 8 sessions, display delay 2" "$(fovea_fps nvdec8d2 "$clip" --decoder nvdec --sessions 8 --repeat 3 --display-delay 2)"
+  row "fovea decode-bench nvdec, 8 sessions (display delay 4)" "$(fovea_fps nvdec8 "$clip" --decoder nvdec --sessions 8 --repeat 3)"
   row "fovea decode-bench nvdec, 12 sessions" "$(fovea_fps nvdec12 "$clip" --decoder nvdec --sessions 12 --repeat 2)"
   if [ -n "$hevc" ] && [ -s "$hevc" ]; then
-    row "ffmpeg NVDEC HEVC, 8 processes" "$(frames=$(ffprobe -v error -select_streams v:0 -count_packets \
-      -show_entries stream=nb_read_packets -of csv=p=0 "$hevc") ffmpeg_fps 8 -hwaccel cuda \
-      -hwaccel_output_format cuda -i "$hevc")"
+    row "ffmpeg NVDEC HEVC, 8 processes" "$(ffmpeg_fps 8 3 "$hevc" -hwaccel cuda -hwaccel_output_format cuda)"
     row "fovea decode-bench nvdec HEVC, 8 sessions" "$(fovea_fps hevc8 "$hevc" --decoder nvdec --sessions 8 --repeat 3)"
   fi
 } | tee "$out/decode_bench.md"

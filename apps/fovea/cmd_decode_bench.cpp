@@ -30,6 +30,7 @@ struct BenchArgs {
   int sessions = 1;
   int repeat = 1;
   int threads = 0;
+  int display_delay = io::DecoderOptions{}.display_delay;
   std::string json_path;
 };
 
@@ -108,6 +109,7 @@ class Session {
     io::DecoderOptions options;
     io::parse_decoder_backend(args_.decoder, &options.backend);
     options.threads = args_.threads;
+    options.display_delay = args_.display_delay;
 #if defined(FOVEA_HAVE_CUDA)
     if (options.backend != io::DecoderBackend::kCpu) {
       FOVEA_ASSIGN_OR_RETURN(stream_, CudaStream::create());
@@ -273,6 +275,11 @@ void add_decode_bench_command(CLI::App& app, Action* action) {
       ->capture_default_str();
   command->add_option("--threads", args->threads, "cpu decoder threads per session (0 = one per core)")
       ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  command
+      ->add_option("--display-delay", args->display_delay,
+                   "nvdec: pictures decoded ahead of the one delivered (0 = lowest latency)")
+      ->check(CLI::Range(0, 4))
       ->capture_default_str();
   command->add_option("--json", args->json_path, "Also write the results as JSON to this file");
   command->callback([args, action] { *action = [args] { return run_decode_bench(*args); }; });

@@ -49,6 +49,9 @@ struct DecoderOptions {
   CropRect crop;         // in source pixels, applied by the decoder hardware
   int output_width = 0;  // 0 = same as the (cropped) source
   int output_height = 0;
+  // nvdec: pictures the hardware decodes ahead of the one being delivered. More keeps the engine
+  // busier (throughput); 0 delivers each picture as soon as it is decoded (live, low latency).
+  int display_delay = 4;
   // nvdec: decoded surfaces kept by the hardware; 0 = what the stream needs plus headroom.
   int decode_surfaces = 0;
   // nvdec: output frames in flight at once (bounds the device pool).

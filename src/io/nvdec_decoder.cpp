@@ -38,17 +38,16 @@ void append_loader_message(void* sink, const char* format, ...) __attribute__((f
 namespace fovea::io {
 namespace {
 
-// Lets NVDEC decode up to two pictures ahead of the one being mapped and copied, so the engine
-// stays busy while we copy (NVIDIA recommends 2..4; more only adds latency and surfaces).
-constexpr unsigned int kMaxDisplayDelay = 2;
 // Surfaces beyond the stream's minimum when DecoderOptions::decode_surfaces is 0: the display
-// delay keeps two decoded pictures waiting outside the DPB, and two more let the engine run ahead.
-constexpr int kSurfaceHeadroom = 4;
+// delay keeps up to that many decoded pictures waiting outside the DPB, the mapped pictures hold
+// theirs until their copies finish, and two more let the engine run ahead.
+constexpr int kSurfaceHeadroom = 2;
 // The parser's picture indices, and the SDK sample's per-picture tables (MAX_FRM_CNT), stop at 32.
 constexpr int kMaxDecodeSurfaces = 32;
-// Pictures mapped at once: we map one and unmap it before the next; the second is the SDK
-// sample's margin that lets post-processing of the next picture start early.
-constexpr unsigned int kOutputSurfaces = 2;
+// Pictures mapped at once. A picture stays mapped until the copies out of it have finished on the
+// caller's stream (an event tells), so the host waits for a copy only when it laps this ring, not
+// after every frame; one slot is always free for the next map.
+constexpr unsigned int kOutputSurfaces = 4;
 // Call the decode callback even for pictures the parser finds corrupt, so the hardware conceals
 // the damage and cuvidGetDecodeStatus reports it (the frame is flagged) instead of the parser
 // dropping the picture without a trace.
@@ -168,6 +167,17 @@ struct CtxLockDestroyer {
 using ParserHandle = std::unique_ptr<void, ParserDestroyer>;
 using DecoderHandle = std::unique_ptr<void, DecoderDestroyer>;
 using CtxLockHandle = std::unique_ptr<_CUcontextlock_st, CtxLockDestroyer>;
+struct EventDestroyer {
+  void operator()(CUevent event) const { static_cast<void>(cu().cuEventDestroy(event)); }
+};
+using EventHandle = std::unique_ptr<CUevent_st, EventDestroyer>;
+
+// A picture mapped out of the decoder whose copies were queued on the caller's stream; `copied`
+// completes when they have run, and only then may the picture be unmapped.
+struct MappedPicture {
+  CUdeviceptr d_surface = 0;
+  CUevent copied = nullptr;
+};
 
 // A reference on a device's primary context: the one the CUDA runtime uses, so device memory from
 // cudaMalloc (the core pools) and NVDEC's surfaces live in the same context.
@@ -335,6 +345,11 @@ Status check_crop(const CropRect& crop, int width, int height) {
 }
 
 Status check_options(const StreamInfo& stream, const DecoderOptions& options) {
+  // The parser accepts a display delay of 0..4 pictures (the Video Codec SDK's documented range).
+  if (options.display_delay < 0 || options.display_delay > 4) {
+    return make_error(StatusCode::kInvalidArgument, "display_delay must be 0..4, not ",
+                      std::to_string(options.display_delay));
+  }
   if (options.max_frames_in_flight < 1) {
     return make_error(StatusCode::kInvalidArgument, "max_frames_in_flight must be at least 1, not ",
                       std::to_string(options.max_frames_in_flight));
@@ -400,9 +415,10 @@ Result<OutputGeometry> plan_geometry(const CUVIDEOFORMAT& format, const DecoderO
   return geometry;
 }
 
-int decode_surface_count(const CUVIDEOFORMAT& format, int requested) {
+int decode_surface_count(const CUVIDEOFORMAT& format, int requested, int display_delay) {
   const int needed = format.min_num_decode_surfaces;
-  const int wanted = requested > 0 ? std::max(needed, requested) : needed + kSurfaceHeadroom;
+  const int automatic = needed + display_delay + static_cast<int>(kOutputSurfaces) + kSurfaceHeadroom;
+  const int wanted = requested > 0 ? std::max(needed, requested) : automatic;
   return std::min(wanted, kMaxDecodeSurfaces);
 }
 
@@ -486,7 +502,8 @@ class NvdecDecoder final : public Decoder {
   Status check_picture_index(int picture_index) const;
   Result<PooledBuffer> acquire_output_block();
   Status copy_surface(CUdeviceptr d_surface, unsigned int pitch, void* d_frame) const;
-  Status unmap(CUdeviceptr d_surface) const;
+  // Unmaps the oldest mapped pictures (after their copies finished) until at most `keep` remain.
+  Status retire_mapped(std::size_t keep);
   bool reported_damage(int picture_index) const;
   Frame make_frame(PooledBuffer block, const CUVIDPARSERDISPINFO& display, bool keyframe, bool damaged);
 
@@ -508,6 +525,9 @@ class NvdecDecoder final : public Decoder {
   PixelFormat output_format_ = PixelFormat::kNV12;
   int bit_depth_ = 8;
   std::vector<SurfaceState> surfaces_;
+  std::vector<EventHandle> copy_events_;  // one per output surface, used round robin
+  std::size_t next_copy_event_ = 0;
+  std::deque<MappedPicture> mapped_;
   std::deque<Frame> ready_;
   DecoderStats stats_;
   bool timestamps_seen_ = false;
@@ -520,6 +540,7 @@ NvdecDecoder::~NvdecDecoder() {
   // cuvidDestroyDecoder needs the decoder's context current. The parser goes first: it refers to
   // the decoder's pictures.
   const bool pushed = cu().cuCtxPushCurrent(context_.get()) == CUDA_SUCCESS;
+  static_cast<void>(retire_mapped(0));
   parser_.reset();
   decoder_.reset();
   if (pushed) {
@@ -554,7 +575,7 @@ Status NvdecDecoder::create_parser() {
   // Replaced by what the sequence callback returns once the stream's needs are known.
   params.ulMaxNumDecodeSurfaces = 1;
   params.ulErrorThreshold = kErrorThresholdPercent;
-  params.ulMaxDisplayDelay = kMaxDisplayDelay;
+  params.ulMaxDisplayDelay = static_cast<unsigned int>(options_.display_delay);
   params.pUserData = this;
   params.pfnSequenceCallback = &NvdecDecoder::on_sequence;
   params.pfnDecodePicture = &NvdecDecoder::on_decode;
@@ -671,7 +692,7 @@ Result<int> NvdecDecoder::handle_sequence(const CUVIDEOFORMAT& format) {
   }
   FOVEA_TRY(check_capabilities(shape_of(format, stream_.codec), gpu_name_));
   FOVEA_ASSIGN_OR_RETURN(const OutputGeometry geometry, plan_geometry(format, options_));
-  const int surfaces = decode_surface_count(format, options_.decode_surfaces);
+  const int surfaces = decode_surface_count(format, options_.decode_surfaces, options_.display_delay);
   const int bit_depth = format.bit_depth_luma_minus8 + 8;
   FOVEA_TRY(create_decoder(format, geometry, surfaces));
   FOVEA_TRY(prepare_output(bit_depth, geometry, surfaces));
@@ -709,6 +730,7 @@ Status NvdecDecoder::create_decoder(const CUVIDEOFORMAT& format, const OutputGeo
   info.vidLock = lock_.get();
   // A new sequence replaces the decoder; the parser has already displayed the old one's pictures.
   // Freeing first keeps two decoders' surfaces from being allocated at once.
+  FOVEA_TRY(retire_mapped(0));
   decoder_.reset();
   CUvideodecoder decoder = nullptr;
   FOVEA_CUVID_TRY(cuvid().cuvidCreateDecoder(&decoder, &info));
@@ -725,6 +747,11 @@ Status NvdecDecoder::prepare_output(int bit_depth, const OutputGeometry& geometr
   FOVEA_ASSIGN_OR_RETURN(BufferPool pool, BufferPool::create("nvdec-output", MemoryKind::kDevice,
                                                              allocation_.total_bytes, capacity));
   pool_.emplace(std::move(pool));
+  while (copy_events_.size() < kOutputSurfaces) {
+    CUevent event = nullptr;
+    FOVEA_CU_TRY(cu().cuEventCreate(&event, CU_EVENT_DISABLE_TIMING));
+    copy_events_.emplace_back(event);
+  }
   return Status::ok();
 }
 
@@ -758,6 +785,7 @@ Status NvdecDecoder::handle_display(const CUVIDPARSERDISPINFO& display) {
     return Status::ok();  // already counted as rejected; there is nothing to show
   }
   FOVEA_ASSIGN_OR_RETURN(PooledBuffer block, acquire_output_block());
+  FOVEA_TRY(retire_mapped(kOutputSurfaces - 1));
   CUVIDPROCPARAMS params{};
   params.progressive_frame = display.progressive_frame;
   params.top_field_first = display.top_field_first;
@@ -767,11 +795,12 @@ Status NvdecDecoder::handle_display(const CUVIDPARSERDISPINFO& display) {
   unsigned int pitch = 0;
   FOVEA_CUVID_TRY(
       cuvid().cuvidMapVideoFrame(decoder_.get(), display.picture_index, &d_surface, &pitch, &params));
-  const Status copied = copy_surface(d_surface, pitch, block.data());
+  const CUevent copy_event = copy_events_[next_copy_event_].get();
+  next_copy_event_ = (next_copy_event_ + 1) % copy_events_.size();
+  mapped_.push_back({d_surface, copy_event});
+  FOVEA_TRY(copy_surface(d_surface, pitch, block.data()));
+  FOVEA_CU_TRY(cu().cuEventRecord(copy_event, options_.stream));
   const bool damaged = reported_damage(display.picture_index);
-  const Status unmapped = unmap(d_surface);
-  FOVEA_TRY(copied);
-  FOVEA_TRY(unmapped);
   ready_.push_back(make_frame(std::move(block), display, surface.keyframe, damaged));
   return Status::ok();
 }
@@ -800,15 +829,19 @@ Status NvdecDecoder::copy_surface(CUdeviceptr d_surface, unsigned int pitch, voi
   FOVEA_TRY(copy_plane(d_chroma, pitch, (x / 2) * 2 * sample_bytes, y / 2,
                        d_destination + allocation_.offsets[1], allocation_.pitches[1],
                        allocation_.layout.planes[1], options_.stream));
-  // cuvidUnmapVideoFrame hands the surface back to the decoder at once, without waiting for work
-  // queued on our stream; unless the copies have finished, the next picture can overwrite the
-  // surface while they still read it.
-  FOVEA_CU_TRY(cu().cuStreamSynchronize(options_.stream));
   return Status::ok();
 }
 
-Status NvdecDecoder::unmap(CUdeviceptr d_surface) const {
-  FOVEA_CUVID_TRY(cuvid().cuvidUnmapVideoFrame(decoder_.get(), d_surface));
+// cuvidUnmapVideoFrame hands the surface back to the decoder at once, without waiting for work
+// queued on our stream; unless the copies have finished, the next picture could overwrite the
+// surface while they still read it. Hence the wait on each picture's copy event first.
+Status NvdecDecoder::retire_mapped(std::size_t keep) {
+  while (mapped_.size() > keep) {
+    const MappedPicture oldest = mapped_.front();
+    mapped_.pop_front();
+    FOVEA_CU_TRY(cu().cuEventSynchronize(oldest.copied));
+    FOVEA_CUVID_TRY(cuvid().cuvidUnmapVideoFrame(decoder_.get(), oldest.d_surface));
+  }
   return Status::ok();
 }
 

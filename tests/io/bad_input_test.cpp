@@ -77,11 +77,11 @@ TEST(BadInput, Mp4TruncatedAtHalfIsRejectedWithTheReason) {
   expect_error_names(status, StatusCode::kCorruptData, truncated, "moov atom not found");
 }
 
-class TruncatedStreams : public ::testing::TestWithParam<const char*> {};
-
-TEST_P(TruncatedStreams, DecodeWhatIsThereAndEnd) {
-  const std::string clip = make_clip(std::string("clip") + GetParam());
-  const std::string truncated = testing::test_temp_dir() + "/truncated" + GetParam();
+// Streams without a trailing index decode what is there and end cleanly.
+void expect_truncated_stream_decodes_partially(const std::string& extension) {
+  SCOPED_TRACE(extension);
+  const std::string clip = make_clip("clip" + extension);
+  const std::string truncated = testing::test_temp_dir() + "/truncated" + extension;
   ASSERT_TRUE(testing::copy_truncated(clip, truncated, 0.5).is_ok());
   Result<testing::DecodeOutcome> outcome = testing::decode_with_cpu(truncated);
   ASSERT_TRUE(outcome.is_ok()) << outcome.status().to_string();
@@ -90,8 +90,15 @@ TEST_P(TruncatedStreams, DecodeWhatIsThereAndEnd) {
   EXPECT_LT(outcome->frames.size(), 60u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Containers, TruncatedStreams, ::testing::Values(".mkv", ".ts", ".h264"),
-                         [](const auto& param_info) { return std::string(param_info.param + 1); });
+TEST(BadInput, MkvTruncatedAtHalfDecodesWhatIsThere) {
+  expect_truncated_stream_decodes_partially(".mkv");
+}
+TEST(BadInput, MpegTsTruncatedAtHalfDecodesWhatIsThere) {
+  expect_truncated_stream_decodes_partially(".ts");
+}
+TEST(BadInput, RawH264TruncatedAtHalfDecodesWhatIsThere) {
+  expect_truncated_stream_decodes_partially(".h264");
+}
 
 TEST(BadInput, BitFlippedStreamDecodesToTheEndAndReportsDamage) {
   const std::string clip = make_clip("clip.h264");

@@ -278,25 +278,19 @@ class NvdecTest : public ::testing::Test {
 // ---------------------------------------------------------------------------------------------
 // a. Bit-exact H.264, at a macroblock-aligned size and at one whose height NVDEC must crop.
 
-struct ClipSize {
-  int width;
-  int height;
-};
-
-class NvdecH264Parity : public NvdecTest, public ::testing::WithParamInterface<ClipSize> {};
-
-TEST_P(NvdecH264Parity, MatchesLibavcodecBitForBit) {
-  const ClipSize size = GetParam();
-  const std::string path = clip("h264.mp4", clip_spec(size.width, size.height));
+// Plain tests rather than value-parameterized ones: CTest's test discovery cannot parse the
+// parameter values GoogleTest prints for them on every CMake version.
+TEST_F(NvdecTest, H264MatchesLibavcodecBitForBitAt352x288) {
+  const std::string path = clip("h264.mp4", clip_spec(352, 288));
   ASSERT_FALSE(path.empty());
   expect_nvdec_matches_cpu(path);
 }
 
-INSTANTIATE_TEST_SUITE_P(Sizes, NvdecH264Parity, ::testing::Values(ClipSize{352, 288}, ClipSize{200, 120}),
-                         [](const ::testing::TestParamInfo<ClipSize>& param_info) {
-                           return std::to_string(param_info.param.width) + "x" +
-                                  std::to_string(param_info.param.height);
-                         });
+TEST_F(NvdecTest, H264MatchesLibavcodecBitForBitAt200x120) {
+  const std::string path = clip("h264.mp4", clip_spec(200, 120));
+  ASSERT_FALSE(path.empty());
+  expect_nvdec_matches_cpu(path);
+}
 
 // ---------------------------------------------------------------------------------------------
 // b. Bit-exact HEVC.
