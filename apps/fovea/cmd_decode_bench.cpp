@@ -31,6 +31,7 @@ struct BenchArgs {
   int repeat = 1;
   int threads = 0;
   int display_delay = io::DecoderOptions{}.display_delay;
+  int decode_surfaces = 0;
   std::string json_path;
 };
 
@@ -110,6 +111,7 @@ class Session {
     io::parse_decoder_backend(args_.decoder, &options.backend);
     options.threads = args_.threads;
     options.display_delay = args_.display_delay;
+    options.decode_surfaces = args_.decode_surfaces;
 #if defined(FOVEA_HAVE_CUDA)
     if (options.backend != io::DecoderBackend::kCpu) {
       FOVEA_ASSIGN_OR_RETURN(stream_, CudaStream::create());
@@ -280,6 +282,11 @@ void add_decode_bench_command(CLI::App& app, Action* action) {
       ->add_option("--display-delay", args->display_delay,
                    "nvdec: pictures decoded ahead of the one delivered (0 = lowest latency)")
       ->check(CLI::Range(0, 4))
+      ->capture_default_str();
+  command
+      ->add_option("--decode-surfaces", args->decode_surfaces,
+                   "nvdec: decode surfaces per session (0 = the stream's minimum plus headroom)")
+      ->check(CLI::Range(0, 32))
       ->capture_default_str();
   command->add_option("--json", args->json_path, "Also write the results as JSON to this file");
   command->callback([args, action] { *action = [args] { return run_decode_bench(*args); }; });

@@ -601,7 +601,12 @@ Result<IoState> NvdecDecoder::send(const Packet& packet) {
     return IoState::kOk;
   }
   timestamps_seen_ = timestamps_seen_ || packet.has_pts;
-  const unsigned long flags = packet.has_pts ? static_cast<unsigned long>(CUVID_PKT_TIMESTAMP) : 0ul;
+  // The demuxer delivers whole access units, so the parser may hand the picture to the hardware
+  // at once instead of waiting for the next packet's start code to know the picture ended.
+  unsigned long flags = CUVID_PKT_ENDOFPICTURE;
+  if (packet.has_pts) {
+    flags |= CUVID_PKT_TIMESTAMP;
+  }
   FOVEA_ASSIGN_OR_RETURN(const bool accepted,
                          parse(packet.data.data(), packet.data.size(), flags, packet.pts));
   if (!accepted) {
