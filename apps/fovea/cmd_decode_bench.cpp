@@ -71,33 +71,16 @@ Result<DemuxedFile> demux_whole_file(const std::string& input) {
   return file;
 }
 
-// Receives every frame the decoder has ready and drops it at once (its pool block returns).
-Status drain(io::Decoder& decoder, std::int64_t& frames) {
-  while (true) {
-    Frame frame;
-    FOVEA_ASSIGN_OR_RETURN(io::IoState state, decoder.receive(frame));
-    if (state != io::IoState::kOk) {
-      return Status::ok();
-    }
-    ++frames;
-  }
-}
-
 Status decode_all(io::Decoder& decoder, const DemuxedFile& file, int repeat, std::int64_t& frames) {
+  // Each frame is dropped as soon as it arrives, so its pool block returns at once.
+  const auto count = [&frames](Frame&&) { ++frames; };
   for (int r = 0; r < repeat && !interrupt_flag().load(); ++r) {
     // Each repetition restarts at the first packet, a keyframe, so no flush is needed between them.
     for (const io::Packet& packet : file.packets) {
-      while (true) {
-        FOVEA_ASSIGN_OR_RETURN(io::IoState sent, decoder.send(packet));
-        FOVEA_TRY(drain(decoder, frames));
-        if (sent == io::IoState::kOk) {
-          break;
-        }
-      }
+      FOVEA_TRY(io::send_and_receive(decoder, packet, count));
     }
   }
-  FOVEA_TRY(decoder.send_eof());
-  return drain(decoder, frames);
+  return io::finish_and_receive(decoder, count);
 }
 
 class Session {

@@ -52,6 +52,38 @@ Result<OpenedDecoder> open_decoder(const StreamInfo& stream, const DecoderOption
   return opened;
 }
 
+namespace {
+
+// Receives until the decoder needs input (kAgain) or has ended (kEof).
+Status receive_ready(Decoder& decoder, const std::function<void(Frame&&)>& on_frame) {
+  while (true) {
+    Frame frame;
+    FOVEA_ASSIGN_OR_RETURN(IoState state, decoder.receive(frame));
+    if (state != IoState::kOk) {
+      return Status::ok();
+    }
+    on_frame(std::move(frame));
+  }
+}
+
+}  // namespace
+
+Status send_and_receive(Decoder& decoder, const Packet& packet,
+                        const std::function<void(Frame&&)>& on_frame) {
+  while (true) {
+    FOVEA_ASSIGN_OR_RETURN(IoState sent, decoder.send(packet));
+    FOVEA_TRY(receive_ready(decoder, on_frame));
+    if (sent == IoState::kOk) {
+      return Status::ok();
+    }
+  }
+}
+
+Status finish_and_receive(Decoder& decoder, const std::function<void(Frame&&)>& on_frame) {
+  FOVEA_TRY(decoder.send_eof());
+  return receive_ready(decoder, on_frame);
+}
+
 #if !defined(FOVEA_HAVE_CUDA)
 Result<std::unique_ptr<Decoder>> open_nvdec_decoder(const StreamInfo&, const DecoderOptions&) {
   return make_error(StatusCode::kUnsupported, "this build of fovea has no CUDA, so no NVDEC");

@@ -10,18 +10,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
+#include "core/cuda_stream.h"
 #include "core/frame.h"
 #include "core/status.h"
 #include "io/demuxer.h"
-
-#if defined(FOVEA_HAVE_CUDA)
-#include <cuda_runtime_api.h>
-#else
-using cudaStream_t = struct CUstream_st*;
-#endif
 
 namespace fovea::io {
 
@@ -86,6 +82,13 @@ struct OpenedDecoder {
 // GPU and the driver's nvcuvid are present and cuvidGetDecoderCaps accepts the codec, bit depth,
 // chroma format and size; otherwise the cpu backend is used and the reason is logged and counted.
 Result<OpenedDecoder> open_decoder(const StreamInfo& stream, const DecoderOptions& options);
+
+// The send/receive protocol in one place, for consumers that take frames as they come: sends
+// `packet`, handing every frame that becomes ready to `on_frame`, and resends while the decoder
+// answers kAgain.
+Status send_and_receive(Decoder& decoder, const Packet& packet, const std::function<void(Frame&&)>& on_frame);
+// Ends the stream and hands every remaining frame to `on_frame`.
+Status finish_and_receive(Decoder& decoder, const std::function<void(Frame&&)>& on_frame);
 
 // Fallbacks from nvdec to cpu since the process started (for run stats).
 std::int64_t decoder_fallback_count();

@@ -14,14 +14,9 @@
 #include <memory>
 #include <string>
 
+#include "core/cuda_stream.h"
 #include "core/frame.h"
 #include "core/status.h"
-
-#if defined(FOVEA_HAVE_CUDA)
-#include <cuda_runtime_api.h>
-#else
-using cudaStream_t = struct CUstream_st*;
-#endif
 
 namespace fovea::io {
 
@@ -34,17 +29,17 @@ struct EncoderOptions {
   EncoderBackend backend = EncoderBackend::kAuto;
   int width = 0;
   int height = 0;
-  Rational time_base{1, 30};     // of the frames' pts
-  Rational frame_rate{30, 1};    // nominal, written to the container
-  std::string preset = "medium"; // libx264/libx265 preset; mapped to p1..p7 for NVENC
-  int crf = 23;                  // quality (x264/x265 crf, NVENC cq); ignored when qp >= 0
-  int qp = -1;                   // constant QP when >= 0; 0 with x264 is lossless
-  std::int64_t bit_rate = 0;     // target bits/s when > 0 (overrides crf)
-  int gop = 0;                   // keyframe interval; 0 = encoder default
-  int max_b_frames = -1;         // -1 = encoder default
-  int threads = 0;               // 0 = encoder default (one per core)
-  int device = 0;                // NVENC device
-  cudaStream_t stream = nullptr; // device frames are read on this stream
+  Rational time_base{1, 30};      // of the frames' pts
+  Rational frame_rate{30, 1};     // nominal, written to the container
+  std::string preset = "medium";  // libx264/libx265 preset; mapped to p1..p7 for NVENC
+  int crf = 23;                   // quality (x264/x265 crf, NVENC cq); ignored when qp >= 0
+  int qp = -1;                    // constant QP when >= 0; 0 with x264 is lossless
+  std::int64_t bit_rate = 0;      // target bits/s when > 0 (overrides crf)
+  int gop = 0;                    // keyframe interval; 0 = encoder default
+  int max_b_frames = -1;          // -1 = encoder default
+  int threads = 0;                // 0 = encoder default (one per core)
+  int device = 0;                 // NVENC device
+  cudaStream_t stream = nullptr;  // device frames are read on this stream
 };
 
 struct EncoderStats {
@@ -60,7 +55,7 @@ class Encoder {
   // Frames: kYUV420P or kNV12 in host memory, kNV12 in device memory (downloaded for x264).
   virtual Status encode(const Frame& frame) = 0;
   virtual Status finish() = 0;
-  virtual std::string encoder_name() const = 0;  // "libx264", "h264_nvenc", ...
+  virtual std::string encoder_name() const = 0;            // "libx264", "h264_nvenc", ...
   virtual const std::string& fallback_reason() const = 0;  // "" when the asked-for backend is used
   virtual EncoderStats stats() const = 0;
 };

@@ -3,34 +3,16 @@
 namespace fovea::testing {
 namespace {
 
-Status drain(io::Decoder& decoder, std::vector<Frame>& frames) {
-  while (true) {
-    Frame frame;
-    FOVEA_ASSIGN_OR_RETURN(io::IoState state, decoder.receive(frame));
-    if (state != io::IoState::kOk) {
-      return Status::ok();
-    }
-    frames.push_back(std::move(frame));
-  }
-}
-
 Status run_protocol(io::Demuxer& demuxer, io::Decoder& decoder, std::vector<Frame>& frames) {
+  const auto keep = [&frames](Frame&& frame) { frames.push_back(std::move(frame)); };
   io::Packet packet;
   while (true) {
     FOVEA_ASSIGN_OR_RETURN(bool got, demuxer.read(packet));
     if (!got) {
-      break;
+      return io::finish_and_receive(decoder, keep);
     }
-    while (true) {
-      FOVEA_ASSIGN_OR_RETURN(io::IoState sent, decoder.send(packet));
-      FOVEA_TRY(drain(decoder, frames));
-      if (sent == io::IoState::kOk) {
-        break;
-      }
-    }
+    FOVEA_TRY(io::send_and_receive(decoder, packet, keep));
   }
-  FOVEA_TRY(decoder.send_eof());
-  return drain(decoder, frames);
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "support/test_media.h"
 
+#include <fmt/format.h>
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -162,11 +164,13 @@ std::string test_temp_dir() {
   static std::atomic<int> counter{0};
   const char* tmpdir = std::getenv("TMPDIR");
   std::filesystem::path root = (tmpdir != nullptr && *tmpdir != '\0') ? tmpdir : "/tmp";
-  std::string name = "fovea-test";
+  // Built with fmt rather than "literal" + std::string, which trips GCC 12's false -Wrestrict
+  // positive at -O3.
+  std::string test_name = "none";
   if (const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info()) {
-    name += "-" + sanitized(std::string(test->test_suite_name()) + "." + test->name());
+    test_name = sanitized(fmt::format("{}.{}", test->test_suite_name(), test->name()));
   }
-  name += "-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
+  const std::string name = fmt::format("fovea-test-{}-{}-{}", test_name, getpid(), counter++);
   const std::filesystem::path dir = root / name;
   std::error_code error;
   // A leftover from an earlier process with the same pid would not be fresh.
