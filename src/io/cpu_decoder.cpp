@@ -7,6 +7,7 @@
 #include "core/log.h"
 #include "core/pool.h"
 #include "io/av_error.h"
+#include "io/av_handles.h"
 #include "io/decoder.h"
 
 extern "C" {
@@ -17,19 +18,6 @@ extern "C" {
 
 namespace fovea::io {
 namespace {
-
-struct CodecContextFreer {
-  void operator()(AVCodecContext* context) const { avcodec_free_context(&context); }
-};
-struct FrameFreer {
-  void operator()(AVFrame* frame) const { av_frame_free(&frame); }
-};
-struct PacketFreer {
-  void operator()(AVPacket* packet) const { av_packet_free(&packet); }
-};
-struct SwsFreer {
-  void operator()(SwsContext* context) const { sws_freeContext(context); }
-};
 
 bool is_yuv420_8bit(AVPixelFormat format) {
   return format == AV_PIX_FMT_YUV420P || format == AV_PIX_FMT_YUVJ420P;
@@ -210,7 +198,7 @@ class CpuDecoder final : public Decoder {
     AVFrame* reference = av_frame_alloc();
     av_frame_move_ref(reference, frame_.get());
     frame.image = view_of_avframe(*reference, format);
-    frame.owner = std::shared_ptr<AVFrame>(reference, FrameFreer{});
+    frame.owner = std::shared_ptr<AVFrame>(reference, AvDeleter{});
   }
 
   template <typename Fill>
@@ -305,10 +293,10 @@ class CpuDecoder final : public Decoder {
 
   StreamInfo stream_;
   DecoderOptions options_;
-  std::unique_ptr<AVCodecContext, CodecContextFreer> context_;
-  std::unique_ptr<AVPacket, PacketFreer> packet_;
-  std::unique_ptr<AVFrame, FrameFreer> frame_;
-  std::unique_ptr<SwsContext, SwsFreer> sws_;
+  AvPtr<AVCodecContext> context_;
+  AvPtr<AVPacket> packet_;
+  AvPtr<AVFrame> frame_;
+  AvPtr<SwsContext> sws_;
   std::optional<BufferPool> pool_;
   DecoderStats stats_;
   bool eof_sent_ = false;

@@ -6,6 +6,7 @@
 
 #include "core/log.h"
 #include "io/av_error.h"
+#include "io/av_handles.h"
 
 extern "C" {
 #include <libavcodec/avcodec.h>
@@ -19,22 +20,6 @@ namespace fovea::io {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-struct FormatContextCloser {
-  void operator()(AVFormatContext* context) const { avformat_close_input(&context); }
-};
-struct BsfFreer {
-  void operator()(AVBSFContext* context) const { av_bsf_free(&context); }
-};
-struct PacketFreer {
-  void operator()(AVPacket* packet) const { av_packet_free(&packet); }
-};
-struct DictionaryFreer {
-  void operator()(AVDictionary* dict) const { av_dict_free(&dict); }
-};
-using FormatContextPtr = std::unique_ptr<AVFormatContext, FormatContextCloser>;
-using BsfPtr = std::unique_ptr<AVBSFContext, BsfFreer>;
-using PacketPtr = std::unique_ptr<AVPacket, PacketFreer>;
 
 bool is_network_url(const std::string& url) {
   const auto scheme_end = url.find("://");
@@ -215,7 +200,7 @@ class FfmpegDemuxer final : public Demuxer {
       av_dict_set(&dict, "rw_timeout", timeout_us.c_str(), 0);
       av_dict_set(&dict, "rtsp_transport", options_.rtsp_transport.c_str(), 0);
     }
-    std::unique_ptr<AVDictionary, DictionaryFreer> options_guard(nullptr);
+    AvPtr<AVDictionary> options_guard(nullptr);
     arm_deadline();
     const int opened = avformat_open_input(&raw, url_.c_str(), nullptr, &dict);
     options_guard.reset(dict);
@@ -305,8 +290,7 @@ class FfmpegDemuxer final : public Demuxer {
       avcodec_parameters_free(&copy);
       return nullptr;
     }
-    return std::shared_ptr<AVCodecParameters>(copy,
-                                              [](AVCodecParameters* p) { avcodec_parameters_free(&p); });
+    return std::shared_ptr<AVCodecParameters>(copy, AvDeleter{});
   }
 
   void fill_info() {
@@ -406,10 +390,10 @@ class FfmpegDemuxer final : public Demuxer {
   std::string url_;
   DemuxOptions options_;
   Clock::time_point deadline_ = Clock::time_point::max();
-  FormatContextPtr format_;
-  BsfPtr bsf_;
-  PacketPtr in_packet_;
-  PacketPtr out_packet_;
+  InputFormatPtr format_;
+  AvPtr<AVBSFContext> bsf_;
+  AvPtr<AVPacket> in_packet_;
+  AvPtr<AVPacket> out_packet_;
   std::shared_ptr<AVCodecParameters> parameters_;
   AVStream* stream_ = nullptr;
   int stream_index_ = -1;

@@ -8,6 +8,7 @@
 
 #include "core/log.h"
 #include "io/av_error.h"
+#include "io/av_handles.h"
 
 #if defined(FOVEA_HAVE_CUDA)
 #include "core/cuda_check.h"
@@ -47,15 +48,6 @@ bool parse_encoder_codec(std::string_view text, EncoderCodec* codec) {
 }
 
 namespace {
-
-struct AvDeleter {
-  void operator()(AVCodecContext* context) const { avcodec_free_context(&context); }
-  void operator()(AVFrame* frame) const { av_frame_free(&frame); }
-  void operator()(AVPacket* packet) const { av_packet_free(&packet); }
-  void operator()(AVBufferRef* buffer) const { av_buffer_unref(&buffer); }
-};
-template <typename T>
-using AvPtr = std::unique_ptr<T, AvDeleter>;
 
 // Owns an output AVFormatContext and the file it writes (when the muxer writes to a file).
 struct OutputDeleter {

@@ -2,6 +2,8 @@
 // checks do not depend on fovea's own demuxer and decoders.
 #include "io/encoder.h"
 
+#include "io/av_handles.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -26,18 +28,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-struct InputDeleter {
-  void operator()(AVFormatContext* context) const { avformat_close_input(&context); }
-};
-struct AvDeleter {
-  void operator()(AVCodecContext* context) const { avcodec_free_context(&context); }
-  void operator()(AVPacket* packet) const { av_packet_free(&packet); }
-  void operator()(AVFrame* frame) const { av_frame_free(&frame); }
-};
-using InputPtr = std::unique_ptr<AVFormatContext, InputDeleter>;
-template <typename T>
-using AvPtr = std::unique_ptr<T, AvDeleter>;
-
 // What libavformat sees in a file written by the encoder.
 struct ProbedClip {
   std::string codec;
@@ -48,7 +38,7 @@ struct ProbedClip {
 };
 
 struct OpenedInput {
-  InputPtr format;
+  InputFormatPtr format;
   AVStream* stream = nullptr;
 };
 
