@@ -54,15 +54,19 @@ Result<OpenedDecoder> open_decoder(const StreamInfo& stream, const DecoderOption
 
 namespace {
 
-// Receives until the decoder needs input (kAgain) or has ended (kEof).
-Status receive_ready(Decoder& decoder, const std::function<void(Frame&&)>& on_frame) {
+// Receives until the decoder needs input (kAgain) or has ended (kEof). After send_eof a decoder
+// must end with kEof; kAgain then would silently lose the frames it still holds.
+Status receive_ready(Decoder& decoder, const std::function<void(Frame&&)>& on_frame, bool until_eof) {
   while (true) {
     Frame frame;
     FOVEA_ASSIGN_OR_RETURN(IoState state, decoder.receive(frame));
-    if (state != IoState::kOk) {
+    if (state == IoState::kOk) {
+      on_frame(std::move(frame));
+    } else if (state == IoState::kEof || !until_eof) {
       return Status::ok();
+    } else {
+      return make_error(StatusCode::kInternal, "the decoder answered kAgain after send_eof");
     }
-    on_frame(std::move(frame));
   }
 }
 
@@ -72,7 +76,7 @@ Status send_and_receive(Decoder& decoder, const Packet& packet,
                         const std::function<void(Frame&&)>& on_frame) {
   while (true) {
     FOVEA_ASSIGN_OR_RETURN(IoState sent, decoder.send(packet));
-    FOVEA_TRY(receive_ready(decoder, on_frame));
+    FOVEA_TRY(receive_ready(decoder, on_frame, false));
     if (sent == IoState::kOk) {
       return Status::ok();
     }
@@ -81,7 +85,7 @@ Status send_and_receive(Decoder& decoder, const Packet& packet,
 
 Status finish_and_receive(Decoder& decoder, const std::function<void(Frame&&)>& on_frame) {
   FOVEA_TRY(decoder.send_eof());
-  return receive_ready(decoder, on_frame);
+  return receive_ready(decoder, on_frame, true);
 }
 
 #if !defined(FOVEA_HAVE_CUDA)

@@ -87,7 +87,8 @@ Result<OpenedDecoder> open_decoder(const StreamInfo& stream, const DecoderOption
 // `packet`, handing every frame that becomes ready to `on_frame`, and resends while the decoder
 // answers kAgain.
 Status send_and_receive(Decoder& decoder, const Packet& packet, const std::function<void(Frame&&)>& on_frame);
-// Ends the stream and hands every remaining frame to `on_frame`.
+// Ends the stream and hands every remaining frame to `on_frame`; kInternal when the decoder does
+// not reach kEof.
 Status finish_and_receive(Decoder& decoder, const std::function<void(Frame&&)>& on_frame);
 
 // Fallbacks from nvdec to cpu since the process started (for run stats).

@@ -1,25 +1,22 @@
 #include "io/io_test_util.h"
 
 namespace fovea::testing {
-namespace {
-
-Status run_protocol(io::Demuxer& demuxer, io::Decoder& decoder, std::vector<Frame>& frames) {
-  const auto keep = [&frames](Frame&& frame) { frames.push_back(std::move(frame)); };
+Status for_each_frame(io::Demuxer& demuxer, io::Decoder& decoder,
+                      const std::function<void(Frame&&)>& on_frame) {
   io::Packet packet;
   while (true) {
     FOVEA_ASSIGN_OR_RETURN(bool got, demuxer.read(packet));
     if (!got) {
-      return io::finish_and_receive(decoder, keep);
+      return io::finish_and_receive(decoder, on_frame);
     }
-    FOVEA_TRY(io::send_and_receive(decoder, packet, keep));
+    FOVEA_TRY(io::send_and_receive(decoder, packet, on_frame));
   }
 }
 
-}  // namespace
-
 DecodeOutcome decode_file(io::Demuxer& demuxer, io::Decoder& decoder) {
   DecodeOutcome outcome;
-  outcome.status = run_protocol(demuxer, decoder, outcome.frames);
+  outcome.status = for_each_frame(demuxer, decoder,
+                                  [&outcome](Frame&& frame) { outcome.frames.push_back(std::move(frame)); });
   outcome.stats = decoder.stats();
   return outcome;
 }

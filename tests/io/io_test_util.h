@@ -1,6 +1,7 @@
 // Helpers shared by the io tests: demux + decode a whole file and keep what came out.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,6 +16,10 @@ struct DecodeOutcome {
   io::DecoderStats stats;
   Status status;  // the first error, if decoding stopped on one
 };
+
+// Demuxes and decodes the whole stream, handing every frame to `on_frame` as it comes.
+Status for_each_frame(io::Demuxer& demuxer, io::Decoder& decoder,
+                      const std::function<void(Frame&&)>& on_frame);
 
 // Runs the full send/receive protocol until the end of the stream (or the first error).
 DecodeOutcome decode_file(io::Demuxer& demuxer, io::Decoder& decoder);

@@ -18,6 +18,7 @@
 #include "core/cuda_raii.h"
 #include "io/decoder.h"
 #include "io/demuxer.h"
+#include "io/io_test_util.h"
 #include "support/test_media.h"
 
 namespace fovea::io {
@@ -34,40 +35,10 @@ constexpr double kMeanLumaTolerance = 3.0;
 // ---------------------------------------------------------------------------------------------
 // Decoding helpers.
 
-// Runs the send/receive protocol over the whole stream, handing every frame to `sink` as it comes.
-Status for_each_frame(Decoder& decoder, Demuxer& demuxer, const std::function<void(Frame)>& sink) {
-  auto receive_all = [&](bool until_eof) -> Status {
-    while (true) {
-      Frame frame;
-      FOVEA_ASSIGN_OR_RETURN(const IoState state, decoder.receive(frame));
-      if (state == IoState::kOk) {
-        sink(std::move(frame));
-      } else if (state == IoState::kEof || !until_eof) {
-        return Status::ok();
-      } else {
-        return make_error(StatusCode::kInternal, "the decoder answered kAgain after send_eof");
-      }
-    }
-  };
-  Packet packet;
-  while (true) {
-    FOVEA_ASSIGN_OR_RETURN(const bool got_packet, demuxer.read(packet));
-    if (!got_packet) {
-      break;
-    }
-    IoState sent = IoState::kAgain;
-    while (sent == IoState::kAgain) {
-      FOVEA_ASSIGN_OR_RETURN(sent, decoder.send(packet));
-      FOVEA_TRY(receive_all(false));
-    }
-  }
-  FOVEA_TRY(decoder.send_eof());
-  return receive_all(true);
-}
-
 Result<std::vector<Frame>> decode_all(Decoder& decoder, Demuxer& demuxer) {
   std::vector<Frame> frames;
-  FOVEA_TRY(for_each_frame(decoder, demuxer, [&frames](Frame frame) { frames.push_back(std::move(frame)); }));
+  FOVEA_TRY(testing::for_each_frame(demuxer, decoder,
+                                    [&frames](Frame&& frame) { frames.push_back(std::move(frame)); }));
   return frames;
 }
 
@@ -95,7 +66,7 @@ Result<Decoded> count_frames(const std::string& path, const DecoderOptions& opti
   FOVEA_ASSIGN_OR_RETURN(std::unique_ptr<Demuxer> demuxer, Demuxer::open(path));
   FOVEA_ASSIGN_OR_RETURN(std::unique_ptr<Decoder> decoder, open_nvdec_decoder(demuxer->info(), options));
   std::int64_t count = 0;
-  FOVEA_TRY(for_each_frame(*decoder, *demuxer, [&count](Frame) { ++count; }));
+  FOVEA_TRY(testing::for_each_frame(*demuxer, *decoder, [&count](Frame&&) { ++count; }));
   Decoded decoded;
   decoded.stats = decoder->stats();
   EXPECT_EQ(count, decoded.stats.frames_decoded);
