@@ -114,6 +114,7 @@ std::string_view data_type_name(DataType type) {
   switch (type) {
     case DataType::kFloat32: return "float32";
     case DataType::kFloat16: return "float16";
+    case DataType::kFloat64: return "float64";
     case DataType::kInt64: return "int64";
     case DataType::kInt32: return "int32";
     case DataType::kUInt8: return "uint8";
@@ -128,6 +129,7 @@ std::size_t data_type_size(DataType type) {
     case DataType::kFloat32:
     case DataType::kInt32: return 4;
     case DataType::kFloat16: return 2;
+    case DataType::kFloat64:
     case DataType::kInt64: return 8;
     case DataType::kUInt8:
     case DataType::kInt8:

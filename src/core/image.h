@@ -80,7 +80,7 @@ Result<ImageAllocation> plan_image_allocation(PixelFormat format, int width, int
 ImageView image_view_in(void* base, const ImageAllocation& allocation, PixelFormat format, int width,
                         int height, MemoryKind memory, int channels = 3);
 
-enum class DataType { kFloat32, kFloat16, kInt64, kInt32, kUInt8, kInt8, kBool };
+enum class DataType { kFloat32, kFloat16, kFloat64, kInt64, kInt32, kUInt8, kInt8, kBool };
 std::string_view data_type_name(DataType type);
 std::size_t data_type_size(DataType type);
 

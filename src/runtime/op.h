@@ -1,0 +1,117 @@
+// How an ONNX op joins the runtime: one OpDef with a shape-inference function and a CPU reference
+// kernel, registered next to its implementation with FOVEA_REGISTER_OP. Nothing else lists ops.
+//
+//   FOVEA_REGISTER_OP({.op_type = "Relu", .infer = infer_same_as_input, .run = run_relu});
+//
+// infer() sees input dtypes, partly symbolic shapes and, where known, input values (constants at
+// load and plan time; every input at run time). It validates attributes and types and sets every
+// output's type. An output whose shape depends on input data (NonMaxSuppression) may be left
+// with unknown dims; its kernel then calls KernelContext::allocate_output.
+//
+// run() computes the outputs from the inputs. Its outputs are already allocated with the shapes
+// infer() gave, in memory the executor owns (an arena slot); run() never allocates them itself.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "runtime/graph.h"
+#include "runtime/tensor.h"
+
+namespace fovea::runtime {
+
+class InferContext {
+ public:
+  InferContext(const Graph* graph, const Node& node, std::vector<ValueType> input_types,
+               std::vector<const Tensor*> input_values);
+
+  const Node& node() const { return node_; }
+  int opset() const { return node_.opset; }
+
+  int input_count() const { return static_cast<int>(node_.inputs.size()); }
+  // True when input i exists and is not an omitted optional input.
+  bool has_input(int i) const;
+  const ValueType& input_type(int i) const { return input_types_[static_cast<std::size_t>(i)]; }
+  DataType input_dtype(int i) const { return input_type(i).dtype; }
+  // nullptr when even the rank is unknown.
+  const Dims* input_dims(int i) const;
+  // The value when it is known: constants at load/plan time, every input at run time.
+  const Tensor* input_value(int i) const;
+
+  int output_count() const { return static_cast<int>(node_.outputs.size()); }
+  void set_output(int i, DataType dtype, std::optional<Dims> dims);
+  void set_output(int i, DataType dtype, const Shape& shape) { set_output(i, dtype, dims_of(shape)); }
+  const std::vector<ValueType>& outputs() const { return outputs_; }
+
+  // An error naming the model, the node and its op: "m.onnx: node 'conv1' (Conv): <parts>".
+  template <typename... Parts>
+  Status error(StatusCode code, Parts&&... parts) const {
+    return make_error(code, prefix(), std::forward<Parts>(parts)...);
+  }
+  // Checks that input i has one of `allowed` dtypes (a type mismatch otherwise).
+  Status require_dtype(int i, std::initializer_list<DataType> allowed) const;
+  // Checks that inputs i and j have the same dtype.
+  Status require_same_dtype(int i, int j) const;
+  // Checks that input i has a known rank within [min_rank, max_rank].
+  Status require_rank(int i, int min_rank, int max_rank) const;
+
+ private:
+  std::string prefix() const;
+
+  const Graph* graph_;
+  const Node& node_;
+  std::vector<ValueType> input_types_;
+  std::vector<const Tensor*> input_values_;
+  std::vector<ValueType> outputs_;
+};
+
+class KernelContext {
+ public:
+  using Allocator = std::function<Tensor(int output, DataType dtype, Shape shape)>;
+
+  KernelContext(const Node& node, std::vector<Tensor> inputs, std::vector<Tensor> outputs,
+                std::vector<DataType> output_dtypes, Allocator allocator);
+
+  const Node& node() const { return node_; }
+  int opset() const { return node_.opset; }
+  int input_count() const { return static_cast<int>(inputs_.size()); }
+  bool has_input(int i) const;
+  const Tensor& input(int i) const { return inputs_[static_cast<std::size_t>(i)]; }
+  int output_count() const { return static_cast<int>(outputs_.size()); }
+  Tensor& output(int i);
+  // For outputs infer() could not size; the shape is the data-dependent one.
+  Tensor& allocate_output(int i, Shape shape);
+
+  std::vector<Tensor>& outputs() { return outputs_; }
+
+ private:
+  const Node& node_;
+  std::vector<Tensor> inputs_;
+  std::vector<Tensor> outputs_;
+  std::vector<DataType> output_dtypes_;
+  Allocator allocator_;
+};
+
+struct OpDef {
+  std::string_view domain;  // "" for ONNX's default domain
+  std::string_view op_type;
+  Status (*infer)(InferContext&) = nullptr;
+  Status (*run)(KernelContext&) = nullptr;
+  // Floating-point operations for `fovea model info`, from the node and its concrete shapes.
+  // Unset: one per output element.
+  double (*flops)(const Node&, const std::vector<Shape>& inputs, const std::vector<Shape>& outputs) = nullptr;
+};
+
+bool register_op(const OpDef& def);
+const OpDef* find_op(std::string_view domain, std::string_view op_type);
+std::vector<const OpDef*> registered_ops();
+
+}  // namespace fovea::runtime
+
+#define FOVEA_REGISTER_OP(...)                                           \
+  [[maybe_unused]] static const bool FOVEA_CONCAT(fovea_op_, __LINE__) = \
+      ::fovea::runtime::register_op(::fovea::runtime::OpDef __VA_ARGS__)
