@@ -6,7 +6,7 @@
 # Generates the 1080p H.264 clip of shared/device/README.md, then measures, in one run:
 #   - FFmpeg's own decoders as peers: CPU (-threads 16) and NVDEC (-hwaccel cuda, frames kept on
 #     the GPU), one process and 8 concurrent processes;
-#   - fovea decode-bench with cpu and nvdec, 1 and 8 sessions (and HEVC when a clip is given).
+#   - fovea decode-bench with cpu and nvdec, 1, 8, 12 and 16 sessions (and HEVC when a clip is given).
 # Each fovea result is also written as JSON next to the log.
 set -euo pipefail
 build=$1
@@ -59,6 +59,7 @@ fovea_fps() {
   row "fovea decode-bench nvdec, 8 sessions, display delay 2" "$(fovea_fps nvdec8d2 "$clip" --decoder nvdec --sessions 8 --repeat 3 --display-delay 2)"
   row "fovea decode-bench nvdec, 8 sessions (display delay 4)" "$(fovea_fps nvdec8 "$clip" --decoder nvdec --sessions 8 --repeat 3)"
   row "fovea decode-bench nvdec, 12 sessions" "$(fovea_fps nvdec12 "$clip" --decoder nvdec --sessions 12 --repeat 2)"
+  row "fovea decode-bench nvdec, 16 sessions" "$(fovea_fps nvdec16 "$clip" --decoder nvdec --sessions 16 --repeat 2)"
   if [ -n "$hevc" ] && [ -s "$hevc" ]; then
     row "ffmpeg NVDEC HEVC, 8 processes" "$(ffmpeg_fps 8 3 "$hevc" -hwaccel cuda -hwaccel_output_format cuda)"
     row "fovea decode-bench nvdec HEVC, 8 sessions" "$(fovea_fps hevc8 "$hevc" --decoder nvdec --sessions 8 --repeat 3)"
