@@ -1,0 +1,467 @@
+#include "runtime/onnx_loader.h"
+
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <set>
+
+#include <fmt/format.h>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+#include "onnx.pb.h"
+#include "runtime/shape_inference.h"
+
+namespace fovea::runtime {
+
+namespace {
+
+Result<std::string> read_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    return make_error(StatusCode::kNotFound, path.string(), ": no such file");
+  }
+  if (std::filesystem::is_directory(path, ec)) {
+    return make_error(StatusCode::kInvalidArgument, path.string(), ": is a directory, not an ONNX file");
+  }
+  std::ifstream file(path, std::ios::binary);
+  if (!file) {
+    return make_error(StatusCode::kIoError, path.string(), ": cannot open: ", std::strerror(errno));
+  }
+  std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  if (file.bad()) {
+    return make_error(StatusCode::kIoError, path.string(), ": read failed");
+  }
+  return bytes;
+}
+
+Result<DataType> data_type_from_onnx(int onnx_type) {
+  switch (onnx_type) {
+    case onnx::TensorProto_DataType_FLOAT: return DataType::kFloat32;
+    case onnx::TensorProto_DataType_FLOAT16: return DataType::kFloat16;
+    case onnx::TensorProto_DataType_DOUBLE: return DataType::kFloat64;
+    case onnx::TensorProto_DataType_INT64: return DataType::kInt64;
+    case onnx::TensorProto_DataType_INT32: return DataType::kInt32;
+    case onnx::TensorProto_DataType_INT8: return DataType::kInt8;
+    case onnx::TensorProto_DataType_UINT8: return DataType::kUInt8;
+    case onnx::TensorProto_DataType_BOOL: return DataType::kBool;
+    default: break;
+  }
+  const std::string name = onnx::TensorProto_DataType_IsValid(onnx_type)
+                               ? onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(onnx_type))
+                               : "code " + std::to_string(onnx_type);
+  return make_error(StatusCode::kUnsupported, "unsupported element type ", name);
+}
+
+// Copies typed repeated fields (the non-raw encodings) into `out`, converting as ONNX specifies:
+// int32_data also carries int8/uint8/bool values and float16 bit patterns.
+template <typename Field>
+Status copy_repeated(const Field& field, Tensor& out, const std::string& what) {
+  if (static_cast<std::int64_t>(field.size()) != out.numel()) {
+    return make_error(StatusCode::kCorruptData, what, ": holds ", std::to_string(field.size()), " values for ",
+                      std::to_string(out.numel()), " elements");
+  }
+  for (int i = 0; i < field.size(); ++i) {
+    const auto v = field.Get(i);
+    switch (out.dtype()) {
+      case DataType::kFloat32: out.data<float>()[i] = static_cast<float>(v); break;
+      case DataType::kFloat64: out.data<double>()[i] = static_cast<double>(v); break;
+      case DataType::kFloat16: out.data<Half>()[i] = Half{static_cast<std::uint16_t>(v)}; break;
+      case DataType::kInt64: out.data<std::int64_t>()[i] = static_cast<std::int64_t>(v); break;
+      case DataType::kInt32: out.data<std::int32_t>()[i] = static_cast<std::int32_t>(v); break;
+      case DataType::kInt8: out.data<std::int8_t>()[i] = static_cast<std::int8_t>(v); break;
+      case DataType::kUInt8: out.data<std::uint8_t>()[i] = static_cast<std::uint8_t>(v); break;
+      case DataType::kBool: out.data<std::uint8_t>()[i] = v != 0 ? 1 : 0; break;
+    }
+  }
+  return Status::ok();
+}
+
+class Loader {
+ public:
+  Loader(std::string name, std::filesystem::path base_dir, const LoadOptions& options)
+      : name_(std::move(name)), base_dir_(std::move(base_dir)), options_(options) {}
+
+  Result<Model> load(const onnx::ModelProto& proto);
+  Result<Tensor> tensor(const onnx::TensorProto& proto, const std::string& what);
+
+ private:
+  template <typename... Parts>
+  Status error(StatusCode code, Parts&&... parts) const {
+    return make_error(code, name_, ": ", std::forward<Parts>(parts)...);
+  }
+
+  Status check_versions(const onnx::ModelProto& proto, Model& model) const;
+  Result<Shape> checked_shape(const google::protobuf::RepeatedField<std::int64_t>& dims, const std::string& what) const;
+  Status read_external(const onnx::TensorProto& proto, Tensor& out, const std::string& what) const;
+  Result<ValueType> value_type(const onnx::ValueInfoProto& info) const;
+  Result<Attribute> attribute(const onnx::AttributeProto& proto, const std::string& what);
+  Status add_initializers(const onnx::GraphProto& proto, Graph& graph);
+  Status add_inputs(const onnx::GraphProto& proto, Graph& graph) const;
+  Status add_nodes(const onnx::GraphProto& proto, Graph& graph);
+  Status add_outputs(const onnx::GraphProto& proto, Graph& graph) const;
+
+  std::string name_;
+  std::filesystem::path base_dir_;
+  LoadOptions options_;
+  std::uint64_t total_tensor_bytes_ = 0;
+};
+
+Status Loader::check_versions(const onnx::ModelProto& proto, Model& model) const {
+  model.ir_version = proto.ir_version();
+  for (const auto& opset : proto.opset_import()) {
+    const std::string domain = opset.domain() == "ai.onnx" ? "" : opset.domain();
+    model.graph.opsets[domain] = static_cast<int>(opset.version());
+  }
+  if (proto.opset_import_size() == 0) {
+    return error(StatusCode::kCorruptData, "the model imports no opset");
+  }
+  model.default_opset = model.graph.opsets.count("") ? model.graph.opsets.at("") : 0;
+  if (!options_.check_versions) {
+    return Status::ok();
+  }
+  if (model.ir_version < kMinIrVersion || model.ir_version > kMaxIrVersion) {
+    return error(StatusCode::kUnsupported, fmt::format("IR version {} is outside the supported range {}-{}",
+                                                        model.ir_version, kMinIrVersion, kMaxIrVersion));
+  }
+  if (model.graph.opsets.count("") &&
+      (model.default_opset < kMinOpset || model.default_opset > kMaxOpset)) {
+    return error(StatusCode::kUnsupported, fmt::format("opset {} of the default domain is outside the supported "
+                                                        "range {}-{}",
+                                                        model.default_opset, kMinOpset, kMaxOpset));
+  }
+  return Status::ok();
+}
+
+Result<Shape> Loader::checked_shape(const google::protobuf::RepeatedField<std::int64_t>& dims,
+                                    const std::string& what) const {
+  Shape shape;
+  for (std::int64_t d : dims) {
+    if (d < 0) {
+      return error(StatusCode::kCorruptData, what, ": negative dimension ", std::to_string(d));
+    }
+    if (d > kMaxTensorDim) {
+      return error(StatusCode::kUnsupported, what, ": dimension ", std::to_string(d), " is over 2^31");
+    }
+    shape.push_back(d);
+  }
+  // Every dim is at most 2^31, so checking the running product against 2^62 before each multiply
+  // keeps the arithmetic in range.
+  std::int64_t count = 1;
+  for (std::int64_t d : shape) {
+    if (d != 0 && count > (std::int64_t{1} << 62) / d) {
+      return error(StatusCode::kUnsupported, what, ": ", shape_string(shape), " has too many elements");
+    }
+    count *= d;
+  }
+  return shape;
+}
+
+Status Loader::read_external(const onnx::TensorProto& proto, Tensor& out, const std::string& what) const {
+  std::string location;
+  std::uint64_t offset = 0;
+  std::optional<std::uint64_t> length;
+  for (const auto& entry : proto.external_data()) {
+    try {
+      if (entry.key() == "location") location = entry.value();
+      if (entry.key() == "offset") offset = std::stoull(entry.value());
+      if (entry.key() == "length") length = std::stoull(entry.value());
+    } catch (const std::exception&) {
+      return error(StatusCode::kCorruptData, what, ": external_data ", entry.key(), "='", entry.value(),
+                   "' is not a number");
+    }
+  }
+  const std::filesystem::path relative(location);
+  // The location must stay inside the model's folder: a model file must not read arbitrary files.
+  if (location.empty() || relative.is_absolute() ||
+      std::any_of(relative.begin(), relative.end(), [](const auto& part) { return part == ".."; })) {
+    return error(StatusCode::kCorruptData, what, ": external data location '", location,
+                 "' must be a relative path inside the model's folder");
+  }
+  if (length && *length != out.bytes()) {
+    return error(StatusCode::kCorruptData, what, ": external data length ", std::to_string(*length),
+                 " does not match ", std::to_string(out.bytes()), " bytes of ", shape_string(out.shape()));
+  }
+  const std::filesystem::path file_path = base_dir_ / relative;
+  std::ifstream file(file_path, std::ios::binary);
+  if (!file) {
+    return error(StatusCode::kNotFound, what, ": external data file ", file_path.string(), " cannot be opened");
+  }
+  std::error_code ec;
+  const std::uint64_t file_size = std::filesystem::file_size(file_path, ec);
+  if (ec || offset > file_size || file_size - offset < out.bytes()) {
+    return error(StatusCode::kCorruptData, what, ": external data file ", file_path.string(), " is too short (",
+                 std::to_string(file_size), " bytes, need ", std::to_string(offset + out.bytes()), ")");
+  }
+  file.seekg(static_cast<std::streamoff>(offset));
+  file.read(static_cast<char*>(out.raw()), static_cast<std::streamsize>(out.bytes()));
+  if (!file) {
+    return error(StatusCode::kIoError, what, ": reading external data from ", file_path.string(), " failed");
+  }
+  return Status::ok();
+}
+
+Result<Tensor> Loader::tensor(const onnx::TensorProto& proto, const std::string& what) {
+  auto dtype = data_type_from_onnx(proto.data_type());
+  if (!dtype.is_ok()) {
+    return error(dtype.status().code(), what, ": ", dtype.status().message());
+  }
+  FOVEA_ASSIGN_OR_RETURN(Shape shape, checked_shape(proto.dims(), what));
+  const auto bytes = static_cast<std::uint64_t>(element_count(shape)) * data_type_size(*dtype);
+  total_tensor_bytes_ += bytes;
+  if (total_tensor_bytes_ > options_.max_total_tensor_bytes) {
+    return error(StatusCode::kResourceExhausted, what, ": tensors total over the limit of ",
+                 std::to_string(options_.max_total_tensor_bytes), " bytes");
+  }
+  Tensor out = Tensor::allocate(*dtype, std::move(shape));
+  if (proto.data_location() == onnx::TensorProto_DataLocation_EXTERNAL) {
+    FOVEA_TRY(read_external(proto, out, what));
+  } else if (proto.has_raw_data()) {
+    if (proto.raw_data().size() != out.bytes()) {
+      return error(StatusCode::kCorruptData, what, ": raw_data has ", std::to_string(proto.raw_data().size()),
+                   " bytes, expected ", std::to_string(out.bytes()), " for ", shape_string(out.shape()));
+    }
+    std::memcpy(out.raw(), proto.raw_data().data(), out.bytes());
+  } else if (proto.float_data_size() > 0) {
+    FOVEA_TRY(copy_repeated(proto.float_data(), out, name_ + ": " + what));
+  } else if (proto.double_data_size() > 0) {
+    FOVEA_TRY(copy_repeated(proto.double_data(), out, name_ + ": " + what));
+  } else if (proto.int64_data_size() > 0) {
+    FOVEA_TRY(copy_repeated(proto.int64_data(), out, name_ + ": " + what));
+  } else if (proto.int32_data_size() > 0) {
+    FOVEA_TRY(copy_repeated(proto.int32_data(), out, name_ + ": " + what));
+  } else if (proto.uint64_data_size() > 0) {
+    FOVEA_TRY(copy_repeated(proto.uint64_data(), out, name_ + ": " + what));
+  } else if (out.numel() != 0) {
+    return error(StatusCode::kCorruptData, what, ": holds no data for ", shape_string(out.shape()));
+  }
+  return out;
+}
+
+Result<ValueType> Loader::value_type(const onnx::ValueInfoProto& info) const {
+  const std::string what = "value '" + info.name() + "'";
+  if (!info.type().has_tensor_type()) {
+    return error(StatusCode::kUnsupported, what, ": only tensor types are supported");
+  }
+  const auto& tensor_type = info.type().tensor_type();
+  auto dtype = data_type_from_onnx(tensor_type.elem_type());
+  if (!dtype.is_ok()) {
+    return error(dtype.status().code(), what, ": ", dtype.status().message());
+  }
+  ValueType type{*dtype, std::nullopt};
+  if (tensor_type.has_shape()) {
+    Dims dims;
+    for (const auto& d : tensor_type.shape().dim()) {
+      if (d.has_dim_value()) {
+        if (d.dim_value() < 0 || d.dim_value() > kMaxTensorDim) {
+          return error(StatusCode::kUnsupported, what, ": dimension ", std::to_string(d.dim_value()),
+                       " is negative or over 2^31");
+        }
+        dims.push_back(Dim::known_size(d.dim_value()));
+      } else {
+        dims.push_back(Dim::unknown(d.dim_param()));
+      }
+    }
+    type.dims = std::move(dims);
+  }
+  return type;
+}
+
+Result<Attribute> Loader::attribute(const onnx::AttributeProto& proto, const std::string& what) {
+  Attribute a;
+  using onnx::AttributeProto;
+  switch (proto.type()) {
+    case AttributeProto::INT: a.kind = Attribute::Kind::kInt; a.i = proto.i(); break;
+    case AttributeProto::FLOAT: a.kind = Attribute::Kind::kFloat; a.f = proto.f(); break;
+    case AttributeProto::STRING: a.kind = Attribute::Kind::kString; a.s = proto.s(); break;
+    case AttributeProto::INTS:
+      a.kind = Attribute::Kind::kInts;
+      a.ints.assign(proto.ints().begin(), proto.ints().end());
+      break;
+    case AttributeProto::FLOATS:
+      a.kind = Attribute::Kind::kFloats;
+      a.floats.assign(proto.floats().begin(), proto.floats().end());
+      break;
+    case AttributeProto::STRINGS:
+      a.kind = Attribute::Kind::kStrings;
+      a.strings.assign(proto.strings().begin(), proto.strings().end());
+      break;
+    case AttributeProto::TENSOR: {
+      a.kind = Attribute::Kind::kTensor;
+      FOVEA_ASSIGN_OR_RETURN(a.t, tensor(proto.t(), what + " attribute '" + proto.name() + "'"));
+      break;
+    }
+    case AttributeProto::GRAPH:
+    case AttributeProto::GRAPHS: a.kind = Attribute::Kind::kGraph; break;
+    default:
+      return error(StatusCode::kUnsupported, what, ": attribute '", proto.name(), "' has unsupported type ",
+                   AttributeProto::AttributeType_IsValid(proto.type())
+                       ? AttributeProto::AttributeType_Name(proto.type())
+                       : std::to_string(static_cast<int>(proto.type())));
+  }
+  return a;
+}
+
+Status Loader::add_initializers(const onnx::GraphProto& proto, Graph& graph) {
+  for (const auto& init : proto.initializer()) {
+    if (init.name().empty()) {
+      return error(StatusCode::kCorruptData, "an initializer has no name");
+    }
+    if (graph.find_value(init.name()) != kNoValue) {
+      return error(StatusCode::kCorruptData, "initializer '", init.name(), "' is defined twice");
+    }
+    FOVEA_ASSIGN_OR_RETURN(Tensor t, tensor(init, "initializer '" + init.name() + "'"));
+    graph.add_constant(init.name(), std::move(t));
+  }
+  if (proto.sparse_initializer_size() > 0) {
+    return error(StatusCode::kUnsupported, "sparse initializers are not supported");
+  }
+  return Status::ok();
+}
+
+Status Loader::add_inputs(const onnx::GraphProto& proto, Graph& graph) const {
+  for (const auto& input : proto.input()) {
+    // Before IR 4, initializers were also listed as inputs; such an input is the constant.
+    const ValueId existing = graph.find_value(input.name());
+    if (existing != kNoValue && graph.is_constant(existing)) {
+      continue;
+    }
+    if (existing != kNoValue) {
+      return error(StatusCode::kCorruptData, "input '", input.name(), "' is listed twice");
+    }
+    FOVEA_ASSIGN_OR_RETURN(ValueType type, value_type(input));
+    graph.inputs.push_back(graph.add_value(input.name(), std::move(type)));
+  }
+  return Status::ok();
+}
+
+Status Loader::add_nodes(const onnx::GraphProto& proto, Graph& graph) {
+  // Names of node outputs, so that an input nobody produces is reported before shape inference.
+  std::set<std::string, std::less<>> produced;
+  for (const auto& n : proto.node()) {
+    for (const auto& out : n.output()) {
+      if (!out.empty() && !produced.insert(out).second) {
+        return error(StatusCode::kCorruptData, "value '", out, "' is produced by more than one node");
+      }
+      if (!out.empty() && graph.find_value(out) != kNoValue) {
+        return error(StatusCode::kCorruptData, "value '", out, "' is both a node output and an input or initializer");
+      }
+    }
+  }
+  for (int index = 0; index < proto.node_size(); ++index) {
+    const auto& n = proto.node(index);
+    Node node;
+    node.op_type = n.op_type();
+    node.name = n.name().empty() ? fmt::format("{}_{}", n.op_type(), index) : n.name();
+    node.domain = n.domain() == "ai.onnx" ? "" : n.domain();
+    auto opset = graph.opsets.find(node.domain);
+    if (opset == graph.opsets.end()) {
+      return error(StatusCode::kCorruptData, node.describe(), ": its domain '", node.domain, "' is not imported");
+    }
+    node.opset = opset->second;
+    for (const auto& attr : n.attribute()) {
+      FOVEA_ASSIGN_OR_RETURN(node.attributes[attr.name()], attribute(attr, node.describe()));
+    }
+    for (const auto& in : n.input()) {
+      if (in.empty()) {
+        node.inputs.push_back(kNoValue);
+        continue;
+      }
+      ValueId id = graph.find_value(in);
+      if (id == kNoValue && produced.count(in) == 0) {
+        return error(StatusCode::kNotFound, node.describe(), ": input '", in,
+                     "' is not a graph input, an initializer or any node's output (missing initializer?)");
+      }
+      if (id == kNoValue) {
+        id = graph.add_value(in, ValueType{});
+      }
+      node.inputs.push_back(id);
+    }
+    for (const auto& out : n.output()) {
+      if (out.empty()) {
+        node.outputs.push_back(kNoValue);
+        continue;
+      }
+      const ValueId existing = graph.find_value(out);
+      node.outputs.push_back(existing != kNoValue ? existing : graph.add_value(out, ValueType{}));
+    }
+    graph.nodes.push_back(std::move(node));
+  }
+  return Status::ok();
+}
+
+Status Loader::add_outputs(const onnx::GraphProto& proto, Graph& graph) const {
+  for (const auto& output : proto.output()) {
+    const ValueId id = graph.find_value(output.name());
+    if (id == kNoValue) {
+      return error(StatusCode::kNotFound, "graph output '", output.name(), "' is not produced by any node");
+    }
+    FOVEA_ASSIGN_OR_RETURN(ValueType declared, value_type(output));
+    Value& value = graph.value(id);
+    if (value.producer >= 0 || !value.constant) {
+      value.type = std::move(declared);  // a hint until shape inference; checked against it there
+    }
+    graph.outputs.push_back(id);
+  }
+  if (graph.outputs.empty()) {
+    return error(StatusCode::kCorruptData, "the graph has no outputs");
+  }
+  return Status::ok();
+}
+
+Result<Model> Loader::load(const onnx::ModelProto& proto) {
+  Model model;
+  model.graph.model_path = name_;
+  model.producer = proto.producer_name() + (proto.producer_version().empty() ? "" : " " + proto.producer_version());
+  FOVEA_TRY(check_versions(proto, model));
+  if (!proto.has_graph()) {
+    return error(StatusCode::kCorruptData, "the model has no graph");
+  }
+  Graph& graph = model.graph;
+  FOVEA_TRY(add_initializers(proto.graph(), graph));
+  FOVEA_TRY(add_inputs(proto.graph(), graph));
+  FOVEA_TRY(add_nodes(proto.graph(), graph));
+  graph.index_producers();
+  FOVEA_TRY(add_outputs(proto.graph(), graph));
+  FOVEA_TRY(graph.sort_topologically());
+  FOVEA_TRY(infer_shapes(graph, FoldConstants::kNo));
+  return model;
+}
+
+}  // namespace
+
+Result<Model> parse_onnx(std::string_view bytes, const std::string& name, const std::filesystem::path& base_dir,
+                         const LoadOptions& options) {
+  if (bytes.empty()) {
+    return make_error(StatusCode::kCorruptData, name, ": empty file, not an ONNX model");
+  }
+  if (bytes.size() > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+    return make_error(StatusCode::kUnsupported, name,
+                      ": the model protobuf is over 2 GiB; store the weights as external data");
+  }
+  onnx::ModelProto proto;
+  google::protobuf::io::ArrayInputStream stream(bytes.data(), static_cast<int>(bytes.size()));
+  google::protobuf::io::CodedInputStream coded(&stream);
+  coded.SetTotalBytesLimit(std::numeric_limits<int>::max());
+  if (!proto.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage()) {
+    return make_error(StatusCode::kCorruptData, name,
+                      ": not an ONNX model (the protobuf does not parse: truncated or another format)");
+  }
+  return Loader(name, base_dir, options).load(proto);
+}
+
+Result<Tensor> parse_onnx_tensor(std::string_view bytes, const std::string& name) {
+  onnx::TensorProto proto;
+  if (bytes.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()) ||
+      !proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return make_error(StatusCode::kCorruptData, name, ": not a serialized ONNX TensorProto");
+  }
+  return Loader(name, {}, LoadOptions{}).tensor(proto, "tensor '" + proto.name() + "'");
+}
+
+Result<Model> load_onnx(const std::filesystem::path& path, const LoadOptions& options) {
+  FOVEA_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
+  return parse_onnx(bytes, path.string(), path.parent_path(), options);
+}
+
+}  // namespace fovea::runtime

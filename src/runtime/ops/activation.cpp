@@ -1,0 +1,236 @@
+// Activation functions: the pointwise ones through the shared unary kernel, Clip with its two
+// opset variants, and Softmax/LogSoftmax with theirs.
+//
+//   op                                    dtypes
+//   Relu                                  float32/64, int64/32/8
+//   Clip                                  float32/64, int64/32/8, uint8
+//   LeakyRelu Sigmoid Tanh HardSigmoid    float32/64
+//   HardSwish Elu Softmax LogSoftmax
+#include <cmath>
+#include <limits>
+
+#include "runtime/ops/elementwise_util.h"
+
+namespace fovea::runtime::ops {
+namespace {
+
+struct ReluOp {
+  template <typename T>
+  T operator()(T x) const {
+    return x < T{0} ? T{0} : x;
+  }
+};
+
+struct LeakyReluOp {
+  float alpha;
+  static Result<LeakyReluOp> make(const Node& node) {
+    FOVEA_ASSIGN_OR_RETURN(float alpha, node.attr_float("alpha", 0.01f));
+    return LeakyReluOp{alpha};
+  }
+  template <typename T>
+  T operator()(T x) const {
+    return x < T{0} ? static_cast<T>(alpha) * x : x;
+  }
+};
+
+// 1 / (1 + e^-x), written so that exp never overflows.
+struct SigmoidOp {
+  template <typename T>
+  T operator()(T x) const {
+    if (x >= T{0}) return T{1} / (T{1} + std::exp(-x));
+    const T e = std::exp(x);
+    return e / (T{1} + e);
+  }
+};
+
+struct TanhOp {
+  template <typename T>
+  T operator()(T x) const {
+    return std::tanh(x);
+  }
+};
+
+// max(0, min(1, alpha * x + beta)); NaN stays NaN.
+template <typename T>
+T hard_sigmoid(T x, T alpha, T beta) {
+  const T y = alpha * x + beta;
+  return y < T{0} ? T{0} : (y > T{1} ? T{1} : y);
+}
+
+struct HardSigmoidOp {
+  float alpha;
+  float beta;
+  static Result<HardSigmoidOp> make(const Node& node) {
+    FOVEA_ASSIGN_OR_RETURN(float alpha, node.attr_float("alpha", 0.2f));
+    FOVEA_ASSIGN_OR_RETURN(float beta, node.attr_float("beta", 0.5f));
+    return HardSigmoidOp{alpha, beta};
+  }
+  template <typename T>
+  T operator()(T x) const {
+    return hard_sigmoid(x, static_cast<T>(alpha), static_cast<T>(beta));
+  }
+};
+
+// x * HardSigmoid(x) with alpha 1/6 and beta 0.5, as ONNX defines it.
+struct HardSwishOp {
+  template <typename T>
+  T operator()(T x) const {
+    return x * hard_sigmoid(x, T{1} / T{6}, static_cast<T>(0.5));
+  }
+};
+
+struct EluOp {
+  float alpha;
+  static Result<EluOp> make(const Node& node) {
+    FOVEA_ASSIGN_OR_RETURN(float alpha, node.attr_float("alpha", 1.0f));
+    return EluOp{alpha};
+  }
+  template <typename T>
+  T operator()(T x) const {
+    return x < T{0} ? static_cast<T>(alpha) * std::expm1(x) : x;
+  }
+};
+
+// Clip: bounds are optional scalar inputs 1 and 2 from opset 11, float attributes before.
+Status infer_clip(InferContext& ctx) {
+  FOVEA_TRY(require_arity(ctx, 1, 3));
+  FOVEA_TRY(NumericTypes::require(ctx, 0));
+  for (int i = 1; i < ctx.input_count(); ++i) {
+    if (!ctx.has_input(i)) continue;
+    FOVEA_TRY(ctx.require_same_dtype(0, i));
+    const Dims* dims = ctx.input_dims(i);
+    if (dims != nullptr && all_known(*dims) && element_count(shape_of(*dims)) != 1) {
+      return ctx.error(StatusCode::kInvalidArgument, fmt::format("{} must be a scalar, got shape {}",
+                                                                 i == 1 ? "min" : "max", dims_string(*dims)));
+    }
+  }
+  if (ctx.opset() < 11) {
+    FOVEA_TRY(ctx.node().attr_float("min", 0.0f).status());
+    FOVEA_TRY(ctx.node().attr_float("max", 0.0f).status());
+  }
+  return infer_same_as_input(ctx);
+}
+
+// The bound from input `input` (opset 11+) or from `attribute` (before), else T's own limit.
+template <typename T>
+Result<T> clip_bound(KernelContext& ctx, int input, const char* attribute, T limit) {
+  if (ctx.opset() < 11) {
+    if (!ctx.node().has_attribute(attribute)) return limit;
+    FOVEA_ASSIGN_OR_RETURN(float bound, ctx.node().attr_float(attribute));
+    return convert_value<T>(bound);
+  }
+  return ctx.has_input(input) ? ctx.input(input).data<T>()[0] : limit;
+}
+
+Status run_clip(KernelContext& ctx) {
+  Status status;
+  NumericTypes::dispatch(ctx.input(0).dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const Result<T> low = clip_bound(ctx, 1, "min", std::numeric_limits<T>::lowest());
+    const Result<T> high = clip_bound(ctx, 2, "max", std::numeric_limits<T>::max());
+    if (!low.is_ok() || !high.is_ok()) {
+      status = low.is_ok() ? high.status() : low.status();
+      return;
+    }
+    // min(max(x, low), high): with low > high every element becomes high, as ONNX specifies.
+    map_elements<T, T>(
+        ctx.output(0),
+        [lo = *low, hi = *high](T x) {
+          const T y = x < lo ? lo : x;
+          return y > hi ? hi : y;
+        },
+        ctx.input(0));
+  });
+  return status;
+}
+
+// Softmax and LogSoftmax normalize over (outer, n, inner) rows. Opset 13+ normalizes along one
+// axis (default -1); before, the input is coerced to 2-D at `axis` (default 1) and normalized over
+// all dims from there on.
+Result<std::int64_t> softmax_axis_attribute(const Node& node) {
+  return node.attr_int("axis", node.opset >= 13 ? -1 : 1);
+}
+
+Status infer_softmax(InferContext& ctx) {
+  FOVEA_TRY(require_arity(ctx, 1, 1));
+  FOVEA_TRY(FloatTypes::require(ctx, 0));
+  FOVEA_TRY(ctx.require_rank(0, 1, std::numeric_limits<int>::max()));
+  FOVEA_ASSIGN_OR_RETURN(std::int64_t axis, softmax_axis_attribute(ctx.node()));
+  if (const Dims* dims = ctx.input_dims(0)) {
+    FOVEA_TRY(normalize_axis(ctx, axis, static_cast<int>(dims->size())).status());
+  }
+  return infer_same_as_input(ctx);
+}
+
+template <typename T, bool kLog>
+void softmax_rows(const T* in, T* out, std::int64_t outer, std::int64_t n, std::int64_t inner) {
+  const std::int64_t min_rows = std::max<std::int64_t>(1, kElementwiseMinChunk / n);
+  parallel_for(outer * inner, min_rows, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t row = begin; row < end; ++row) {
+      const std::int64_t base = (row / inner) * n * inner + row % inner;
+      T max = in[base];
+      for (std::int64_t k = 1; k < n; ++k) max = std::max(max, in[base + k * inner]);
+      double sum = 0;  // double: n may be large (a class axis of thousands)
+      for (std::int64_t k = 0; k < n; ++k) {
+        const T e = std::exp(in[base + k * inner] - max);
+        if constexpr (!kLog) out[base + k * inner] = e;
+        sum += static_cast<double>(e);
+      }
+      if constexpr (kLog) {
+        const T log_sum = static_cast<T>(std::log(sum));
+        for (std::int64_t k = 0; k < n; ++k) out[base + k * inner] = in[base + k * inner] - max - log_sum;
+      } else {
+        const T scale = static_cast<T>(1.0 / sum);
+        for (std::int64_t k = 0; k < n; ++k) out[base + k * inner] *= scale;
+      }
+    }
+  });
+}
+
+template <bool kLog>
+Status run_softmax(KernelContext& ctx) {
+  const Tensor& in = ctx.input(0);
+  FOVEA_ASSIGN_OR_RETURN(std::int64_t axis, softmax_axis_attribute(ctx.node()));
+  const int rank = in.rank();
+  const auto a = static_cast<std::size_t>(axis < 0 ? axis + rank : axis);  // checked by infer
+  const Shape& shape = in.shape();
+  const std::int64_t outer =
+      element_count(Shape(shape.begin(), shape.begin() + static_cast<std::ptrdiff_t>(a)));
+  const std::int64_t n = ctx.opset() >= 13 ? shape[a] : in.numel() / std::max<std::int64_t>(outer, 1);
+  const std::int64_t inner = ctx.opset() >= 13 ? in.numel() / std::max<std::int64_t>(outer * n, 1) : 1;
+  if (in.numel() == 0) return Status::ok();
+  FloatTypes::dispatch(in.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    softmax_rows<T, kLog>(in.data<T>(), ctx.output(0).data<T>(), outer, n, inner);
+  });
+  return Status::ok();
+}
+
+}  // namespace
+
+FOVEA_REGISTER_OP({.op_type = "Relu",
+                   .infer = infer_unary<SignedTypes, ReluOp>,
+                   .run = run_unary<SignedTypes, ReluOp>});
+FOVEA_REGISTER_OP({.op_type = "LeakyRelu",
+                   .infer = infer_unary<FloatTypes, LeakyReluOp>,
+                   .run = run_unary<FloatTypes, LeakyReluOp>});
+FOVEA_REGISTER_OP({.op_type = "Sigmoid",
+                   .infer = infer_unary<FloatTypes, SigmoidOp>,
+                   .run = run_unary<FloatTypes, SigmoidOp>});
+FOVEA_REGISTER_OP({.op_type = "Tanh",
+                   .infer = infer_unary<FloatTypes, TanhOp>,
+                   .run = run_unary<FloatTypes, TanhOp>});
+FOVEA_REGISTER_OP({.op_type = "HardSigmoid",
+                   .infer = infer_unary<FloatTypes, HardSigmoidOp>,
+                   .run = run_unary<FloatTypes, HardSigmoidOp>});
+FOVEA_REGISTER_OP({.op_type = "HardSwish",
+                   .infer = infer_unary<FloatTypes, HardSwishOp>,
+                   .run = run_unary<FloatTypes, HardSwishOp>});
+FOVEA_REGISTER_OP({.op_type = "Elu",
+                   .infer = infer_unary<FloatTypes, EluOp>,
+                   .run = run_unary<FloatTypes, EluOp>});
+FOVEA_REGISTER_OP({.op_type = "Clip", .infer = infer_clip, .run = run_clip});
+FOVEA_REGISTER_OP({.op_type = "Softmax", .infer = infer_softmax, .run = run_softmax<false>});
+FOVEA_REGISTER_OP({.op_type = "LogSoftmax", .infer = infer_softmax, .run = run_softmax<true>});
+
+}  // namespace fovea::runtime::ops

@@ -1,0 +1,62 @@
+// Cast between every dtype the runtime has: float32/64, float16, int64/32/8, uint8 and bool.
+// Floating to integer truncates toward zero and saturates at the target's range (NaN gives 0,
+// which ONNX leaves implementation-defined); to bool is "nonzero"; between integers it wraps.
+// Opset 19's `saturate` only concerns float8 types, which fovea does not have, so it is ignored.
+#include <limits>
+#include <string>
+
+#include "onnx.pb.h"
+#include "runtime/ops/elementwise_util.h"
+
+namespace fovea::runtime::ops {
+namespace {
+
+using CastTypes = DTypes<FOVEA_ALL_TYPES>;
+
+// Cast's `to` holds an ONNX TensorProto data type code.
+Result<DataType> cast_target(const InferContext& ctx) {
+  FOVEA_ASSIGN_OR_RETURN(std::int64_t to, ctx.node().attr_int("to"));
+  switch (to) {
+    case onnx::TensorProto_DataType_FLOAT: return DataType::kFloat32;
+    case onnx::TensorProto_DataType_DOUBLE: return DataType::kFloat64;
+    case onnx::TensorProto_DataType_FLOAT16: return DataType::kFloat16;
+    case onnx::TensorProto_DataType_INT64: return DataType::kInt64;
+    case onnx::TensorProto_DataType_INT32: return DataType::kInt32;
+    case onnx::TensorProto_DataType_INT8: return DataType::kInt8;
+    case onnx::TensorProto_DataType_UINT8: return DataType::kUInt8;
+    case onnx::TensorProto_DataType_BOOL: return DataType::kBool;
+    default: break;
+  }
+  const bool known = to >= 0 && to <= std::numeric_limits<int>::max() &&
+                     onnx::TensorProto_DataType_IsValid(static_cast<int>(to));
+  const std::string name = known
+                               ? onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(to))
+                               : "code " + std::to_string(to);
+  return ctx.error(StatusCode::kUnsupported, "cast to ", name, " is not supported");
+}
+
+Status infer_cast(InferContext& ctx) {
+  FOVEA_TRY(require_arity(ctx, 1, 1));
+  FOVEA_ASSIGN_OR_RETURN(DataType to, cast_target(ctx));
+  ctx.set_output(0, to, ctx.input_type(0).dims);
+  return Status::ok();
+}
+
+Status run_cast(KernelContext& ctx) {
+  Tensor& out = ctx.output(0);
+  CastTypes::dispatch(ctx.input(0).dtype(), [&](auto from_tag) {
+    using From = typename decltype(from_tag)::type;
+    CastTypes::dispatch(out.dtype(), [&](auto to_tag) {
+      using To = typename decltype(to_tag)::type;
+      map_elements<To, From>(
+          out, [](From x) { return convert_value<To>(x); }, ctx.input(0));
+    });
+  });
+  return Status::ok();
+}
+
+}  // namespace
+
+FOVEA_REGISTER_OP({.op_type = "Cast", .infer = infer_cast, .run = run_cast});
+
+}  // namespace fovea::runtime::ops

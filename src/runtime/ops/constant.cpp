@@ -1,0 +1,236 @@
+// Ops that make tensors from attributes, shapes and scalars: Constant, Shape, Size,
+// ConstantOfShape and Range. PyTorch exports compute shapes with them, so constant folding leans on
+// their infer() being as precise as the known inputs allow.
+//
+//   op               inputs                              output
+//   Constant         -                                   the attribute's dtype
+//   Shape Size       any dtype                           int64
+//   ConstantOfShape  int64 shape                         the `value` attribute's dtype (float32 0)
+//   Range            float32/64 or int64/32 scalars      the inputs' dtype
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "runtime/ops/elementwise_util.h"
+
+namespace fovea::runtime::ops {
+namespace {
+
+// ConstantOfShape and Range size their output from input values; more elements than this come
+// from a corrupt or hostile model (the loader bounds every dim by 2^31 for the same reason).
+constexpr std::int64_t kMaxValueSizedElements = std::int64_t{1} << 31;
+
+// The value a Constant node holds, from whichever one of its value attributes is set. Errors come
+// without the node prefix; infer() adds it.
+Result<Tensor> constant_value(const Node& node) {
+  for (const char* unsupported : {"sparse_value", "value_string", "value_strings"}) {
+    if (node.has_attribute(unsupported)) {
+      return make_error(StatusCode::kUnsupported, "attribute '", unsupported, "' is not supported");
+    }
+  }
+  static constexpr const char* kValueAttributes[] = {"value", "value_float", "value_floats", "value_int",
+                                                     "value_ints"};
+  const auto set = std::count_if(std::begin(kValueAttributes), std::end(kValueAttributes),
+                                 [&](const char* key) { return node.has_attribute(key); });
+  if (set != 1) {
+    return make_error(StatusCode::kInvalidArgument,
+                      "exactly one of the attributes value, value_float, value_floats, value_int and "
+                      "value_ints must be set, got ",
+                      std::to_string(set));
+  }
+  if (node.has_attribute("value")) return node.attr_tensor("value");
+  if (node.has_attribute("value_float")) {
+    FOVEA_ASSIGN_OR_RETURN(float v, node.attr_float("value_float"));
+    return Tensor::from_vector(DataType::kFloat32, {}, std::vector<float>{v});
+  }
+  if (node.has_attribute("value_floats")) {
+    FOVEA_ASSIGN_OR_RETURN(std::vector<float> v, node.attr_floats("value_floats"));
+    return Tensor::from_vector(DataType::kFloat32, {static_cast<std::int64_t>(v.size())}, v);
+  }
+  if (node.has_attribute("value_int")) {
+    FOVEA_ASSIGN_OR_RETURN(std::int64_t v, node.attr_int("value_int"));
+    return Tensor::from_vector(DataType::kInt64, {}, std::vector<std::int64_t>{v});
+  }
+  FOVEA_ASSIGN_OR_RETURN(std::vector<std::int64_t> v, node.attr_ints("value_ints"));
+  return Tensor::from_vector(DataType::kInt64, {static_cast<std::int64_t>(v.size())}, v);
+}
+
+Status infer_constant(InferContext& ctx) {
+  FOVEA_TRY(require_arity(ctx, 0, 0));
+  Result<Tensor> value = constant_value(ctx.node());
+  if (!value.is_ok()) return ctx.error(value.status().code(), value.status().message());
+  ctx.set_output(0, value->dtype(), value->shape());
+  return Status::ok();
+}
+
+Status run_constant(KernelContext& ctx) {
+  FOVEA_ASSIGN_OR_RETURN(Tensor value, constant_value(ctx.node()));
+  if (value.bytes() > 0) std::memcpy(ctx.output(0).raw(), value.raw(), value.bytes());
+  return Status::ok();
+}
+
+// Shape's opset-15 start/end select dims [start, end), clamped to [0, rank] after counting
+// negative values from the end.
+struct DimRange {
+  std::int64_t begin;
+  std::int64_t end;
+};
+
+Result<DimRange> shape_range(const Node& node, std::int64_t rank) {
+  FOVEA_ASSIGN_OR_RETURN(std::int64_t start, node.attr_int("start", 0));
+  FOVEA_ASSIGN_OR_RETURN(std::int64_t end, node.attr_int("end", rank));
+  const auto clamp = [rank](std::int64_t v) {
+    return std::clamp(v < 0 ? v + rank : v, std::int64_t{0}, rank);
+  };
+  const std::int64_t b = clamp(start);
+  return DimRange{b, std::max(b, clamp(end))};
+}
+
+Status infer_shape(InferContext& ctx) {
+  FOVEA_TRY(require_arity(ctx, 1, 1));
+  const Dims* dims = ctx.input_dims(0);
+  if (dims == nullptr) {
+    FOVEA_TRY(shape_range(ctx.node(), 0).status());  // attribute kinds
+    ctx.set_output(0, DataType::kInt64, Dims{Dim::unknown()});
+    return Status::ok();
+  }
+  FOVEA_ASSIGN_OR_RETURN(DimRange range, shape_range(ctx.node(), static_cast<std::int64_t>(dims->size())));
+  ctx.set_output(0, DataType::kInt64, Shape{range.end - range.begin});
+  return Status::ok();
+}
+
+Status run_shape(KernelContext& ctx) {
+  const Shape& shape = ctx.input(0).shape();
+  FOVEA_ASSIGN_OR_RETURN(DimRange range, shape_range(ctx.node(), static_cast<std::int64_t>(shape.size())));
+  std::copy(shape.begin() + range.begin, shape.begin() + range.end, ctx.output(0).data<std::int64_t>());
+  return Status::ok();
+}
+
+Status infer_size(InferContext& ctx) {
+  FOVEA_TRY(require_arity(ctx, 1, 1));
+  ctx.set_output(0, DataType::kInt64, Shape{});
+  return Status::ok();
+}
+
+Status run_size(KernelContext& ctx) {
+  ctx.output(0).data<std::int64_t>()[0] = ctx.input(0).numel();
+  return Status::ok();
+}
+
+// ConstantOfShape's fill value: the one-element `value` tensor, float32 0 without one.
+Result<Tensor> fill_value(const Node& node) {
+  if (!node.has_attribute("value")) return Tensor::allocate(DataType::kFloat32, {});
+  return node.attr_tensor("value");
+}
+
+Status infer_constant_of_shape(InferContext& ctx) {
+  FOVEA_TRY(require_arity(ctx, 1, 1));
+  FOVEA_TRY(ctx.require_dtype(0, {DataType::kInt64}));
+  FOVEA_TRY(ctx.require_rank(0, 1, 1));
+  FOVEA_ASSIGN_OR_RETURN(Tensor value, fill_value(ctx.node()));
+  if (value.numel() != 1) {
+    return ctx.error(StatusCode::kInvalidArgument, "attribute 'value' must hold one element, got shape ",
+                     shape_string(value.shape()));
+  }
+  if (const Tensor* shape = ctx.input_value(0)) {
+    const Shape out = integers_of(*shape);
+    double count = 1;  // in double, so that no product of dims can overflow
+    for (std::int64_t d : out) {
+      if (d < 0) return ctx.error(StatusCode::kInvalidArgument, "negative dim in shape ", shape_string(out));
+      count *= static_cast<double>(d);
+    }
+    if (count > static_cast<double>(kMaxValueSizedElements)) {
+      return ctx.error(StatusCode::kInvalidArgument, "shape ", shape_string(out),
+                       " has more than 2^31 elements");
+    }
+    ctx.set_output(0, value.dtype(), out);
+    return Status::ok();
+  }
+  // Rank known from the shape input's length, dims not.
+  const Dims* dims = ctx.input_dims(0);
+  std::optional<Dims> out;
+  if (dims != nullptr && (*dims)[0].known())
+    out = Dims(static_cast<std::size_t>((*dims)[0].value), Dim::unknown());
+  ctx.set_output(0, value.dtype(), std::move(out));
+  return Status::ok();
+}
+
+Status run_constant_of_shape(KernelContext& ctx) {
+  FOVEA_ASSIGN_OR_RETURN(Tensor value, fill_value(ctx.node()));
+  Tensor& out = ctx.output(0);
+  dispatch_by_size(out.dtype(), [&](auto tag) {
+    using U = typename decltype(tag)::type;
+    std::fill_n(out.data<U>(), out.numel(), value.data<U>()[0]);
+  });
+  return Status::ok();
+}
+
+using RangeTypes = DTypes<FOVEA_FLOAT_TYPES, DataType::kInt64, DataType::kInt32>;
+
+// max(ceil((limit - start) / delta), 0), computed in double: exact for every range small enough
+// to allocate.
+Result<std::int64_t> range_length(const InferContext& ctx, const Tensor& start, const Tensor& limit,
+                                  const Tensor& delta) {
+  const double d = number_at(delta, 0);
+  if (d == 0) return ctx.error(StatusCode::kInvalidArgument, "delta is 0");
+  const double length = std::ceil((number_at(limit, 0) - number_at(start, 0)) / d);
+  if (!(length <= static_cast<double>(kMaxValueSizedElements))) {  // also catches NaN
+    return ctx.error(StatusCode::kInvalidArgument, "the range has more than 2^31 elements");
+  }
+  return std::max(static_cast<std::int64_t>(length), std::int64_t{0});
+}
+
+Status infer_range(InferContext& ctx) {
+  FOVEA_TRY(require_arity(ctx, 3, 3));
+  FOVEA_TRY(RangeTypes::require(ctx, 0));
+  static constexpr const char* kNames[] = {"start", "limit", "delta"};
+  for (int i = 0; i < 3; ++i) {
+    FOVEA_TRY(ctx.require_same_dtype(0, i));
+    const Dims* dims = ctx.input_dims(i);
+    if (dims != nullptr && all_known(*dims) && element_count(shape_of(*dims)) != 1) {
+      return ctx.error(StatusCode::kInvalidArgument,
+                       fmt::format("{} must be a scalar, got shape {}", kNames[i], dims_string(*dims)));
+    }
+  }
+  const Tensor* start = ctx.input_value(0);
+  const Tensor* limit = ctx.input_value(1);
+  const Tensor* delta = ctx.input_value(2);
+  if (start == nullptr || limit == nullptr || delta == nullptr) {
+    ctx.set_output(0, ctx.input_dtype(0), Dims{Dim::unknown()});
+    return Status::ok();
+  }
+  FOVEA_ASSIGN_OR_RETURN(std::int64_t length, range_length(ctx, *start, *limit, *delta));
+  ctx.set_output(0, ctx.input_dtype(0), Shape{length});
+  return Status::ok();
+}
+
+Status run_range(KernelContext& ctx) {
+  Tensor& out = ctx.output(0);
+  RangeTypes::dispatch(out.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T start = ctx.input(0).data<T>()[0];
+    const T delta = ctx.input(2).data<T>()[0];
+    T* o = out.data<T>();
+    // start + i * delta rather than repeated addition, which would accumulate rounding errors.
+    for (std::int64_t i = 0; i < out.numel(); ++i) o[i] = static_cast<T>(start + static_cast<T>(i) * delta);
+  });
+  return Status::ok();
+}
+
+double no_flops(const Node&, const std::vector<Shape>&, const std::vector<Shape>&) {
+  return 0;
+}
+
+}  // namespace
+
+FOVEA_REGISTER_OP({.op_type = "Constant", .infer = infer_constant, .run = run_constant, .flops = no_flops});
+FOVEA_REGISTER_OP({.op_type = "Shape", .infer = infer_shape, .run = run_shape, .flops = no_flops});
+FOVEA_REGISTER_OP({.op_type = "Size", .infer = infer_size, .run = run_size, .flops = no_flops});
+FOVEA_REGISTER_OP({.op_type = "ConstantOfShape",
+                   .infer = infer_constant_of_shape,
+                   .run = run_constant_of_shape,
+                   .flops = no_flops});
+FOVEA_REGISTER_OP({.op_type = "Range", .infer = infer_range, .run = run_range});
+
+}  // namespace fovea::runtime::ops

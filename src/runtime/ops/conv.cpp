@@ -1,0 +1,289 @@
+// Conv (N-D, groups, dilations, strides, pads, auto_pad, bias) as one matrix product per image and
+// group: Y_g (M/group x out_plane) = W_g (M/group x C/group*kernel) * columns, where the columns are
+// the input windows packed straight into the gemm's B panels (implicit im2col, no column buffer).
+// A 1x1 convolution with stride 1 and no padding multiplies by the input itself.
+#include <fmt/format.h>
+
+#include "runtime/ops/conv_util.h"
+#include "runtime/ops/gemm_kernel.h"
+#include "runtime/ops/op_util.h"
+#include "runtime/parallel.h"
+
+namespace fovea::runtime::ops {
+namespace {
+
+constexpr int kX = 0;
+constexpr int kW = 1;
+constexpr int kB = 2;
+constexpr int kZ = 3;
+
+// Below this many flops per (image, group) product, images and groups run in parallel instead of
+// inside each product (depthwise convolutions: thousands of tiny products).
+constexpr double kSmallBlockFlops = 1 << 22;
+// Elements per parallel chunk of the bias and activation passes.
+constexpr std::int64_t kElementwiseChunk = 1 << 15;
+
+bool has_optional_input(const KernelContext& ctx, int i) {
+  return i < ctx.input_count() && ctx.has_input(i);
+}
+
+// The concrete geometry of one Conv call.
+struct ConvShape {
+  std::int64_t batch = 0;
+  std::int64_t channels = 0;
+  std::int64_t out_channels = 0;
+  std::int64_t groups = 1;
+  std::vector<WindowDim> dims;
+  std::int64_t in_plane = 1;
+  std::int64_t out_plane = 1;
+  std::int64_t kernel_size = 1;
+
+  std::int64_t group_in() const { return channels / groups; }
+  std::int64_t group_out() const { return out_channels / groups; }
+  // The gemm's K: one weight row covers C/group channels times the kernel window.
+  std::int64_t depth() const { return group_in() * kernel_size; }
+  // A 1x1 window with stride 1 and no padding reads the input plane as it is.
+  bool pointwise() const {
+    return std::all_of(dims.begin(), dims.end(), [](const WindowDim& d) {
+      return d.kernel == 1 && d.stride == 1 && d.pad_begin == 0 && d.in == d.out;
+    });
+  }
+};
+
+std::optional<std::vector<std::int64_t>> weight_kernel(const Dims* w) {
+  if (w == nullptr) return std::nullopt;
+  std::vector<std::int64_t> kernel;
+  for (std::size_t d = 2; d < w->size(); ++d) {
+    if (!(*w)[d].known()) return std::nullopt;
+    kernel.push_back((*w)[d].value);
+  }
+  return kernel;
+}
+
+Status check_channels(const InferContext& ctx, const Dims* x, const Dims* w, std::int64_t groups) {
+  if (w != nullptr && (*w)[0].known() && (*w)[0].value % groups != 0) {
+    return ctx.error(StatusCode::kInvalidArgument,
+                     fmt::format("{} output channels do not split into group={}", (*w)[0].value, groups));
+  }
+  if (x != nullptr && w != nullptr && (*x)[1].known() && (*w)[1].known() &&
+      (*x)[1].value != (*w)[1].value * groups) {
+    return ctx.error(StatusCode::kInvalidArgument,
+                     fmt::format("input has {} channels but weights {} with group={} expect {}",
+                                 (*x)[1].value, dims_string(*w), groups, (*w)[1].value * groups));
+  }
+  if (const Dims* b = ctx.has_input(kB) ? ctx.input_dims(kB) : nullptr; b != nullptr && w != nullptr) {
+    FOVEA_TRY(ctx.require_rank(kB, 1, 1));
+    if ((*b)[0].known() && (*w)[0].known() && (*b)[0].value != (*w)[0].value) {
+      return ctx.error(StatusCode::kInvalidArgument, fmt::format("bias has {} entries for {} output channels",
+                                                                 (*b)[0].value, (*w)[0].value));
+    }
+  }
+  return Status::ok();
+}
+
+// The residual input of fovea.FusedConv must have the output's shape (no broadcasting).
+Status check_residual(const InferContext& ctx, const Dims& out) {
+  const Dims* z = ctx.input_dims(kZ);
+  if (z == nullptr) return Status::ok();
+  bool same = z->size() == out.size();
+  for (std::size_t d = 0; same && d < out.size(); ++d) {
+    same = !(*z)[d].known() || !out[d].known() || (*z)[d].value == out[d].value;
+  }
+  if (!same) {
+    return ctx.error(
+        StatusCode::kInvalidArgument,
+        fmt::format("residual input {} does not match the output {}", dims_string(*z), dims_string(out)));
+  }
+  return Status::ok();
+}
+
+Result<ConvShape> conv_shape(const InferContext& ctx, const Shape& x, const Shape& w) {
+  ConvShape s;
+  FOVEA_ASSIGN_OR_RETURN(s.groups, ctx.node().attr_int("group", 1));
+  FOVEA_ASSIGN_OR_RETURN(WindowAttributes window, read_window_attributes(ctx, static_cast<int>(x.size()) - 2,
+                                                                         Shape(w.begin() + 2, w.end())));
+  FOVEA_ASSIGN_OR_RETURN(s.dims, resolve_window(ctx, window, x));
+  s.batch = x[0];
+  s.channels = x[1];
+  s.out_channels = w[0];
+  for (const WindowDim& d : s.dims) {
+    s.in_plane *= d.in;
+    s.out_plane *= d.out;
+    s.kernel_size *= d.kernel;
+  }
+  return s;
+}
+
+// B of the convolution's gemm read from the input image: row k = (channel, kernel offset), column
+// n = output position; positions in the padding read as zero.
+template <typename T>
+PackB<T> pack_im2col(const T* x, const ConvShape& s) {
+  return [x, &s](std::int64_t k0, std::int64_t kc, std::int64_t n0, std::int64_t nc, T* panel) {
+    constexpr std::int64_t kNR = kGemmNR<T>;
+    const std::size_t rank = s.dims.size();
+    const auto cols = static_cast<std::size_t>(nc);
+    const auto rows = static_cast<std::size_t>(kc);
+    // Per column and dim: the input coordinate where its window starts.
+    std::vector<std::int64_t> start(rank * cols);
+    std::vector<std::int64_t> position(rank);
+    for (std::int64_t n = n0, d = static_cast<std::int64_t>(rank); d-- > 0;) {
+      position[static_cast<std::size_t>(d)] = n % s.dims[static_cast<std::size_t>(d)].out;
+      n /= s.dims[static_cast<std::size_t>(d)].out;
+    }
+    for (std::size_t j = 0; j < cols; ++j) {
+      for (std::size_t d = 0; d < rank; ++d) {
+        start[d * cols + j] = position[d] * s.dims[d].stride - s.dims[d].pad_begin;
+      }
+      for (std::size_t d = rank; d-- > 0;) {
+        if (++position[d] < s.dims[d].out) break;
+        position[d] = 0;
+      }
+    }
+    // Per row: the channel's plane offset and, per dim, the kernel tap's offset.
+    std::vector<std::int64_t> base(rows);
+    std::vector<std::int64_t> tap(rank * rows);
+    for (std::size_t p = 0; p < rows; ++p) {
+      const std::int64_t k = k0 + static_cast<std::int64_t>(p);
+      base[p] = (k / s.kernel_size) * s.in_plane;
+      std::int64_t r = k % s.kernel_size;
+      for (std::size_t d = rank; d-- > 0;) {
+        tap[d * rows + p] = (r % s.dims[d].kernel) * s.dims[d].dilation;
+        r /= s.dims[d].kernel;
+      }
+    }
+    std::vector<std::int64_t> in_stride(rank, 1);
+    for (std::size_t d = rank - 1; d-- > 0;) in_stride[d] = in_stride[d + 1] * s.dims[d + 1].in;
+
+    for (std::size_t j0 = 0; j0 < cols; j0 += kNR) {
+      for (std::size_t p = 0; p < rows; ++p, panel += kNR) {
+        for (std::size_t q = 0; q < static_cast<std::size_t>(kNR); ++q) {
+          const std::size_t j = j0 + q;
+          bool inside = j < cols;
+          std::int64_t offset = base[p];
+          for (std::size_t d = 0; inside && d < rank; ++d) {
+            const std::int64_t i = start[d * cols + j] + tap[d * rows + p];
+            inside = i >= 0 && i < s.dims[d].in;
+            offset += i * in_stride[d];
+          }
+          panel[q] = inside ? x[offset] : T(0);
+        }
+      }
+    }
+  };
+}
+
+template <typename T>
+void run_conv_typed(KernelContext& ctx, const ConvShape& s, const Activation& activation) {
+  const T* x = ctx.input(kX).data<T>();
+  const T* w = ctx.input(kW).data<T>();
+  const T* bias = has_optional_input(ctx, kB) ? ctx.input(kB).data<T>() : nullptr;
+  const T* residual = has_optional_input(ctx, kZ) ? ctx.input(kZ).data<T>() : nullptr;
+  T* y = ctx.output(0).data<T>();
+  const std::int64_t group_out = s.group_out();
+  const std::int64_t block_size = group_out * s.out_plane;
+
+  auto run_block = [&](std::int64_t block) {
+    const std::int64_t n = block / s.groups;
+    const std::int64_t g = block % s.groups;
+    const std::int64_t first_channel = n * s.out_channels + g * group_out;
+    T* y_block = y + first_channel * s.out_plane;
+    // Bias and residual go into Y first; the product then accumulates onto them.
+    const bool accumulate = bias != nullptr || residual != nullptr;
+    if (accumulate) {
+      parallel_for(block_size, kElementwiseChunk, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t i = begin; i < end; ++i) {
+          const T b = bias != nullptr ? bias[g * group_out + i / s.out_plane] : T(0);
+          y_block[i] = residual != nullptr ? b + residual[first_channel * s.out_plane + i] : b;
+        }
+      });
+    }
+    const T* x_block = x + (n * s.channels + g * s.group_in()) * s.in_plane;
+    const PackB<T> pack_b =
+        s.pointwise() ? pack_matrix(MatrixView<T>{x_block, s.in_plane, 1}) : pack_im2col(x_block, s);
+    gemm(group_out, s.out_plane, s.depth(), T(1), MatrixView<T>{w + g * group_out * s.depth(), s.depth(), 1},
+         pack_b, accumulate ? T(1) : T(0), y_block, s.out_plane);
+    if (activation.kind != Activation::Kind::kNone) {
+      parallel_for(block_size, kElementwiseChunk, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t i = begin; i < end; ++i) y_block[i] = activation.apply(y_block[i]);
+      });
+    }
+  };
+
+  const std::int64_t blocks = s.batch * s.groups;
+  const double block_flops = 2.0 * static_cast<double>(block_size) * static_cast<double>(s.depth());
+  if (blocks > 1 && (blocks >= 4 * cpu_thread_count() || block_flops < kSmallBlockFlops)) {
+    parallel_for(blocks, 1, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t b = begin; b < end; ++b) run_block(b);
+    });
+  } else {
+    for (std::int64_t b = 0; b < blocks; ++b) run_block(b);
+  }
+}
+
+Status run_conv_op(KernelContext& ctx) {
+  return run_conv(ctx, Activation{});
+}
+
+}  // namespace
+
+Status infer_conv(InferContext& ctx) {
+  if (ctx.input_count() < 2) {
+    return ctx.error(StatusCode::kInvalidArgument, "needs inputs X and W");
+  }
+  FOVEA_TRY(ctx.require_dtype(kX, {FOVEA_FLOAT_TYPES}));
+  for (int i = kW; i < ctx.input_count(); ++i) {
+    if (ctx.has_input(i)) FOVEA_TRY(ctx.require_same_dtype(kX, i));
+  }
+  const DataType dtype = ctx.input_dtype(kX);
+  const Dims* x = ctx.input_dims(kX);
+  const Dims* w = ctx.input_dims(kW);
+  if (x == nullptr && w == nullptr) {
+    ctx.set_output(0, dtype, std::nullopt);
+    return Status::ok();
+  }
+  const int rank = static_cast<int>(x != nullptr ? x->size() : w->size());
+  if (rank < 3) {
+    return ctx.error(StatusCode::kInvalidArgument,
+                     fmt::format("input has rank {}, expected [N, C, spatial...] of rank >= 3", rank));
+  }
+  FOVEA_TRY(ctx.require_rank(kX, rank, rank));
+  FOVEA_TRY(ctx.require_rank(kW, rank, rank));
+  FOVEA_ASSIGN_OR_RETURN(std::int64_t groups, ctx.node().attr_int("group", 1));
+  if (groups < 1) {
+    return ctx.error(StatusCode::kInvalidArgument, fmt::format("group={} must be positive", groups));
+  }
+  FOVEA_TRY(check_channels(ctx, x, w, groups));
+
+  Dims out{x != nullptr ? (*x)[0] : Dim::unknown(), w != nullptr ? (*w)[0] : Dim::unknown()};
+  const auto kernel = weight_kernel(w);
+  if (x != nullptr && (kernel || ctx.node().has_attribute("kernel_shape"))) {
+    FOVEA_ASSIGN_OR_RETURN(WindowAttributes window, read_window_attributes(ctx, rank - 2, kernel));
+    FOVEA_ASSIGN_OR_RETURN(Dims spatial, window_output_spatial_dims(ctx, window, *x));
+    out.insert(out.end(), spatial.begin(), spatial.end());
+  } else {
+    out.resize(static_cast<std::size_t>(rank), Dim::unknown());
+  }
+  if (ctx.input_count() > kZ && ctx.has_input(kZ)) FOVEA_TRY(check_residual(ctx, out));
+  ctx.set_output(0, dtype, std::move(out));
+  return Status::ok();
+}
+
+Status run_conv(KernelContext& ctx, const Activation& activation) {
+  const InferContext concrete = concrete_infer_context(ctx);
+  FOVEA_ASSIGN_OR_RETURN(ConvShape s, conv_shape(concrete, ctx.input(kX).shape(), ctx.input(kW).shape()));
+  dispatch<FOVEA_FLOAT_TYPES>(ctx.input(kX).dtype(), [&](auto tag) {
+    run_conv_typed<typename decltype(tag)::type>(ctx, s, activation);
+  });
+  return Status::ok();
+}
+
+double conv_flops(const Node&, const std::vector<Shape>& inputs, const std::vector<Shape>& outputs) {
+  // Each output element takes C/group * kernel multiply-adds: the weights' dims after the first.
+  const Shape& w = inputs[kW];
+  return 2.0 * static_cast<double>(element_count(outputs[0])) *
+         static_cast<double>(element_count(Shape(w.begin() + 1, w.end())));
+}
+
+FOVEA_REGISTER_OP({.op_type = "Conv", .infer = infer_conv, .run = run_conv_op, .flops = conv_flops});
+
+}  // namespace fovea::runtime::ops

@@ -1,0 +1,141 @@
+#include "runtime/ops/conv_util.h"
+
+#include <fmt/format.h>
+
+namespace fovea::runtime::ops {
+namespace {
+
+Result<AutoPad> read_auto_pad(const InferContext& ctx) {
+  FOVEA_ASSIGN_OR_RETURN(std::string text, ctx.node().attr_string("auto_pad", "NOTSET"));
+  if (text == "NOTSET" || text.empty()) return AutoPad::kNotSet;
+  if (text == "SAME_UPPER") return AutoPad::kSameUpper;
+  if (text == "SAME_LOWER") return AutoPad::kSameLower;
+  if (text == "VALID") return AutoPad::kValid;
+  return ctx.error(StatusCode::kInvalidArgument,
+                   fmt::format("auto_pad '{}' is not one of NOTSET, SAME_UPPER, "
+                               "SAME_LOWER, VALID",
+                               text));
+}
+
+// An ints attribute of `size` entries, each at least `min_value`; `fallback` fills it when absent.
+Result<std::vector<std::int64_t>> read_sized_ints(const InferContext& ctx, std::string_view key,
+                                                  std::size_t size, std::int64_t min_value,
+                                                  std::optional<std::vector<std::int64_t>> fallback) {
+  FOVEA_ASSIGN_OR_RETURN(std::vector<std::int64_t> values, ctx.node().attr_ints(key, std::move(fallback)));
+  if (values.size() != size) {
+    return ctx.error(StatusCode::kInvalidArgument,
+                     fmt::format("{} has {} entries, expected {}", key, values.size(), size));
+  }
+  for (std::int64_t v : values) {
+    if (v < min_value) {
+      return ctx.error(StatusCode::kInvalidArgument,
+                       fmt::format("{} [{}] has an entry below {}", key, fmt::join(values, ", "), min_value));
+    }
+  }
+  return values;
+}
+
+}  // namespace
+
+Result<WindowAttributes> read_window_attributes(
+    const InferContext& ctx, int spatial_rank,
+    const std::optional<std::vector<std::int64_t>>& kernel_from_weights) {
+  const auto rank = static_cast<std::size_t>(spatial_rank);
+  WindowAttributes w;
+  FOVEA_ASSIGN_OR_RETURN(w.auto_pad, read_auto_pad(ctx));
+  FOVEA_ASSIGN_OR_RETURN(w.kernel, read_sized_ints(ctx, "kernel_shape", rank, 1, kernel_from_weights));
+  if (kernel_from_weights && w.kernel != *kernel_from_weights) {
+    return ctx.error(StatusCode::kInvalidArgument,
+                     fmt::format("kernel_shape [{}] does not match the weights' spatial dims [{}]",
+                                 fmt::join(w.kernel, ", "), fmt::join(*kernel_from_weights, ", ")));
+  }
+  FOVEA_ASSIGN_OR_RETURN(w.strides,
+                         read_sized_ints(ctx, "strides", rank, 1, std::vector<std::int64_t>(rank, 1)));
+  FOVEA_ASSIGN_OR_RETURN(w.dilations,
+                         read_sized_ints(ctx, "dilations", rank, 1, std::vector<std::int64_t>(rank, 1)));
+  FOVEA_ASSIGN_OR_RETURN(w.pads,
+                         read_sized_ints(ctx, "pads", 2 * rank, 0, std::vector<std::int64_t>(2 * rank, 0)));
+  FOVEA_ASSIGN_OR_RETURN(std::int64_t ceil_mode, ctx.node().attr_int("ceil_mode", 0));
+  w.ceil_mode = ceil_mode != 0;
+  return w;
+}
+
+Result<WindowDim> resolve_window_dim(const InferContext& ctx, const WindowAttributes& window, int d,
+                                     std::int64_t in) {
+  const auto i = static_cast<std::size_t>(d);
+  WindowDim dim{
+      .in = in, .kernel = window.kernel[i], .stride = window.strides[i], .dilation = window.dilations[i]};
+  const std::int64_t extent = (dim.kernel - 1) * dim.dilation + 1;
+  switch (window.auto_pad) {
+    case AutoPad::kSameUpper:
+    case AutoPad::kSameLower: {
+      // The output covers ceil(in / stride) windows; the padding needed for that is split evenly,
+      // the odd element going to the end (SAME_UPPER) or the beginning (SAME_LOWER).
+      dim.out = (in + dim.stride - 1) / dim.stride;
+      const std::int64_t total = std::max<std::int64_t>(0, (dim.out - 1) * dim.stride + extent - in);
+      dim.pad_begin = window.auto_pad == AutoPad::kSameUpper ? total / 2 : total - total / 2;
+      dim.pad_end = total - dim.pad_begin;
+      return dim;
+    }
+    case AutoPad::kValid: break;
+    case AutoPad::kNotSet:
+      dim.pad_begin = window.pads[i];
+      dim.pad_end = window.pads[i + window.kernel.size()];
+      break;
+  }
+  const std::int64_t padded = in + dim.pad_begin + dim.pad_end;
+  if (padded < extent) {
+    return ctx.error(
+        StatusCode::kInvalidArgument,
+        fmt::format("spatial dim {}: the window (kernel {}, dilation {}) spans {} but the padded "
+                    "input has only {}",
+                    d, dim.kernel, dim.dilation, extent, padded));
+  }
+  if (window.ceil_mode) {
+    dim.out = (padded - extent + dim.stride - 1) / dim.stride + 1;
+    // A last window that would start inside the end padding is dropped (as PyTorch and ONNX's
+    // reference do): it would see padding only.
+    if ((dim.out - 1) * dim.stride >= in + dim.pad_begin) --dim.out;
+  } else {
+    dim.out = (padded - extent) / dim.stride + 1;
+  }
+  return dim;
+}
+
+Result<Dims> window_output_spatial_dims(const InferContext& ctx, const WindowAttributes& window,
+                                        const Dims& input) {
+  Dims out;
+  for (std::size_t d = 2; d < input.size(); ++d) {
+    if (!input[d].known()) {
+      out.push_back(Dim::unknown());
+      continue;
+    }
+    FOVEA_ASSIGN_OR_RETURN(WindowDim dim,
+                           resolve_window_dim(ctx, window, static_cast<int>(d - 2), input[d].value));
+    out.push_back(Dim::known_size(dim.out));
+  }
+  return out;
+}
+
+Result<std::vector<WindowDim>> resolve_window(const InferContext& ctx, const WindowAttributes& window,
+                                              const Shape& input) {
+  std::vector<WindowDim> dims;
+  for (std::size_t d = 2; d < input.size(); ++d) {
+    FOVEA_ASSIGN_OR_RETURN(WindowDim dim, resolve_window_dim(ctx, window, static_cast<int>(d - 2), input[d]));
+    dims.push_back(dim);
+  }
+  return dims;
+}
+
+InferContext concrete_infer_context(const KernelContext& ctx) {
+  std::vector<ValueType> types;
+  std::vector<const Tensor*> values;
+  for (int i = 0; i < ctx.input_count(); ++i) {
+    const Tensor& input = ctx.input(i);
+    types.push_back(ValueType{input.dtype(), dims_of(input.shape())});
+    values.push_back(&input);
+  }
+  return InferContext(nullptr, ctx.node(), std::move(types), std::move(values));
+}
+
+}  // namespace fovea::runtime::ops

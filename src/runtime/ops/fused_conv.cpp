@@ -1,0 +1,59 @@
+// fovea.FusedConv: Conv + bias + residual Add + activation in one kernel, made by the fusion pass.
+// Inputs X, W, B (optional), Z (optional residual with the output's shape); every Conv attribute, plus
+// "activation" ("" | Relu | LeakyRelu | Clip | Sigmoid | HardSwish) with activation_alpha (LeakyRelu,
+// default 0.01) and activation_min / activation_max (Clip). Output = act(conv(X, W) + B + Z): the
+// Conv kernel itself, with the activation applied in its epilogue.
+#include <fmt/format.h>
+
+#include "runtime/ops/conv_util.h"
+
+namespace fovea::runtime::ops {
+namespace {
+
+Result<Activation> read_activation(const InferContext& ctx) {
+  const Node& node = ctx.node();
+  FOVEA_ASSIGN_OR_RETURN(std::string name, node.attr_string("activation", ""));
+  Activation activation;
+  if (name.empty()) return activation;
+  if (name == "Relu") {
+    activation.kind = Activation::Kind::kRelu;
+  } else if (name == "LeakyRelu") {
+    activation.kind = Activation::Kind::kLeakyRelu;
+    FOVEA_ASSIGN_OR_RETURN(activation.alpha, node.attr_float("activation_alpha", 0.01f));
+  } else if (name == "Clip") {
+    activation.kind = Activation::Kind::kClip;
+    FOVEA_ASSIGN_OR_RETURN(activation.min, node.attr_float("activation_min"));
+    FOVEA_ASSIGN_OR_RETURN(activation.max, node.attr_float("activation_max"));
+  } else if (name == "Sigmoid") {
+    activation.kind = Activation::Kind::kSigmoid;
+  } else if (name == "HardSwish") {
+    activation.kind = Activation::Kind::kHardSwish;
+  } else {
+    return ctx.error(StatusCode::kUnsupported,
+                     fmt::format("activation '{}' is not one of Relu, LeakyRelu, Clip, "
+                                 "Sigmoid, HardSwish",
+                                 name));
+  }
+  return activation;
+}
+
+Status infer_fused_conv(InferContext& ctx) {
+  FOVEA_TRY(read_activation(ctx).status());
+  return infer_conv(ctx);
+}
+
+Status run_fused_conv(KernelContext& ctx) {
+  const InferContext concrete = concrete_infer_context(ctx);
+  FOVEA_ASSIGN_OR_RETURN(Activation activation, read_activation(concrete));
+  return run_conv(ctx, activation);
+}
+
+}  // namespace
+
+FOVEA_REGISTER_OP({.domain = "fovea",
+                   .op_type = "FusedConv",
+                   .infer = infer_fused_conv,
+                   .run = run_fused_conv,
+                   .flops = conv_flops});
+
+}  // namespace fovea::runtime::ops

@@ -1,0 +1,137 @@
+#include "runtime/planner.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "runtime/passes/passes.h"
+#include "runtime/shape_inference.h"
+
+namespace fovea::runtime {
+
+namespace {
+
+std::size_t align_up(std::size_t bytes) {
+  return (bytes + MemoryPlan::kAlignment - 1) / MemoryPlan::kAlignment * MemoryPlan::kAlignment;
+}
+
+struct Lifetime {
+  ValueId value = kNoValue;
+  int first = 0;  // index of the producing node
+  int last = 0;   // index of the last node reading it
+  std::size_t bytes = 0;
+};
+
+std::vector<Lifetime> arena_lifetimes(const Graph& graph) {
+  std::vector<Lifetime> lifetimes;
+  std::vector<int> last_use(graph.values.size(), -1);
+  for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
+    for (ValueId in : graph.nodes[n].inputs) {
+      if (in != kNoValue) last_use[static_cast<std::size_t>(in)] = static_cast<int>(n);
+    }
+  }
+  for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
+    for (ValueId out : graph.nodes[n].outputs) {
+      if (out == kNoValue || graph.is_graph_output(out)) continue;
+      const ValueType& type = graph.value(out).type;
+      if (!type.dims || !all_known(*type.dims)) continue;  // data-dependent: allocated at run time
+      const auto bytes = static_cast<std::size_t>(element_count(shape_of(*type.dims))) * data_type_size(type.dtype);
+      const int last = std::max(last_use[static_cast<std::size_t>(out)], static_cast<int>(n));
+      lifetimes.push_back(Lifetime{out, static_cast<int>(n), last, align_up(std::max<std::size_t>(bytes, 1))});
+    }
+  }
+  return lifetimes;
+}
+
+}  // namespace
+
+MemoryPlan plan_memory(const Graph& graph) {
+  MemoryPlan plan;
+  plan.offsets.assign(graph.values.size(), -1);
+  plan.bytes.assign(graph.values.size(), 0);
+  std::vector<Lifetime> lifetimes = arena_lifetimes(graph);
+  // Largest first: big tensors claim low offsets and small ones fill the gaps between them.
+  std::stable_sort(lifetimes.begin(), lifetimes.end(), [](const Lifetime& a, const Lifetime& b) { return a.bytes > b.bytes; });
+  struct Placed {
+    std::size_t offset, bytes;
+    int first, last;
+  };
+  std::vector<Placed> placed;
+  for (const Lifetime& life : lifetimes) {
+    std::vector<Placed> conflicts;
+    for (const Placed& p : placed) {
+      if (p.first <= life.last && life.first <= p.last) conflicts.push_back(p);
+    }
+    std::sort(conflicts.begin(), conflicts.end(), [](const Placed& a, const Placed& b) { return a.offset < b.offset; });
+    std::size_t offset = 0;
+    for (const Placed& c : conflicts) {
+      if (offset + life.bytes <= c.offset) break;  // fits in the gap below c
+      offset = std::max(offset, c.offset + c.bytes);
+    }
+    placed.push_back(Placed{offset, life.bytes, life.first, life.last});
+    plan.offsets[static_cast<std::size_t>(life.value)] = static_cast<std::int64_t>(offset);
+    plan.bytes[static_cast<std::size_t>(life.value)] = life.bytes;
+    plan.arena_bytes = std::max(plan.arena_bytes, offset + life.bytes);
+    plan.naive_bytes += life.bytes;
+  }
+  return plan;
+}
+
+Result<InputShapes> resolve_input_shapes(const Graph& graph, const InputShapes& overrides, std::int64_t default_dim) {
+  InputShapes shapes;
+  for (const auto& [name, shape] : overrides) {
+    const ValueId id = graph.find_value(name);
+    if (id == kNoValue || std::find(graph.inputs.begin(), graph.inputs.end(), id) == graph.inputs.end()) {
+      return make_error(StatusCode::kInvalidArgument, graph.where(), "'", name, "' is not an input of the model");
+    }
+  }
+  for (ValueId id : graph.inputs) {
+    const Value& input = graph.value(id);
+    if (auto it = overrides.find(input.name); it != overrides.end()) {
+      shapes[input.name] = it->second;
+      continue;
+    }
+    if (!input.type.dims) {
+      return make_error(StatusCode::kInvalidArgument, graph.where(), "input '", input.name,
+                        "' has no declared shape; give one");
+    }
+    Shape shape;
+    for (const Dim& d : *input.type.dims) shape.push_back(d.known() ? d.value : default_dim);
+    shapes[input.name] = std::move(shape);
+  }
+  return shapes;
+}
+
+Result<ExecutionPlan> plan_graph(const Graph& model_graph, const InputShapes& input_shapes) {
+  ExecutionPlan plan;
+  plan.graph = model_graph;
+  plan.input_shapes = input_shapes;
+  Graph& graph = plan.graph;
+  for (ValueId id : graph.inputs) {
+    Value& input = graph.value(id);
+    auto it = input_shapes.find(input.name);
+    if (it == input_shapes.end()) {
+      return make_error(StatusCode::kInvalidArgument, graph.where(), "no shape given for input '", input.name, "'");
+    }
+    const Shape& shape = it->second;
+    if (input.type.dims) {
+      const Dims& declared = *input.type.dims;
+      bool matches = declared.size() == shape.size();
+      for (std::size_t d = 0; matches && d < shape.size(); ++d) {
+        matches = !declared[d].known() || declared[d].value == shape[d];
+      }
+      if (!matches) {
+        return make_error(StatusCode::kInvalidArgument, graph.where(), "input '", input.name, "' is declared ",
+                          dims_string(declared), ", which ", shape_string(shape), " does not match");
+      }
+    }
+    input.type.dims = dims_of(shape);
+  }
+  FOVEA_TRY(infer_shapes(graph, FoldConstants::kYes));
+  FOVEA_TRY(optimize(graph));
+  plan.memory = plan_memory(graph);
+  return plan;
+}
+
+}  // namespace fovea::runtime

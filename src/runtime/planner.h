@@ -1,0 +1,45 @@
+// Planning: a model's graph specialized to concrete input shapes (folded and optimized), and one
+// memory arena holding every intermediate, placed by liveness. Executors run plans.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "runtime/graph.h"
+
+namespace fovea::runtime {
+
+using InputShapes = std::map<std::string, Shape, std::less<>>;
+
+struct MemoryPlan {
+  // Offsets are multiples of this: enough for any element type and for coalesced GPU access.
+  static constexpr std::size_t kAlignment = 256;
+  std::size_t arena_bytes = 0;
+  std::size_t naive_bytes = 0;  // every intermediate in its own allocation, for comparison
+  std::vector<std::int64_t> offsets;  // per value id; -1 for values outside the arena
+  std::vector<std::size_t> bytes;     // per value id, as planned
+};
+
+// Places every intermediate (node outputs that are not graph outputs, with static shapes) so that
+// values alive at the same time never overlap: greedy by size, each at the lowest offset free
+// during its lifetime. Values are alive from their producer to their last reader.
+MemoryPlan plan_memory(const Graph& graph);
+
+struct ExecutionPlan {
+  Graph graph;
+  InputShapes input_shapes;
+  MemoryPlan memory;
+};
+
+// Shapes for graph inputs: known dims as declared, unknown ones from `overrides` (whole shapes by
+// input name) or else `default_dim`.
+Result<InputShapes> resolve_input_shapes(const Graph& graph, const InputShapes& overrides, std::int64_t default_dim);
+
+// Binds the input shapes, folds constants, runs the passes and plans memory. A shape that
+// contradicts the model's declared dims is an error naming the input.
+Result<ExecutionPlan> plan_graph(const Graph& graph, const InputShapes& input_shapes);
+
+}  // namespace fovea::runtime
