@@ -121,51 +121,67 @@ PackB<T> pack_im2col(const T* x, const ConvShape& s) {
   return [x, &s](std::int64_t k0, std::int64_t kc, std::int64_t n0, std::int64_t nc, T* panel) {
     constexpr std::int64_t kNR = kGemmNR<T>;
     const std::size_t rank = s.dims.size();
+    constexpr auto kPanel = static_cast<std::size_t>(kNR);
     const auto cols = static_cast<std::size_t>(nc);
     const auto rows = static_cast<std::size_t>(kc);
-    // Per column and dim: the input coordinate where its window starts.
+    // Per column and dim: the input coordinate where its window starts; per column: its offset in
+    // the plane, and whether the whole window lies inside the input (most columns of a large image).
     std::vector<std::int64_t> start(rank * cols);
+    std::vector<std::int64_t> column_offset(cols, 0);
+    std::vector<bool> interior(cols, true);
     std::vector<std::int64_t> position(rank);
     for (std::int64_t n = n0, d = static_cast<std::int64_t>(rank); d-- > 0;) {
       position[static_cast<std::size_t>(d)] = n % s.dims[static_cast<std::size_t>(d)].out;
       n /= s.dims[static_cast<std::size_t>(d)].out;
     }
+    std::vector<std::int64_t> in_stride(rank, 1);
+    for (std::size_t d = rank - 1; d-- > 0;) in_stride[d] = in_stride[d + 1] * s.dims[d + 1].in;
     for (std::size_t j = 0; j < cols; ++j) {
       for (std::size_t d = 0; d < rank; ++d) {
-        start[d * cols + j] = position[d] * s.dims[d].stride - s.dims[d].pad_begin;
+        const WindowDim& dim = s.dims[d];
+        const std::int64_t first = position[d] * dim.stride - dim.pad_begin;
+        start[d * cols + j] = first;
+        column_offset[j] += first * in_stride[d];
+        interior[j] = interior[j] && first >= 0 && first + (dim.kernel - 1) * dim.dilation < dim.in;
       }
       for (std::size_t d = rank; d-- > 0;) {
         if (++position[d] < s.dims[d].out) break;
         position[d] = 0;
       }
     }
-    // Per row: the channel's plane offset and, per dim, the kernel tap's offset.
-    std::vector<std::int64_t> base(rows);
+    // Per row: the offset of its channel and kernel tap, and per dim the tap's offset.
+    std::vector<std::int64_t> row_offset(rows);
     std::vector<std::int64_t> tap(rank * rows);
     for (std::size_t p = 0; p < rows; ++p) {
       const std::int64_t k = k0 + static_cast<std::int64_t>(p);
-      base[p] = (k / s.kernel_size) * s.in_plane;
+      row_offset[p] = (k / s.kernel_size) * s.in_plane;
       std::int64_t r = k % s.kernel_size;
       for (std::size_t d = rank; d-- > 0;) {
         tap[d * rows + p] = (r % s.dims[d].kernel) * s.dims[d].dilation;
+        row_offset[p] += tap[d * rows + p] * in_stride[d];
         r /= s.dims[d].kernel;
       }
     }
-    std::vector<std::int64_t> in_stride(rank, 1);
-    for (std::size_t d = rank - 1; d-- > 0;) in_stride[d] = in_stride[d + 1] * s.dims[d + 1].in;
 
-    for (std::size_t j0 = 0; j0 < cols; j0 += kNR) {
-      for (std::size_t p = 0; p < rows; ++p, panel += kNR) {
-        for (std::size_t q = 0; q < static_cast<std::size_t>(kNR); ++q) {
+    for (std::size_t j0 = 0; j0 < cols; j0 += kPanel) {
+      const bool all_interior =
+          j0 + kPanel <= cols &&
+          std::all_of(interior.begin() + static_cast<std::ptrdiff_t>(j0),
+                      interior.begin() + static_cast<std::ptrdiff_t>(j0 + kPanel), [](bool b) { return b; });
+      for (std::size_t p = 0; p < rows; ++p, panel += kPanel) {
+        const T* row = x + row_offset[p];
+        if (all_interior) {
+          for (std::size_t q = 0; q < kPanel; ++q) panel[q] = row[column_offset[j0 + q]];
+          continue;
+        }
+        for (std::size_t q = 0; q < kPanel; ++q) {
           const std::size_t j = j0 + q;
           bool inside = j < cols;
-          std::int64_t offset = base[p];
           for (std::size_t d = 0; inside && d < rank; ++d) {
             const std::int64_t i = start[d * cols + j] + tap[d * rows + p];
             inside = i >= 0 && i < s.dims[d].in;
-            offset += i * in_stride[d];
           }
-          panel[q] = inside ? x[offset] : T(0);
+          panel[q] = inside ? row[column_offset[j]] : T(0);
         }
       }
     }

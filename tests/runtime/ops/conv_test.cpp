@@ -1,4 +1,6 @@
+#include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <vector>
 
 #include "runtime/op_test_util.h"
@@ -118,7 +120,8 @@ TEST(OpConv, MatchesDirectLoops1dAnd3d) {
 }
 
 TEST(OpConv, PointwiseAndLargeProductsMatchDirectLoops) {
-  // 1x1 takes the no-im2col path; the 32-channel 3x3 one (K = 288) spans several K blocks and runs in parallel.
+  // 1x1 takes the no-im2col path; the 32-channel 3x3 one (K = 288) spans several K blocks and runs in
+  // parallel.
   const ConvParams p1{.strides = {1, 1}, .dilations = {1, 1}, .pads = {0, 0, 0, 0}};
   const Tensor x1 = random_tensor(DataType::kFloat32, {2, 9, 11, 13}, 8);
   const Tensor w1 = random_tensor(DataType::kFloat32, {5, 9, 1, 1}, 9);
@@ -214,6 +217,36 @@ TEST(OpConv, RejectsBadInput) {
   const Tensor x_int = random_tensor(DataType::kInt32, {1, 4, 5, 5}, 21);
   status = run_node_status(NodeBuilder("Conv").inputs(2).build(), {x_int, w4});
   EXPECT_NE(status.message().find("type mismatch"), std::string::npos) << status.message();
+}
+
+// Throughput on ResNet-50 layer shapes (FCN-ResNet at 520x520); run by hand with
+// --gtest_also_run_disabled_tests --gtest_filter='OpConv.DISABLED_*'.
+TEST(OpConv, DISABLED_ThroughputOnResnetLayers) {
+  struct Layer {
+    Shape x;
+    Shape w;
+    std::int64_t pad;
+    std::int64_t stride;
+  };
+  for (const Layer& layer :
+       {Layer{{1, 64, 130, 130}, {64, 64, 3, 3}, 1, 1}, Layer{{1, 256, 130, 130}, {64, 256, 1, 1}, 0, 1},
+        Layer{{1, 512, 65, 65}, {2048, 512, 1, 1}, 0, 1}, Layer{{1, 3, 520, 520}, {64, 3, 7, 7}, 3, 2},
+        Layer{{1, 256, 65, 65}, {256, 256, 3, 3}, 2, 1}}) {
+    const Tensor x = random_tensor(DataType::kFloat32, layer.x, 1);
+    const Tensor w = random_tensor(DataType::kFloat32, layer.w, 2);
+    const Node node = NodeBuilder("Conv")
+                          .inputs(2)
+                          .attr("pads", std::vector<std::int64_t>(4, layer.pad))
+                          .attr("strides", std::vector<std::int64_t>(2, layer.stride))
+                          .build();
+    const auto start = std::chrono::steady_clock::now();
+    const Tensor y = run_node(node, {x, w})[0];
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double flops =
+        2.0 * static_cast<double>(y.numel()) * static_cast<double>(element_count(layer.w) / layer.w[0]);
+    std::printf("%s * %s: %.1f ms, %.1f GFLOP/s\n", shape_string(layer.x).c_str(),
+                shape_string(layer.w).c_str(), seconds * 1e3, flops / seconds / 1e9);
+  }
 }
 
 }  // namespace

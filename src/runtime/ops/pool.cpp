@@ -1,0 +1,248 @@
+// MaxPool (with the optional Indices output), AveragePool, GlobalMaxPool and GlobalAveragePool over
+// N-D inputs [N, C, spatial...]; windows follow the same geometry as Conv (conv_util.h).
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "runtime/ops/conv_util.h"
+#include "runtime/ops/op_util.h"
+#include "runtime/parallel.h"
+
+namespace fovea::runtime::ops {
+namespace {
+
+enum class PoolKind { kMax, kAverage };
+
+// Output elements per parallel chunk: a few thousand windows amortize a task.
+constexpr std::int64_t kPoolChunk = 1 << 12;
+
+Status require_pool_dtype(const InferContext& ctx, PoolKind kind) {
+  if (kind == PoolKind::kMax) {
+    return ctx.require_dtype(0, {FOVEA_FLOAT_TYPES, DataType::kInt8, DataType::kUInt8});
+  }
+  return ctx.require_dtype(0, {FOVEA_FLOAT_TYPES});
+}
+
+struct PoolOptions {
+  bool count_include_pad = false;
+  bool column_major_indices = false;  // storage_order = 1
+};
+
+Result<PoolOptions> read_pool_options(const InferContext& ctx) {
+  FOVEA_ASSIGN_OR_RETURN(std::int64_t include_pad, ctx.node().attr_int("count_include_pad", 0));
+  FOVEA_ASSIGN_OR_RETURN(std::int64_t storage_order, ctx.node().attr_int("storage_order", 0));
+  if (storage_order != 0 && storage_order != 1) {
+    return ctx.error(StatusCode::kInvalidArgument,
+                     fmt::format("storage_order={} is not 0 or 1", storage_order));
+  }
+  return PoolOptions{include_pad != 0, storage_order == 1};
+}
+
+Status infer_pool(InferContext& ctx, PoolKind kind) {
+  FOVEA_TRY(require_pool_dtype(ctx, kind));
+  FOVEA_TRY(ctx.require_rank(0, 3, kMaxTensorRank));
+  FOVEA_TRY(read_pool_options(ctx).status());
+  const Dims* x = ctx.input_dims(0);
+  std::optional<Dims> out;
+  if (x != nullptr) {
+    FOVEA_ASSIGN_OR_RETURN(WindowAttributes window,
+                           read_window_attributes(ctx, static_cast<int>(x->size()) - 2, std::nullopt));
+    FOVEA_ASSIGN_OR_RETURN(Dims spatial, window_output_spatial_dims(ctx, window, *x));
+    out = Dims{(*x)[0], (*x)[1]};
+    out->insert(out->end(), spatial.begin(), spatial.end());
+  }
+  ctx.set_output(0, ctx.input_dtype(0), out);
+  if (ctx.output_count() > 1) {
+    if (kind != PoolKind::kMax) {
+      return ctx.error(StatusCode::kInvalidArgument, "only MaxPool has an Indices output");
+    }
+    ctx.set_output(1, DataType::kInt64, out);
+  }
+  return Status::ok();
+}
+
+// One pooling call's concrete geometry.
+struct PoolPlan {
+  std::vector<WindowDim> dims;
+  PoolOptions options;
+  std::int64_t in_plane = 1;
+  std::int64_t out_plane = 1;
+  std::int64_t kernel_size = 1;
+  Shape in_strides;     // row-major, within a plane
+  Shape index_strides;  // for Indices: row- or column-major per storage_order
+};
+
+PoolPlan make_plan(std::vector<WindowDim> dims, PoolOptions options) {
+  PoolPlan plan{std::move(dims), options};
+  const std::size_t rank = plan.dims.size();
+  plan.in_strides.assign(rank, 1);
+  plan.index_strides.assign(rank, 1);
+  for (std::size_t d = rank; d-- > 1;) plan.in_strides[d - 1] = plan.in_strides[d] * plan.dims[d].in;
+  for (std::size_t d = 1; d < rank; ++d)
+    plan.index_strides[d] = plan.index_strides[d - 1] * plan.dims[d - 1].in;
+  if (!options.column_major_indices) plan.index_strides = plan.in_strides;
+  for (const WindowDim& d : plan.dims) {
+    plan.in_plane *= d.in;
+    plan.out_plane *= d.out;
+    plan.kernel_size *= d.kernel;
+  }
+  return plan;
+}
+
+// Advances a row-major odometer over the kernel taps or the output positions.
+void advance(std::vector<std::int64_t>& index, const std::vector<WindowDim>& dims, bool over_kernel) {
+  for (std::size_t d = index.size(); d-- > 0;) {
+    if (++index[d] < (over_kernel ? dims[d].kernel : dims[d].out)) return;
+    index[d] = 0;
+  }
+}
+
+// Pools output elements [begin, end) of the flattened [N*C, out_plane] output.
+template <typename T>
+void pool_range(PoolKind kind, const PoolPlan& plan, const T* x, T* y, std::int64_t* indices,
+                std::int64_t begin, std::int64_t end) {
+  const std::size_t rank = plan.dims.size();
+  std::vector<std::int64_t> position(rank);
+  for (std::int64_t rest = begin % plan.out_plane, d = static_cast<std::int64_t>(rank); d-- > 0;) {
+    position[static_cast<std::size_t>(d)] = rest % plan.dims[static_cast<std::size_t>(d)].out;
+    rest /= plan.dims[static_cast<std::size_t>(d)].out;
+  }
+  std::vector<std::int64_t> tap(rank);
+  for (std::int64_t out = begin; out < end; ++out, advance(position, plan.dims, false)) {
+    const std::int64_t plane = out / plan.out_plane;
+    const T* x_plane = x + plane * plan.in_plane;
+    double sum = 0;
+    T best = std::numeric_limits<T>::lowest();
+    std::int64_t best_index = 0;
+    std::int64_t valid = 0;
+    std::int64_t padded = 0;  // taps inside the padded extent, for count_include_pad
+    std::fill(tap.begin(), tap.end(), 0);
+    for (std::int64_t t = 0; t < plan.kernel_size; ++t, advance(tap, plan.dims, true)) {
+      bool inside = true;
+      bool inside_padding = true;
+      std::int64_t offset = 0;
+      std::int64_t index = 0;
+      for (std::size_t d = 0; d < rank; ++d) {
+        const WindowDim& dim = plan.dims[d];
+        const std::int64_t i = position[d] * dim.stride - dim.pad_begin + tap[d] * dim.dilation;
+        inside = inside && i >= 0 && i < dim.in;
+        inside_padding = inside_padding && i >= -dim.pad_begin && i < dim.in + dim.pad_end;
+        offset += i * plan.in_strides[d];
+        index += i * plan.index_strides[d];
+      }
+      padded += inside_padding ? 1 : 0;
+      if (!inside) continue;
+      ++valid;
+      const T v = x_plane[offset];
+      sum += static_cast<double>(v);
+      if (v > best) {
+        best = v;
+        best_index = index;
+      }
+    }
+    if (kind == PoolKind::kMax) {
+      y[out] = best;
+      if (indices != nullptr) indices[out] = plane * plan.in_plane + best_index;
+    } else {
+      const std::int64_t count = plan.options.count_include_pad ? padded : valid;
+      y[out] = static_cast<T>(sum / static_cast<double>(std::max<std::int64_t>(count, 1)));
+    }
+  }
+}
+
+Status run_pool(KernelContext& ctx, PoolKind kind) {
+  const InferContext concrete = concrete_infer_context(ctx);
+  const Tensor& x = ctx.input(0);
+  FOVEA_ASSIGN_OR_RETURN(WindowAttributes window,
+                         read_window_attributes(concrete, x.rank() - 2, std::nullopt));
+  FOVEA_ASSIGN_OR_RETURN(std::vector<WindowDim> dims, resolve_window(concrete, window, x.shape()));
+  FOVEA_ASSIGN_OR_RETURN(PoolOptions options, read_pool_options(concrete));
+  const PoolPlan plan = make_plan(std::move(dims), options);
+  Tensor& y = ctx.output(0);
+  std::int64_t* indices = ctx.output_count() > 1 ? ctx.output(1).data<std::int64_t>() : nullptr;
+  dispatch<FOVEA_FLOAT_TYPES, DataType::kInt8, DataType::kUInt8>(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    parallel_for(y.numel(), kPoolChunk, [&](std::int64_t begin, std::int64_t end) {
+      pool_range<T>(kind, plan, x.data<T>(), y.data<T>(), indices, begin, end);
+    });
+  });
+  return Status::ok();
+}
+
+Status infer_global_pool(InferContext& ctx) {
+  FOVEA_TRY(ctx.require_dtype(0, {FOVEA_FLOAT_TYPES}));
+  FOVEA_TRY(ctx.require_rank(0, 3, kMaxTensorRank));
+  std::optional<Dims> out;
+  if (const Dims* x = ctx.input_dims(0); x != nullptr) {
+    out = *x;
+    std::fill(out->begin() + 2, out->end(), Dim::known_size(1));
+  }
+  ctx.set_output(0, ctx.input_dtype(0), out);
+  return Status::ok();
+}
+
+Status run_global_pool(KernelContext& ctx, PoolKind kind) {
+  const Tensor& x = ctx.input(0);
+  Tensor& y = ctx.output(0);
+  const std::int64_t plane = x.rank() > 2 ? x.numel() / std::max<std::int64_t>(x.dim(0) * x.dim(1), 1) : 1;
+  dispatch<FOVEA_FLOAT_TYPES>(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    parallel_for(y.numel(), std::max<std::int64_t>(1, kPoolChunk * 16 / std::max<std::int64_t>(plane, 1)),
+                 [&](std::int64_t begin, std::int64_t end) {
+                   for (std::int64_t p = begin; p < end; ++p) {
+                     const T* in = x.data<T>() + p * plane;
+                     double sum = 0;
+                     T best = std::numeric_limits<T>::lowest();
+                     for (std::int64_t i = 0; i < plane; ++i) {
+                       sum += static_cast<double>(in[i]);
+                       best = std::max(best, in[i]);
+                     }
+                     y.data<T>()[p] =
+                         kind == PoolKind::kMax ? best : static_cast<T>(sum / static_cast<double>(plane));
+                   }
+                 });
+  });
+  return Status::ok();
+}
+
+double input_elements(const Node&, const std::vector<Shape>& inputs, const std::vector<Shape>&) {
+  return static_cast<double>(element_count(inputs[0]));
+}
+
+Status infer_max_pool(InferContext& ctx) {
+  return infer_pool(ctx, PoolKind::kMax);
+}
+Status run_max_pool(KernelContext& ctx) {
+  return run_pool(ctx, PoolKind::kMax);
+}
+Status infer_average_pool(InferContext& ctx) {
+  return infer_pool(ctx, PoolKind::kAverage);
+}
+Status run_average_pool(KernelContext& ctx) {
+  return run_pool(ctx, PoolKind::kAverage);
+}
+Status run_global_max_pool(KernelContext& ctx) {
+  return run_global_pool(ctx, PoolKind::kMax);
+}
+Status run_global_average_pool(KernelContext& ctx) {
+  return run_global_pool(ctx, PoolKind::kAverage);
+}
+
+}  // namespace
+
+FOVEA_REGISTER_OP(
+    {.op_type = "MaxPool", .infer = infer_max_pool, .run = run_max_pool, .flops = input_elements});
+FOVEA_REGISTER_OP({.op_type = "AveragePool",
+                   .infer = infer_average_pool,
+                   .run = run_average_pool,
+                   .flops = input_elements});
+FOVEA_REGISTER_OP({.op_type = "GlobalMaxPool",
+                   .infer = infer_global_pool,
+                   .run = run_global_max_pool,
+                   .flops = input_elements});
+FOVEA_REGISTER_OP({.op_type = "GlobalAveragePool",
+                   .infer = infer_global_pool,
+                   .run = run_global_average_pool,
+                   .flops = input_elements});
+
+}  // namespace fovea::runtime::ops
