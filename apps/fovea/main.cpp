@@ -46,6 +46,7 @@ int run(int argc, char** argv) {
   add_probe_command(app, &action);
   add_transcode_command(app, &action);
   add_decode_bench_command(app, &action);
+  add_model_command(app, &action);
 
   try {
     app.parse(argc, argv);

@@ -12,8 +12,8 @@ CpuExecutor::CpuExecutor(ExecutionPlan plan)
 Status CpuExecutor::check_inputs(const std::vector<Tensor>& inputs) const {
   const Graph& graph = plan_.graph;
   if (inputs.size() != graph.inputs.size()) {
-    return make_error(StatusCode::kInvalidArgument, graph.where(), "expected ", std::to_string(graph.inputs.size()),
-                      " inputs, got ", std::to_string(inputs.size()));
+    return make_error(StatusCode::kInvalidArgument, graph.where(), "expected ",
+                      std::to_string(graph.inputs.size()), " inputs, got ", std::to_string(inputs.size()));
   }
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const Value& value = graph.value(graph.inputs[i]);
@@ -63,7 +63,8 @@ Result<std::vector<Tensor>> CpuExecutor::run(const std::vector<Tensor>& inputs) 
     };
     FOVEA_ASSIGN_OR_RETURN(std::vector<Tensor> outputs, evaluate_node(&graph, node, node_inputs, allocator));
     for (std::size_t i = 0; i < node.outputs.size(); ++i) {
-      if (node.outputs[i] != kNoValue) values[static_cast<std::size_t>(node.outputs[i])] = std::move(outputs[i]);
+      if (node.outputs[i] != kNoValue)
+        values[static_cast<std::size_t>(node.outputs[i])] = std::move(outputs[i]);
     }
   }
   std::vector<Tensor> results;

@@ -47,9 +47,10 @@ Result<DataType> data_type_from_onnx(int onnx_type) {
     case onnx::TensorProto_DataType_BOOL: return DataType::kBool;
     default: break;
   }
-  const std::string name = onnx::TensorProto_DataType_IsValid(onnx_type)
-                               ? onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(onnx_type))
-                               : "code " + std::to_string(onnx_type);
+  const std::string name =
+      onnx::TensorProto_DataType_IsValid(onnx_type)
+          ? onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(onnx_type))
+          : "code " + std::to_string(onnx_type);
   return make_error(StatusCode::kUnsupported, "unsupported element type ", name);
 }
 
@@ -58,8 +59,8 @@ Result<DataType> data_type_from_onnx(int onnx_type) {
 template <typename Field>
 Status copy_repeated(const Field& field, Tensor& out, const std::string& what) {
   if (static_cast<std::int64_t>(field.size()) != out.numel()) {
-    return make_error(StatusCode::kCorruptData, what, ": holds ", std::to_string(field.size()), " values for ",
-                      std::to_string(out.numel()), " elements");
+    return make_error(StatusCode::kCorruptData, what, ": holds ", std::to_string(field.size()),
+                      " values for ", std::to_string(out.numel()), " elements");
   }
   for (int i = 0; i < field.size(); ++i) {
     const auto v = field.Get(i);
@@ -92,7 +93,8 @@ class Loader {
   }
 
   Status check_versions(const onnx::ModelProto& proto, Model& model) const;
-  Result<Shape> checked_shape(const google::protobuf::RepeatedField<std::int64_t>& dims, const std::string& what) const;
+  Result<Shape> checked_shape(const google::protobuf::RepeatedField<std::int64_t>& dims,
+                              const std::string& what) const;
   Status read_external(const onnx::TensorProto& proto, Tensor& out, const std::string& what) const;
   Result<ValueType> value_type(const onnx::ValueInfoProto& info) const;
   Result<Attribute> attribute(const onnx::AttributeProto& proto, const std::string& what);
@@ -122,13 +124,13 @@ Status Loader::check_versions(const onnx::ModelProto& proto, Model& model) const
   }
   if (model.ir_version < kMinIrVersion || model.ir_version > kMaxIrVersion) {
     return error(StatusCode::kUnsupported, fmt::format("IR version {} is outside the supported range {}-{}",
-                                                        model.ir_version, kMinIrVersion, kMaxIrVersion));
+                                                       model.ir_version, kMinIrVersion, kMaxIrVersion));
   }
-  if (model.graph.opsets.count("") &&
-      (model.default_opset < kMinOpset || model.default_opset > kMaxOpset)) {
-    return error(StatusCode::kUnsupported, fmt::format("opset {} of the default domain is outside the supported "
-                                                        "range {}-{}",
-                                                        model.default_opset, kMinOpset, kMaxOpset));
+  if (model.graph.opsets.count("") && (model.default_opset < kMinOpset || model.default_opset > kMaxOpset)) {
+    return error(StatusCode::kUnsupported,
+                 fmt::format("opset {} of the default domain is outside the supported "
+                             "range {}-{}",
+                             model.default_opset, kMinOpset, kMaxOpset));
   }
   return Status::ok();
 }
@@ -185,13 +187,15 @@ Status Loader::read_external(const onnx::TensorProto& proto, Tensor& out, const 
   const std::filesystem::path file_path = base_dir_ / relative;
   std::ifstream file(file_path, std::ios::binary);
   if (!file) {
-    return error(StatusCode::kNotFound, what, ": external data file ", file_path.string(), " cannot be opened");
+    return error(StatusCode::kNotFound, what, ": external data file ", file_path.string(),
+                 " cannot be opened");
   }
   std::error_code ec;
   const std::uint64_t file_size = std::filesystem::file_size(file_path, ec);
   if (ec || offset > file_size || file_size - offset < out.bytes()) {
-    return error(StatusCode::kCorruptData, what, ": external data file ", file_path.string(), " is too short (",
-                 std::to_string(file_size), " bytes, need ", std::to_string(offset + out.bytes()), ")");
+    return error(StatusCode::kCorruptData, what, ": external data file ", file_path.string(),
+                 " is too short (", std::to_string(file_size), " bytes, need ",
+                 std::to_string(offset + out.bytes()), ")");
   }
   file.seekg(static_cast<std::streamoff>(offset));
   file.read(static_cast<char*>(out.raw()), static_cast<std::streamsize>(out.bytes()));
@@ -271,9 +275,18 @@ Result<Attribute> Loader::attribute(const onnx::AttributeProto& proto, const std
   Attribute a;
   using onnx::AttributeProto;
   switch (proto.type()) {
-    case AttributeProto::INT: a.kind = Attribute::Kind::kInt; a.i = proto.i(); break;
-    case AttributeProto::FLOAT: a.kind = Attribute::Kind::kFloat; a.f = proto.f(); break;
-    case AttributeProto::STRING: a.kind = Attribute::Kind::kString; a.s = proto.s(); break;
+    case AttributeProto::INT:
+      a.kind = Attribute::Kind::kInt;
+      a.i = proto.i();
+      break;
+    case AttributeProto::FLOAT:
+      a.kind = Attribute::Kind::kFloat;
+      a.f = proto.f();
+      break;
+    case AttributeProto::STRING:
+      a.kind = Attribute::Kind::kString;
+      a.s = proto.s();
+      break;
     case AttributeProto::INTS:
       a.kind = Attribute::Kind::kInts;
       a.ints.assign(proto.ints().begin(), proto.ints().end());
@@ -344,7 +357,8 @@ Status Loader::add_nodes(const onnx::GraphProto& proto, Graph& graph) {
         return error(StatusCode::kCorruptData, "value '", out, "' is produced by more than one node");
       }
       if (!out.empty() && graph.find_value(out) != kNoValue) {
-        return error(StatusCode::kCorruptData, "value '", out, "' is both a node output and an input or initializer");
+        return error(StatusCode::kCorruptData, "value '", out,
+                     "' is both a node output and an input or initializer");
       }
     }
   }
@@ -356,7 +370,8 @@ Status Loader::add_nodes(const onnx::GraphProto& proto, Graph& graph) {
     node.domain = n.domain() == "ai.onnx" ? "" : n.domain();
     auto opset = graph.opsets.find(node.domain);
     if (opset == graph.opsets.end()) {
-      return error(StatusCode::kCorruptData, node.describe(), ": its domain '", node.domain, "' is not imported");
+      return error(StatusCode::kCorruptData, node.describe(), ": its domain '", node.domain,
+                   "' is not imported");
     }
     node.opset = opset->second;
     for (const auto& attr : n.attribute()) {
@@ -412,7 +427,8 @@ Status Loader::add_outputs(const onnx::GraphProto& proto, Graph& graph) const {
 Result<Model> Loader::load(const onnx::ModelProto& proto) {
   Model model;
   model.graph.model_path = name_;
-  model.producer = proto.producer_name() + (proto.producer_version().empty() ? "" : " " + proto.producer_version());
+  model.producer =
+      proto.producer_name() + (proto.producer_version().empty() ? "" : " " + proto.producer_version());
   FOVEA_TRY(check_versions(proto, model));
   if (!proto.has_graph()) {
     return error(StatusCode::kCorruptData, "the model has no graph");
@@ -430,8 +446,8 @@ Result<Model> Loader::load(const onnx::ModelProto& proto) {
 
 }  // namespace
 
-Result<Model> parse_onnx(std::string_view bytes, const std::string& name, const std::filesystem::path& base_dir,
-                         const LoadOptions& options) {
+Result<Model> parse_onnx(std::string_view bytes, const std::string& name,
+                         const std::filesystem::path& base_dir, const LoadOptions& options) {
   if (bytes.empty()) {
     return make_error(StatusCode::kCorruptData, name, ": empty file, not an ONNX model");
   }

@@ -1,4 +1,4 @@
-// Loads ONNX models (IR versions 7-10, default-domain opsets 11-21) into the runtime's graph,
+// Loads ONNX models (IR versions 3-10, default-domain opsets 11-21) into the runtime's graph,
 // checking everything a malformed or unsupported file could get wrong, so that later stages can
 // trust the graph. Every error names the model path and, where there is one, the node.
 #pragma once
@@ -13,7 +13,9 @@
 
 namespace fovea::runtime {
 
-inline constexpr int kMinIrVersion = 7;
+// IR versions 3-6 differ from 7 only in ways the loader handles (initializers listed as inputs),
+// so they load too; opsets, which change op semantics, are held to the range the kernels implement.
+inline constexpr int kMinIrVersion = 3;
 inline constexpr int kMaxIrVersion = 10;
 inline constexpr int kMinOpset = 11;
 inline constexpr int kMaxOpset = 21;
@@ -40,8 +42,8 @@ struct Model {
 // Reads `path` (and external-data files next to it).
 Result<Model> load_onnx(const std::filesystem::path& path, const LoadOptions& options = {});
 // Parses a model held in memory; `name` is used in errors and `base_dir` resolves external data.
-Result<Model> parse_onnx(std::string_view bytes, const std::string& name, const std::filesystem::path& base_dir,
-                         const LoadOptions& options = {});
+Result<Model> parse_onnx(std::string_view bytes, const std::string& name,
+                         const std::filesystem::path& base_dir, const LoadOptions& options = {});
 
 // Parses a serialized TensorProto (the .pb files of ONNX's test data); `name` is used in errors.
 Result<Tensor> parse_onnx_tensor(std::string_view bytes, const std::string& name);

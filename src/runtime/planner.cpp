@@ -36,9 +36,11 @@ std::vector<Lifetime> arena_lifetimes(const Graph& graph) {
       if (out == kNoValue || graph.is_graph_output(out)) continue;
       const ValueType& type = graph.value(out).type;
       if (!type.dims || !all_known(*type.dims)) continue;  // data-dependent: allocated at run time
-      const auto bytes = static_cast<std::size_t>(element_count(shape_of(*type.dims))) * data_type_size(type.dtype);
+      const auto bytes =
+          static_cast<std::size_t>(element_count(shape_of(*type.dims))) * data_type_size(type.dtype);
       const int last = std::max(last_use[static_cast<std::size_t>(out)], static_cast<int>(n));
-      lifetimes.push_back(Lifetime{out, static_cast<int>(n), last, align_up(std::max<std::size_t>(bytes, 1))});
+      lifetimes.push_back(
+          Lifetime{out, static_cast<int>(n), last, align_up(std::max<std::size_t>(bytes, 1))});
     }
   }
   return lifetimes;
@@ -52,7 +54,8 @@ MemoryPlan plan_memory(const Graph& graph) {
   plan.bytes.assign(graph.values.size(), 0);
   std::vector<Lifetime> lifetimes = arena_lifetimes(graph);
   // Largest first: big tensors claim low offsets and small ones fill the gaps between them.
-  std::stable_sort(lifetimes.begin(), lifetimes.end(), [](const Lifetime& a, const Lifetime& b) { return a.bytes > b.bytes; });
+  std::stable_sort(lifetimes.begin(), lifetimes.end(),
+                   [](const Lifetime& a, const Lifetime& b) { return a.bytes > b.bytes; });
   struct Placed {
     std::size_t offset, bytes;
     int first, last;
@@ -63,7 +66,8 @@ MemoryPlan plan_memory(const Graph& graph) {
     for (const Placed& p : placed) {
       if (p.first <= life.last && life.first <= p.last) conflicts.push_back(p);
     }
-    std::sort(conflicts.begin(), conflicts.end(), [](const Placed& a, const Placed& b) { return a.offset < b.offset; });
+    std::sort(conflicts.begin(), conflicts.end(),
+              [](const Placed& a, const Placed& b) { return a.offset < b.offset; });
     std::size_t offset = 0;
     for (const Placed& c : conflicts) {
       if (offset + life.bytes <= c.offset) break;  // fits in the gap below c
@@ -78,12 +82,14 @@ MemoryPlan plan_memory(const Graph& graph) {
   return plan;
 }
 
-Result<InputShapes> resolve_input_shapes(const Graph& graph, const InputShapes& overrides, std::int64_t default_dim) {
+Result<InputShapes> resolve_input_shapes(const Graph& graph, const InputShapes& overrides,
+                                         std::int64_t default_dim) {
   InputShapes shapes;
   for (const auto& [name, shape] : overrides) {
     const ValueId id = graph.find_value(name);
     if (id == kNoValue || std::find(graph.inputs.begin(), graph.inputs.end(), id) == graph.inputs.end()) {
-      return make_error(StatusCode::kInvalidArgument, graph.where(), "'", name, "' is not an input of the model");
+      return make_error(StatusCode::kInvalidArgument, graph.where(), "'", name,
+                        "' is not an input of the model");
     }
   }
   for (ValueId id : graph.inputs) {
@@ -112,7 +118,8 @@ Result<ExecutionPlan> plan_graph(const Graph& model_graph, const InputShapes& in
     Value& input = graph.value(id);
     auto it = input_shapes.find(input.name);
     if (it == input_shapes.end()) {
-      return make_error(StatusCode::kInvalidArgument, graph.where(), "no shape given for input '", input.name, "'");
+      return make_error(StatusCode::kInvalidArgument, graph.where(), "no shape given for input '", input.name,
+                        "'");
     }
     const Shape& shape = it->second;
     if (input.type.dims) {
@@ -122,8 +129,9 @@ Result<ExecutionPlan> plan_graph(const Graph& model_graph, const InputShapes& in
         matches = !declared[d].known() || declared[d].value == shape[d];
       }
       if (!matches) {
-        return make_error(StatusCode::kInvalidArgument, graph.where(), "input '", input.name, "' is declared ",
-                          dims_string(declared), ", which ", shape_string(shape), " does not match");
+        return make_error(StatusCode::kInvalidArgument, graph.where(), "input '", input.name,
+                          "' is declared ", dims_string(declared), ", which ", shape_string(shape),
+                          " does not match");
       }
     }
     input.type.dims = dims_of(shape);

@@ -18,7 +18,7 @@ struct MemoryPlan {
   // Offsets are multiples of this: enough for any element type and for coalesced GPU access.
   static constexpr std::size_t kAlignment = 256;
   std::size_t arena_bytes = 0;
-  std::size_t naive_bytes = 0;  // every intermediate in its own allocation, for comparison
+  std::size_t naive_bytes = 0;        // every intermediate in its own allocation, for comparison
   std::vector<std::int64_t> offsets;  // per value id; -1 for values outside the arena
   std::vector<std::size_t> bytes;     // per value id, as planned
 };
@@ -36,7 +36,8 @@ struct ExecutionPlan {
 
 // Shapes for graph inputs: known dims as declared, unknown ones from `overrides` (whole shapes by
 // input name) or else `default_dim`.
-Result<InputShapes> resolve_input_shapes(const Graph& graph, const InputShapes& overrides, std::int64_t default_dim);
+Result<InputShapes> resolve_input_shapes(const Graph& graph, const InputShapes& overrides,
+                                         std::int64_t default_dim);
 
 // Binds the input shapes, folds constants, runs the passes and plans memory. A shape that
 // contradicts the model's declared dims is an error naming the input.

@@ -23,7 +23,9 @@ ValueType merge_declared(ValueType inferred, const ValueType& declared) {
   return inferred;
 }
 
-bool shape_is_known(const ValueType& type) { return type.dims && all_known(*type.dims); }
+bool shape_is_known(const ValueType& type) {
+  return type.dims && all_known(*type.dims);
+}
 
 // Whether the node's outputs can be computed now, without the graph's inputs.
 bool foldable(const Graph& graph, const Node& node, const std::vector<ValueType>& outputs) {
@@ -80,9 +82,10 @@ Status infer_shapes(Graph& graph, FoldConstants fold_constants) {
       Value& value = graph.value(node.outputs[i]);
       if (graph.is_graph_output(node.outputs[i]) && value.type.dims.has_value() &&
           value.type.dtype != outputs[i].dtype) {
-        return make_error(StatusCode::kInvalidArgument, graph.where(), node.describe(), ": type mismatch: output '",
-                          value.name, "' is declared ", std::string(data_type_name(value.type.dtype)),
-                          " but the op produces ", std::string(data_type_name(outputs[i].dtype)));
+        return make_error(StatusCode::kInvalidArgument, graph.where(), node.describe(),
+                          ": type mismatch: output '", value.name, "' is declared ",
+                          std::string(data_type_name(value.type.dtype)), " but the op produces ",
+                          std::string(data_type_name(outputs[i].dtype)));
       }
       value.type = merge_declared(outputs[i], value.type);
     }

@@ -18,16 +18,20 @@ bool is_float_constant(const Graph& graph, ValueId id) {
 // parameters of one value per output channel; nullptr otherwise.
 Node* foldable_batchnorm(Graph& graph, const Node& conv) {
   Node* bn = sole_consumer(graph, conv.outputs[0]);
-  if (bn == nullptr || bn->op_type != "BatchNormalization" || !bn->domain.empty() || bn->inputs[0] != conv.outputs[0]) {
+  if (bn == nullptr || bn->op_type != "BatchNormalization" || !bn->domain.empty() ||
+      bn->inputs[0] != conv.outputs[0]) {
     return nullptr;
   }
-  if (bn->inputs.size() != 5 || (bn->outputs.size() > 1 && std::any_of(bn->outputs.begin() + 1, bn->outputs.end(), [](ValueId v) { return v != kNoValue; }))) {
+  if (bn->inputs.size() != 5 ||
+      (bn->outputs.size() > 1 &&
+       std::any_of(bn->outputs.begin() + 1, bn->outputs.end(), [](ValueId v) { return v != kNoValue; }))) {
     return nullptr;  // training-mode outputs are requested
   }
   if (!bn->attr_int("training_mode", 0).is_ok() || *bn->attr_int("training_mode", 0) != 0) return nullptr;
   const Tensor& weights = *graph.value(conv.inputs[1]).constant;
   for (std::size_t i = 1; i < 5; ++i) {
-    if (!is_float_constant(graph, bn->inputs[i]) || graph.value(bn->inputs[i]).constant->numel() != weights.dim(0)) {
+    if (!is_float_constant(graph, bn->inputs[i]) ||
+        graph.value(bn->inputs[i]).constant->numel() != weights.dim(0)) {
       return nullptr;
     }
   }
@@ -36,7 +40,8 @@ Node* foldable_batchnorm(Graph& graph, const Node& conv) {
 
 bool foldable_conv(const Graph& graph, const Node& conv) {
   if (conv.op_type != "Conv" || !conv.domain.empty() || conv.inputs.size() < 2) return false;
-  if (!is_float_constant(graph, conv.inputs[1]) || graph.value(conv.inputs[1]).constant->rank() < 3) return false;
+  if (!is_float_constant(graph, conv.inputs[1]) || graph.value(conv.inputs[1]).constant->rank() < 3)
+    return false;
   return conv.inputs.size() < 3 || conv.inputs[2] == kNoValue || is_float_constant(graph, conv.inputs[2]);
 }
 

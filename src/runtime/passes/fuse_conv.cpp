@@ -52,7 +52,9 @@ bool take_activation(const Graph& graph, const Node& act, Node& fused) {
     float bounds[2] = {-INFINITY, INFINITY};
     for (std::size_t i = 1; i < act.inputs.size() && i < 3; ++i) {
       if (act.inputs[i] == kNoValue) continue;
-      if (!graph.is_constant(act.inputs[i]) || graph.value(act.inputs[i]).constant->dtype() != DataType::kFloat32) return false;
+      if (!graph.is_constant(act.inputs[i]) ||
+          graph.value(act.inputs[i]).constant->dtype() != DataType::kFloat32)
+        return false;
       bounds[i - 1] = graph.value(act.inputs[i]).constant->data<float>()[0];
     }
     set_string("Clip");

@@ -9,7 +9,8 @@ bool bypassable(const Graph& graph, const Node& node, const std::vector<int>& us
   if (node.op_type == "Identity") return true;
   if (node.op_type != "Dropout") return false;
   // Dropout with a mask output someone reads, or an explicit training_mode, stays.
-  const bool mask_read = node.outputs.size() > 1 && node.outputs[1] != kNoValue && uses[static_cast<std::size_t>(node.outputs[1])] > 0;
+  const bool mask_read = node.outputs.size() > 1 && node.outputs[1] != kNoValue &&
+                         uses[static_cast<std::size_t>(node.outputs[1])] > 0;
   const bool training_input = node.inputs.size() > 2 && node.inputs[2] != kNoValue;
   return !mask_read && !training_input && graph.value(node.inputs[0]).type.dims.has_value();
 }

@@ -1,0 +1,137 @@
+#include "runtime/npy.h"
+
+#include <cstring>
+#include <fstream>
+#include <regex>
+
+#include <fmt/format.h>
+
+namespace fovea::runtime {
+
+namespace {
+
+constexpr char kMagic[] = "\x93NUMPY";
+constexpr std::size_t kMagicLength = 6;
+
+struct Descr {
+  const char* code;
+  DataType dtype;
+};
+// '<' little-endian, '|' byte-sized (no byte order); fovea runs on little-endian hosts only.
+constexpr Descr kDescrs[] = {{"<f4", DataType::kFloat32}, {"<f8", DataType::kFloat64},
+                             {"<f2", DataType::kFloat16}, {"<i8", DataType::kInt64},
+                             {"<i4", DataType::kInt32},   {"|i1", DataType::kInt8},
+                             {"|u1", DataType::kUInt8},   {"|b1", DataType::kBool}};
+
+Result<DataType> dtype_of(const std::string& descr, const std::string& where) {
+  for (const Descr& d : kDescrs) {
+    if (descr == d.code) return d.dtype;
+  }
+  return make_error(StatusCode::kUnsupported, where, ": unsupported dtype '", descr,
+                    "' (fovea reads little-endian float16/32/64, int8/32/64, uint8 and bool)");
+}
+
+Result<Shape> parse_shape(const std::string& text, const std::string& where) {
+  Shape shape;
+  std::regex number("[0-9]+");
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), number); it != std::sregex_iterator(); ++it) {
+    const std::string digits = it->str();
+    if (digits.size() > 12) {
+      return make_error(StatusCode::kCorruptData, where, ": dimension ", digits, " is implausibly large");
+    }
+    shape.push_back(std::stoll(digits));
+  }
+  return shape;
+}
+
+}  // namespace
+
+Result<Tensor> read_npy(const std::filesystem::path& path) {
+  const std::string where = path.string();
+  std::ifstream file(path, std::ios::binary);
+  if (!file) {
+    return make_error(StatusCode::kNotFound, where, ": cannot open");
+  }
+  char preamble[10] = {};
+  file.read(preamble, 8);
+  if (!file || std::memcmp(preamble, kMagic, kMagicLength) != 0) {
+    return make_error(StatusCode::kCorruptData, where, ": not a .npy file (bad magic)");
+  }
+  const int major = static_cast<unsigned char>(preamble[6]);
+  std::uint32_t header_length = 0;
+  if (major == 1) {
+    unsigned char len[2];
+    file.read(reinterpret_cast<char*>(len), 2);
+    header_length = len[0] | (len[1] << 8u);
+  } else if (major == 2 || major == 3) {
+    unsigned char len[4];
+    file.read(reinterpret_cast<char*>(len), 4);
+    header_length = len[0] | (len[1] << 8u) | (len[2] << 16u) | (static_cast<std::uint32_t>(len[3]) << 24u);
+  } else {
+    return make_error(StatusCode::kUnsupported, where, ": .npy format version ", std::to_string(major));
+  }
+  if (!file || header_length > (1u << 20)) {
+    return make_error(StatusCode::kCorruptData, where, ": truncated or oversized header");
+  }
+  std::string header(header_length, '\0');
+  file.read(header.data(), header_length);
+  std::smatch match;
+  if (!std::regex_search(header, match, std::regex("'descr':\\s*'([^']*)'"))) {
+    return make_error(StatusCode::kCorruptData, where, ": header has no 'descr'");
+  }
+  FOVEA_ASSIGN_OR_RETURN(DataType dtype, dtype_of(match[1].str(), where));
+  if (std::regex_search(header, std::regex("'fortran_order':\\s*True"))) {
+    return make_error(StatusCode::kUnsupported, where,
+                      ": Fortran-ordered arrays are not supported (save C order)");
+  }
+  if (!std::regex_search(header, match, std::regex("'shape':\\s*\\(([^)]*)\\)"))) {
+    return make_error(StatusCode::kCorruptData, where, ": header has no 'shape'");
+  }
+  FOVEA_ASSIGN_OR_RETURN(Shape shape, parse_shape(match[1].str(), where));
+  std::error_code ec;
+  const auto file_size = std::filesystem::file_size(path, ec);
+  const auto data_start = static_cast<std::uintmax_t>(file.tellg());
+  const std::uintmax_t expected = static_cast<std::uintmax_t>(element_count(shape)) * data_type_size(dtype);
+  if (ec || file_size < data_start || file_size - data_start != expected) {
+    return make_error(StatusCode::kCorruptData, where, ": holds ", std::to_string(file_size - data_start),
+                      " data bytes, expected ", std::to_string(expected), " for ", shape_string(shape));
+  }
+  Tensor tensor = Tensor::allocate(dtype, std::move(shape));
+  file.read(static_cast<char*>(tensor.raw()), static_cast<std::streamsize>(tensor.bytes()));
+  if (!file && tensor.bytes() > 0) {
+    return make_error(StatusCode::kIoError, where, ": read failed");
+  }
+  return tensor;
+}
+
+Status write_npy(const std::filesystem::path& path, const Tensor& tensor) {
+  const char* code = nullptr;
+  for (const Descr& d : kDescrs) {
+    if (d.dtype == tensor.dtype()) code = d.code;
+  }
+  FOVEA_CHECK(code != nullptr);
+  std::string shape = fmt::format("{}", fmt::join(tensor.shape(), ", "));
+  if (tensor.rank() == 1) shape += ",";
+  std::string header = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': ({}), }}", code, shape);
+  // Version 1.0: magic, version, 2-byte length; the data starts at a multiple of 64 bytes.
+  const std::size_t unpadded = kMagicLength + 2 + 2 + header.size() + 1;
+  header.append((64 - unpadded % 64) % 64, ' ');
+  header.push_back('\n');
+  std::ofstream file(path, std::ios::binary);
+  if (!file) {
+    return make_error(StatusCode::kIoError, path.string(), ": cannot create");
+  }
+  file.write(kMagic, kMagicLength);
+  const char version[2] = {1, 0};
+  file.write(version, 2);
+  const char length[2] = {static_cast<char>(header.size() & 0xff), static_cast<char>(header.size() >> 8)};
+  file.write(length, 2);
+  file.write(header.data(), static_cast<std::streamsize>(header.size()));
+  file.write(static_cast<const char*>(tensor.raw()), static_cast<std::streamsize>(tensor.bytes()));
+  if (!file) {
+    return make_error(StatusCode::kIoError, path.string(), ": write failed");
+  }
+  return Status::ok();
+}
+
+}  // namespace fovea::runtime
