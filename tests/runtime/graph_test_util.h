@@ -1,0 +1,18 @@
+// Running whole graphs in tests: the planned executor, and a reference that evaluates the loaded
+// graph node by node with no folding, passes or arena, to check that those change nothing.
+#pragma once
+
+#include <vector>
+
+#include "runtime/cpu_executor.h"
+#include "runtime/model_builder.h"
+#include "runtime/onnx_loader.h"
+
+namespace fovea::runtime::testing {
+
+Graph load_graph(const ModelBuilder& builder);
+std::vector<Tensor> run_unoptimized(const Graph& graph, const std::vector<Tensor>& inputs);
+ExecutionPlan plan_for(const Graph& graph, const std::vector<Tensor>& inputs);
+int count_ops(const Graph& graph, const std::string& op_type);
+
+}  // namespace fovea::runtime::testing

@@ -1,0 +1,122 @@
+// Each pass changes the graph as intended and leaves the results unchanged: the planned executor
+// (folded, optimized, arena) agrees with a node-by-node evaluation of the loaded graph.
+#include <gtest/gtest.h>
+
+#include "runtime/graph_test_util.h"
+#include "runtime/op_test_util.h"
+
+namespace fovea::runtime::testing {
+namespace {
+
+// The planned run must match the unoptimized one; folding BatchNorm reassociates float math, so
+// the tolerance is a few float32 ulps of the values involved (|y| ~ 10).
+void expect_same_results(const Graph& graph, const ExecutionPlan& plan, const std::vector<Tensor>& inputs) {
+  const auto reference = run_unoptimized(graph, inputs);
+  CpuExecutor executor(plan);
+  auto outputs = executor.run(inputs);
+  ASSERT_TRUE(outputs.is_ok()) << outputs.status().to_string();
+  ASSERT_EQ(outputs->size(), reference.size());
+  for (std::size_t i = 0; i < reference.size(); ++i) {
+    EXPECT_TRUE(tensors_near((*outputs)[i], reference[i], 1e-4, 1e-4)) << "output " << i;
+  }
+}
+
+TEST(PassRemoveIdentities, BypassesIdentityAndDropout) {
+  ModelBuilder m;
+  m.input("x", DataType::kFloat32, {3, 5}).output("y", DataType::kFloat32, {3, 5});
+  m.node("Identity", {"x"}, {"a"});
+  m.node("Relu", {"a"}, {"b"});
+  m.node("Dropout", {"b"}, {"c"});
+  m.node("Identity", {"c"}, {"y"});
+  const Graph graph = load_graph(m);
+  const std::vector<Tensor> inputs = {random_tensor(DataType::kFloat32, {3, 5}, 7)};
+  const ExecutionPlan plan = plan_for(graph, inputs);
+  ASSERT_EQ(plan.graph.nodes.size(), 1u);
+  EXPECT_EQ(plan.graph.nodes[0].op_type, "Relu");
+  EXPECT_EQ(plan.graph.value(plan.graph.nodes[0].outputs[0]).name, "y");
+  expect_same_results(graph, plan, inputs);
+}
+
+ModelBuilder& conv_bn_relu_residual(ModelBuilder& m, std::int64_t channels) {
+  const std::vector<std::int64_t> shape = {2, channels, 9, 11};
+  m.input("x", DataType::kFloat32, shape).output("y", DataType::kFloat32, shape);
+  m.initializer("w", random_tensor(DataType::kFloat32, {channels, channels, 3, 3}, 1));
+  m.initializer("b", random_tensor(DataType::kFloat32, {channels}, 2));
+  m.initializer("scale", random_tensor(DataType::kFloat32, {channels}, 3, 0.5, 2.0));
+  m.initializer("shift", random_tensor(DataType::kFloat32, {channels}, 4));
+  m.initializer("mean", random_tensor(DataType::kFloat32, {channels}, 5));
+  m.initializer("var", random_tensor(DataType::kFloat32, {channels}, 6, 0.1, 3.0));
+  auto& conv = m.node("Conv", {"x", "w", "b"}, {"c"}, "conv");
+  m.attr(conv, "pads", std::vector<std::int64_t>{1, 1, 1, 1});
+  m.node("BatchNormalization", {"c", "scale", "shift", "mean", "var"}, {"n"}, "bn");
+  m.node("Add", {"n", "x"}, {"s"}, "residual");
+  m.node("Relu", {"s"}, {"y"}, "relu");
+  return m;
+}
+
+TEST(PassFoldBatchNorm, FoldsIntoTheConvAndFusesTheEpilogue) {
+  ModelBuilder m;
+  const Graph graph = load_graph(conv_bn_relu_residual(m, 5));
+  const std::vector<Tensor> inputs = {random_tensor(DataType::kFloat32, {2, 5, 9, 11}, 8)};
+  const ExecutionPlan plan = plan_for(graph, inputs);
+  ASSERT_EQ(plan.graph.nodes.size(), 1u) << "Conv, BatchNorm, Add and Relu should be one node";
+  const Node& fused = plan.graph.nodes[0];
+  EXPECT_EQ(fused.domain, "fovea");
+  EXPECT_EQ(fused.op_type, "FusedConv");
+  ASSERT_EQ(fused.inputs.size(), 4u);
+  EXPECT_EQ(plan.graph.value(fused.inputs[3]).name, "x");
+  EXPECT_EQ(*fused.attr_string("activation"), "Relu");
+  expect_same_results(graph, plan, inputs);
+}
+
+TEST(PassFuseConv, LeavesAResidualThatIsReadElsewhere) {
+  ModelBuilder m;
+  m.input("x", DataType::kFloat32, {1, 2, 5, 5}).output("y", DataType::kFloat32, {1, 2, 5, 5});
+  m.output("c_out", DataType::kFloat32, {1, 2, 5, 5});
+  m.initializer("w", random_tensor(DataType::kFloat32, {2, 2, 1, 1}, 1));
+  m.node("Conv", {"x", "w"}, {"c_out"}, "conv");  // a graph output: the Add cannot absorb it
+  m.node("Add", {"c_out", "x"}, {"y"}, "add");
+  const Graph graph = load_graph(m);
+  const std::vector<Tensor> inputs = {random_tensor(DataType::kFloat32, {1, 2, 5, 5}, 2)};
+  const ExecutionPlan plan = plan_for(graph, inputs);
+  EXPECT_EQ(count_ops(plan.graph, "Add"), 1);
+  expect_same_results(graph, plan, inputs);
+}
+
+// The chain PyTorch exports for x.view(x.size(0), -1).
+TEST(PassFoldConstants, ShapeChainsBecomeConstants) {
+  ModelBuilder m;
+  m.input("x", DataType::kFloat32, {-1, 3, 4, 5}).output("y", DataType::kFloat32, {-1, 60});
+  m.initializer("zero", Tensor::from_vector<std::int64_t>(DataType::kInt64, {}, {0}));
+  m.initializer("axes", Tensor::from_vector<std::int64_t>(DataType::kInt64, {1}, {0}));
+  m.initializer("minus_one", Tensor::from_vector<std::int64_t>(DataType::kInt64, {1}, {-1}));
+  m.node("Shape", {"x"}, {"shape"});
+  m.node("Gather", {"shape", "zero"}, {"batch"});
+  m.node("Unsqueeze", {"batch", "axes"}, {"batch1"});
+  auto& concat = m.node("Concat", {"batch1", "minus_one"}, {"target"});
+  m.attr(concat, "axis", std::int64_t{0});
+  m.node("Reshape", {"x", "target"}, {"y"});
+  const Graph graph = load_graph(m);
+  const std::vector<Tensor> inputs = {random_tensor(DataType::kFloat32, {2, 3, 4, 5}, 3)};
+  const ExecutionPlan plan = plan_for(graph, inputs);
+  ASSERT_EQ(plan.graph.nodes.size(), 1u);
+  EXPECT_EQ(plan.graph.nodes[0].op_type, "Reshape");
+  EXPECT_TRUE(plan.graph.is_constant(plan.graph.nodes[0].inputs[1]));
+  EXPECT_EQ(dims_string(*plan.graph.value(plan.graph.outputs[0]).type.dims), "[2, 60]");
+  expect_same_results(graph, plan, inputs);
+}
+
+TEST(PassEliminateDeadNodes, DropsBranchesNoOutputNeeds) {
+  ModelBuilder m;
+  m.input("x", DataType::kFloat32, {4}).output("y", DataType::kFloat32, {4});
+  m.node("Relu", {"x"}, {"y"});
+  m.node("Exp", {"x"}, {"unused"});
+  m.node("Neg", {"unused"}, {"also_unused"});
+  const Graph graph = load_graph(m);
+  const ExecutionPlan plan = plan_for(graph, {random_tensor(DataType::kFloat32, {4}, 1)});
+  ASSERT_EQ(plan.graph.nodes.size(), 1u);
+  EXPECT_EQ(plan.graph.nodes[0].op_type, "Relu");
+}
+
+}  // namespace
+}  // namespace fovea::runtime::testing

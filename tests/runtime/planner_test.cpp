@@ -1,0 +1,117 @@
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "runtime/graph_test_util.h"
+#include "runtime/npy.h"
+#include "runtime/op_test_util.h"
+#include "support/test_media.h"
+
+namespace fovea::runtime::testing {
+namespace {
+
+TEST(Planner, AChainReusesTwoBuffers) {
+  ModelBuilder m;
+  m.input("x", DataType::kFloat32, {1000}).output("y", DataType::kFloat32, {1000});
+  std::string previous = "x";
+  for (int i = 0; i < 6; ++i) {
+    const std::string next = i == 5 ? std::string("y") : fmt::format("t{}", i);
+    m.node(i % 2 ? "Neg" : "Exp", {previous}, {next});
+    previous = next;
+  }
+  const ExecutionPlan plan = plan_for(load_graph(m), {random_tensor(DataType::kFloat32, {1000}, 1)});
+  const std::size_t slot = 4096;  // 4000 bytes rounded up to the 256-byte alignment
+  EXPECT_EQ(plan.memory.naive_bytes, 5 * slot);
+  EXPECT_EQ(plan.memory.arena_bytes, 2 * slot);
+}
+
+// Every pair of arena values alive at the same time occupies disjoint bytes.
+TEST(Planner, LiveValuesNeverOverlap) {
+  ModelBuilder m;
+  m.input("x", DataType::kFloat32, {7, 13}).output("y", DataType::kFloat32, {7, 13});
+  m.node("Exp", {"x"}, {"a"});
+  m.node("Neg", {"x"}, {"b"});
+  m.node("Relu", {"a"}, {"c"});
+  m.node("Add", {"b", "c"}, {"d"});
+  m.node("Mul", {"d", "a"}, {"e"});
+  m.node("Sub", {"e", "b"}, {"y"});
+  const Graph graph = load_graph(m);
+  const std::vector<Tensor> inputs = {random_tensor(DataType::kFloat32, {7, 13}, 2)};
+  const ExecutionPlan plan = plan_for(graph, inputs);
+  const Graph& g = plan.graph;
+  std::vector<int> first(g.values.size(), -1), last(g.values.size(), -1);
+  for (std::size_t n = 0; n < g.nodes.size(); ++n) {
+    for (ValueId out : g.nodes[n].outputs) first[static_cast<std::size_t>(out)] = static_cast<int>(n);
+    for (ValueId in : g.nodes[n].inputs) last[static_cast<std::size_t>(in)] = static_cast<int>(n);
+  }
+  int placed = 0;
+  for (std::size_t a = 0; a < g.values.size(); ++a) {
+    if (plan.memory.offsets[a] < 0) continue;
+    ++placed;
+    for (std::size_t b = a + 1; b < g.values.size(); ++b) {
+      if (plan.memory.offsets[b] < 0) continue;
+      const bool live_together = first[a] <= last[b] && first[b] <= last[a];
+      const auto a0 = static_cast<std::size_t>(plan.memory.offsets[a]);
+      const auto b0 = static_cast<std::size_t>(plan.memory.offsets[b]);
+      const bool overlap = a0 < b0 + plan.memory.bytes[b] && b0 < a0 + plan.memory.bytes[a];
+      EXPECT_FALSE(live_together && overlap) << g.values[a].name << " and " << g.values[b].name;
+    }
+  }
+  EXPECT_EQ(placed, 5);
+  EXPECT_LT(plan.memory.arena_bytes, plan.memory.naive_bytes);
+  CpuExecutor executor(plan);
+  auto outputs = executor.run(inputs);
+  ASSERT_TRUE(outputs.is_ok()) << outputs.status().to_string();
+  EXPECT_TRUE(tensors_near((*outputs)[0], run_unoptimized(graph, inputs)[0]));
+  EXPECT_EQ(executor.dynamic_allocations(), 0);
+}
+
+TEST(Planner, ShapeThatContradictsTheModelIsAnError) {
+  ModelBuilder m;
+  m.input("x", DataType::kFloat32, {-1, 3}).output("y", DataType::kFloat32, {-1, 3});
+  m.node("Relu", {"x"}, {"y"});
+  auto plan = plan_graph(load_graph(m), InputShapes{{"x", {2, 4}}});
+  ASSERT_FALSE(plan.is_ok());
+  EXPECT_NE(plan.status().message().find("'x'"), std::string::npos) << plan.status().message();
+}
+
+TEST(Executor, RejectsInputsThatDoNotMatchThePlan) {
+  ModelBuilder m;
+  m.input("x", DataType::kFloat32, {2, 3}).output("y", DataType::kFloat32, {2, 3});
+  m.node("Relu", {"x"}, {"y"});
+  CpuExecutor executor(plan_for(load_graph(m), {random_tensor(DataType::kFloat32, {2, 3}, 1)}));
+  auto result = executor.run({random_tensor(DataType::kFloat32, {3, 2}, 1)});
+  ASSERT_FALSE(result.is_ok());
+  EXPECT_NE(result.status().message().find("'x'"), std::string::npos);
+}
+
+TEST(Npy, RoundTripsEveryDtype) {
+  for (DataType dtype : {DataType::kFloat32, DataType::kFloat64, DataType::kFloat16, DataType::kInt64,
+                         DataType::kInt32, DataType::kInt8, DataType::kUInt8, DataType::kBool}) {
+    const Tensor t = random_tensor(dtype, {3, 1, 5}, 4, -50, 50);
+    const auto path = std::filesystem::path(fovea::testing::test_temp_dir()) / "t.npy";
+    ASSERT_TRUE(write_npy(path, t).is_ok());
+    auto back = read_npy(path);
+    ASSERT_TRUE(back.is_ok()) << back.status().to_string();
+    EXPECT_TRUE(tensors_near(*back, t, 0, 0)) << data_type_name(dtype);
+  }
+}
+
+TEST(Npy, RejectsBadFiles) {
+  const auto path = std::filesystem::path(fovea::testing::test_temp_dir()) / "bad.npy";
+  std::ofstream(path) << "not numpy";
+  auto result = read_npy(path);
+  ASSERT_FALSE(result.is_ok());
+  EXPECT_NE(result.status().message().find("bad.npy"), std::string::npos);
+  const Tensor t = random_tensor(DataType::kFloat32, {4, 4}, 1);
+  ASSERT_TRUE(write_npy(path, t).is_ok());
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) - 5);
+  result = read_npy(path);
+  ASSERT_FALSE(result.is_ok());
+  EXPECT_EQ(result.status().code(), StatusCode::kCorruptData);
+}
+
+}  // namespace
+}  // namespace fovea::runtime::testing
