@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs fovea's build dependencies from Debian bookworm's packages (and nothing else), then
-# configures and builds the given CMake preset (default: release).
+# configures and builds the given CMake preset (default: release). libonnx-testdata holds ONNX's
+# backend test cases (the conformance test); clang-14 and libclang-rt-14-dev build the fuzzers.
 #
 #   scripts/setup.sh [PRESET]
 set -euo pipefail
@@ -10,7 +11,8 @@ preset=${1:-release}
 packages=(build-essential cmake ninja-build pkgconf git
   libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libffmpeg-nvenc-dev ffmpeg
   libprotobuf-dev protobuf-compiler libonnx-dev libyaml-cpp-dev libcli11-dev nlohmann-json3-dev
-  libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev)
+  libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libonnx-testdata clang-14 libclang-rt-14-dev)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -12,3 +12,6 @@ if [ "${FOVEA_SKIP_ASAN:-0}" != 1 ]; then
   cmake --build --preset asan -j "$(nproc)"
   ctest --preset asan -j "$(nproc)"
 fi
+if [ "${FOVEA_SKIP_FUZZ:-0}" != 1 ]; then
+  scripts/fuzz.sh 60
+fi
