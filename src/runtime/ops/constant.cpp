@@ -21,12 +21,13 @@ namespace {
 // from a corrupt or hostile model (the loader bounds every dim by 2^31 for the same reason).
 constexpr std::int64_t kMaxValueSizedElements = std::int64_t{1} << 31;
 
-// The value a Constant node holds, from whichever one of its value attributes is set. Errors come
-// without the node prefix; infer() adds it.
+// The value a Constant node holds, from whichever one of its value attributes is set. Errors name
+// the node, like those of the attribute getters.
 Result<Tensor> constant_value(const Node& node) {
   for (const char* unsupported : {"sparse_value", "value_string", "value_strings"}) {
     if (node.has_attribute(unsupported)) {
-      return make_error(StatusCode::kUnsupported, "attribute '", unsupported, "' is not supported");
+      return make_error(StatusCode::kUnsupported, node.describe(), ": attribute '", unsupported,
+                        "' is not supported");
     }
   }
   static constexpr const char* kValueAttributes[] = {"value", "value_float", "value_floats", "value_int",
@@ -34,8 +35,8 @@ Result<Tensor> constant_value(const Node& node) {
   const auto set = std::count_if(std::begin(kValueAttributes), std::end(kValueAttributes),
                                  [&](const char* key) { return node.has_attribute(key); });
   if (set != 1) {
-    return make_error(StatusCode::kInvalidArgument,
-                      "exactly one of the attributes value, value_float, value_floats, value_int and "
+    return make_error(StatusCode::kInvalidArgument, node.describe(),
+                      ": exactly one of the attributes value, value_float, value_floats, value_int and "
                       "value_ints must be set, got ",
                       std::to_string(set));
   }
@@ -58,9 +59,8 @@ Result<Tensor> constant_value(const Node& node) {
 
 Status infer_constant(InferContext& ctx) {
   FOVEA_TRY(require_arity(ctx, 0, 0));
-  Result<Tensor> value = constant_value(ctx.node());
-  if (!value.is_ok()) return ctx.error(value.status().code(), value.status().message());
-  ctx.set_output(0, value->dtype(), value->shape());
+  FOVEA_ASSIGN_OR_RETURN(Tensor value, constant_value(ctx.node()));
+  ctx.set_output(0, value.dtype(), value.shape());
   return Status::ok();
 }
 

@@ -2,6 +2,7 @@
 // arithmetic in double, independent of the kernels' strided loops.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -25,6 +26,17 @@ inline std::int64_t broadcast_source(const Shape& in, const Shape& out, std::int
     stride *= in_dim;
   }
   return offset;
+}
+
+// Numpy's broadcast of two compatible shapes.
+inline Shape broadcast_shape_of(const Shape& a, const Shape& b) {
+  Shape out(std::max(a.size(), b.size()), 1);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const std::int64_t da = i < a.size() ? a[a.size() - 1 - i] : 1;
+    const std::int64_t db = i < b.size() ? b[b.size() - 1 - i] : 1;
+    out[out.size() - 1 - i] = std::max(da, db);
+  }
+  return out;
 }
 
 // Writes `value` (already in range) into element i of any-dtype tensor.
