@@ -50,16 +50,6 @@ struct ConvShape {
   }
 };
 
-std::optional<std::vector<std::int64_t>> weight_kernel(const Dims* w) {
-  if (w == nullptr) return std::nullopt;
-  std::vector<std::int64_t> kernel;
-  for (std::size_t d = 2; d < w->size(); ++d) {
-    if (!(*w)[d].known()) return std::nullopt;
-    kernel.push_back((*w)[d].value);
-  }
-  return kernel;
-}
-
 Status check_channels(const InferContext& ctx, const Dims* x, const Dims* w, std::int64_t groups) {
   if (w != nullptr && (*w)[0].known() && (*w)[0].value % groups != 0) {
     return ctx.error(StatusCode::kInvalidArgument,
@@ -271,7 +261,7 @@ Status infer_conv(InferContext& ctx) {
   FOVEA_TRY(check_channels(ctx, x, w, groups));
 
   Dims out{x != nullptr ? (*x)[0] : Dim::unknown(), w != nullptr ? (*w)[0] : Dim::unknown()};
-  const auto kernel = weight_kernel(w);
+  const auto kernel = weights_kernel_shape(w);
   if (x != nullptr && (kernel || ctx.node().has_attribute("kernel_shape"))) {
     FOVEA_ASSIGN_OR_RETURN(WindowAttributes window, read_window_attributes(ctx, rank - 2, kernel));
     FOVEA_ASSIGN_OR_RETURN(Dims spatial, window_output_spatial_dims(ctx, window, *x));

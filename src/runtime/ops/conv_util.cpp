@@ -60,6 +60,16 @@ Result<WindowAttributes> read_window_attributes(
   return w;
 }
 
+std::optional<std::vector<std::int64_t>> weights_kernel_shape(const Dims* weights) {
+  if (weights == nullptr) return std::nullopt;
+  std::vector<std::int64_t> kernel;
+  for (std::size_t d = 2; d < weights->size(); ++d) {
+    if (!(*weights)[d].known()) return std::nullopt;
+    kernel.push_back((*weights)[d].value);
+  }
+  return kernel;
+}
+
 Result<WindowDim> resolve_window_dim(const InferContext& ctx, const WindowAttributes& window, int d,
                                      std::int64_t in) {
   const auto i = static_cast<std::size_t>(d);

@@ -31,6 +31,10 @@ Result<WindowAttributes> read_window_attributes(
     const InferContext& ctx, int spatial_rank,
     const std::optional<std::vector<std::int64_t>>& kernel_from_weights);
 
+// The spatial dims of weights [M, C, spatial...] when all are known: the kernel_shape Conv and
+// ConvTranspose infer when the attribute is absent.
+std::optional<std::vector<std::int64_t>> weights_kernel_shape(const Dims* weights);
+
 // One spatial dimension of a window op, resolved for a concrete input size.
 struct WindowDim {
   std::int64_t in = 0;
