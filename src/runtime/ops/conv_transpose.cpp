@@ -54,7 +54,10 @@ Result<WindowDim> transpose_dim(const InferContext& ctx, const TransposeAttribut
     // here (the spec's formula), everything else at the end.
     dim.out = !t.output_shape.empty() ? t.output_shape[i] : in * dim.stride;
     const std::int64_t total = full - dim.out;
-    dim.pad_begin = w.auto_pad == AutoPad::kSameUpper ? total / 2 : total - total / 2;
+    // Halved rounding down, also when the requested size exceeds the full one (total < 0), as ONNX's
+    // reference does: the extra output then lies at the end.
+    const std::int64_t half = total >= 0 ? total / 2 : -((1 - total) / 2);
+    dim.pad_begin = w.auto_pad == AutoPad::kSameUpper ? half : total - half;
     dim.pad_end = total - dim.pad_begin;
   } else if (w.auto_pad == AutoPad::kNotSet) {
     dim.pad_begin = w.pads[i];

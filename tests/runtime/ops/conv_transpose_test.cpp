@@ -98,6 +98,16 @@ TEST(OpConvTranspose, OutputShapeAndAutoPad) {
                                {x, w});
   EXPECT_TRUE(tensors_near(shaped[0], reference_transpose(x, w, nullptr, {2, 2, 1, 1, 1, 0, 6, 9}),
                            kTolerance, kTolerance));
+  // A requested size beyond the full one (as in ONNX's test_convtranspose_output_shape): the extra rows and
+  // columns come at the end, the begin pads stay 0.
+  const auto larger = run_node(NodeBuilder("ConvTranspose")
+                                   .inputs(2)
+                                   .attr("strides", std::vector<std::int64_t>{3, 2})
+                                   .attr("output_shape", std::vector<std::int64_t>{10, 10})
+                                   .build(),
+                               {x, w});
+  EXPECT_TRUE(tensors_near(larger[0], reference_transpose(x, w, nullptr, {3, 2, 1, 1, 0, 0, 10, 10}),
+                           kTolerance, kTolerance));
   // SAME_UPPER: output = input * stride = 6x8; total padding 1 and 1, SAME_UPPER's begin gets 0.
   const auto same = run_node(NodeBuilder("ConvTranspose")
                                  .inputs(2)
