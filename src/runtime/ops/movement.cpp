@@ -47,6 +47,7 @@ Status infer_concat(InferContext& ctx) {
   std::optional<Dims> out;
   for (int i = 0; i < ctx.input_count(); ++i) {
     FOVEA_TRY(ctx.require_same_dtype(0, i));
+    FOVEA_TRY(ctx.require_rank(i, 1, kMaxTensorRank));
     const Dims* dims = ctx.input_dims(i);
     if (dims == nullptr) continue;
     if (out && out->size() != dims->size()) {
@@ -167,6 +168,7 @@ Result<SplitPlan> split_plan(const InferContext& ctx, const Dims& in) {
 }
 
 Status infer_split(InferContext& ctx) {
+  FOVEA_TRY(ctx.require_rank(0, 1, kMaxTensorRank));
   const Dims* in = ctx.input_dims(0);
   if (in == nullptr) {
     for (int i = 0; i < ctx.output_count(); ++i) ctx.set_output(i, ctx.input_dtype(0), std::nullopt);
@@ -262,6 +264,7 @@ Result<std::optional<std::vector<SliceAxis>>> slice_plan(const InferContext& ctx
 }
 
 Status infer_slice(InferContext& ctx) {
+  FOVEA_TRY(ctx.require_rank(0, 1, kMaxTensorRank));
   const Dims* in = ctx.input_dims(0);
   if (in == nullptr) {
     ctx.set_output(0, ctx.input_dtype(0), std::nullopt);

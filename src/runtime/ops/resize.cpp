@@ -45,6 +45,9 @@ struct ResizeAttributes {
 struct AxisResize {
   Dim in, out;
   double scale = 1;  // output/input, as given by scales or derived from sizes
+  // in * scale before flooring to a whole output size: align_corners and tf_crop_and_resize map
+  // onto this length, as the ONNX reference implementation does.
+  double resized_length = 0;
   double roi_start = 0, roi_end = 1;
   bool resized = false;  // listed in `axes`
 };
@@ -172,10 +175,12 @@ Status apply_sizes(const InferContext& ctx, const std::vector<std::int64_t>& siz
     AxisResize& axis = plan.axes[static_cast<std::size_t>(axes[i])];
     if (plan.attributes.aspect == AspectPolicy::kStretch) {
       axis.out = Dim::known_size(sizes[i]);
+      axis.resized_length = static_cast<double>(sizes[i]);
       if (axis.in.known() && axis.in.value > 0)
         axis.scale = static_cast<double>(sizes[i]) / static_cast<double>(axis.in.value);
     } else if (inputs_known) {
       axis.scale = common;
+      axis.resized_length = common * static_cast<double>(axis.in.value);
       axis.out =
           Dim::known_size(static_cast<std::int64_t>(common * static_cast<double>(axis.in.value) + 0.5));
     } else {
@@ -196,7 +201,9 @@ Result<ResizePlan> resize_plan(const InferContext& ctx, const Dims& in) {
   } else {
     for (int d = 0; d < rank; ++d) axes.push_back(d);
   }
-  for (const Dim& dim : in) plan.axes.push_back(AxisResize{dim, dim});
+  for (const Dim& dim : in) {
+    plan.axes.push_back(AxisResize{.in = dim, .out = dim, .resized_length = static_cast<double>(dim.value)});
+  }
   for (int axis : axes) plan.axes[static_cast<std::size_t>(axis)].resized = true;
 
   FOVEA_ASSIGN_OR_RETURN(const FloatOperand scales, resize_scales(ctx));
@@ -241,6 +248,7 @@ Result<ResizePlan> resize_plan(const InferContext& ctx, const Dims& in) {
       }
       AxisResize& axis = plan.axes[static_cast<std::size_t>(axes[i])];
       axis.scale = scale;
+      axis.resized_length = static_cast<double>(axis.in.value) * scale;
       axis.out = axis.in.known() ? Dim::known_size(static_cast<std::int64_t>(
                                        std::floor(static_cast<double>(axis.in.value) * scale)))
                                  : Dim::unknown();
@@ -277,11 +285,11 @@ Status infer_resize(InferContext& ctx) {
 // The input coordinate that output index x maps to, by the spec's formula for each mode.
 double original_coordinate(double x, const AxisResize& axis, Coordinates mode) {
   const auto in = static_cast<double>(axis.in.value);
-  const auto out = static_cast<double>(axis.out.value);
+  const double out = axis.resized_length;
   switch (mode) {
     case Coordinates::kHalfPixel: return (x + 0.5) / axis.scale - 0.5;
     case Coordinates::kHalfPixelSymmetric: {
-      const double adjustment = out / (axis.scale * in);
+      const double adjustment = static_cast<double>(axis.out.value) / out;
       const double offset = in / 2 * (1 - adjustment);
       return offset + (x + 0.5) / axis.scale - 0.5;
     }
@@ -400,6 +408,25 @@ void run_nearest(const Tensor& in, Tensor& out, const ResizePlan& plan) {
   gather_by_axis_offsets(in, out, offsets, fill.data());
 }
 
+// Along the last axis (inner == 1) each output element is a short dot product over its line.
+template <typename T>
+void interpolate_last_axis(const T* in, T* out, std::int64_t lines, std::int64_t n_in, std::int64_t n_out,
+                           const AxisTaps& taps, const std::vector<T>& weights, T extrapolation) {
+  parallel_for(lines, rows_per_chunk(n_out), [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t o = begin; o < end; ++o) {
+      const T* line = in + o * n_in;
+      T* dst = out + o * n_out;
+      for (std::int64_t j = 0; j < n_out; ++j) {
+        T sum = 0;
+        for (std::int64_t k = j * taps.width; k < (j + 1) * taps.width; ++k) {
+          sum += weights[static_cast<std::size_t>(k)] * line[taps.index[static_cast<std::size_t>(k)]];
+        }
+        dst[j] = taps.outside[static_cast<std::size_t>(j)] ? extrapolation : sum;
+      }
+    }
+  });
+}
+
 // One separable pass: `in` seen as [outer, n_in, inner] becomes [outer, n_out, inner].
 template <typename T>
 std::vector<T> interpolate_axis(const T* in, const Shape& shape, std::size_t axis, const AxisTaps& taps,
@@ -411,7 +438,12 @@ std::vector<T> interpolate_axis(const T* in, const Shape& shape, std::size_t axi
     if (d > axis) inner *= shape[d];
   }
   const std::int64_t n_in = shape[axis];
+  const std::vector<T> weights(taps.weight.begin(), taps.weight.end());
   std::vector<T> out(static_cast<std::size_t>(outer * n_out * inner));
+  if (inner == 1) {
+    interpolate_last_axis(in, out.data(), outer, n_in, n_out, taps, weights, extrapolation);
+    return out;
+  }
   parallel_for(outer * n_out, rows_per_chunk(inner), [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t r = begin; r < end; ++r) {
       const std::int64_t o = r / n_out;
@@ -421,15 +453,11 @@ std::vector<T> interpolate_axis(const T* in, const Shape& shape, std::size_t axi
         std::fill(dst, dst + inner, extrapolation);
         continue;
       }
-      for (std::int64_t k = 0; k < taps.width; ++k) {
-        const auto tap = static_cast<std::size_t>(j * taps.width + k);
-        const auto w = static_cast<T>(taps.weight[tap]);
-        const T* src = in + (o * n_in + taps.index[tap]) * inner;
-        if (k == 0) {
-          for (std::int64_t i = 0; i < inner; ++i) dst[i] = w * src[i];
-        } else {
-          for (std::int64_t i = 0; i < inner; ++i) dst[i] += w * src[i];
-        }
+      std::fill(dst, dst + inner, T{0});
+      for (std::int64_t k = j * taps.width; k < (j + 1) * taps.width; ++k) {
+        const T w = weights[static_cast<std::size_t>(k)];
+        const T* src = in + (o * n_in + taps.index[static_cast<std::size_t>(k)]) * inner;
+        for (std::int64_t i = 0; i < inner; ++i) dst[i] += w * src[i];
       }
     }
   });

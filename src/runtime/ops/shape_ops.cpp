@@ -90,7 +90,10 @@ Status infer_reshape(InferContext& ctx) {
     FOVEA_ASSIGN_OR_RETURN(Dims out, reshape_dims(ctx, *in, integers_of(*shape), allow_zero != 0));
     ctx.set_output(0, ctx.input_dtype(0), std::move(out));
   } else if (shape != nullptr) {
-    ctx.set_output(0, ctx.input_dtype(0), Dims(static_cast<std::size_t>(shape->numel()), Dim::unknown()));
+    Dims out;  // 0 and -1 entries depend on the unknown input shape
+    for (std::int64_t size : integers_of(*shape))
+      out.push_back(size > 0 ? Dim::known_size(size) : Dim::unknown());
+    ctx.set_output(0, ctx.input_dtype(0), std::move(out));
   } else if (const Dims* shape_dims = ctx.input_dims(1); shape_dims != nullptr && (*shape_dims)[0].known()) {
     ctx.set_output(0, ctx.input_dtype(0),
                    Dims(static_cast<std::size_t>((*shape_dims)[0].value), Dim::unknown()));
@@ -127,6 +130,7 @@ Status infer_squeeze(InferContext& ctx) {
   }
   std::vector<bool> remove(in->size(), false);
   if (axes.given) {
+    FOVEA_TRY(ctx.require_rank(0, 1, kMaxTensorRank));
     FOVEA_ASSIGN_OR_RETURN(const std::vector<int> normalized,
                            normalize_axes(ctx, *axes.values, static_cast<int>(in->size())));
     for (int axis : normalized) {

@@ -106,6 +106,13 @@ TEST(OpResize, LinearModesMatchConformanceData) {
                                          .attr("coordinate_transformation_mode", "align_corners"),
                                      x, {1, 1, 0.5f, 0.5f});
   EXPECT_TRUE(tensors_near(corners[0], float_tensor({1, 1, 2, 2}, {1, 4, 13, 16})));
+  // align_corners maps onto in * scale = 2.4 columns, not onto the floored 2.
+  const auto corners_down =
+      resize_scales(NodeBuilder("Resize", 13)
+                        .attr("mode", "linear")
+                        .attr("coordinate_transformation_mode", "align_corners"),
+                    float_tensor({1, 1, 2, 4}, {1, 2, 3, 4, 5, 6, 7, 8}), {1, 1, 0.6f, 0.6f});
+  EXPECT_TRUE(tensors_near(corners_down[0], float_tensor({1, 1, 1, 2}, {1, 3.1428571f})));
   const auto pytorch = resize_sizes(NodeBuilder("Resize", 13)
                                         .attr("mode", "linear")
                                         .attr("coordinate_transformation_mode", "pytorch_half_pixel"),
