@@ -247,6 +247,11 @@ Result<ResizePlan> resize_plan(const InferContext& ctx, const Dims& in) {
                          fmt::format("scale {} of axis {} is not positive", scale, axes[i]));
       }
       AxisResize& axis = plan.axes[static_cast<std::size_t>(axes[i])];
+      // 2^40 elements along one axis is far beyond any real tensor: a corrupt or hostile scale.
+      if (axis.in.known() && static_cast<double>(axis.in.value) * scale > 0x1p40) {
+        return ctx.error(StatusCode::kInvalidArgument,
+                         fmt::format("scale {} of axis {} is too large", scale, axes[i]));
+      }
       axis.scale = scale;
       axis.resized_length = static_cast<double>(axis.in.value) * scale;
       axis.out = axis.in.known() ? Dim::known_size(static_cast<std::int64_t>(

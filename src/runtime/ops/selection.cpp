@@ -1,6 +1,7 @@
 // TopK and NonMaxSuppression: ops that select elements by value. NonMaxSuppression's output size
 // depends on the data, so its kernel allocates the output itself.
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include <fmt/format.h>
@@ -62,6 +63,16 @@ Status infer_topk(InferContext& ctx) {
   return Status::ok();
 }
 
+// A strict order for sorting: NaN ranks above every number, so comparisons stay consistent.
+template <typename T>
+bool ranks_above(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(b)) return false;
+    if (std::isnan(a)) return true;
+  }
+  return a > b;
+}
+
 template <typename T>
 void topk_typed(const Tensor& in, Tensor& values, Tensor& indices, const TopKPlan& plan) {
   std::int64_t outer = 1;
@@ -80,7 +91,8 @@ void topk_typed(const Tensor& in, Tensor& values, Tensor& indices, const TopKPla
       auto at = [&](std::int64_t j) { return row[j * inner]; };
       // Ties go to the lower index, as the spec asks.
       auto before = [&](std::int64_t a, std::int64_t b) {
-        if (at(a) != at(b)) return plan.largest ? at(a) > at(b) : at(a) < at(b);
+        if (ranks_above(at(a), at(b))) return plan.largest;
+        if (ranks_above(at(b), at(a))) return !plan.largest;
         return a < b;
       };
       std::iota(order.begin(), order.end(), 0);

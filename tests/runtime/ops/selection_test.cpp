@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "runtime/op_test_util.h"
@@ -65,6 +66,16 @@ TEST(OpTopK, FloatValuesAndLegacyAttributeK) {
   const auto out = run_node(NodeBuilder("TopK", 1).outputs(2).attr("k", 3).build(), {x});
   EXPECT_TRUE(tensors_near(out[0], float_tensor({2, 3}, {3, 2, 0.5f, 8, 7, 7})));
   EXPECT_TRUE(tensors_near(out[1], int64_tensor({2, 3}, {1, 3, 0, 3, 0, 1})));
+}
+
+TEST(OpTopK, NanRanksAboveEveryNumber) {
+  const Tensor x = float_tensor({4}, {1, std::nanf(""), 3, -2});
+  const auto largest =
+      run_node(NodeBuilder("TopK", 11).inputs(2).outputs(2).build(), {x, int64_tensor({1}, {2})});
+  EXPECT_TRUE(tensors_near(largest[1], int64_tensor({2}, {1, 2})));
+  const auto smallest = run_node(NodeBuilder("TopK", 11).inputs(2).outputs(2).attr("largest", 0).build(),
+                                 {x, int64_tensor({1}, {4})});
+  EXPECT_TRUE(tensors_near(smallest[1], int64_tensor({4}, {3, 0, 2, 1})));
 }
 
 TEST(OpTopK, RejectsKLargerThanAxis) {
