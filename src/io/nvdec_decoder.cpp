@@ -45,7 +45,7 @@ namespace {
 // Surfaces beyond the stream's minimum when DecoderOptions::decode_surfaces is 0: the display
 // delay keeps up to that many decoded pictures waiting outside the DPB, the mapping thread holds
 // up to kOutputSurfaces mapped pictures until their copies finish, and two more cover the pictures
-// queued for it, so that the decode callback seldom has to wait for a surface.
+// queued for it. More would not spare the decode callback its short waits (see handle_decode).
 constexpr int kSurfaceHeadroom = 2;
 // The parser's picture indices, and the SDK sample's per-picture tables (MAX_FRM_CNT), stop at 32.
 constexpr int kMaxDecodeSurfaces = 32;
@@ -930,7 +930,9 @@ Status NvdecDecoder::handle_decode(CUVIDPICPARAMS& picture) {
   const auto index = static_cast<std::size_t>(picture.CurrPicIdx);
   {
     // The parser reuses a surface once it has displayed the picture in it and needs it no longer
-    // for reference; the mapping thread may still be about to copy that picture out.
+    // for reference, often for the very next picture, so the mapping thread may still be copying
+    // that picture out. Measured (1080p H.264, H200, 2026-11-21): two pictures in three wait, with
+    // 24 or 32 surfaces alike, for ~0.04 ms each; cuvidDecodePicture itself blocks ~1.6 ms.
     std::unique_lock lock(mutex_);
     if (surface_holds_[index] > 0) {
       ++surface_waits_;
