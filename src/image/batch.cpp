@@ -1,0 +1,76 @@
+#include "image/batch.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace fovea::image {
+
+Roi ImageBatch::roi(int i) const {
+  const ImageView& view = images[static_cast<std::size_t>(i)];
+  if (rois.empty() ||
+      (rois[static_cast<std::size_t>(i)].width == 0 && rois[static_cast<std::size_t>(i)].height == 0)) {
+    return Roi{0, 0, view.width, view.height};
+  }
+  return rois[static_cast<std::size_t>(i)];
+}
+
+static bool subsampled_420(PixelFormat format) {
+  return format == PixelFormat::kNV12 || format == PixelFormat::kP016 || format == PixelFormat::kYUV420P;
+}
+
+Status check_batch(const ImageBatch& batch, std::initializer_list<PixelFormat> formats, const char* what) {
+  if (batch.images.empty()) {
+    return make_error(StatusCode::kInvalidArgument, what, ": the batch is empty");
+  }
+  if (!batch.rois.empty() && batch.rois.size() != batch.images.size()) {
+    return make_error(StatusCode::kInvalidArgument,
+                      fmt::format("{}: {} ROIs for {} images", what, batch.rois.size(), batch.images.size()));
+  }
+  const MemoryKind memory = batch.images[0].memory;
+  for (int i = 0; i < batch.size(); ++i) {
+    const ImageView& view = batch.images[static_cast<std::size_t>(i)];
+    if (std::find(formats.begin(), formats.end(), view.format) == formats.end()) {
+      return make_error(StatusCode::kUnsupported, fmt::format("{} image {}: format {} is not supported here",
+                                                              what, i, pixel_format_name(view.format)));
+    }
+    if (view.memory != memory) {
+      return make_error(StatusCode::kInvalidArgument,
+                        fmt::format("{} image {}: {} memory in a batch of {} memory", what, i,
+                                    memory_kind_name(view.memory), memory_kind_name(memory)));
+    }
+    if (view.width <= 0 || view.height <= 0) {
+      return make_error(StatusCode::kInvalidArgument,
+                        fmt::format("{} image {}: size {}x{}", what, i, view.width, view.height));
+    }
+    if (subsampled_420(view.format) && (view.width % 2 != 0 || view.height % 2 != 0)) {
+      return make_error(StatusCode::kInvalidArgument,
+                        fmt::format("{} image {}: {}x{} is odd, but {} needs even sizes (4:2:0 chroma)", what,
+                                    i, view.width, view.height, pixel_format_name(view.format)));
+    }
+    const Roi r = batch.roi(i);
+    if (r.width <= 0 || r.height <= 0 || r.x < 0 || r.y < 0 || r.x + r.width > view.width ||
+        r.y + r.height > view.height) {
+      return make_error(StatusCode::kInvalidArgument,
+                        fmt::format("{} image {}: ROI {}x{}+{}+{} is empty or outside the {}x{} image", what,
+                                    i, r.width, r.height, r.x, r.y, view.width, view.height));
+    }
+  }
+  return Status::ok();
+}
+
+Status check_same_batch_size(const ImageBatch& a, const ImageBatch& b, const char* what_a,
+                             const char* what_b) {
+  if (a.size() != b.size()) {
+    return make_error(
+        StatusCode::kInvalidArgument,
+        fmt::format("batch sizes differ: {} has {} images, {} has {}", what_a, a.size(), what_b, b.size()));
+  }
+  return Status::ok();
+}
+
+bool batch_on_device(const ImageBatch& batch) {
+  return !batch.images.empty() && batch.images[0].memory == MemoryKind::kDevice;
+}
+
+}  // namespace fovea::image

@@ -1,0 +1,24 @@
+// The one table of tolerances for image and postprocessing tests. Every entry says where its
+// number comes from; tests use these names, never literals.
+#pragma once
+
+namespace fovea::image::testing {
+
+// uint8 outputs of ops that compute in float and round once: a CUDA and a CPU run may round a
+// value that lies within float error of .5 differently, so they may differ by one step.
+inline constexpr double kU8RoundingTolerance = 1.0;
+// Parity with OpenCV / libswscale on uint8 (the issue's ±1): they use fixed-point arithmetic with
+// their own rounding, fovea rounds float math once.
+inline constexpr double kU8ParityTolerance = 1.0;
+// float32 outputs of short computations (a few multiply-adds per element, values within [0, 1] or
+// normalized to ~[-3, 3]): CUDA's fused multiply-add and reassociation change the last bits;
+// 1e-5 is ~80 float32 ulps at 1.0.
+inline constexpr double kF32Tolerance = 1e-5;
+// float16 outputs: half has 11 significant bits, so one rounding step is ~1e-3 relative near 1.0;
+// values normalized to ~[-3, 3] get 2e-3 absolute (one ulp at 2..4) plus the float32 difference.
+inline constexpr double kF16Tolerance = 2e-3;
+// Box coordinates after decoding (float32, pixel units up to ~1000): relative 1e-6 of the
+// magnitude times a few operations.
+inline constexpr double kBoxTolerance = 1e-3;
+
+}  // namespace fovea::image::testing
