@@ -12,7 +12,8 @@ packages=(build-essential cmake ninja-build pkgconf git
   libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libffmpeg-nvenc-dev ffmpeg
   libprotobuf-dev protobuf-compiler libonnx-dev libyaml-cpp-dev libcli11-dev nlohmann-json3-dev
   libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libonnx-testdata clang-14 libclang-rt-14-dev)
+  libonnx-testdata clang-14 libclang-rt-14-dev
+  libopencv-dev)  # tests only: the parity reference for resize, blur and color conversion
 
 missing=()
 for p in "${packages[@]}"; do
