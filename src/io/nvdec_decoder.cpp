@@ -931,8 +931,8 @@ Status NvdecDecoder::handle_decode(CUVIDPICPARAMS& picture) {
   {
     // The parser reuses a surface once it has displayed the picture in it and needs it no longer
     // for reference, often for the very next picture, so the mapping thread may still be copying
-    // that picture out. Measured (1080p H.264, H200, 2026-11-21): two pictures in three wait, with
-    // 24 or 32 surfaces alike, for ~0.04 ms each; cuvidDecodePicture itself blocks ~1.6 ms.
+    // that picture out. Measured (1080p H.264, H200, 2026-11-21): two pictures in three wait (four in
+    // five with 32 surfaces), for ~0.04 ms each; cuvidDecodePicture itself blocks ~1.6 ms.
     std::unique_lock lock(mutex_);
     if (surface_holds_[index] > 0) {
       ++surface_waits_;
