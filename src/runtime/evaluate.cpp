@@ -29,13 +29,7 @@ Result<std::vector<Tensor>> evaluate_node(const Graph* graph, const Node& node,
                                           const std::vector<Tensor>& inputs,
                                           const KernelContext::Allocator& allocator) {
   FOVEA_ASSIGN_OR_RETURN(const OpDef* def, op_for(graph, node));
-  std::vector<ValueType> types;
-  std::vector<const Tensor*> values;
-  for (const Tensor& input : inputs) {
-    types.push_back(ValueType{input.dtype(), dims_of(input.shape())});
-    values.push_back(&input);
-  }
-  InferContext inference(graph, node, std::move(types), std::move(values));
+  InferContext inference = infer_context_for(graph, node, inputs);
   FOVEA_TRY(def->infer(inference));
 
   std::vector<Tensor> outputs(node.outputs.size());

@@ -106,6 +106,18 @@ Status InferContext::require_rank(int i, int min_rank, int max_rank) const {
   return Status::ok();
 }
 
+InferContext infer_context_for(const Graph* graph, const Node& node, const std::vector<Tensor>& inputs) {
+  std::vector<ValueType> types;
+  std::vector<const Tensor*> values;
+  for (const Tensor& input : inputs) {
+    types.push_back(ValueType{input.dtype(), dims_of(input.shape())});
+    values.push_back(&input);
+  }
+  return InferContext(graph, node, std::move(types), std::move(values));
+}
+
+InferContext KernelContext::inference() const { return infer_context_for(nullptr, node_, inputs_); }
+
 KernelContext::KernelContext(const Node& node, std::vector<Tensor> inputs, std::vector<Tensor> outputs,
                              std::vector<DataType> output_dtypes, Allocator allocator)
     : node_(node),

@@ -69,6 +69,9 @@ class InferContext {
   std::vector<ValueType> outputs_;
 };
 
+// An InferContext over concrete tensors: every input's type and value known.
+InferContext infer_context_for(const Graph* graph, const Node& node, const std::vector<Tensor>& inputs);
+
 class KernelContext {
  public:
   using Allocator = std::function<Tensor(int output, DataType dtype, Shape shape)>;
@@ -87,6 +90,9 @@ class KernelContext {
   Tensor& allocate_output(int i, Shape shape);
 
   std::vector<Tensor>& outputs() { return outputs_; }
+  // The same view infer() had at run time (every input's value known), so that run() can derive
+  // its parameters through the checks infer() already passed instead of repeating them.
+  InferContext inference() const;
 
  private:
   const Node& node_;

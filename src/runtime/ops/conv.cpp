@@ -275,7 +275,7 @@ Status infer_conv(InferContext& ctx) {
 }
 
 Status run_conv(KernelContext& ctx, const Activation& activation) {
-  const InferContext concrete = concrete_infer_context(ctx);
+  const InferContext concrete = ctx.inference();
   FOVEA_ASSIGN_OR_RETURN(ConvShape s, conv_shape(concrete, ctx.input(kX).shape(), ctx.input(kW).shape()));
   dispatch<FOVEA_FLOAT_TYPES>(ctx.input(kX).dtype(), [&](auto tag) {
     run_conv_typed<typename decltype(tag)::type>(ctx, s, activation);

@@ -189,7 +189,7 @@ void run_typed(KernelContext& ctx, const std::vector<WindowDim>& dims, std::int6
 }
 
 Status run_conv_transpose(KernelContext& ctx) {
-  const InferContext concrete = concrete_infer_context(ctx);
+  const InferContext concrete = ctx.inference();
   const Shape& x = ctx.input(0).shape();
   const Shape& w = ctx.input(1).shape();
   FOVEA_ASSIGN_OR_RETURN(

@@ -137,15 +137,4 @@ Result<std::vector<WindowDim>> resolve_window(const InferContext& ctx, const Win
   return dims;
 }
 
-InferContext concrete_infer_context(const KernelContext& ctx) {
-  std::vector<ValueType> types;
-  std::vector<const Tensor*> values;
-  for (int i = 0; i < ctx.input_count(); ++i) {
-    const Tensor& input = ctx.input(i);
-    types.push_back(ValueType{input.dtype(), dims_of(input.shape())});
-    values.push_back(&input);
-  }
-  return InferContext(nullptr, ctx.node(), std::move(types), std::move(values));
-}
-
 }  // namespace fovea::runtime::ops

@@ -59,9 +59,6 @@ Result<Dims> window_output_spatial_dims(const InferContext& ctx, const WindowAtt
 Result<std::vector<WindowDim>> resolve_window(const InferContext& ctx, const WindowAttributes& window,
                                               const Shape& input);
 
-// An InferContext over a kernel's concrete inputs, so run() re-derives its geometry through the same
-// validated code path as infer() and the two cannot disagree.
-InferContext concrete_infer_context(const KernelContext& ctx);
 
 // The activation fovea.FusedConv applies in the convolution's epilogue.
 struct Activation {

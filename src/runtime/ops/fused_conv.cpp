@@ -43,7 +43,7 @@ Status infer_fused_conv(InferContext& ctx) {
 }
 
 Status run_fused_conv(KernelContext& ctx) {
-  const InferContext concrete = concrete_infer_context(ctx);
+  const InferContext concrete = ctx.inference();
   FOVEA_ASSIGN_OR_RETURN(Activation activation, read_activation(concrete));
   return run_conv(ctx, activation);
 }

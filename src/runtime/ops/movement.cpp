@@ -281,7 +281,7 @@ Status infer_slice(InferContext& ctx) {
 
 Status run_slice(KernelContext& ctx) {
   const Tensor& in = ctx.input(0);
-  FOVEA_ASSIGN_OR_RETURN(const auto plan, slice_plan(inference_of(ctx), dims_of(in.shape())));
+  FOVEA_ASSIGN_OR_RETURN(const auto plan, slice_plan(ctx.inference(), dims_of(in.shape())));
   const Shape strides = contiguous_strides(in.shape());
   std::vector<AxisOffsets> offsets;
   for (std::size_t d = 0; d < strides.size(); ++d) {
@@ -383,7 +383,7 @@ Status infer_transpose(InferContext& ctx) {
 
 Status run_transpose(KernelContext& ctx) {
   const Tensor& in = ctx.input(0);
-  FOVEA_ASSIGN_OR_RETURN(const std::vector<std::int64_t> perm, transpose_perm(inference_of(ctx), in.rank()));
+  FOVEA_ASSIGN_OR_RETURN(const std::vector<std::int64_t> perm, transpose_perm(ctx.inference(), in.rank()));
   const Shape strides = contiguous_strides(in.shape());
   std::vector<AxisOffsets> offsets;
   for (std::int64_t axis : perm) {
@@ -540,7 +540,7 @@ std::int64_t pad_source(std::int64_t c, std::int64_t dim, PadMode mode) {
 Status run_pad(KernelContext& ctx) {
   const Tensor& in = ctx.input(0);
   Tensor& out = ctx.output(0);
-  FOVEA_ASSIGN_OR_RETURN(const auto plan, pad_plan(inference_of(ctx), in.rank()));
+  FOVEA_ASSIGN_OR_RETURN(const auto plan, pad_plan(ctx.inference(), in.rank()));
   std::array<std::byte, 8> fill{};
   if (ctx.opset() < 11) {
     fill = element_bytes(in.dtype(), ctx.node().attr_float("value", 0.0f).value());

@@ -7,17 +7,6 @@
 
 namespace fovea::runtime::ops {
 
-InferContext inference_of(const KernelContext& ctx) {
-  std::vector<ValueType> types;
-  std::vector<const Tensor*> values;
-  for (int i = 0; i < ctx.input_count(); ++i) {
-    const Tensor& input = ctx.input(i);
-    types.push_back(ValueType{input.dtype(), dims_of(input.shape())});
-    values.push_back(&input);
-  }
-  return InferContext(nullptr, ctx.node(), std::move(types), std::move(values));
-}
-
 Result<IntOperand> int_operand(const InferContext& ctx, std::string_view attribute, int input,
                                int input_since_opset) {
   IntOperand operand;

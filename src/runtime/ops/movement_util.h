@@ -30,9 +30,6 @@ void dispatch_by_size(DataType dtype, F&& f) {
   }
 }
 
-// run() derives its parameters with the same code as infer(): an InferContext over the kernel's
-// inputs, whose values are all known, so a kernel never re-implements validation.
-InferContext inference_of(const KernelContext& ctx);
 
 // An integer list that older opsets give as an attribute and newer ones as an input (Squeeze and
 // Unsqueeze axes, Split sizes, Pad pads, Slice starts...). An empty input tensor counts as absent,

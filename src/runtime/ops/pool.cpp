@@ -151,7 +151,7 @@ void pool_range(PoolKind kind, const PoolPlan& plan, const T* x, T* y, std::int6
 }
 
 Status run_pool(KernelContext& ctx, PoolKind kind) {
-  const InferContext concrete = concrete_infer_context(ctx);
+  const InferContext concrete = ctx.inference();
   const Tensor& x = ctx.input(0);
   FOVEA_ASSIGN_OR_RETURN(WindowAttributes window,
                          read_window_attributes(concrete, x.rank() - 2, std::nullopt));

@@ -153,7 +153,7 @@ void reduce_typed(Reduction r, const Tensor& x, const std::vector<bool>& reduced
 }
 
 Status run_reduce(KernelContext& ctx, Reduction r) {
-  const InferContext concrete = concrete_infer_context(ctx);
+  const InferContext concrete = ctx.inference();
   const Tensor& x = ctx.input(0);
   FOVEA_ASSIGN_OR_RETURN(ReducePlan plan, plan_reduce(concrete, r, x.rank()));
   dispatch<FOVEA_NUMERIC_TYPES>(x.dtype(), [&](auto tag) {
@@ -209,7 +209,7 @@ Status infer_arg(InferContext& ctx) {
 }
 
 Status run_arg(KernelContext& ctx, bool is_max) {
-  const InferContext concrete = concrete_infer_context(ctx);
+  const InferContext concrete = ctx.inference();
   const Tensor& x = ctx.input(0);
   FOVEA_ASSIGN_OR_RETURN(ArgPlan plan, plan_arg(concrete, x.rank()));
   const Shape& shape = x.shape();

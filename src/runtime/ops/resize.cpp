@@ -488,7 +488,7 @@ void run_interpolation(const Tensor& in, Tensor& out, const ResizePlan& plan) {
 Status run_resize(KernelContext& ctx) {
   const Tensor& in = ctx.input(0);
   Tensor& out = ctx.output(0);
-  FOVEA_ASSIGN_OR_RETURN(const ResizePlan plan, resize_plan(inference_of(ctx), dims_of(in.shape())));
+  FOVEA_ASSIGN_OR_RETURN(const ResizePlan plan, resize_plan(ctx.inference(), dims_of(in.shape())));
   if (plan.attributes.mode == Interpolation::kNearest) {
     run_nearest(in, out, plan);
     return Status::ok();

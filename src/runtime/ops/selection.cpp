@@ -108,7 +108,7 @@ void topk_typed(const Tensor& in, Tensor& values, Tensor& indices, const TopKPla
 
 Status run_topk(KernelContext& ctx) {
   const Tensor& in = ctx.input(0);
-  FOVEA_ASSIGN_OR_RETURN(const TopKPlan plan, topk_plan(inference_of(ctx), dims_of(in.shape())));
+  FOVEA_ASSIGN_OR_RETURN(const TopKPlan plan, topk_plan(ctx.inference(), dims_of(in.shape())));
   dispatch<FOVEA_NUMERIC_TYPES>(in.dtype(), [&](auto tag) {
     topk_typed<typename decltype(tag)::type>(in, ctx.output(0), ctx.output(1), plan);
   });
