@@ -66,6 +66,16 @@ FOVEA_HD AxisMap make_axis_map(ResizeFilter filter, ResizeCompat compat, int src
                  1.0f / filter_scale};
 }
 
+// a * b rounded on its own: the device must not fuse it into a following add, because Pillow's box
+// window and weights are discontinuous, so the CPU and the kernel must agree bit for bit.
+FOVEA_HD float mul_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+
 FOVEA_HD int floor_to_int(float v) {
   const int i = static_cast<int>(v);
   return static_cast<float>(i) > v ? i - 1 : i;
@@ -92,7 +102,7 @@ FOVEA_HD float pil_filter(ResizeFilter filter, float x) {
 }
 
 FOVEA_HD float pil_raw_weight(const AxisMap& m, float center, int tap) {
-  return pil_filter(m.filter, (static_cast<float>(tap) - center + 0.5f) * m.inv_filter_scale);
+  return pil_filter(m.filter, mul_rn(static_cast<float>(tap) - center + 0.5f, m.inv_filter_scale));
 }
 
 FOVEA_HD TapWindow pil_window(const AxisMap& m, int d) {
@@ -101,7 +111,7 @@ FOVEA_HD TapWindow pil_window(const AxisMap& m, int d) {
     const long long s = ((2LL * d + 1) * m.src_size) / (2LL * m.dst_size);
     return TapWindow{static_cast<int>(s < m.src_size ? s : m.src_size - 1), 1, 0.0f, 1.0f};
   }
-  const float center = (static_cast<float>(d) + 0.5f) * m.scale;
+  const float center = mul_rn(static_cast<float>(d) + 0.5f, m.scale);
   int first = static_cast<int>(center - m.support + 0.5f);
   first = first < 0 ? 0 : first;
   int last = static_cast<int>(center + m.support + 0.5f);

@@ -1,0 +1,152 @@
+// Fused preprocess: validation, placement and the CPU reference (plain loops over tensor pixels;
+// the per-pixel arithmetic is detail::preprocess_pixel, shared with the kernel).
+#include <cstdint>
+
+#include <fmt/format.h>
+
+#include "image/preprocess.h"
+#include "runtime/tensor.h"
+
+namespace fovea::image {
+
+namespace {
+
+Status check_params(const PreprocessParams& params) {
+  if (params.width <= 0 || params.height <= 0) {
+    return make_error(
+        StatusCode::kInvalidArgument,
+        fmt::format("preprocess: output size {}x{} must be positive", params.width, params.height));
+  }
+  if (params.dtype != DataType::kFloat32 && params.dtype != DataType::kFloat16) {
+    return make_error(
+        StatusCode::kUnsupported,
+        fmt::format("preprocess: output dtype {} (float32 or float16)", data_type_name(params.dtype)));
+  }
+  if (params.filter != ResizeFilter::kBilinear && params.filter != ResizeFilter::kNearest) {
+    return make_error(StatusCode::kUnsupported, "preprocess: the filter must be bilinear or nearest");
+  }
+  for (float s : params.std) {
+    if (s == 0.0f) return make_error(StatusCode::kInvalidArgument, "preprocess: a std of 0 divides by zero");
+  }
+  return Status::ok();
+}
+
+// Tensor index of (image n, channel c, row y, column x).
+std::int64_t tensor_index(const PreprocessParams& params, int n, int c, int y, int x) {
+  const std::int64_t h = params.height;
+  const std::int64_t w = params.width;
+  return params.layout == TensorLayout::kNCHW ? ((n * 3LL + c) * h + y) * w + x
+                                              : ((n * h + y) * w + x) * 3 + c;
+}
+
+}  // namespace
+
+Result<PreprocessPlan> plan_preprocess(const ImageBatch& input, const PreprocessParams& params) {
+  FOVEA_TRY(check_batch(input, {PixelFormat::kNV12}, "preprocess input"));
+  FOVEA_TRY(check_params(params));
+  PreprocessPlan plan;
+  for (int i = 0; i < input.size(); ++i) {
+    const Roi roi = input.roi(i);
+    plan.placements.push_back(fit_placement(params.fit, roi.width, roi.height, params.width, params.height));
+  }
+  const std::int64_t n = input.size();
+  plan.shape = params.layout == TensorLayout::kNCHW
+                   ? std::array<std::int64_t, 4>{n, 3, params.height, params.width}
+                   : std::array<std::int64_t, 4>{n, params.height, params.width, 3};
+  plan.output_bytes =
+      static_cast<std::size_t>(n * 3 * params.height * params.width) * data_type_size(params.dtype);
+  return plan;
+}
+
+namespace detail {
+
+PreprocessCommon preprocess_common(const PreprocessParams& params) {
+  PreprocessCommon common{};
+  common.yuv = yuv_coefficients(params.matrix, params.range);
+  common.channel_of_red = params.bgr ? 2 : 0;
+  common.scale = params.scale;
+  for (int c = 0; c < 3; ++c) {
+    common.mean[c] = params.mean[static_cast<std::size_t>(c)];
+    common.std[c] = params.std[static_cast<std::size_t>(c)];
+    common.pad[c] = params.pad_value[static_cast<std::size_t>(c)];
+  }
+  return common;
+}
+
+PreprocessImageArgs preprocess_image_args(const ImageBatch& input, const PreprocessParams& params,
+                                          const ResizePlacement& placement, int i) {
+  const ImageView& view = input.images[static_cast<std::size_t>(i)];
+  const Roi roi = input.roi(i);
+  PreprocessImageArgs a{};
+  a.luma = static_cast<const unsigned char*>(view.planes[0].data);
+  a.chroma = static_cast<const unsigned char*>(view.planes[1].data);
+  a.luma_pitch = static_cast<long long>(view.planes[0].pitch);
+  a.chroma_pitch = static_cast<long long>(view.planes[1].pitch);
+  a.roi_x = roi.x;
+  a.roi_y = roi.y;
+  a.offset_x = placement.offset_x;
+  a.offset_y = placement.offset_y;
+  a.x = make_axis_map(params.filter, ResizeCompat::kOpenCv, roi.width, placement.width);
+  a.y = make_axis_map(params.filter, ResizeCompat::kOpenCv, roi.height, placement.height);
+  return a;
+}
+
+Status check_preprocess_output(const TensorView& output, const PreprocessPlan& plan,
+                               const PreprocessParams& params, MemoryKind memory) {
+  bool shape_ok = output.rank == 4;
+  for (int d = 0; d < 4 && shape_ok; ++d)
+    shape_ok = output.shape[static_cast<std::size_t>(d)] == plan.shape[d];
+  if (!shape_ok || !output.is_contiguous() || output.data == nullptr) {
+    return make_error(StatusCode::kInvalidArgument,
+                      fmt::format("preprocess output: needs a dense [{}, {}, {}, {}] tensor", plan.shape[0],
+                                  plan.shape[1], plan.shape[2], plan.shape[3]));
+  }
+  if (output.dtype != params.dtype) {
+    return make_error(StatusCode::kInvalidArgument,
+                      fmt::format("preprocess output: dtype {} but the params ask for {}",
+                                  data_type_name(output.dtype), data_type_name(params.dtype)));
+  }
+  if ((memory == MemoryKind::kDevice) != (output.memory == MemoryKind::kDevice)) {
+    return make_error(
+        StatusCode::kInvalidArgument,
+        fmt::format("preprocess output: {} memory for a {} run", memory_kind_name(output.memory),
+                    memory == MemoryKind::kDevice ? "CUDA" : "CPU"));
+  }
+  return Status::ok();
+}
+
+}  // namespace detail
+
+Status run_preprocess_cpu(const ImageBatch& input, const PreprocessParams& params, const TensorView& output) {
+  FOVEA_ASSIGN_OR_RETURN(const PreprocessPlan plan, plan_preprocess(input, params));
+  if (batch_on_device(input)) {
+    return make_error(StatusCode::kInvalidArgument, "run_preprocess_cpu: the images are in device memory");
+  }
+  FOVEA_TRY(detail::check_preprocess_output(output, plan, params, MemoryKind::kHost));
+  const detail::PreprocessCommon common = detail::preprocess_common(params);
+  for (int n = 0; n < input.size(); ++n) {
+    const detail::PreprocessImageArgs a =
+        detail::preprocess_image_args(input, params, plan.placements[static_cast<std::size_t>(n)], n);
+    for (int y = 0; y < params.height; ++y) {
+      for (int x = 0; x < params.width; ++x) {
+        float values[3];
+        if (params.filter == ResizeFilter::kNearest) {
+          detail::preprocess_pixel<ResizeFilter::kNearest>(a, common, x, y, values);
+        } else {
+          detail::preprocess_pixel<ResizeFilter::kBilinear>(a, common, x, y, values);
+        }
+        for (int c = 0; c < 3; ++c) {
+          const std::int64_t index = tensor_index(params, n, c, y, x);
+          if (params.dtype == DataType::kFloat32) {
+            static_cast<float*>(output.data)[index] = values[c];
+          } else {
+            static_cast<std::uint16_t*>(output.data)[index] = runtime::float_to_half(values[c]).bits;
+          }
+        }
+      }
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace fovea::image
