@@ -83,5 +83,7 @@ echo "== compare"
 "$PYTHON" "$here/compare_outputs.py" "$ref" "$out/fovea" --json "$out/results.json" | tee "$out/results.md"
 compare_rc=${PIPESTATUS[0]}
 
-tar -czf "$out/summary.tar.gz" -C "$out" --exclude='*.onnx' --exclude='*.npy' --exclude=summary.tar.gz .
+# Written beside OUT_DIR first: tar warns (and fails) when the folder it reads changes under it.
+tar -czf "$out.summary.tar.gz" -C "$out" --exclude='*.onnx' --exclude='*.npy' --exclude=summary.tar.gz . &&
+  mv "$out.summary.tar.gz" "$out/summary.tar.gz"
 exit "$compare_rc"
