@@ -12,7 +12,8 @@
 // chroma sample (i, j) (image coordinates, so a ROI at an odd offset keeps the image's pairing).
 // This is what OpenCV's cvtColor(NV12/I420) does, and libswscale with
 // SWS_POINT | SWS_FULL_CHR_H_INT | SWS_ACCURATE_RND. Chroma downsampling (RGB -> 4:2:0) averages
-// the block's four chroma values, as OpenCV's RGB2YUV_I420 does. P016 samples are 16-bit,
+// the block's four chroma values (OpenCV's RGB2YUV_I420 takes the top-left pixel's instead, which
+// aliases; the two agree on blocks of one color). P016 samples are 16-bit,
 // MSB-aligned (see color_math.h for the scale). GRAY8 is always full range: from YUV, the Y plane
 // is expanded from limited range when `range` is kLimited and copied when it is kFull.
 //
