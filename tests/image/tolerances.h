@@ -21,4 +21,9 @@ inline constexpr double kF16Tolerance = 2e-3;
 // magnitude times a few operations.
 inline constexpr double kBoxTolerance = 1e-3;
 
+// RGB8 -> 8-bit YUV (limited range) -> RGB8 on 2x2-constant blocks: half a Y step is 0.58 (255/219/2)
+// and half a chroma step times the largest chroma coefficient is 1.06 (B's 2 * (1 - 0.0722) *
+// 255/224 / 2 for BT.709); 1.64 in all, so the rounded result is within 2 of the original.
+inline constexpr double kU8YuvRoundTripTolerance = 2.0;
+
 }  // namespace fovea::image::testing
