@@ -50,6 +50,10 @@ struct NmsShape {
 // the 48 KiB a block gets without opting in).
 inline constexpr int kMaxNmsClasses = 12000;
 
+// The selection kernel keeps a block of 65 mask rows of ceil(max_candidates_per_class / 64) words in
+// the 48 KiB of shared memory a block gets without opting in: at most 94 words.
+inline constexpr int kMaxCandidatesPerClass = 94 * 64;
+
 struct NmsParams {
   float score_threshold = 0.05f;
   float iou_threshold = 0.5f;

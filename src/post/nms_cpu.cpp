@@ -85,6 +85,11 @@ Status check_nms(const NmsShape& shape, const NmsParams& params) {
                       fmt::format("nms: top_k {} and max_candidates_per_class {} must be positive",
                                   params.top_k, params.max_candidates_per_class));
   }
+  if (params.max_candidates_per_class > kMaxCandidatesPerClass) {
+    return make_error(StatusCode::kInvalidArgument,
+                      fmt::format("nms: max_candidates_per_class {} is above the supported {}",
+                                  params.max_candidates_per_class, kMaxCandidatesPerClass));
+  }
   if (params.background_class < -1 || params.background_class >= shape.classes) {
     return make_error(StatusCode::kInvalidArgument,
                       fmt::format("nms: background class {} is not -1 or a class of {}",

@@ -154,6 +154,9 @@ TEST(Nms, BadArgumentsAreRejected) {
   p.top_k = 0;
   EXPECT_EQ(check_nms({1, 10, 2}, p).code(), StatusCode::kInvalidArgument);
   p = good;
+  p.max_candidates_per_class = kMaxCandidatesPerClass + 1;
+  EXPECT_EQ(check_nms({1, 10, 2}, p).code(), StatusCode::kInvalidArgument);
+  p = good;
   p.background_class = 2;
   EXPECT_EQ(check_nms({1, 10, 2}, p).code(), StatusCode::kInvalidArgument);
   EXPECT_TRUE(check_nms({16, 8732, 81}, good).is_ok());
