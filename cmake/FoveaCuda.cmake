@@ -13,6 +13,12 @@ if(NOT FOVEA_CUDA STREQUAL "OFF")
       set(CMAKE_CUDA_ARCHITECTURES 90)
     endif()
     enable_language(CUDA)
+    # CMake 3.25 (Debian bookworm) predates nvcc's C++20 support and would refuse CUDA20 targets;
+    # newer CMake sets these itself.
+    if(NOT CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
+      set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION -std=c++20)
+      set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION -std=c++20)
+    endif()
     set(CMAKE_CUDA_STANDARD 20)
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     find_package(CUDAToolkit REQUIRED)
