@@ -8,14 +8,15 @@
 // |       | (kNHWC), dense, device memory          |                    | OpenCV geometry       |
 //
 // Definition (what the CPU reference computes and the composition test checks): the op equals
-//   1. NV12 -> RGB at full resolution in float on the 0..255 scale, clamped to [0, 255], with
-//      nearest chroma (luma pixel (x, y) takes the chroma sample (x/2, y/2)), per color_math.h;
+//   1. NV12 -> RGB at full resolution in float on the 0..255 scale, not clamped, with nearest
+//      chroma (luma pixel (x, y) takes the chroma sample (x/2, y/2)), per color_math.h;
 //   2. crop to the ROI and resize (ResizeCompat::kOpenCv, params.filter) in float, padding with
 //      pad_value where the fit leaves room (run_resize_cpu on kPlanarF32 does exactly this);
-//   3. per output channel c: (x * scale - mean[c]) / std[c]; then the dtype cast (round to
-//      nearest even for float16).
-// The kernel evaluates it per output pixel: it converts each of the (up to 2x2) source taps it
-// samples and blends them, so nothing is materialized at full resolution.
+//      then clamp to [0, 255] (as a uint8 conversion of the resized YUV would);
+//   3. per output channel c: (x * scale - mean[c]) / std[c] (computed as one multiply-add with
+//      scale/std and -mean/std); then the dtype cast (round to nearest even for float16).
+// The kernel evaluates it per output pixel from the (up to 2x2) source taps it samples, so
+// nothing is materialized at full resolution.
 #pragma once
 
 #include <array>
@@ -84,9 +85,10 @@ struct PreprocessImageArgs {
 struct PreprocessCommon {
   YuvCoefficients yuv;
   int channel_of_red;  // 0 for RGB, 2 for BGR
-  float scale;
-  float mean[3];
-  float std[3];
+  // (x * scale - mean) / std as one multiply-add: x * mul + add (mul = scale / std,
+  // add = -mean / std), which differs from the division by float rounding only.
+  float mul[3];
+  float add[3];
   float pad[3];
 };
 
@@ -94,41 +96,53 @@ FOVEA_HD float clamp_255(float v) {
   return v < 0.0f ? 0.0f : (v > 255.0f ? 255.0f : v);
 }
 
-// The clamped RGB of luma pixel (x, y) (absolute coordinates) with its nearest chroma sample.
-FOVEA_HD Rgb nv12_pixel_rgb(const PreprocessImageArgs& a, const YuvCoefficients& yuv, int x, int y) {
+// The Y, U, V samples of luma pixel (x, y) (absolute coordinates) and its nearest chroma sample.
+FOVEA_HD Yuv nv12_sample(const PreprocessImageArgs& a, int x, int y) {
   const float luma = load_readonly(a.luma + y * a.luma_pitch + x);
   const unsigned char* uv = a.chroma + (y >> 1) * a.chroma_pitch + (x & ~1);
-  const Rgb rgb = yuv_to_rgb(luma, load_readonly(uv), load_readonly(uv + 1), yuv);
-  return Rgb{clamp_255(rgb.r), clamp_255(rgb.g), clamp_255(rgb.b)};
+#if defined(__CUDA_ARCH__)
+  // One 16-bit load for the U, V pair (run_preprocess_cuda checks the chroma rows are 2-aligned).
+  const unsigned short pair = __ldg(reinterpret_cast<const unsigned short*>(uv));
+  return Yuv{luma, static_cast<float>(pair & 0xff), static_cast<float>(pair >> 8)};
+#else
+  return Yuv{luma, static_cast<float>(uv[0]), static_cast<float>(uv[1])};
+#endif
 }
 
-// The normalized values of tensor pixel (ox, oy), in tensor channel order.
+// The normalized values of tensor pixel (ox, oy), in tensor channel order. The taps' Y, U, V are
+// blended and converted once: the conversion is affine and the weights sum to 1, so this equals
+// blending the converted (unclamped) RGB of the taps, at a third of the arithmetic.
 template <ResizeFilter kFilter>
 FOVEA_HD void preprocess_pixel(const PreprocessImageArgs& a, const PreprocessCommon& common, int ox, int oy,
                                float out[3]) {
   constexpr int kTaps = kFilter == ResizeFilter::kNearest ? 1 : 2;
   const int dx = ox - a.offset_x;
   const int dy = oy - a.offset_y;
-  float rgb[3] = {0.0f, 0.0f, 0.0f};
+  float rgb[3];
   if (dx < 0 || dy < 0 || dx >= a.x.dst_size || dy >= a.y.dst_size) {
     for (int c = 0; c < 3; ++c) rgb[c] = common.pad[c];
   } else {
-    const TapWindow wx = tap_window(a.x, dx);
-    const TapWindow wy = tap_window(a.y, dy);
+    const TapWindow wx = opencv_window_of<kFilter>(a.x, dx);
+    const TapWindow wy = opencv_window_of<kFilter>(a.y, dy);
+    Yuv sum{0.0f, 0.0f, 0.0f};
     for (int ky = 0; ky < kTaps; ++ky) {
-      const float weight_y = tap_weight(a.y, wy, ky);
+      const float weight_y = opencv_weight_of<kFilter>(a.y, wy, ky);
       const int sy = a.roi_y + clamp_index(wy.first + ky, a.y.src_size);
       for (int kx = 0; kx < kTaps; ++kx) {
-        const float w = weight_y * tap_weight(a.x, wx, kx);
-        const Rgb p = nv12_pixel_rgb(a, common.yuv, a.roi_x + clamp_index(wx.first + kx, a.x.src_size), sy);
-        // Tensor channel order: red goes to channel_of_red, blue to the other end.
-        rgb[common.channel_of_red] += w * p.r;
-        rgb[1] += w * p.g;
-        rgb[2 - common.channel_of_red] += w * p.b;
+        const float w = weight_y * opencv_weight_of<kFilter>(a.x, wx, kx);
+        const Yuv p = nv12_sample(a, a.roi_x + clamp_index(wx.first + kx, a.x.src_size), sy);
+        sum.y += w * p.y;
+        sum.u += w * p.u;
+        sum.v += w * p.v;
       }
     }
+    const Rgb p = yuv_to_rgb(sum.y, sum.u, sum.v, common.yuv);
+    // Tensor channel order: red goes to channel_of_red, blue to the other end.
+    rgb[common.channel_of_red] = p.r;
+    rgb[1] = p.g;
+    rgb[2 - common.channel_of_red] = p.b;
   }
-  for (int c = 0; c < 3; ++c) out[c] = (rgb[c] * common.scale - common.mean[c]) / common.std[c];
+  for (int c = 0; c < 3; ++c) out[c] = clamp_255(rgb[c]) * common.mul[c] + common.add[c];
 }
 
 // Built by the run functions from the validated batch, params and plan.

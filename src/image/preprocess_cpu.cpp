@@ -64,11 +64,11 @@ PreprocessCommon preprocess_common(const PreprocessParams& params) {
   PreprocessCommon common{};
   common.yuv = yuv_coefficients(params.matrix, params.range);
   common.channel_of_red = params.bgr ? 2 : 0;
-  common.scale = params.scale;
   for (int c = 0; c < 3; ++c) {
-    common.mean[c] = params.mean[static_cast<std::size_t>(c)];
-    common.std[c] = params.std[static_cast<std::size_t>(c)];
-    common.pad[c] = params.pad_value[static_cast<std::size_t>(c)];
+    const auto i = static_cast<std::size_t>(c);
+    common.mul[c] = params.scale / params.std[i];
+    common.add[c] = -params.mean[i] / params.std[i];
+    common.pad[c] = params.pad_value[i];
   }
   return common;
 }

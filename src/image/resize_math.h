@@ -121,34 +121,64 @@ FOVEA_HD TapWindow pil_window(const AxisMap& m, int d) {
   return TapWindow{first, last - first, center, sum != 0.0f ? 1.0f / sum : 0.0f};
 }
 
+// The OpenCV window of one filter, known at compile time (the fused preprocess calls these
+// directly; tap_window dispatches to them).
+template <ResizeFilter kFilter>
+FOVEA_HD TapWindow opencv_window_of(const AxisMap& m, int d) {
+  if constexpr (kFilter == ResizeFilter::kNearest) {
+    // cv::resize computes floor(d * src / dst); integers keep it exact.
+    const long long s = (static_cast<long long>(d) * m.src_size) / m.dst_size;
+    return TapWindow{static_cast<int>(s < m.src_size ? s : m.src_size - 1), 1, 0.0f, 1.0f};
+  } else if constexpr (kFilter == ResizeFilter::kArea) {
+    // The source span [f1, f2) of output pixel d; products first, so integer scales stay exact.
+    const float f1 =
+        static_cast<float>(static_cast<long long>(d) * m.src_size) / static_cast<float>(m.dst_size);
+    const float f2 =
+        static_cast<float>(static_cast<long long>(d + 1) * m.src_size) / static_cast<float>(m.dst_size);
+    const int first = floor_to_int(f1);
+    int end = floor_to_int(f2);
+    end = static_cast<float>(end) < f2 ? end + 1 : end;
+    end = end > m.src_size ? m.src_size : end;
+    // OpenCV shrinks the cell at the right border (cellWidth = min(scale, src - f1)).
+    const float rest = static_cast<float>(m.src_size) - f1;
+    const float cell = m.scale < rest ? m.scale : rest;
+    return TapWindow{first, end - first, f1, 1.0f / cell};
+  } else {
+    const float f = mul_rn(static_cast<float>(d) + 0.5f, m.scale) - 0.5f;
+    const int s = floor_to_int(f);
+    constexpr bool kCubic = kFilter == ResizeFilter::kBicubic;
+    return TapWindow{kCubic ? s - 1 : s, kCubic ? 4 : 2, f - static_cast<float>(s), 1.0f};
+  }
+}
+
+template <ResizeFilter kFilter>
+FOVEA_HD float opencv_weight_of(const AxisMap& m, const TapWindow& w, int k) {
+  if constexpr (kFilter == ResizeFilter::kNearest) {
+    return 1.0f;
+  } else if constexpr (kFilter == ResizeFilter::kBilinear) {
+    return k == 0 ? 1.0f - w.position : w.position;
+  } else if constexpr (kFilter == ResizeFilter::kBicubic) {
+    // OpenCV's interpolateCubic: distances 1+t, t, 1-t, 2-t; the last makes the sum exactly 1.
+    const float t = w.position;
+    const float c0 = cubic_kernel(1.0f + t, -0.75f);
+    const float c1 = cubic_kernel(t, -0.75f);
+    const float c2 = cubic_kernel(1.0f - t, -0.75f);
+    return k == 0 ? c0 : (k == 1 ? c1 : (k == 2 ? c2 : 1.0f - c0 - c1 - c2));
+  } else {
+    const float lo = static_cast<float>(w.first + k);
+    const float start = lo > w.position ? lo : w.position;
+    const float span_end = w.position + m.scale;
+    const float end = lo + 1.0f < span_end ? lo + 1.0f : span_end;
+    return end > start ? (end - start) * w.norm : 0.0f;
+  }
+}
+
 FOVEA_HD TapWindow opencv_window(const AxisMap& m, int d) {
   switch (m.filter) {
-    case ResizeFilter::kNearest: {
-      // cv::resize computes floor(d * src / dst); integers keep it exact.
-      const long long s = (static_cast<long long>(d) * m.src_size) / m.dst_size;
-      return TapWindow{static_cast<int>(s < m.src_size ? s : m.src_size - 1), 1, 0.0f, 1.0f};
-    }
-    case ResizeFilter::kArea: {
-      // The source span [f1, f2) of output pixel d; products first, so integer scales stay exact.
-      const float f1 =
-          static_cast<float>(static_cast<long long>(d) * m.src_size) / static_cast<float>(m.dst_size);
-      const float f2 =
-          static_cast<float>(static_cast<long long>(d + 1) * m.src_size) / static_cast<float>(m.dst_size);
-      const int first = floor_to_int(f1);
-      int end = floor_to_int(f2);
-      end = static_cast<float>(end) < f2 ? end + 1 : end;
-      end = end > m.src_size ? m.src_size : end;
-      // OpenCV shrinks the cell at the right border (cellWidth = min(scale, src - f1)).
-      const float rest = static_cast<float>(m.src_size) - f1;
-      const float cell = m.scale < rest ? m.scale : rest;
-      return TapWindow{first, end - first, f1, 1.0f / cell};
-    }
-    default: {
-      const float f = (static_cast<float>(d) + 0.5f) * m.scale - 0.5f;
-      const int s = floor_to_int(f);
-      const bool cubic = m.filter == ResizeFilter::kBicubic;
-      return TapWindow{cubic ? s - 1 : s, cubic ? 4 : 2, f - static_cast<float>(s), 1.0f};
-    }
+    case ResizeFilter::kNearest: return opencv_window_of<ResizeFilter::kNearest>(m, d);
+    case ResizeFilter::kArea: return opencv_window_of<ResizeFilter::kArea>(m, d);
+    case ResizeFilter::kBilinear: return opencv_window_of<ResizeFilter::kBilinear>(m, d);
+    default: return opencv_window_of<ResizeFilter::kBicubic>(m, d);
   }
 }
 
@@ -162,23 +192,10 @@ FOVEA_HD float tap_weight(const AxisMap& m, const TapWindow& w, int k) {
     return m.filter == ResizeFilter::kNearest ? 1.0f : pil_raw_weight(m, w.position, w.first + k) * w.norm;
   }
   switch (m.filter) {
-    case ResizeFilter::kNearest: return 1.0f;
-    case ResizeFilter::kBilinear: return k == 0 ? 1.0f - w.position : w.position;
-    case ResizeFilter::kBicubic: {
-      // OpenCV's interpolateCubic: distances 1+t, t, 1-t, 2-t; the last makes the sum exactly 1.
-      const float t = w.position;
-      const float c0 = cubic_kernel(1.0f + t, -0.75f);
-      const float c1 = cubic_kernel(t, -0.75f);
-      const float c2 = cubic_kernel(1.0f - t, -0.75f);
-      return k == 0 ? c0 : (k == 1 ? c1 : (k == 2 ? c2 : 1.0f - c0 - c1 - c2));
-    }
-    default: {
-      const float lo = static_cast<float>(w.first + k);
-      const float start = lo > w.position ? lo : w.position;
-      const float span_end = w.position + m.scale;
-      const float end = lo + 1.0f < span_end ? lo + 1.0f : span_end;
-      return end > start ? (end - start) * w.norm : 0.0f;
-    }
+    case ResizeFilter::kNearest: return opencv_weight_of<ResizeFilter::kNearest>(m, w, k);
+    case ResizeFilter::kBilinear: return opencv_weight_of<ResizeFilter::kBilinear>(m, w, k);
+    case ResizeFilter::kBicubic: return opencv_weight_of<ResizeFilter::kBicubic>(m, w, k);
+    default: return opencv_weight_of<ResizeFilter::kArea>(m, w, k);
   }
 }
 

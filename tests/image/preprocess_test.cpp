@@ -1,5 +1,6 @@
 // Fused preprocess on the CPU: the fused op against the composition of the separate steps it is
 // defined as (image/preprocess.h), and bad input.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -17,8 +18,8 @@
 namespace fovea::image::testing {
 namespace {
 
-// Step 1 of the definition: NV12 to float RGB planes at full resolution, clamped to [0, 255],
-// nearest chroma.
+// Step 1 of the definition: NV12 to float RGB planes at full resolution, not clamped, nearest
+// chroma.
 HostImage nv12_to_planar_rgb(const ImageView& nv12, ColorMatrix matrix, ColorRange range) {
   HostImage rgb(PixelFormat::kPlanarF32, nv12.width, nv12.height, 3, 4);
   const YuvCoefficients k = yuv_coefficients(matrix, range);
@@ -27,13 +28,14 @@ HostImage nv12_to_planar_rgb(const ImageView& nv12, ColorMatrix matrix, ColorRan
       const std::uint8_t* uv = nv12.row(1, y / 2) + (x / 2) * 2;
       const Rgb p = yuv_to_rgb(nv12.row(0, y)[x], uv[0], uv[1], k);
       const float values[3] = {p.r, p.g, p.b};
-      for (int c = 0; c < 3; ++c) rgb.view().row<float>(c, y)[x] = std::clamp(values[c], 0.0f, 255.0f);
+      for (int c = 0; c < 3; ++c) rgb.view().row<float>(c, y)[x] = values[c];
     }
   }
   return rgb;
 }
 
-// Steps 2 and 3: crop + resize the float image with the resize op, then normalize and lay out.
+// Steps 2 and 3: crop + resize the float image with the resize op, clamp, then normalize and lay
+// out.
 std::vector<float> composition(const ImageBatch& nv12, const PreprocessParams& params) {
   const int plane = params.width * params.height;
   std::vector<float> out(static_cast<std::size_t>(nv12.size()) * 3 * plane);
@@ -51,7 +53,7 @@ std::vector<float> composition(const ImageBatch& nv12, const PreprocessParams& p
       const int source_plane = c == 1 ? 1 : (c == red ? 0 : 2);
       for (int y = 0; y < params.height; ++y) {
         for (int x = 0; x < params.width; ++x) {
-          const float v = resized.view().row<float>(source_plane, y)[x];
+          const float v = std::clamp(resized.view().row<float>(source_plane, y)[x], 0.0f, 255.0f);
           const float normalized = (v * params.scale - params.mean[c]) / params.std[c];
           const std::size_t pixel = static_cast<std::size_t>(y) * params.width + x;
           const std::size_t index = params.layout == TensorLayout::kNCHW
