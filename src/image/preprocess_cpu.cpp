@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "image/preprocess.h"
-#include "runtime/tensor.h"
+#include "core/half.h"
 
 namespace fovea::image {
 
@@ -140,7 +140,7 @@ Status run_preprocess_cpu(const ImageBatch& input, const PreprocessParams& param
           if (params.dtype == DataType::kFloat32) {
             static_cast<float*>(output.data)[index] = values[c];
           } else {
-            static_cast<std::uint16_t*>(output.data)[index] = runtime::float_to_half(values[c]).bits;
+            static_cast<std::uint16_t*>(output.data)[index] = float_to_half(values[c]).bits;
           }
         }
       }

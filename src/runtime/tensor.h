@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "core/half.h"
 #include "core/image.h"
 
 namespace fovea::runtime {
@@ -22,12 +23,9 @@ std::string shape_string(const Shape& shape);
 // Row-major strides in elements.
 Shape contiguous_strides(const Shape& shape);
 
-// IEEE half precision stored as its bits; the CPU reference converts to float to compute.
-struct Half {
-  std::uint16_t bits = 0;
-};
-float half_to_float(Half h);
-Half float_to_half(float f);  // round to nearest even, saturating to infinity like a hardware cast
+using ::fovea::float_to_half;
+using ::fovea::Half;
+using ::fovea::half_to_float;
 
 class Tensor {
  public:

@@ -5,7 +5,7 @@
 #include <random>
 
 #include "core/check.h"
-#include "runtime/tensor.h"
+#include "core/half.h"
 
 #if defined(FOVEA_HAVE_CUDA)
 #include <cuda_runtime_api.h>
@@ -60,7 +60,7 @@ void HostImage::fill_random(std::uint32_t seed) {
           if (view_.format == PixelFormat::kPlanarF32) {
             view_.row<float>(p, y)[x] = dist(rng);
           } else {
-            view_.row<std::uint16_t>(p, y)[x] = runtime::float_to_half(dist(rng)).bits;
+            view_.row<std::uint16_t>(p, y)[x] = float_to_half(dist(rng)).bits;
           }
         }
       }
@@ -93,8 +93,8 @@ double max_abs_difference(const ImageView& a, const ImageView& b) {
             vb = b.row<float>(p, y)[x];
             break;
           case PixelFormat::kPlanarF16:
-            va = runtime::half_to_float(runtime::Half{a.row<std::uint16_t>(p, y)[x]});
-            vb = runtime::half_to_float(runtime::Half{b.row<std::uint16_t>(p, y)[x]});
+            va = half_to_float(Half{a.row<std::uint16_t>(p, y)[x]});
+            vb = half_to_float(Half{b.row<std::uint16_t>(p, y)[x]});
             break;
           default: va = a.row<std::uint8_t>(p, y)[x]; vb = b.row<std::uint8_t>(p, y)[x];
         }

@@ -10,14 +10,14 @@
 #include "image/image_test_util.h"
 #include "image/preprocess.h"
 #include "image/tolerances.h"
-#include "runtime/tensor.h"
+#include "core/half.h"
 
 namespace fovea::image::testing {
 namespace {
 
 double to_double(const std::vector<std::uint8_t>& bytes, std::size_t i, DataType dtype) {
   if (dtype == DataType::kFloat32) return reinterpret_cast<const float*>(bytes.data())[i];
-  return runtime::half_to_float(runtime::Half{reinterpret_cast<const std::uint16_t*>(bytes.data())[i]});
+  return half_to_float(Half{reinterpret_cast<const std::uint16_t*>(bytes.data())[i]});
 }
 
 TEST(PreprocessGpu, MatchesCpu) {

@@ -13,7 +13,7 @@
 #include "image/preprocess.h"
 #include "image/resize.h"
 #include "image/tolerances.h"
-#include "runtime/tensor.h"
+#include "core/half.h"
 
 namespace fovea::image::testing {
 namespace {
@@ -72,7 +72,7 @@ double max_difference(const std::vector<float>& expected, const void* actual, Da
   for (std::size_t i = 0; i < expected.size(); ++i) {
     const float a = dtype == DataType::kFloat32
                         ? static_cast<const float*>(actual)[i]
-                        : runtime::half_to_float(runtime::Half{static_cast<const std::uint16_t*>(actual)[i]});
+                        : half_to_float(Half{static_cast<const std::uint16_t*>(actual)[i]});
     worst = std::max(worst, std::abs(static_cast<double>(a) - expected[i]));
   }
   return worst;
