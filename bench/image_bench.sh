@@ -24,6 +24,7 @@ step "$build/bench/preprocess_bench" --json "$out/preprocess.json"
 step python3 "$here/preprocess_torch.py" --fovea-json "$out/preprocess.json"
 step "$build/bench/blur_composite_bench" 15 8 100
 step "$build/bench/color_bench"
+mkdir -p "$out/nms"
 step "$build/bench/nms_bench" "$out/nms"
 step python3 "$here/nms_torch.py" "$out/nms"
 exit $status

@@ -350,8 +350,12 @@ void expect_same_class_map(ChannelLayout layout) {
     }
   }
   const bool nchw = layout == ChannelLayout::kNCHW;
-  const auto shape = nchw ? std::initializer_list<std::int64_t>{batch, classes, height, width}
-                          : std::initializer_list<std::int64_t>{batch, height, width, classes};
+  // A view per layout (an initializer_list chosen by ?: would dangle: its array dies with the
+  // full expression).
+  auto scores_view = [&](void* data, MemoryKind memory) {
+    return nchw ? contiguous_tensor(data, dtype_of<T>, memory, {batch, classes, height, width})
+                : contiguous_tensor(data, dtype_of<T>, memory, {batch, height, width, classes});
+  };
   std::deque<HostImage> cpu_maps;
   std::deque<DeviceImage> gpu_maps;
   image::ImageBatch cpu_batch, gpu_batch;
@@ -363,12 +367,11 @@ void expect_same_class_map(ChannelLayout layout) {
     cpu_batch.images.push_back(cpu_maps[static_cast<std::size_t>(n)].view());
     gpu_batch.images.push_back(gpu_maps[static_cast<std::size_t>(n)].view());
   }
-  ASSERT_TRUE(run_class_map_cpu(contiguous_tensor(typed.data(), dtype_of<T>, MemoryKind::kHost, shape),
-                                ClassMapParams{layout}, cpu_batch)
-                  .is_ok());
+  ASSERT_TRUE(
+      run_class_map_cpu(scores_view(typed.data(), MemoryKind::kHost), ClassMapParams{layout}, cpu_batch)
+          .is_ok());
   DeviceBuffer<T> d_scores(typed);
-  ASSERT_TRUE(run_class_map_cuda(nullptr,
-                                 contiguous_tensor(d_scores.get(), dtype_of<T>, MemoryKind::kDevice, shape),
+  ASSERT_TRUE(run_class_map_cuda(nullptr, scores_view(d_scores.get(), MemoryKind::kDevice),
                                  ClassMapParams{layout}, gpu_batch)
                   .is_ok());
   sync();
