@@ -91,12 +91,14 @@ FOVEA_HD int mask_sample(const CompositeJob& job, int element, int row) {
 }
 
 // out = m * fg + (1 - m) * bg with m = mask / 255; exact integers divided once, so the CPU and the
-// GPU agree bit for bit.
-FOVEA_HD std::uint8_t blend_element(const CompositeJob& job, int element, int row) {
-  const int m = mask_sample(job, element, row);
-  const int fg = job.a[row * job.a_pitch + element];
-  const int bg = job.b[row * job.b_pitch + element];
+// GPU agree bit for bit. Shared with the fused background blur (blur_composite.h).
+FOVEA_HD std::uint8_t blend_u8(int m, int fg, int bg) {
   return to_u8(static_cast<float>(m * fg + (255 - m) * bg) / 255.0f);
+}
+
+FOVEA_HD std::uint8_t blend_element(const CompositeJob& job, int element, int row) {
+  return blend_u8(mask_sample(job, element, row), job.a[row * job.a_pitch + element],
+                  job.b[row * job.b_pitch + element]);
 }
 
 FOVEA_HD std::uint8_t overlay_element(const CompositeJob& job, float alpha, int element, int row) {
