@@ -85,6 +85,13 @@ __device__ __forceinline__ float byte_value(std::uint32_t word, int k) {
   return __uint_as_float(__byte_perm(word, 0x4B000000u, 0x7440 + k)) - 8388608.0f;
 }
 
+// to_u8(v) for every float v, without the quarter-rate float-to-int conversion: adding 2^23 rounding
+// toward zero leaves floor(clamped + 0.5) in the low mantissa bits.
+__device__ __forceinline__ std::uint32_t round_to_u8(float v) {
+  const float clamped = fminf(fmaxf(v, 0.0f), 255.0f);
+  return __float_as_uint(__fadd_rz(clamped + 0.5f, 8388608.0f)) & 0xFFu;
+}
+
 // The 4 bytes at e of a tile row (`row` = the tile's first byte in its image row), `limit` bytes of
 // which lie inside the image.
 __device__ __forceinline__ std::uint32_t load4(const std::uint8_t* row, int e, int limit, bool aligned) {
@@ -144,11 +151,23 @@ __device__ void stage_frame(const FusedLaunch& launch, const FusedJob& job, int 
     }
     return;
   }
+  // Each staged row and column maps through border_index once (-1: the constant border).
+  constexpr int kInPixels = kTileWidth + 2 * R;
+  __shared__ int s_source_row[T::kHaloRows];
+  __shared__ int s_source_column[kInPixels];
+  for (int i = threadIdx.x; i < T::kHaloRows + kInPixels; i += T::kThreads) {
+    if (i < T::kHaloRows) {
+      s_source_row[i] = border_index(y0 - R + i, job.height, launch.border);
+    } else {
+      s_source_column[i - T::kHaloRows] = border_index(x0 - R + i - T::kHaloRows, job.width, launch.border);
+    }
+  }
+  __syncthreads();
   for (int i = threadIdx.x; i < T::kHaloRows * T::kInBytes; i += T::kThreads) {
     const int r = i / T::kInBytes;
     const int e = i - r * T::kInBytes;
-    const int sy = border_index(y0 - R + r, job.height, launch.border);
-    const int sx = border_index(x0 - R + e / C, job.width, launch.border);
+    const int sy = s_source_row[r];
+    const int sx = s_source_column[e / C];
     s_in[r * T::kInPitch + e] =
         sy >= 0 && sx >= 0 ? job.frame[sy * job.frame_pitch + sx * C + e % C] : launch.border_value;
   }
@@ -234,7 +253,8 @@ __device__ void vertical_blend(const FusedLaunch& launch, const FusedJob& job, i
     for (int i = 0; i < kVec; ++i) {
       const int m = s_mask[r * kTileWidth + (e + i) / C];
       const int sharp = s_in[(r + R) * T::kInPitch + R * C + e + i];
-      packed |= static_cast<std::uint32_t>(detail::blend_u8(m, sharp, to_u8(acc[o][i]))) << (8 * i);
+      const int blurred = static_cast<int>(round_to_u8(acc[o][i]));
+      packed |= static_cast<std::uint32_t>(detail::blend_u8(m, sharp, blurred)) << (8 * i);
     }
     store4(out_row, e, limit, packed, job.out_aligned);
   }
