@@ -1,8 +1,10 @@
-// Fused preprocess on the device. Designed for bandwidth: one thread per 4 tensor pixels, so each
-// warp writes 128 consecutive elements of every channel plane (NCHW) or 384 consecutive elements
-// (NHWC); NV12 is read through the read-only cache (load_readonly = __ldg); per-image arguments
-// travel by value in a __grid_constant__ struct, so there is no allocation or copy per launch;
-// one launch covers up to 32 images (blockIdx.z = image).
+// Fused preprocess on the device. Designed for bandwidth: each thread computes a strip of
+// consecutive pixels of one tensor row, so the row's source rows and weights are computed once
+// per strip and each strip leaves as 16-byte stores; NV12 is read through the read-only cache;
+// per-image arguments travel by value in a __grid_constant__ struct, so there is no allocation or
+// copy per launch; one launch covers up to 32 images (blockIdx.z = image). Exact 2:1 horizontal
+// downscales (1920 -> 960) take a fast path that reads each strip's taps with one 16-byte load
+// per source row and plane (detail::halves_columns says when).
 #include <cuda_fp16.h>
 
 #include <algorithm>
@@ -16,15 +18,18 @@ namespace fovea::image {
 
 namespace {
 
+using detail::kTapCount;
+
 // 32 images of 104 bytes plus the shared part stay under the classic 4 KiB parameter limit.
 constexpr int kImagesPerLaunch = 32;
-// Each thread computes 4 consecutive pixels of a row: the row's taps and weights are computed
-// once, more loads are in flight per thread, and an NCHW plane gets one 8-byte (f16) or 16-byte
-// (f32) store. For 8 x 1080p -> 3x544x960 f16 on an H200 (preprocess_bench), 1 pixel per thread
-// took 61 us and 4 took 56 us (before YUV blending: 40 us); Nsight Compute shows the kernel bound
-// by integer/ALU instructions, not memory.
-constexpr int kPixelsPerThread = 4;
-// 32 x 8 threads: a warp covers 128 consecutive pixels of one tensor row.
+// Tensor pixels per thread: 8 f16 values of a plane are one 16-byte store, and in the 2:1 fast
+// path the strip's 16 source columns are one 16-byte load per plane and row. For 8 x 1080p ->
+// 3x544x960 f16 on an H200 (preprocess_bench), 1 pixel per thread with per-pixel row math took
+// 61 us, 4 took 40 us; Nsight Compute showed the kernel bound by ALU instructions, not memory,
+// which the hoisted row math, the fast path and the byte conversions below address.
+constexpr int kStrip = detail::kPreprocessStrip;
+// 32 x 8 threads: a warp covers 256 consecutive pixels of one tensor row (its row math and its
+// padding test are warp-uniform).
 constexpr int kBlockX = 32;
 constexpr int kBlockY = 8;
 
@@ -36,53 +41,145 @@ struct PreprocessLaunch {
 };
 static_assert(sizeof(PreprocessLaunch) <= 4096, "kernel parameters above 4 KiB need a newer driver");
 
-__device__ __forceinline__ void store(float* p, float v) {
-  *p = v;
+// Byte-to-float without the integer-to-float conversion (a slow-pipe instruction): __byte_perm
+// places bytes of `word` in the low mantissa bits of 2^23 (bit pattern 0x4B000000; selector
+// nibbles 4 and 7 pick its 0x00 and 0x4B bytes), which reads as the float 2^23 + value, exactly;
+// the caller subtracts 2^23 together with its own offset.
+constexpr unsigned kMagicBits = 0x4B000000u;
+constexpr float kMagic = 8388608.0f;
+__device__ __forceinline__ float magic_float(unsigned word, unsigned selector) {
+  return __int_as_float(static_cast<int>(__byte_perm(word, kMagicBits, selector)));
 }
-__device__ __forceinline__ void store(__half* p, float v) {
-  *p = __float2half_rn(v);
+__host__ __device__ constexpr unsigned byte_selector(int byte) {
+  return 0x7440u | static_cast<unsigned>(byte);
 }
-
-// Stores kPixelsPerThread values of one channel to consecutive elements, 8- or 16-byte aligned.
-__device__ __forceinline__ void store_vector(float* p, const float (*values)[3], int c) {
-  *reinterpret_cast<float4*>(p) = make_float4(values[0][c], values[1][c], values[2][c], values[3][c]);
-}
-__device__ __forceinline__ void store_vector(__half* p, const float (*values)[3], int c) {
-  const __half2 lo = __floats2half2_rn(values[0][c], values[1][c]);
-  const __half2 hi = __floats2half2_rn(values[2][c], values[3][c]);
-  uint2 bits;
-  bits.x = *reinterpret_cast<const unsigned*>(&lo);
-  bits.y = *reinterpret_cast<const unsigned*>(&hi);
-  *reinterpret_cast<uint2*>(p) = bits;
+__host__ __device__ constexpr unsigned lane16_selector(int lane) {
+  return 0x7400u | static_cast<unsigned>(2 * lane + 1) << 4 | static_cast<unsigned>(2 * lane);
 }
 
-template <typename Out, TensorLayout kLayout, ResizeFilter kFilter>
-__global__ void preprocess_kernel(const __grid_constant__ PreprocessLaunch launch) {
-  const int x0 = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x) * kPixelsPerThread;
+// The 2:1 fast path's sampling: Y', U', V' (offsets removed, as preprocess_pixel blends them) of
+// the kStrip pixels whose taps start at source column `column` (even, 16-byte aligned). Tensor
+// pixel i takes columns 2i and 2i+1 (bilinear: both at weight 0.5; nearest: 2i) and their shared
+// chroma pair i, so the x blend is exact and equals preprocess_pixel's.
+template <ResizeFilter kFilter>
+__device__ __forceinline__ void halving_strip(const detail::SourceRows<kFilter>& rows, int column,
+                                              float y_offset, Yuv (&out)[kStrip]) {
+  constexpr bool kBilinear = kFilter == ResizeFilter::kBilinear;
+  // Bilinear adds each column pair in integers, so its offset counts twice and its row weight
+  // takes the 0.5 of the x taps (exact scalings).
+  const float luma_bias = kMagic + (kBilinear ? 2.0f : 1.0f) * y_offset;
+  const float chroma_bias = kMagic + 128.0f;
+#pragma unroll
+  for (int ky = 0; ky < kTapCount<kFilter>; ++ky) {
+    const uint4 l = __ldg(reinterpret_cast<const uint4*>(rows.luma[ky] + column));
+    const uint4 c = __ldg(reinterpret_cast<const uint4*>(rows.chroma[ky] + column));
+    const unsigned luma[4] = {l.x, l.y, l.z, l.w};
+    const unsigned chroma[4] = {c.x, c.y, c.z, c.w};
+    const float w = kBilinear ? 0.5f * rows.weight[ky] : rows.weight[ky];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {  // word j: luma columns 4j..4j+3, chroma pairs 2j, 2j+1
+      // Bilinear: the byte pairs summed as two 16-bit lanes (at most 510 each).
+      const unsigned sums = (luma[j] & 0x00ff00ffu) + ((luma[j] >> 8) & 0x00ff00ffu);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float y =
+            (kBilinear ? magic_float(sums, lane16_selector(h)) : magic_float(luma[j], byte_selector(2 * h))) -
+            luma_bias;
+        const float u = magic_float(chroma[j], byte_selector(2 * h)) - chroma_bias;
+        const float v = magic_float(chroma[j], byte_selector(2 * h + 1)) - chroma_bias;
+        Yuv& p = out[2 * j + h];
+        p.y = ky == 0 ? w * y : p.y + w * y;
+        p.u = ky == 0 ? w * u : p.u + w * u;
+        p.v = ky == 0 ? w * v : p.v + w * v;
+      }
+    }
+  }
+}
+
+__device__ __forceinline__ unsigned half2_bits(float lo, float hi) {
+  const __half2 h = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<const unsigned*>(&h);
+}
+
+// Stores values v[0..count) to dst[0..count); a full run at a 16-byte aligned address goes out as
+// 16-byte stores.
+template <int kN>
+__device__ __forceinline__ void store_run(float* dst, const float* v, int count) {
+  static_assert(kN % 4 == 0);
+  if (count == kN && reinterpret_cast<std::uintptr_t>(dst) % 16 == 0) {
+#pragma unroll
+    for (int i = 0; i < kN; i += 4) {
+      *reinterpret_cast<float4*>(dst + i) = make_float4(v[i], v[i + 1], v[i + 2], v[i + 3]);
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < kN; ++i) {
+      if (i < count) dst[i] = v[i];
+    }
+  }
+}
+template <int kN>
+__device__ __forceinline__ void store_run(__half* dst, const float* v, int count) {
+  static_assert(kN % 8 == 0);
+  if (count == kN && reinterpret_cast<std::uintptr_t>(dst) % 16 == 0) {
+#pragma unroll
+    for (int i = 0; i < kN; i += 8) {
+      *reinterpret_cast<uint4*>(dst + i) =
+          make_uint4(half2_bits(v[i], v[i + 1]), half2_bits(v[i + 2], v[i + 3]),
+                     half2_bits(v[i + 4], v[i + 5]), half2_bits(v[i + 6], v[i + 7]));
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < kN; ++i) {
+      if (i < count) dst[i] = __float2half_rn(v[i]);
+    }
+  }
+}
+
+template <typename Out, TensorLayout kLayout, ResizeFilter kFilter, bool kHalving>
+__global__ void __launch_bounds__(kBlockX* kBlockY)
+    preprocess_kernel(const __grid_constant__ PreprocessLaunch launch) {
+  const int x0 = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x) * kStrip;
   const int y = static_cast<int>(blockIdx.y * blockDim.y + threadIdx.y);
   if (x0 >= launch.width || y >= launch.height) return;
   const detail::PreprocessImageArgs& a = launch.images[blockIdx.z];
-  const int count = min(kPixelsPerThread, launch.width - x0);
-  float values[kPixelsPerThread][3];
+  const detail::PreprocessCommon& k = launch.common;
+  const int count = min(kStrip, launch.width - x0);
+  const detail::SourceRows<kFilter> rows = detail::source_rows<kFilter>(a, y);
+  // The strip's values in tensor order: NCHW channel c's run at c * kStrip, NHWC pixel-interleaved.
+  constexpr bool kPlanar = kLayout == TensorLayout::kNCHW;
+  constexpr int kChannelStride = kPlanar ? kStrip : 1;
+  constexpr int kPixelStride = kPlanar ? 1 : 3;
+  float values[3 * kStrip];
+  if constexpr (kHalving) {
+    if (rows.inside) {  // warp-uniform: a warp lies in one tensor row
+      Yuv yuv[kStrip];
+      halving_strip<kFilter>(rows, a.roi_x + 2 * x0, k.y_offset, yuv);
 #pragma unroll
-  for (int i = 0; i < kPixelsPerThread; ++i) {
-    if (i < count) detail::preprocess_pixel<kFilter>(a, launch.common, x0 + i, y, values[i]);
+      for (int i = 0; i < kStrip; ++i)
+        detail::finish_pixel(k, yuv[i], values + i * kPixelStride, kChannelStride);
+    } else {
+#pragma unroll
+      for (int i = 0; i < kStrip; ++i) {
+        for (int c = 0; c < 3; ++c) values[c * kChannelStride + i * kPixelStride] = k.pad[c];
+      }
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < kStrip; ++i) {
+      if (i < count) {
+        detail::preprocess_pixel<kFilter>(a, k, rows, x0 + i, values + i * kPixelStride, kChannelStride);
+      }
+    }
   }
   const long long plane = static_cast<long long>(launch.width) * launch.height;
   Out* image = static_cast<Out*>(launch.output) + static_cast<long long>(blockIdx.z) * 3 * plane;
   const long long pixel = static_cast<long long>(y) * launch.width + x0;
-  for (int c = 0; c < 3; ++c) {
-    if constexpr (kLayout == TensorLayout::kNCHW) {
-      Out* dst = image + c * plane + pixel;
-      if (count == kPixelsPerThread &&
-          reinterpret_cast<std::uintptr_t>(dst) % (sizeof(Out) * kPixelsPerThread) == 0) {
-        store_vector(dst, values, c);
-      } else {
-        for (int i = 0; i < count; ++i) store(dst + i, values[i][c]);
-      }
-    } else {
-      for (int i = 0; i < count; ++i) store(image + (pixel + i) * 3 + c, values[i][c]);
-    }
+  if constexpr (kPlanar) {
+#pragma unroll
+    for (int c = 0; c < 3; ++c) store_run<kStrip>(image + c * plane + pixel, values + c * kStrip, count);
+  } else {
+    store_run<3 * kStrip>(image + pixel * 3, values, 3 * count);
   }
 }
 
@@ -93,19 +190,25 @@ Status launch_preprocess(cudaStream_t stream, const ImageBatch& input, const Pre
   for (int begin = 0; begin < input.size(); begin += kImagesPerLaunch) {
     const int count = std::min(kImagesPerLaunch, input.size() - begin);
     PreprocessLaunch launch{};
+    bool halving = true;  // the fast path serves a launch whose images all qualify
     for (int j = 0; j < count; ++j) {
       launch.images[j] = detail::preprocess_image_args(
           input, params, plan.placements[static_cast<std::size_t>(begin + j)], begin + j);
+      halving = halving && detail::halves_columns(launch.images[j], params.width);
     }
     launch.common = detail::preprocess_common(params);
     launch.output = static_cast<Out*>(output.data) + static_cast<std::size_t>(begin) * image_elements;
     launch.width = params.width;
     launch.height = params.height;
     const dim3 block(kBlockX, kBlockY);
-    const int threads_x = (params.width + kPixelsPerThread - 1) / kPixelsPerThread;
-    const dim3 grid((threads_x + kBlockX - 1) / kBlockX, (params.height + kBlockY - 1) / kBlockY,
+    const int strips = (params.width + kStrip - 1) / kStrip;
+    const dim3 grid((strips + kBlockX - 1) / kBlockX, (params.height + kBlockY - 1) / kBlockY,
                     static_cast<unsigned>(count));
-    preprocess_kernel<Out, kLayout, kFilter><<<grid, block, 0, stream>>>(launch);
+    if (halving) {
+      preprocess_kernel<Out, kLayout, kFilter, true><<<grid, block, 0, stream>>>(launch);
+    } else {
+      preprocess_kernel<Out, kLayout, kFilter, false><<<grid, block, 0, stream>>>(launch);
+    }
     FOVEA_CUDA_TRY_LAUNCH();
   }
   return Status::ok();

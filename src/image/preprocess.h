@@ -13,10 +13,11 @@
 //   2. crop to the ROI and resize (ResizeCompat::kOpenCv, params.filter) in float, padding with
 //      pad_value where the fit leaves room (run_resize_cpu on kPlanarF32 does exactly this);
 //      then clamp to [0, 255] (as a uint8 conversion of the resized YUV would);
-//   3. per output channel c: (x * scale - mean[c]) / std[c] (computed as one multiply-add with
-//      scale/std and -mean/std); then the dtype cast (round to nearest even for float16).
+//   3. per output channel c: (x * scale - mean[c]) / std[c]; then the dtype cast (round to
+//      nearest even for float16).
 // The kernel evaluates it per output pixel from the (up to 2x2) source taps it samples, so
-// nothing is materialized at full resolution.
+// nothing is materialized at full resolution; detail::PreprocessCommon says how steps 1 and 3
+// are folded into one affine map (equal up to float rounding).
 #pragma once
 
 #include <array>
@@ -82,73 +83,127 @@ struct PreprocessImageArgs {
   AxisMap x, y;
 };
 
+// Steps 1 and 3 of the definition folded into one affine map per tensor channel c, applied to the
+// blended samples with their offsets removed (Y - y_offset, U - 128, V - 128, exact in float):
+//   value_c = bias[c] + from_y[c] * Y' + from_u[c] * U' + from_v[c] * V'
+// then clamped to [low[c], high[c]], the normalized image of [0, 255]. Because the color
+// conversion is affine and the resize weights sum to 1, converting the blend equals blending the
+// converted taps, and normalizing before clamping to the normalized bounds equals clamping first;
+// the results differ from the step-by-step definition by float rounding only. The tensor's
+// channel order (RGB or BGR) is baked into the rows, so the kernel does no channel selection.
 struct PreprocessCommon {
-  YuvCoefficients yuv;
-  int channel_of_red;  // 0 for RGB, 2 for BGR
-  // (x * scale - mean) / std as one multiply-add: x * mul + add (mul = scale / std,
-  // add = -mean / std), which differs from the division by float rounding only.
-  float mul[3];
-  float add[3];
-  float pad[3];
+  float y_offset;  // 16 (limited range) or 0
+  float from_y[3], from_u[3], from_v[3], bias[3];
+  float low[3], high[3];
+  float pad[3];  // the normalized pad value
 };
 
-FOVEA_HD float clamp_255(float v) {
-  return v < 0.0f ? 0.0f : (v > 255.0f ? 255.0f : v);
-}
-
-// The Y, U, V samples of luma pixel (x, y) (absolute coordinates) and its nearest chroma sample.
-FOVEA_HD Yuv nv12_sample(const PreprocessImageArgs& a, int x, int y) {
-  const float luma = load_readonly(a.luma + y * a.luma_pitch + x);
-  const unsigned char* uv = a.chroma + (y >> 1) * a.chroma_pitch + (x & ~1);
-#if defined(__CUDA_ARCH__)
-  // One 16-bit load for the U, V pair (run_preprocess_cuda checks the chroma rows are 2-aligned).
-  const unsigned short pair = __ldg(reinterpret_cast<const unsigned short*>(uv));
-  return Yuv{luma, static_cast<float>(pair & 0xff), static_cast<float>(pair >> 8)};
-#else
-  return Yuv{luma, static_cast<float>(uv[0]), static_cast<float>(uv[1])};
-#endif
-}
-
-// The normalized values of tensor pixel (ox, oy), in tensor channel order. The taps' Y, U, V are
-// blended and converted once: the conversion is affine and the weights sum to 1, so this equals
-// blending the converted (unclamped) RGB of the taps, at a third of the arithmetic.
 template <ResizeFilter kFilter>
-FOVEA_HD void preprocess_pixel(const PreprocessImageArgs& a, const PreprocessCommon& common, int ox, int oy,
-                               float out[3]) {
-  constexpr int kTaps = kFilter == ResizeFilter::kNearest ? 1 : 2;
-  const int dx = ox - a.offset_x;
-  const int dy = oy - a.offset_y;
-  float rgb[3];
-  if (dx < 0 || dy < 0 || dx >= a.x.dst_size || dy >= a.y.dst_size) {
-    for (int c = 0; c < 3; ++c) rgb[c] = common.pad[c];
-  } else {
-    const TapWindow wx = opencv_window_of<kFilter>(a.x, dx);
-    const TapWindow wy = opencv_window_of<kFilter>(a.y, dy);
-    Yuv sum{0.0f, 0.0f, 0.0f};
-    for (int ky = 0; ky < kTaps; ++ky) {
-      const float weight_y = opencv_weight_of<kFilter>(a.y, wy, ky);
-      const int sy = a.roi_y + clamp_index(wy.first + ky, a.y.src_size);
-      for (int kx = 0; kx < kTaps; ++kx) {
-        const float w = weight_y * opencv_weight_of<kFilter>(a.x, wx, kx);
-        const Yuv p = nv12_sample(a, a.roi_x + clamp_index(wx.first + kx, a.x.src_size), sy);
-        sum.y += w * p.y;
-        sum.u += w * p.u;
-        sum.v += w * p.v;
-      }
-    }
-    const Rgb p = yuv_to_rgb(sum.y, sum.u, sum.v, common.yuv);
-    // Tensor channel order: red goes to channel_of_red, blue to the other end.
-    rgb[common.channel_of_red] = p.r;
-    rgb[1] = p.g;
-    rgb[2 - common.channel_of_red] = p.b;
+inline constexpr int kTapCount = kFilter == ResizeFilter::kNearest ? 1 : 2;
+
+// The taps of one output coordinate along one axis: source indices (clamped to the ROI, ROI
+// origin added) and their weights. `inside` is false in the padding, where the taps are those of
+// the placement's first pixel (valid addresses, never used).
+template <ResizeFilter kFilter>
+struct AxisTaps {
+  int index[kTapCount<kFilter>];
+  float weight[kTapCount<kFilter>];
+  bool inside;
+};
+
+template <ResizeFilter kFilter>
+FOVEA_HD AxisTaps<kFilter> axis_taps(const AxisMap& m, int roi_origin, int placed) {
+  AxisTaps<kFilter> t{};
+  t.inside = placed >= 0 && placed < m.dst_size;
+  const TapWindow w = opencv_window_of<kFilter>(m, t.inside ? placed : 0);
+  for (int k = 0; k < kTapCount<kFilter>; ++k) {
+    t.index[k] = roi_origin + clamp_index(w.first + k, m.src_size);
+    t.weight[k] = opencv_weight_of<kFilter>(m, w, k);
   }
-  for (int c = 0; c < 3; ++c) out[c] = clamp_255(rgb[c]) * common.mul[c] + common.add[c];
+  return t;
+}
+
+// What every pixel of one tensor row shares: the luma and chroma rows its taps read and their
+// weights. Computed once per row (per thread strip on the device), not per pixel.
+template <ResizeFilter kFilter>
+struct SourceRows {
+  const unsigned char* luma[kTapCount<kFilter>];
+  const unsigned char* chroma[kTapCount<kFilter>];  // the nearest chroma row of each luma row
+  float weight[kTapCount<kFilter>];
+  bool inside;
+};
+
+template <ResizeFilter kFilter>
+FOVEA_HD SourceRows<kFilter> source_rows(const PreprocessImageArgs& a, int oy) {
+  const AxisTaps<kFilter> t = axis_taps<kFilter>(a.y, a.roi_y, oy - a.offset_y);
+  SourceRows<kFilter> r{};
+  for (int k = 0; k < kTapCount<kFilter>; ++k) {
+    r.luma[k] = a.luma + t.index[k] * a.luma_pitch;
+    r.chroma[k] = a.chroma + (t.index[k] >> 1) * a.chroma_pitch;
+    r.weight[k] = t.weight[k];
+  }
+  r.inside = t.inside;
+  return r;
+}
+
+// The normalized, clamped tensor values of one pixel from its blended, offset-free Y', U', V'.
+FOVEA_HD void finish_pixel(const PreprocessCommon& k, const Yuv& p, float* out, int stride) {
+  for (int c = 0; c < 3; ++c) {
+    const float v = k.bias[c] + k.from_y[c] * p.y + k.from_u[c] * p.u + k.from_v[c] * p.v;
+    out[c * stride] = v < k.low[c] ? k.low[c] : (v > k.high[c] ? k.high[c] : v);
+  }
+}
+
+// The normalized values of tensor pixel (ox, rows' row), in tensor channel order, written to
+// out[0], out[stride], out[2 * stride]. Bilinear blends separably: each row across its x taps, then
+// the rows (the same weights as resize_pixel's products, grouped differently).
+template <ResizeFilter kFilter>
+FOVEA_HD void preprocess_pixel(const PreprocessImageArgs& a, const PreprocessCommon& k,
+                               const SourceRows<kFilter>& rows, int ox, float* out, int stride) {
+  const AxisTaps<kFilter> cols = axis_taps<kFilter>(a.x, a.roi_x, ox - a.offset_x);
+  if (!rows.inside || !cols.inside) {
+    for (int c = 0; c < 3; ++c) out[c * stride] = k.pad[c];
+    return;
+  }
+  Yuv sum{0.0f, 0.0f, 0.0f};
+  for (int ky = 0; ky < kTapCount<kFilter>; ++ky) {
+    Yuv row{0.0f, 0.0f, 0.0f};
+    for (int kx = 0; kx < kTapCount<kFilter>; ++kx) {
+      const float w = cols.weight[kx];
+      const int x = cols.index[kx];
+      // The luma pixel's nearest chroma sample is the U, V pair at byte x & ~1 of its chroma row.
+      const unsigned char* uv = rows.chroma[ky] + (x & ~1);
+#if defined(__CUDA_ARCH__)
+      // One 16-bit load for the pair (run_preprocess_cuda checks the chroma rows are 2-aligned).
+      const unsigned pair = __ldg(reinterpret_cast<const unsigned short*>(uv));
+      const float u = static_cast<float>(pair & 0xffu), v = static_cast<float>(pair >> 8);
+#else
+      const float u = uv[0], v = uv[1];
+#endif
+      row.y += w * (static_cast<float>(load_readonly(rows.luma[ky] + x)) - k.y_offset);
+      row.u += w * (u - 128.0f);
+      row.v += w * (v - 128.0f);
+    }
+    sum.y += rows.weight[ky] * row.y;
+    sum.u += rows.weight[ky] * row.u;
+    sum.v += rows.weight[ky] * row.v;
+  }
+  finish_pixel(k, sum, out, stride);
 }
 
 // Built by the run functions from the validated batch, params and plan.
 PreprocessCommon preprocess_common(const PreprocessParams& params);
 PreprocessImageArgs preprocess_image_args(const ImageBatch& input, const PreprocessParams& params,
                                           const ResizePlacement& placement, int i);
+// Tensor pixels per CUDA thread (preprocess.cu says why 8).
+inline constexpr int kPreprocessStrip = 8;
+
+// Whether an image takes the kernel's fast path for exact 2:1 horizontal downscales (the common
+// 1920 -> 960): the placement spans all `width` tensor columns, the ROI is twice as wide and starts
+// at an even column (so both x taps of a tensor pixel share one chroma pair), `width` is a
+// multiple of kPreprocessStrip, and the ROI's rows start 16-byte aligned in both planes (so a
+// strip's 16 source columns are one vector load per row).
+bool halves_columns(const PreprocessImageArgs& a, int width);
 // Checks that `output` is a dense tensor of the plan's shape and the params' dtype in `memory`.
 Status check_preprocess_output(const TensorView& output, const PreprocessPlan& plan,
                                const PreprocessParams& params, MemoryKind memory);

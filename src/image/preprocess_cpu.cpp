@@ -1,11 +1,12 @@
 // Fused preprocess: validation, placement and the CPU reference (plain loops over tensor pixels;
 // the per-pixel arithmetic is detail::preprocess_pixel, shared with the kernel).
+#include <algorithm>
 #include <cstdint>
 
 #include <fmt/format.h>
 
-#include "image/preprocess.h"
 #include "core/half.h"
+#include "image/preprocess.h"
 
 namespace fovea::image {
 
@@ -39,6 +40,25 @@ std::int64_t tensor_index(const PreprocessParams& params, int n, int c, int y, i
                                               : ((n * h + y) * w + x) * 3 + c;
 }
 
+// Tensor row y of image n: the row's source rows once, then every pixel.
+template <ResizeFilter kFilter>
+void reference_row(const detail::PreprocessImageArgs& a, const detail::PreprocessCommon& common,
+                   const PreprocessParams& params, const TensorView& output, int n, int y) {
+  const detail::SourceRows<kFilter> rows = detail::source_rows<kFilter>(a, y);
+  for (int x = 0; x < params.width; ++x) {
+    float values[3];
+    detail::preprocess_pixel<kFilter>(a, common, rows, x, values, 1);
+    for (int c = 0; c < 3; ++c) {
+      const std::int64_t index = tensor_index(params, n, c, y, x);
+      if (params.dtype == DataType::kFloat32) {
+        static_cast<float*>(output.data)[index] = values[c];
+      } else {
+        static_cast<std::uint16_t*>(output.data)[index] = float_to_half(values[c]).bits;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 Result<PreprocessPlan> plan_preprocess(const ImageBatch& input, const PreprocessParams& params) {
@@ -61,16 +81,30 @@ Result<PreprocessPlan> plan_preprocess(const ImageBatch& input, const Preprocess
 namespace detail {
 
 PreprocessCommon preprocess_common(const PreprocessParams& params) {
-  PreprocessCommon common{};
-  common.yuv = yuv_coefficients(params.matrix, params.range);
-  common.channel_of_red = params.bgr ? 2 : 0;
+  const YuvCoefficients yuv = yuv_coefficients(params.matrix, params.range);
+  // Per RGB channel: the U' and V' coefficients of yuv_to_rgb (R = luma + r_v * cr,
+  // G = luma - g_u * cb - g_v * cr, B = luma + b_u * cb), in double until the final rounding.
+  const double from_u[3] = {0.0, -static_cast<double>(yuv.g_u), yuv.b_u};
+  const double from_v[3] = {yuv.r_v, -static_cast<double>(yuv.g_v), 0.0};
+  const int red = params.bgr ? 2 : 0;
+  PreprocessCommon k{};
+  k.y_offset = yuv.y_offset;
   for (int c = 0; c < 3; ++c) {
     const auto i = static_cast<std::size_t>(c);
-    common.mul[c] = params.scale / params.std[i];
-    common.add[c] = -params.mean[i] / params.std[i];
-    common.pad[c] = params.pad_value[i];
+    const int rgb = c == 1 ? 1 : (c == red ? 0 : 2);
+    const double mul = static_cast<double>(params.scale) / params.std[i];
+    const double add = -static_cast<double>(params.mean[i]) / params.std[i];
+    k.from_y[c] = static_cast<float>(yuv.y_scale * mul);
+    k.from_u[c] = static_cast<float>(from_u[rgb] * yuv.c_scale * mul);
+    k.from_v[c] = static_cast<float>(from_v[rgb] * yuv.c_scale * mul);
+    k.bias[c] = static_cast<float>(add);
+    const double at_0 = add, at_255 = 255.0 * mul + add;
+    k.low[c] = static_cast<float>(std::min(at_0, at_255));
+    k.high[c] = static_cast<float>(std::max(at_0, at_255));
+    k.pad[c] =
+        static_cast<float>(std::clamp(static_cast<double>(params.pad_value[i]), 0.0, 255.0) * mul + add);
   }
-  return common;
+  return k;
 }
 
 PreprocessImageArgs preprocess_image_args(const ImageBatch& input, const PreprocessParams& params,
@@ -89,6 +123,16 @@ PreprocessImageArgs preprocess_image_args(const ImageBatch& input, const Preproc
   a.x = make_axis_map(params.filter, ResizeCompat::kOpenCv, roi.width, placement.width);
   a.y = make_axis_map(params.filter, ResizeCompat::kOpenCv, roi.height, placement.height);
   return a;
+}
+
+bool halves_columns(const PreprocessImageArgs& a, int width) {
+  const auto aligned = [&](const unsigned char* row, long long pitch) {
+    constexpr auto alignment = static_cast<std::uintptr_t>(kPreprocessStrip) * 2;
+    return reinterpret_cast<std::uintptr_t>(row + a.roi_x) % alignment == 0 &&
+           static_cast<std::uintptr_t>(pitch) % alignment == 0;
+  };
+  return a.offset_x == 0 && a.x.dst_size == width && a.x.src_size == 2 * width && a.roi_x % 2 == 0 &&
+         width % kPreprocessStrip == 0 && aligned(a.luma, a.luma_pitch) && aligned(a.chroma, a.chroma_pitch);
 }
 
 Status check_preprocess_output(const TensorView& output, const PreprocessPlan& plan,
@@ -128,21 +172,10 @@ Status run_preprocess_cpu(const ImageBatch& input, const PreprocessParams& param
     const detail::PreprocessImageArgs a =
         detail::preprocess_image_args(input, params, plan.placements[static_cast<std::size_t>(n)], n);
     for (int y = 0; y < params.height; ++y) {
-      for (int x = 0; x < params.width; ++x) {
-        float values[3];
-        if (params.filter == ResizeFilter::kNearest) {
-          detail::preprocess_pixel<ResizeFilter::kNearest>(a, common, x, y, values);
-        } else {
-          detail::preprocess_pixel<ResizeFilter::kBilinear>(a, common, x, y, values);
-        }
-        for (int c = 0; c < 3; ++c) {
-          const std::int64_t index = tensor_index(params, n, c, y, x);
-          if (params.dtype == DataType::kFloat32) {
-            static_cast<float*>(output.data)[index] = values[c];
-          } else {
-            static_cast<std::uint16_t*>(output.data)[index] = float_to_half(values[c]).bits;
-          }
-        }
+      if (params.filter == ResizeFilter::kNearest) {
+        reference_row<ResizeFilter::kNearest>(a, common, params, output, n, y);
+      } else {
+        reference_row<ResizeFilter::kBilinear>(a, common, params, output, n, y);
       }
     }
   }
