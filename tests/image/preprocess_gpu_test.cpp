@@ -88,11 +88,19 @@ void expect_gpu_matches_cpu(const std::vector<Frame>& frames, int width, int hei
                     cudaSuccess);
           cudaFree(d_out);
           double worst = 0;
+          std::size_t worst_index = 0;
           const std::size_t elements = plan->output_bytes / data_type_size(dtype);
           for (std::size_t i = 0; i < elements; ++i) {
-            worst = std::max(worst, std::abs(to_double(actual, i, dtype) - to_double(expected, i, dtype)));
+            const double difference = std::abs(to_double(actual, i, dtype) - to_double(expected, i, dtype));
+            if (difference > worst) {
+              worst = difference;
+              worst_index = i;
+            }
           }
-          EXPECT_LE(worst, dtype == DataType::kFloat32 ? kF32Tolerance : kF16Tolerance);
+          EXPECT_LE(worst, dtype == DataType::kFloat32 ? kF32Tolerance : kF16Tolerance)
+              << "at tensor element " << worst_index << " (shape " << s[0] << "x" << s[1] << "x" << s[2]
+              << "x" << s[3] << "): " << to_double(actual, worst_index, dtype) << " vs "
+              << to_double(expected, worst_index, dtype);
         }
       }
     }
