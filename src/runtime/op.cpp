@@ -47,10 +47,18 @@ InferContext::InferContext(const Graph* graph, const Node& node, std::vector<Val
       node_(node),
       input_types_(std::move(input_types)),
       input_values_(std::move(input_values)),
-      outputs_(node.outputs.size()) {}
+      outputs_(node.outputs.size()) {
+  FOVEA_CHECK_MSG(input_types_.size() == node.inputs.size() && input_values_.size() == node.inputs.size(),
+                  "one input type and value per node input");
+}
 
 bool InferContext::has_input(int i) const {
-  return i < input_count() && node_.inputs[static_cast<std::size_t>(i)] != kNoValue;
+  return i >= 0 && i < input_count() && node_.inputs[static_cast<std::size_t>(i)] != kNoValue;
+}
+
+const ValueType& InferContext::input_type(int i) const {
+  static const ValueType absent;
+  return i >= 0 && i < input_count() ? input_types_[static_cast<std::size_t>(i)] : absent;
 }
 
 const Dims* InferContext::input_dims(int i) const {
@@ -116,7 +124,9 @@ InferContext infer_context_for(const Graph* graph, const Node& node, const std::
   return InferContext(graph, node, std::move(types), std::move(values));
 }
 
-InferContext KernelContext::inference() const { return infer_context_for(nullptr, node_, inputs_); }
+InferContext KernelContext::inference() const {
+  return infer_context_for(nullptr, node_, inputs_);
+}
 
 KernelContext::KernelContext(const Node& node, std::vector<Tensor> inputs, std::vector<Tensor> outputs,
                              std::vector<DataType> output_dtypes, Allocator allocator)
@@ -124,10 +134,19 @@ KernelContext::KernelContext(const Node& node, std::vector<Tensor> inputs, std::
       inputs_(std::move(inputs)),
       outputs_(std::move(outputs)),
       output_dtypes_(std::move(output_dtypes)),
-      allocator_(std::move(allocator)) {}
+      allocator_(std::move(allocator)) {
+  FOVEA_CHECK_MSG(inputs_.size() == node.inputs.size() && outputs_.size() == node.outputs.size() &&
+                      output_dtypes_.size() == node.outputs.size(),
+                  "one tensor per node input and output");
+}
 
 bool KernelContext::has_input(int i) const {
-  return i < input_count() && node_.inputs[static_cast<std::size_t>(i)] != kNoValue;
+  return i >= 0 && i < input_count() && node_.inputs[static_cast<std::size_t>(i)] != kNoValue;
+}
+
+const Tensor& KernelContext::input(int i) const {
+  static const Tensor absent;
+  return i >= 0 && i < input_count() ? inputs_[static_cast<std::size_t>(i)] : absent;
 }
 
 Tensor& KernelContext::output(int i) {

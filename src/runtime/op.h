@@ -10,9 +10,14 @@
 //
 // run() computes the outputs from the inputs. Its outputs are already allocated with the shapes
 // infer() gave, in memory the executor owns (an arena slot); run() never allocates them itself.
+//
+// Every OpDef declares how many inputs and outputs a node may list (an ONNX file may hold any;
+// the defaults are one of each); infer_node and evaluate_node (evaluate.h) check them before
+// infer(), so neither infer() nor run() counts them again.
 #pragma once
 
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,7 +40,8 @@ class InferContext {
   int input_count() const { return static_cast<int>(node_.inputs.size()); }
   // True when input i exists and is not an omitted optional input.
   bool has_input(int i) const;
-  const ValueType& input_type(int i) const { return input_types_[static_cast<std::size_t>(i)]; }
+  // An input past the node's last reads like an omitted one: unknown float32.
+  const ValueType& input_type(int i) const;
   DataType input_dtype(int i) const { return input_type(i).dtype; }
   // nullptr when even the rank is unknown.
   const Dims* input_dims(int i) const;
@@ -83,7 +89,8 @@ class KernelContext {
   int opset() const { return node_.opset; }
   int input_count() const { return static_cast<int>(inputs_.size()); }
   bool has_input(int i) const;
-  const Tensor& input(int i) const { return inputs_[static_cast<std::size_t>(i)]; }
+  // An input past the node's last reads like an omitted one: an empty Tensor.
+  const Tensor& input(int i) const;
   int output_count() const { return static_cast<int>(outputs_.size()); }
   Tensor& output(int i);
   // For outputs infer() could not size; the shape is the data-dependent one.
@@ -102,9 +109,19 @@ class KernelContext {
   Allocator allocator_;
 };
 
+// max_inputs / max_outputs of an op that takes any number.
+inline constexpr int kVariadic = std::numeric_limits<int>::max();
+
 struct OpDef {
   std::string_view domain;  // "" for ONNX's default domain
   std::string_view op_type;
+  // The counts a node may list, over every opset the op implements. ONNX lists required inputs
+  // first: inputs below min_inputs must be present, later ones are optional (has_input) unless the
+  // op is variadic, whose inputs are all required. Output 0 is always required.
+  int min_inputs = 1;
+  int max_inputs = 1;
+  int min_outputs = 1;
+  int max_outputs = 1;
   Status (*infer)(InferContext&) = nullptr;
   Status (*run)(KernelContext&) = nullptr;
   // Floating-point operations for `fovea model info`, from the node and its concrete shapes.

@@ -93,7 +93,6 @@ struct EluOp {
 
 // Clip: bounds are optional scalar inputs 1 and 2 from opset 11, float attributes before.
 Status infer_clip(InferContext& ctx) {
-  FOVEA_TRY(require_arity(ctx, 1, 3));
   FOVEA_TRY(NumericTypes::require(ctx, 0));
   for (int i = 1; i < ctx.input_count(); ++i) {
     if (!ctx.has_input(i)) continue;
@@ -152,7 +151,6 @@ Result<std::int64_t> softmax_axis_attribute(const Node& node) {
 }
 
 Status infer_softmax(InferContext& ctx) {
-  FOVEA_TRY(require_arity(ctx, 1, 1));
   FOVEA_TRY(FloatTypes::require(ctx, 0));
   FOVEA_TRY(ctx.require_rank(0, 1, std::numeric_limits<int>::max()));
   FOVEA_ASSIGN_OR_RETURN(std::int64_t axis, softmax_axis_attribute(ctx.node()));
@@ -229,7 +227,7 @@ FOVEA_REGISTER_OP({.op_type = "HardSwish",
 FOVEA_REGISTER_OP({.op_type = "Elu",
                    .infer = infer_unary<FloatTypes, EluOp>,
                    .run = run_unary<FloatTypes, EluOp>});
-FOVEA_REGISTER_OP({.op_type = "Clip", .infer = infer_clip, .run = run_clip});
+FOVEA_REGISTER_OP({.op_type = "Clip", .max_inputs = 3, .infer = infer_clip, .run = run_clip});
 FOVEA_REGISTER_OP({.op_type = "Softmax", .infer = infer_softmax, .run = run_softmax<false>});
 FOVEA_REGISTER_OP({.op_type = "LogSoftmax", .infer = infer_softmax, .run = run_softmax<true>});
 

@@ -36,7 +36,6 @@ Result<DataType> cast_target(const InferContext& ctx) {
 }
 
 Status infer_cast(InferContext& ctx) {
-  FOVEA_TRY(require_arity(ctx, 1, 1));
   FOVEA_ASSIGN_OR_RETURN(DataType to, cast_target(ctx));
   ctx.set_output(0, to, ctx.input_type(0).dims);
   return Status::ok();

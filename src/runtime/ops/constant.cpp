@@ -58,7 +58,6 @@ Result<Tensor> constant_value(const Node& node) {
 }
 
 Status infer_constant(InferContext& ctx) {
-  FOVEA_TRY(require_arity(ctx, 0, 0));
   FOVEA_ASSIGN_OR_RETURN(Tensor value, constant_value(ctx.node()));
   ctx.set_output(0, value.dtype(), value.shape());
   return Status::ok();
@@ -88,7 +87,6 @@ Result<DimRange> shape_range(const Node& node, std::int64_t rank) {
 }
 
 Status infer_shape(InferContext& ctx) {
-  FOVEA_TRY(require_arity(ctx, 1, 1));
   const Dims* dims = ctx.input_dims(0);
   if (dims == nullptr) {
     FOVEA_TRY(shape_range(ctx.node(), 0).status());  // attribute kinds
@@ -108,7 +106,6 @@ Status run_shape(KernelContext& ctx) {
 }
 
 Status infer_size(InferContext& ctx) {
-  FOVEA_TRY(require_arity(ctx, 1, 1));
   ctx.set_output(0, DataType::kInt64, Shape{});
   return Status::ok();
 }
@@ -125,7 +122,6 @@ Result<Tensor> fill_value(const Node& node) {
 }
 
 Status infer_constant_of_shape(InferContext& ctx) {
-  FOVEA_TRY(require_arity(ctx, 1, 1));
   FOVEA_TRY(ctx.require_dtype(0, {DataType::kInt64}));
   FOVEA_TRY(ctx.require_rank(0, 1, 1));
   FOVEA_ASSIGN_OR_RETURN(Tensor value, fill_value(ctx.node()));
@@ -182,7 +178,6 @@ Result<std::int64_t> range_length(const InferContext& ctx, const Tensor& start, 
 }
 
 Status infer_range(InferContext& ctx) {
-  FOVEA_TRY(require_arity(ctx, 3, 3));
   FOVEA_TRY(RangeTypes::require(ctx, 0));
   static constexpr const char* kNames[] = {"start", "limit", "delta"};
   for (int i = 0; i < 3; ++i) {
@@ -224,13 +219,19 @@ double no_flops(const Node&, const std::vector<Shape>&, const std::vector<Shape>
 
 }  // namespace
 
-FOVEA_REGISTER_OP({.op_type = "Constant", .infer = infer_constant, .run = run_constant, .flops = no_flops});
+FOVEA_REGISTER_OP({.op_type = "Constant",
+                   .min_inputs = 0,
+                   .max_inputs = 0,
+                   .infer = infer_constant,
+                   .run = run_constant,
+                   .flops = no_flops});
 FOVEA_REGISTER_OP({.op_type = "Shape", .infer = infer_shape, .run = run_shape, .flops = no_flops});
 FOVEA_REGISTER_OP({.op_type = "Size", .infer = infer_size, .run = run_size, .flops = no_flops});
 FOVEA_REGISTER_OP({.op_type = "ConstantOfShape",
                    .infer = infer_constant_of_shape,
                    .run = run_constant_of_shape,
                    .flops = no_flops});
-FOVEA_REGISTER_OP({.op_type = "Range", .infer = infer_range, .run = run_range});
+FOVEA_REGISTER_OP(
+    {.op_type = "Range", .min_inputs = 3, .max_inputs = 3, .infer = infer_range, .run = run_range});
 
 }  // namespace fovea::runtime::ops

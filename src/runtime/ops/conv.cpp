@@ -23,10 +23,6 @@ constexpr double kSmallBlockFlops = 1 << 22;
 // Elements per parallel chunk of the bias and activation passes.
 constexpr std::int64_t kElementwiseChunk = 1 << 15;
 
-bool has_optional_input(const KernelContext& ctx, int i) {
-  return i < ctx.input_count() && ctx.has_input(i);
-}
-
 // The concrete geometry of one Conv call.
 struct ConvShape {
   std::int64_t batch = 0;
@@ -182,8 +178,8 @@ template <typename T>
 void run_conv_typed(KernelContext& ctx, const ConvShape& s, const Activation& activation) {
   const T* x = ctx.input(kX).data<T>();
   const T* w = ctx.input(kW).data<T>();
-  const T* bias = has_optional_input(ctx, kB) ? ctx.input(kB).data<T>() : nullptr;
-  const T* residual = has_optional_input(ctx, kZ) ? ctx.input(kZ).data<T>() : nullptr;
+  const T* bias = ctx.has_input(kB) ? ctx.input(kB).data<T>() : nullptr;
+  const T* residual = ctx.has_input(kZ) ? ctx.input(kZ).data<T>() : nullptr;
   T* y = ctx.output(0).data<T>();
   const std::int64_t group_out = s.group_out();
   const std::int64_t block_size = group_out * s.out_plane;
@@ -233,9 +229,6 @@ Status run_conv_op(KernelContext& ctx) {
 }  // namespace
 
 Status infer_conv(InferContext& ctx) {
-  if (ctx.input_count() < 2) {
-    return ctx.error(StatusCode::kInvalidArgument, "needs inputs X and W");
-  }
   FOVEA_TRY(ctx.require_dtype(kX, {FOVEA_FLOAT_TYPES}));
   for (int i = kW; i < ctx.input_count(); ++i) {
     if (ctx.has_input(i)) FOVEA_TRY(ctx.require_same_dtype(kX, i));
@@ -269,7 +262,7 @@ Status infer_conv(InferContext& ctx) {
   } else {
     out.resize(static_cast<std::size_t>(rank), Dim::unknown());
   }
-  if (ctx.input_count() > kZ && ctx.has_input(kZ)) FOVEA_TRY(check_residual(ctx, out));
+  if (ctx.has_input(kZ)) FOVEA_TRY(check_residual(ctx, out));
   ctx.set_output(0, dtype, std::move(out));
   return Status::ok();
 }
@@ -290,6 +283,11 @@ double conv_flops(const Node&, const std::vector<Shape>& inputs, const std::vect
          static_cast<double>(element_count(Shape(w.begin() + 1, w.end())));
 }
 
-FOVEA_REGISTER_OP({.op_type = "Conv", .infer = infer_conv, .run = run_conv_op, .flops = conv_flops});
+FOVEA_REGISTER_OP({.op_type = "Conv",
+                   .min_inputs = 2,
+                   .max_inputs = 3,
+                   .infer = infer_conv,
+                   .run = run_conv_op,
+                   .flops = conv_flops});
 
 }  // namespace fovea::runtime::ops

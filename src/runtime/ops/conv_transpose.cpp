@@ -74,12 +74,9 @@ Result<WindowDim> transpose_dim(const InferContext& ctx, const TransposeAttribut
 }
 
 Status infer_conv_transpose(InferContext& ctx) {
-  if (ctx.input_count() < 2) {
-    return ctx.error(StatusCode::kInvalidArgument, "needs inputs X and W");
-  }
   FOVEA_TRY(ctx.require_dtype(0, {FOVEA_FLOAT_TYPES}));
   FOVEA_TRY(ctx.require_same_dtype(0, 1));
-  if (ctx.input_count() > 2 && ctx.has_input(2)) FOVEA_TRY(ctx.require_same_dtype(0, 2));
+  if (ctx.has_input(2)) FOVEA_TRY(ctx.require_same_dtype(0, 2));
   const Dims* x = ctx.input_dims(0);
   const Dims* w = ctx.input_dims(1);
   const auto kernel = weights_kernel_shape(w);
@@ -169,7 +166,7 @@ void run_typed(KernelContext& ctx, const std::vector<WindowDim>& dims, std::int6
     kernel_size *= d.kernel;
   }
   const std::int64_t rows = group_out * kernel_size;
-  const T* bias = ctx.input_count() > 2 && ctx.has_input(2) ? ctx.input(2).data<T>() : nullptr;
+  const T* bias = ctx.has_input(2) ? ctx.input(2).data<T>() : nullptr;
   for (std::int64_t i = 0; i < y.numel(); ++i) {
     y.data<T>()[i] = bias != nullptr ? bias[(i / out_plane) % out_channels] : T(0);
   }
@@ -215,6 +212,8 @@ double conv_transpose_flops(const Node&, const std::vector<Shape>& inputs, const
 }  // namespace
 
 FOVEA_REGISTER_OP({.op_type = "ConvTranspose",
+                   .min_inputs = 2,
+                   .max_inputs = 3,
                    .infer = infer_conv_transpose,
                    .run = run_conv_transpose,
                    .flops = conv_transpose_flops});

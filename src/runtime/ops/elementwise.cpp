@@ -2,7 +2,8 @@
 // the variadic Max, Min, Sum and Mean, and the unary math functions.
 //
 //   op                         dtypes
-//   Add Sub Mul Div Max Min    float32/64, int64/32/8, uint8 (integers wrap on overflow)
+//   Add Sub Mul Div            float32/64, int64/32/8, uint8 (integers wrap on overflow)
+//   Max Min                    float32/64/16 (float16 through float32), int64/32/8, uint8
 //   Pow                        base float32/64, int64/32; exponent any numeric dtype
 //   Sum Mean                   float32/64
 //   Neg                        float32/64, int64/32/8
@@ -82,6 +83,21 @@ struct MinOp {
     return (a < b || is_nan(a)) ? a : b;
   }
 };
+
+// Op on float16 elements computed in float32 (Half only stores), on other types as it is.
+template <typename Op>
+struct HalfThroughFloat {
+  template <typename T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_same_v<T, Half>) {
+      return float_to_half(Op{}(half_to_float(a), half_to_float(b)));
+    } else {
+      return Op{}(a, b);
+    }
+  }
+};
+
+using MinMaxTypes = DTypes<FOVEA_NUMERIC_TYPES, DataType::kFloat16>;
 
 struct NegOp {
   template <typename T>
@@ -187,7 +203,6 @@ struct PowOp {
 using PowBaseTypes = DTypes<FOVEA_FLOAT_TYPES, DataType::kInt64, DataType::kInt32>;
 
 Status infer_pow(InferContext& ctx) {
-  FOVEA_TRY(require_arity(ctx, 2, 2));
   FOVEA_TRY(PowBaseTypes::require(ctx, 0));
   FOVEA_TRY(NumericTypes::require(ctx, 1));
   return infer_broadcast_output(ctx, ctx.input_dtype(0));
@@ -207,14 +222,8 @@ Status run_pow(KernelContext& ctx) {
 // Variadic ops (Max, Min, Sum, Mean): 1..N inputs of one dtype, broadcast together.
 template <typename Types>
 Status infer_variadic(InferContext& ctx) {
-  FOVEA_TRY(require_arity(ctx, 1, std::numeric_limits<int>::max()));
   FOVEA_TRY(Types::require(ctx, 0));
-  for (int i = 1; i < ctx.input_count(); ++i) {
-    if (!ctx.has_input(i)) {
-      return ctx.error(StatusCode::kInvalidArgument, fmt::format("input {} is missing", i));
-    }
-    FOVEA_TRY(ctx.require_same_dtype(0, i));
-  }
+  for (int i = 1; i < ctx.input_count(); ++i) FOVEA_TRY(ctx.require_same_dtype(0, i));
   return infer_broadcast_output(ctx, ctx.input_dtype(0));
 }
 
@@ -250,28 +259,40 @@ Status run_mean(KernelContext& ctx) {
 }  // namespace
 
 FOVEA_REGISTER_OP({.op_type = "Add",
+                   .min_inputs = 2,
+                   .max_inputs = 2,
                    .infer = infer_binary<NumericTypes, AddOp>,
                    .run = run_binary<NumericTypes, AddOp>});
 FOVEA_REGISTER_OP({.op_type = "Sub",
+                   .min_inputs = 2,
+                   .max_inputs = 2,
                    .infer = infer_binary<NumericTypes, SubOp>,
                    .run = run_binary<NumericTypes, SubOp>});
 FOVEA_REGISTER_OP({.op_type = "Mul",
+                   .min_inputs = 2,
+                   .max_inputs = 2,
                    .infer = infer_binary<NumericTypes, MulOp>,
                    .run = run_binary<NumericTypes, MulOp>});
 FOVEA_REGISTER_OP({.op_type = "Div",
+                   .min_inputs = 2,
+                   .max_inputs = 2,
                    .infer = infer_binary<NumericTypes, DivOp>,
                    .run = run_binary<NumericTypes, DivOp>});
-FOVEA_REGISTER_OP({.op_type = "Pow", .infer = infer_pow, .run = run_pow});
+FOVEA_REGISTER_OP({.op_type = "Pow", .min_inputs = 2, .max_inputs = 2, .infer = infer_pow, .run = run_pow});
 FOVEA_REGISTER_OP({.op_type = "Max",
-                   .infer = infer_variadic<NumericTypes>,
-                   .run = run_variadic<NumericTypes, MaxOp>});
+                   .max_inputs = kVariadic,
+                   .infer = infer_variadic<MinMaxTypes>,
+                   .run = run_variadic<MinMaxTypes, HalfThroughFloat<MaxOp>>});
 FOVEA_REGISTER_OP({.op_type = "Min",
-                   .infer = infer_variadic<NumericTypes>,
-                   .run = run_variadic<NumericTypes, MinOp>});
+                   .max_inputs = kVariadic,
+                   .infer = infer_variadic<MinMaxTypes>,
+                   .run = run_variadic<MinMaxTypes, HalfThroughFloat<MinOp>>});
 FOVEA_REGISTER_OP({.op_type = "Sum",
+                   .max_inputs = kVariadic,
                    .infer = infer_variadic<FloatTypes>,
                    .run = run_variadic<FloatTypes, AddOp>});
-FOVEA_REGISTER_OP({.op_type = "Mean", .infer = infer_variadic<FloatTypes>, .run = run_mean});
+FOVEA_REGISTER_OP(
+    {.op_type = "Mean", .max_inputs = kVariadic, .infer = infer_variadic<FloatTypes>, .run = run_mean});
 FOVEA_REGISTER_OP({.op_type = "Neg",
                    .infer = infer_unary<SignedTypes, NegOp>,
                    .run = run_unary<SignedTypes, NegOp>});

@@ -120,29 +120,6 @@ void map_elements(Tensor& out, Op op, const std::conditional_t<true, Tensor, TI>
   });
 }
 
-// Checks the node's input and output counts (an ONNX file may hold any) and that the first
-// `min_inputs` inputs are present: infer() then may read them without bounds checks.
-inline Status require_arity(const InferContext& ctx, int min_inputs, int max_inputs, int outputs = 1) {
-  if (ctx.input_count() < min_inputs || ctx.input_count() > max_inputs) {
-    const std::string expected = min_inputs == max_inputs ? fmt::format("{}", min_inputs)
-                                 : max_inputs == std::numeric_limits<int>::max()
-                                     ? fmt::format("at least {}", min_inputs)
-                                     : fmt::format("{} to {}", min_inputs, max_inputs);
-    return ctx.error(StatusCode::kInvalidArgument,
-                     fmt::format("expects {} inputs, got {}", expected, ctx.input_count()));
-  }
-  for (int i = 0; i < min_inputs; ++i) {
-    if (!ctx.has_input(i)) {
-      return ctx.error(StatusCode::kInvalidArgument, fmt::format("required input {} is missing", i));
-    }
-  }
-  if (ctx.output_count() != outputs) {
-    return ctx.error(StatusCode::kInvalidArgument,
-                     fmt::format("expects {} outputs, got {}", outputs, ctx.output_count()));
-  }
-  return Status::ok();
-}
-
 // Sets output 0 to the broadcast of every present input's dims, with `dtype`.
 inline Status infer_broadcast_output(InferContext& ctx, DataType dtype) {
   std::vector<const Dims*> dims;
@@ -209,7 +186,6 @@ Result<Op> make_op(const Node& node) {
 // Unary ops y = op(x) with x's dtype and shape, for x in Types.
 template <typename Types, typename Op>
 Status infer_unary(InferContext& ctx) {
-  FOVEA_TRY(require_arity(ctx, 1, 1));
   FOVEA_TRY(Types::require(ctx, 0));
   FOVEA_TRY(make_op<Op>(ctx.node()).status());
   return infer_same_as_input(ctx);
@@ -229,7 +205,6 @@ Status run_unary(KernelContext& ctx) {
 // when op returns bool (comparisons).
 template <typename Types, typename Op>
 Status infer_binary(InferContext& ctx) {
-  FOVEA_TRY(require_arity(ctx, 2, 2));
   FOVEA_TRY(Types::require(ctx, 0));
   FOVEA_TRY(ctx.require_same_dtype(0, 1));
   DataType out = ctx.input_dtype(0);

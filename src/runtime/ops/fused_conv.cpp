@@ -52,6 +52,8 @@ Status run_fused_conv(KernelContext& ctx) {
 
 FOVEA_REGISTER_OP({.domain = "fovea",
                    .op_type = "FusedConv",
+                   .min_inputs = 2,
+                   .max_inputs = 4,
                    .infer = infer_fused_conv,
                    .run = run_fused_conv,
                    .flops = conv_flops});

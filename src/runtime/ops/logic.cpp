@@ -62,7 +62,6 @@ struct NotOp {
 };
 
 Status infer_where(InferContext& ctx) {
-  FOVEA_TRY(require_arity(ctx, 3, 3));
   FOVEA_TRY(BoolTypes::require(ctx, 0));
   FOVEA_TRY(ctx.require_same_dtype(1, 2));
   return infer_broadcast_output(ctx, ctx.input_dtype(1));
@@ -81,33 +80,50 @@ Status run_where(KernelContext& ctx) {
 }  // namespace
 
 FOVEA_REGISTER_OP({.op_type = "Equal",
+                   .min_inputs = 2,
+                   .max_inputs = 2,
                    .infer = infer_binary<NumericOrBoolTypes, EqualOp>,
                    .run = run_binary<NumericOrBoolTypes, EqualOp>});
 FOVEA_REGISTER_OP({.op_type = "Greater",
+                   .min_inputs = 2,
+                   .max_inputs = 2,
                    .infer = infer_binary<NumericTypes, GreaterOp>,
                    .run = run_binary<NumericTypes, GreaterOp>});
 FOVEA_REGISTER_OP({.op_type = "Less",
+                   .min_inputs = 2,
+                   .max_inputs = 2,
                    .infer = infer_binary<NumericTypes, LessOp>,
                    .run = run_binary<NumericTypes, LessOp>});
 FOVEA_REGISTER_OP({.op_type = "GreaterOrEqual",
+                   .min_inputs = 2,
+                   .max_inputs = 2,
                    .infer = infer_binary<NumericTypes, GreaterOrEqualOp>,
                    .run = run_binary<NumericTypes, GreaterOrEqualOp>});
 FOVEA_REGISTER_OP({.op_type = "LessOrEqual",
+                   .min_inputs = 2,
+                   .max_inputs = 2,
                    .infer = infer_binary<NumericTypes, LessOrEqualOp>,
                    .run = run_binary<NumericTypes, LessOrEqualOp>});
 FOVEA_REGISTER_OP({.op_type = "And",
+                   .min_inputs = 2,
+                   .max_inputs = 2,
                    .infer = infer_binary<BoolTypes, AndOp>,
                    .run = run_binary<BoolTypes, AndOp>});
 FOVEA_REGISTER_OP({.op_type = "Or",
+                   .min_inputs = 2,
+                   .max_inputs = 2,
                    .infer = infer_binary<BoolTypes, OrOp>,
                    .run = run_binary<BoolTypes, OrOp>});
 FOVEA_REGISTER_OP({.op_type = "Xor",
+                   .min_inputs = 2,
+                   .max_inputs = 2,
                    .infer = infer_binary<BoolTypes, XorOp>,
                    .run = run_binary<BoolTypes, XorOp>});
 FOVEA_REGISTER_OP({.op_type = "Not",
                    .infer = infer_unary<BoolTypes, NotOp>,
                    .run = run_unary<BoolTypes, NotOp>});
 
-FOVEA_REGISTER_OP({.op_type = "Where", .infer = infer_where, .run = run_where});
+FOVEA_REGISTER_OP(
+    {.op_type = "Where", .min_inputs = 3, .max_inputs = 3, .infer = infer_where, .run = run_where});
 
 }  // namespace fovea::runtime::ops

@@ -119,10 +119,6 @@ Result<GemmAttributes> read_gemm_attributes(const Node& node) {
   return g;
 }
 
-bool has_c(const InferContext& ctx) {
-  return ctx.input_count() > 2 && ctx.has_input(2);
-}
-
 Status infer_gemm(InferContext& ctx) {
   FOVEA_TRY(ctx.require_dtype(0, {FOVEA_FLOAT_TYPES}));
   FOVEA_TRY(ctx.require_same_dtype(0, 1));
@@ -141,7 +137,7 @@ Status infer_gemm(InferContext& ctx) {
                                  dims_string(*a), dims_string(*b), g.trans_a, g.trans_b));
   }
   const Dims out{m, n};
-  if (has_c(ctx)) {
+  if (ctx.has_input(2)) {
     FOVEA_TRY(ctx.require_same_dtype(0, 2));
     FOVEA_TRY(ctx.require_rank(2, 0, 2));
     // C broadcasts one way only: each of its dims is 1 or the output's.
@@ -170,7 +166,7 @@ void run_gemm_typed(KernelContext& ctx, const GemmAttributes& g) {
   const std::int64_t n = y.dim(1);
   const std::int64_t k = a.dim(g.trans_a ? 0 : 1);
   T beta = T(0);
-  if (ctx.input_count() > 2 && ctx.has_input(2) && g.beta != 0.0f) {
+  if (ctx.has_input(2) && g.beta != 0.0f) {
     // Y starts as C broadcast to [M, N]; the product then accumulates onto beta * Y.
     const Tensor& c = ctx.input(2);
     const T* c_data = c.data<T>();
@@ -203,7 +199,17 @@ double gemm_flops(const Node& node, const std::vector<Shape>& inputs, const std:
 
 }  // namespace
 
-FOVEA_REGISTER_OP({.op_type = "MatMul", .infer = infer_matmul, .run = run_matmul, .flops = matmul_flops});
-FOVEA_REGISTER_OP({.op_type = "Gemm", .infer = infer_gemm, .run = run_gemm, .flops = gemm_flops});
+FOVEA_REGISTER_OP({.op_type = "MatMul",
+                   .min_inputs = 2,
+                   .max_inputs = 2,
+                   .infer = infer_matmul,
+                   .run = run_matmul,
+                   .flops = matmul_flops});
+FOVEA_REGISTER_OP({.op_type = "Gemm",
+                   .min_inputs = 2,
+                   .max_inputs = 3,
+                   .infer = infer_gemm,
+                   .run = run_gemm,
+                   .flops = gemm_flops});
 
 }  // namespace fovea::runtime::ops

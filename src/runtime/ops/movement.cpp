@@ -42,7 +42,6 @@ std::byte* bytes_of(Tensor& t) {
 // ---- Concat ----
 
 Status infer_concat(InferContext& ctx) {
-  if (ctx.input_count() == 0) return ctx.error(StatusCode::kInvalidArgument, "no inputs");
   FOVEA_ASSIGN_OR_RETURN(const std::int64_t axis_attr, ctx.node().attr_int("axis"));
   std::optional<Dims> out;
   for (int i = 0; i < ctx.input_count(); ++i) {
@@ -565,13 +564,33 @@ Status run_pad(KernelContext& ctx) {
 
 }  // namespace
 
-FOVEA_REGISTER_OP({.op_type = "Concat", .infer = infer_concat, .run = run_concat, .flops = no_flops});
-FOVEA_REGISTER_OP({.op_type = "Split", .infer = infer_split, .run = run_split, .flops = no_flops});
-FOVEA_REGISTER_OP({.op_type = "Slice", .infer = infer_slice, .run = run_slice, .flops = no_flops});
-FOVEA_REGISTER_OP({.op_type = "Gather", .infer = infer_gather, .run = run_gather, .flops = no_flops});
+FOVEA_REGISTER_OP({.op_type = "Concat",
+                   .max_inputs = kVariadic,
+                   .infer = infer_concat,
+                   .run = run_concat,
+                   .flops = no_flops});
+FOVEA_REGISTER_OP({.op_type = "Split",
+                   .max_inputs = 2,
+                   .max_outputs = kVariadic,
+                   .infer = infer_split,
+                   .run = run_split,
+                   .flops = no_flops});
+FOVEA_REGISTER_OP(
+    {.op_type = "Slice", .max_inputs = 5, .infer = infer_slice, .run = run_slice, .flops = no_flops});
+FOVEA_REGISTER_OP({.op_type = "Gather",
+                   .min_inputs = 2,
+                   .max_inputs = 2,
+                   .infer = infer_gather,
+                   .run = run_gather,
+                   .flops = no_flops});
 FOVEA_REGISTER_OP(
     {.op_type = "Transpose", .infer = infer_transpose, .run = run_transpose, .flops = no_flops});
-FOVEA_REGISTER_OP({.op_type = "Tile", .infer = infer_tile, .run = run_tile, .flops = no_flops});
-FOVEA_REGISTER_OP({.op_type = "Pad", .infer = infer_pad, .run = run_pad, .flops = no_flops});
+FOVEA_REGISTER_OP({.op_type = "Tile",
+                   .min_inputs = 2,
+                   .max_inputs = 2,
+                   .infer = infer_tile,
+                   .run = run_tile,
+                   .flops = no_flops});
+FOVEA_REGISTER_OP({.op_type = "Pad", .max_inputs = 4, .infer = infer_pad, .run = run_pad, .flops = no_flops});
 
 }  // namespace fovea::runtime::ops

@@ -29,9 +29,6 @@ Status check_channel_params(const InferContext& ctx, int first, int last, const 
 Status infer_batch_norm(InferContext& ctx) {
   FOVEA_TRY(ctx.require_dtype(0, {FOVEA_FLOAT_TYPES}));
   FOVEA_TRY(ctx.require_rank(0, 2, kMaxTensorRank));
-  if (ctx.input_count() != 5) {
-    return ctx.error(StatusCode::kInvalidArgument, "needs inputs X, scale, B, input_mean, input_var");
-  }
   FOVEA_ASSIGN_OR_RETURN(std::int64_t training, ctx.node().attr_int("training_mode", 0));
   if (training != 0 || ctx.output_count() > 1) {
     return ctx.error(StatusCode::kUnsupported,
@@ -105,9 +102,6 @@ void normalize_rows(const T* x, T* y, std::int64_t rows, std::int64_t length, do
 Status infer_instance_norm(InferContext& ctx) {
   FOVEA_TRY(ctx.require_dtype(0, {FOVEA_FLOAT_TYPES}));
   FOVEA_TRY(ctx.require_rank(0, 3, kMaxTensorRank));
-  if (ctx.input_count() != 3) {
-    return ctx.error(StatusCode::kInvalidArgument, "needs inputs input, scale, B");
-  }
   const Dims* x = ctx.input_dims(0);
   FOVEA_TRY(check_channel_params(ctx, 1, 2, x != nullptr ? (*x)[1] : Dim::unknown()));
   return infer_same_as_input(ctx);
@@ -133,9 +127,6 @@ Status run_instance_norm(KernelContext& ctx) {
 
 Status infer_layer_norm(InferContext& ctx) {
   FOVEA_TRY(ctx.require_dtype(0, {FOVEA_FLOAT_TYPES}));
-  if (ctx.input_count() < 2) {
-    return ctx.error(StatusCode::kInvalidArgument, "needs inputs X and Scale");
-  }
   for (int i = 1; i < ctx.input_count(); ++i) {
     if (ctx.has_input(i)) FOVEA_TRY(ctx.require_same_dtype(0, i));
   }
@@ -148,7 +139,7 @@ Status infer_layer_norm(InferContext& ctx) {
   }
   FOVEA_ASSIGN_OR_RETURN(int axis, normalize_axis(ctx, axis_attr, static_cast<int>(x->size())));
   const Dims normalized(x->begin() + axis, x->end());
-  for (int i = 1; i < std::min(ctx.input_count(), 3); ++i) {
+  for (int i = 1; i < ctx.input_count(); ++i) {
     // Scale and B broadcast to the normalized dims.
     if (!ctx.has_input(i) || ctx.input_dims(i) == nullptr) continue;
     const Dims& dims = *ctx.input_dims(i);
@@ -177,7 +168,7 @@ Status run_layer_norm(KernelContext& ctx) {
   // Offsets of Scale and B for each normalized element, after broadcasting.
   const auto offsets_of = [&](int i) {
     std::vector<std::int64_t> offsets;
-    if (ctx.input_count() <= i || !ctx.has_input(i)) return offsets;
+    if (!ctx.has_input(i)) return offsets;
     for_each_broadcast(normalized, {broadcast_strides(ctx.input(i).shape(), normalized)},
                        [&](std::int64_t, const std::vector<std::int64_t>& o) { offsets.push_back(o[0]); });
     return offsets;
@@ -208,14 +199,22 @@ double input_elements(const Node&, const std::vector<Shape>& inputs, const std::
 }  // namespace
 
 FOVEA_REGISTER_OP({.op_type = "BatchNormalization",
+                   .min_inputs = 5,
+                   .max_inputs = 5,
+                   .max_outputs = 5,
                    .infer = infer_batch_norm,
                    .run = run_batch_norm,
                    .flops = input_elements});
 FOVEA_REGISTER_OP({.op_type = "InstanceNormalization",
+                   .min_inputs = 3,
+                   .max_inputs = 3,
                    .infer = infer_instance_norm,
                    .run = run_instance_norm,
                    .flops = input_elements});
 FOVEA_REGISTER_OP({.op_type = "LayerNormalization",
+                   .min_inputs = 2,
+                   .max_inputs = 3,
+                   .max_outputs = 3,
                    .infer = infer_layer_norm,
                    .run = run_layer_norm,
                    .flops = input_elements});

@@ -52,12 +52,7 @@ Status infer_pool(InferContext& ctx, PoolKind kind) {
     out->insert(out->end(), spatial.begin(), spatial.end());
   }
   ctx.set_output(0, ctx.input_dtype(0), out);
-  if (ctx.output_count() > 1) {
-    if (kind != PoolKind::kMax) {
-      return ctx.error(StatusCode::kInvalidArgument, "only MaxPool has an Indices output");
-    }
-    ctx.set_output(1, DataType::kInt64, out);
-  }
+  if (ctx.output_count() > 1) ctx.set_output(1, DataType::kInt64, out);  // MaxPool's Indices
   return Status::ok();
 }
 
@@ -230,8 +225,11 @@ Status run_global_average_pool(KernelContext& ctx) {
 
 }  // namespace
 
-FOVEA_REGISTER_OP(
-    {.op_type = "MaxPool", .infer = infer_max_pool, .run = run_max_pool, .flops = input_elements});
+FOVEA_REGISTER_OP({.op_type = "MaxPool",
+                   .max_outputs = 2,
+                   .infer = infer_max_pool,
+                   .run = run_max_pool,
+                   .flops = input_elements});
 FOVEA_REGISTER_OP({.op_type = "AveragePool",
                    .infer = infer_average_pool,
                    .run = run_average_pool,

@@ -39,6 +39,7 @@ Result<ReducePlan> plan_reduce(const InferContext& ctx, Reduction r, int rank) {
   std::vector<std::int64_t> axes;
   if (ctx.opset() >= axes_input_opset(r)) {
     if (ctx.has_input(1)) {
+      FOVEA_TRY(ctx.require_dtype(1, {DataType::kInt64}));
       const Tensor* value = ctx.input_value(1);
       if (value == nullptr) return plan;
       axes = integers_of(*value);
@@ -252,42 +253,52 @@ Status run_argmin(KernelContext& ctx) {
 }  // namespace
 
 FOVEA_REGISTER_OP({.op_type = "ReduceSum",
+                   .max_inputs = 2,
                    .infer = infer_reduction<Reduction::kSum>,
                    .run = run_reduction<Reduction::kSum>,
                    .flops = input_elements});
 FOVEA_REGISTER_OP({.op_type = "ReduceMean",
+                   .max_inputs = 2,
                    .infer = infer_reduction<Reduction::kMean>,
                    .run = run_reduction<Reduction::kMean>,
                    .flops = input_elements});
 FOVEA_REGISTER_OP({.op_type = "ReduceMax",
+                   .max_inputs = 2,
                    .infer = infer_reduction<Reduction::kMax>,
                    .run = run_reduction<Reduction::kMax>,
                    .flops = input_elements});
 FOVEA_REGISTER_OP({.op_type = "ReduceMin",
+                   .max_inputs = 2,
                    .infer = infer_reduction<Reduction::kMin>,
                    .run = run_reduction<Reduction::kMin>,
                    .flops = input_elements});
 FOVEA_REGISTER_OP({.op_type = "ReduceProd",
+                   .max_inputs = 2,
                    .infer = infer_reduction<Reduction::kProd>,
                    .run = run_reduction<Reduction::kProd>,
                    .flops = input_elements});
 FOVEA_REGISTER_OP({.op_type = "ReduceL1",
+                   .max_inputs = 2,
                    .infer = infer_reduction<Reduction::kL1>,
                    .run = run_reduction<Reduction::kL1>,
                    .flops = input_elements});
 FOVEA_REGISTER_OP({.op_type = "ReduceL2",
+                   .max_inputs = 2,
                    .infer = infer_reduction<Reduction::kL2>,
                    .run = run_reduction<Reduction::kL2>,
                    .flops = input_elements});
 FOVEA_REGISTER_OP({.op_type = "ReduceLogSum",
+                   .max_inputs = 2,
                    .infer = infer_reduction<Reduction::kLogSum>,
                    .run = run_reduction<Reduction::kLogSum>,
                    .flops = input_elements});
 FOVEA_REGISTER_OP({.op_type = "ReduceLogSumExp",
+                   .max_inputs = 2,
                    .infer = infer_reduction<Reduction::kLogSumExp>,
                    .run = run_reduction<Reduction::kLogSumExp>,
                    .flops = input_elements});
 FOVEA_REGISTER_OP({.op_type = "ReduceSumSquare",
+                   .max_inputs = 2,
                    .infer = infer_reduction<Reduction::kSumSquare>,
                    .run = run_reduction<Reduction::kSumSquare>,
                    .flops = input_elements});

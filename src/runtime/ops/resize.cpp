@@ -508,7 +508,12 @@ double resize_flops(const Node& node, const std::vector<Shape>&, const std::vect
 
 }  // namespace
 
-FOVEA_REGISTER_OP({.op_type = "Resize", .infer = infer_resize, .run = run_resize, .flops = resize_flops});
-FOVEA_REGISTER_OP({.op_type = "Upsample", .infer = infer_resize, .run = run_resize, .flops = resize_flops});
+FOVEA_REGISTER_OP(
+    {.op_type = "Resize", .max_inputs = 4, .infer = infer_resize, .run = run_resize, .flops = resize_flops});
+FOVEA_REGISTER_OP({.op_type = "Upsample",
+                   .max_inputs = 2,
+                   .infer = infer_resize,
+                   .run = run_resize,
+                   .flops = resize_flops});
 
 }  // namespace fovea::runtime::ops

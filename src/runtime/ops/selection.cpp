@@ -27,6 +27,8 @@ Result<TopKPlan> topk_plan(const InferContext& ctx, const Dims& in) {
   plan.largest = largest != 0;
   if (ctx.opset() < 10) {
     FOVEA_ASSIGN_OR_RETURN(plan.k, ctx.node().attr_int("k"));
+  } else if (!ctx.has_input(1)) {
+    return ctx.error(StatusCode::kInvalidArgument, "input K is required from opset 10");
   } else {
     FOVEA_TRY(ctx.require_dtype(1, {DataType::kInt64}));
     if (const Tensor* k = ctx.input_value(1)) {
@@ -233,7 +235,13 @@ Status run_nms(KernelContext& ctx) {
 
 }  // namespace
 
-FOVEA_REGISTER_OP({.op_type = "TopK", .infer = infer_topk, .run = run_topk});
-FOVEA_REGISTER_OP({.op_type = "NonMaxSuppression", .infer = infer_nms, .run = run_nms});
+FOVEA_REGISTER_OP({.op_type = "TopK",
+                   .max_inputs = 2,
+                   .min_outputs = 2,
+                   .max_outputs = 2,
+                   .infer = infer_topk,
+                   .run = run_topk});
+FOVEA_REGISTER_OP(
+    {.op_type = "NonMaxSuppression", .min_inputs = 2, .max_inputs = 5, .infer = infer_nms, .run = run_nms});
 
 }  // namespace fovea::runtime::ops

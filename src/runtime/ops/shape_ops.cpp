@@ -221,11 +221,28 @@ Status run_expand(KernelContext& ctx) {
 
 }  // namespace
 
-FOVEA_REGISTER_OP({.op_type = "Reshape", .infer = infer_reshape, .run = run_copy_bytes, .flops = no_flops});
+FOVEA_REGISTER_OP({.op_type = "Reshape",
+                   .min_inputs = 2,
+                   .max_inputs = 2,
+                   .infer = infer_reshape,
+                   .run = run_copy_bytes,
+                   .flops = no_flops});
 FOVEA_REGISTER_OP({.op_type = "Flatten", .infer = infer_flatten, .run = run_copy_bytes, .flops = no_flops});
-FOVEA_REGISTER_OP({.op_type = "Squeeze", .infer = infer_squeeze, .run = run_copy_bytes, .flops = no_flops});
-FOVEA_REGISTER_OP(
-    {.op_type = "Unsqueeze", .infer = infer_unsqueeze, .run = run_copy_bytes, .flops = no_flops});
-FOVEA_REGISTER_OP({.op_type = "Expand", .infer = infer_expand, .run = run_expand, .flops = no_flops});
+FOVEA_REGISTER_OP({.op_type = "Squeeze",
+                   .max_inputs = 2,
+                   .infer = infer_squeeze,
+                   .run = run_copy_bytes,
+                   .flops = no_flops});
+FOVEA_REGISTER_OP({.op_type = "Unsqueeze",
+                   .max_inputs = 2,
+                   .infer = infer_unsqueeze,
+                   .run = run_copy_bytes,
+                   .flops = no_flops});
+FOVEA_REGISTER_OP({.op_type = "Expand",
+                   .min_inputs = 2,
+                   .max_inputs = 2,
+                   .infer = infer_expand,
+                   .run = run_expand,
+                   .flops = no_flops});
 
 }  // namespace fovea::runtime::ops

@@ -76,7 +76,7 @@ TEST(OpSize, CountsElements) {
 TEST(OpSize, RejectsTwoInputs) {
   EXPECT_TRUE(fails_with(run_node_status(NodeBuilder("Size").inputs(2).build(),
                                          {float_tensor({1}, {1}), float_tensor({1}, {1})}),
-                         StatusCode::kInvalidArgument, "expects 1 inputs"));
+                         StatusCode::kInvalidArgument, "has 2 inputs, at most 1 allowed"));
 }
 
 // --- Constant ---
