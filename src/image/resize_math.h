@@ -66,16 +66,6 @@ FOVEA_HD AxisMap make_axis_map(ResizeFilter filter, ResizeCompat compat, int src
                  1.0f / filter_scale};
 }
 
-// a * b rounded on its own: the device must not fuse it into a following add, because Pillow's box
-// window and weights are discontinuous, so the CPU and the kernel must agree bit for bit.
-FOVEA_HD float mul_rn(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fmul_rn(a, b);
-#else
-  return a * b;
-#endif
-}
-
 FOVEA_HD int floor_to_int(float v) {
   const int i = static_cast<int>(v);
   return static_cast<float>(i) > v ? i - 1 : i;

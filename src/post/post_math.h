@@ -1,8 +1,7 @@
 // Arithmetic shared by the postprocessing kernels and their CPU references (FOVEA_HD), written so
 // both sides compute bit-identical results where the ops promise exact parity (argmax, masks, NMS):
-//   - the *_rn helpers keep nvcc from fusing a multiply and an add into one FMA (the host compiler
-//     never fuses: ISO C++ mode and baseline x86-64 have no contraction), so IoUs and bilinear
-//     weights round the same way on both sides;
+//   - the *_rn helpers of core/host_device.h keep nvcc from fusing a multiply and an add into one
+//     FMA, so IoUs and bilinear weights round the same way on both sides;
 //   - float16 inputs are read through an exact bit conversion rather than the CUDA intrinsic;
 //   - ranking uses 64-bit keys that order (value, index) totally, so sorts agree on ties.
 #pragma once
@@ -14,35 +13,6 @@
 #include "core/host_device.h"
 
 namespace fovea::post {
-
-FOVEA_HD float mul_rn(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fmul_rn(a, b);
-#else
-  return a * b;
-#endif
-}
-FOVEA_HD float add_rn(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fadd_rn(a, b);
-#else
-  return a + b;
-#endif
-}
-FOVEA_HD float sub_rn(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fsub_rn(a, b);
-#else
-  return a - b;
-#endif
-}
-FOVEA_HD float div_rn(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fdiv_rn(a, b);
-#else
-  return a / b;
-#endif
-}
 
 FOVEA_HD float bits_to_float(std::uint32_t bits) {
 #if defined(__CUDA_ARCH__)

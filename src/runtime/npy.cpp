@@ -2,7 +2,7 @@
 
 #include <cstring>
 #include <fstream>
-#include <regex>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -31,11 +31,42 @@ Result<DataType> dtype_of(const std::string& descr, const std::string& where) {
                     "' (fovea reads little-endian float16/32/64, int8/32/64, uint8 and bool)");
 }
 
-Result<Shape> parse_shape(const std::string& text, const std::string& where) {
+// The text after `'key':` in the header dict, with leading spaces skipped; empty when absent.
+std::string_view header_value(std::string_view header, std::string_view key) {
+  std::string quoted(1, '\'');
+  quoted.append(key).append("':");
+  const auto at = header.find(quoted);
+  if (at == std::string_view::npos) return {};
+  std::string_view rest = header.substr(at + quoted.size());
+  while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+  return rest;
+}
+
+Result<Shape> parse_shape(std::string_view text, const std::string& where) {
+  // "(1, 3, 224, 224), }" -> the digits between the parentheses
+  if (text.empty() || text.front() != '(' || text.find(')') == std::string_view::npos) {
+    return make_error(StatusCode::kCorruptData, where, ": header has no 'shape' tuple");
+  }
   Shape shape;
-  std::regex number("[0-9]+");
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), number); it != std::sregex_iterator(); ++it) {
-    const std::string digits = it->str();
+  std::string digits;
+  for (char c : text.substr(1, text.find(')') - 1)) {
+    if (c >= '0' && c <= '9') {
+      digits.push_back(c);
+      continue;
+    }
+    if (c != ',' && c != ' ' && c != 'L') {
+      return make_error(StatusCode::kCorruptData, where, ": unexpected '", std::string(1, c),
+                        "' in the shape");
+    }
+    if (!digits.empty()) {
+      if (digits.size() > 12) {
+        return make_error(StatusCode::kCorruptData, where, ": dimension ", digits, " is implausibly large");
+      }
+      shape.push_back(std::stoll(digits));
+      digits.clear();
+    }
+  }
+  if (!digits.empty()) {
     if (digits.size() > 12) {
       return make_error(StatusCode::kCorruptData, where, ": dimension ", digits, " is implausibly large");
     }
@@ -75,19 +106,17 @@ Result<Tensor> read_npy(const std::filesystem::path& path) {
   }
   std::string header(header_length, '\0');
   file.read(header.data(), header_length);
-  std::smatch match;
-  if (!std::regex_search(header, match, std::regex("'descr':\\s*'([^']*)'"))) {
+  const std::string_view descr = header_value(header, "descr");
+  if (descr.size() < 2 || descr.front() != '\'' || descr.find('\'', 1) == std::string_view::npos) {
     return make_error(StatusCode::kCorruptData, where, ": header has no 'descr'");
   }
-  FOVEA_ASSIGN_OR_RETURN(DataType dtype, dtype_of(match[1].str(), where));
-  if (std::regex_search(header, std::regex("'fortran_order':\\s*True"))) {
+  FOVEA_ASSIGN_OR_RETURN(DataType dtype,
+                         dtype_of(std::string(descr.substr(1, descr.find('\'', 1) - 1)), where));
+  if (header_value(header, "fortran_order").starts_with("True")) {
     return make_error(StatusCode::kUnsupported, where,
                       ": Fortran-ordered arrays are not supported (save C order)");
   }
-  if (!std::regex_search(header, match, std::regex("'shape':\\s*\\(([^)]*)\\)"))) {
-    return make_error(StatusCode::kCorruptData, where, ": header has no 'shape'");
-  }
-  FOVEA_ASSIGN_OR_RETURN(Shape shape, parse_shape(match[1].str(), where));
+  FOVEA_ASSIGN_OR_RETURN(Shape shape, parse_shape(header_value(header, "shape"), where));
   std::error_code ec;
   const auto file_size = std::filesystem::file_size(path, ec);
   const auto data_start = static_cast<std::uintmax_t>(file.tellg());

@@ -35,25 +35,6 @@ Result<std::string> read_file(const std::filesystem::path& path) {
   return bytes;
 }
 
-Result<DataType> data_type_from_onnx(int onnx_type) {
-  switch (onnx_type) {
-    case onnx::TensorProto_DataType_FLOAT: return DataType::kFloat32;
-    case onnx::TensorProto_DataType_FLOAT16: return DataType::kFloat16;
-    case onnx::TensorProto_DataType_DOUBLE: return DataType::kFloat64;
-    case onnx::TensorProto_DataType_INT64: return DataType::kInt64;
-    case onnx::TensorProto_DataType_INT32: return DataType::kInt32;
-    case onnx::TensorProto_DataType_INT8: return DataType::kInt8;
-    case onnx::TensorProto_DataType_UINT8: return DataType::kUInt8;
-    case onnx::TensorProto_DataType_BOOL: return DataType::kBool;
-    default: break;
-  }
-  const std::string name =
-      onnx::TensorProto_DataType_IsValid(onnx_type)
-          ? onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(onnx_type))
-          : "code " + std::to_string(onnx_type);
-  return make_error(StatusCode::kUnsupported, "unsupported element type ", name);
-}
-
 // Copies typed repeated fields (the non-raw encodings) into `out`, converting as ONNX specifies:
 // int32_data also carries int8/uint8/bool values and float16 bit patterns.
 template <typename Field>
@@ -445,6 +426,26 @@ Result<Model> Loader::load(const onnx::ModelProto& proto) {
 }
 
 }  // namespace
+
+Result<DataType> data_type_from_onnx(std::int64_t onnx_type) {
+  switch (onnx_type) {
+    case onnx::TensorProto_DataType_FLOAT: return DataType::kFloat32;
+    case onnx::TensorProto_DataType_FLOAT16: return DataType::kFloat16;
+    case onnx::TensorProto_DataType_DOUBLE: return DataType::kFloat64;
+    case onnx::TensorProto_DataType_INT64: return DataType::kInt64;
+    case onnx::TensorProto_DataType_INT32: return DataType::kInt32;
+    case onnx::TensorProto_DataType_INT8: return DataType::kInt8;
+    case onnx::TensorProto_DataType_UINT8: return DataType::kUInt8;
+    case onnx::TensorProto_DataType_BOOL: return DataType::kBool;
+    default: break;
+  }
+  const bool known = onnx_type >= 0 && onnx_type <= std::numeric_limits<int>::max() &&
+                     onnx::TensorProto_DataType_IsValid(static_cast<int>(onnx_type));
+  const std::string name =
+      known ? onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(onnx_type))
+            : "code " + std::to_string(onnx_type);
+  return make_error(StatusCode::kUnsupported, "unsupported element type ", name);
+}
 
 Result<Model> parse_onnx(std::string_view bytes, const std::string& name,
                          const std::filesystem::path& base_dir, const LoadOptions& options) {

@@ -45,6 +45,10 @@ Result<Model> load_onnx(const std::filesystem::path& path, const LoadOptions& op
 Result<Model> parse_onnx(std::string_view bytes, const std::string& name,
                          const std::filesystem::path& base_dir, const LoadOptions& options = {});
 
+// fovea's element type for an ONNX TensorProto data type code (Cast's `to` holds one too); an
+// unsupported type is an error naming it.
+Result<DataType> data_type_from_onnx(std::int64_t onnx_type);
+
 // Parses a serialized TensorProto (the .pb files of ONNX's test data); `name` is used in errors.
 Result<Tensor> parse_onnx_tensor(std::string_view bytes, const std::string& name);
 

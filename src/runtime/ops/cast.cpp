@@ -5,7 +5,7 @@
 #include <limits>
 #include <string>
 
-#include "onnx.pb.h"
+#include "runtime/onnx_loader.h"
 #include "runtime/ops/elementwise_util.h"
 
 namespace fovea::runtime::ops {
@@ -16,23 +16,11 @@ using CastTypes = DTypes<FOVEA_ALL_TYPES>;
 // Cast's `to` holds an ONNX TensorProto data type code.
 Result<DataType> cast_target(const InferContext& ctx) {
   FOVEA_ASSIGN_OR_RETURN(std::int64_t to, ctx.node().attr_int("to"));
-  switch (to) {
-    case onnx::TensorProto_DataType_FLOAT: return DataType::kFloat32;
-    case onnx::TensorProto_DataType_DOUBLE: return DataType::kFloat64;
-    case onnx::TensorProto_DataType_FLOAT16: return DataType::kFloat16;
-    case onnx::TensorProto_DataType_INT64: return DataType::kInt64;
-    case onnx::TensorProto_DataType_INT32: return DataType::kInt32;
-    case onnx::TensorProto_DataType_INT8: return DataType::kInt8;
-    case onnx::TensorProto_DataType_UINT8: return DataType::kUInt8;
-    case onnx::TensorProto_DataType_BOOL: return DataType::kBool;
-    default: break;
+  auto dtype = data_type_from_onnx(to);
+  if (!dtype.is_ok()) {
+    return ctx.error(StatusCode::kUnsupported, "cast: ", dtype.status().message());
   }
-  const bool known = to >= 0 && to <= std::numeric_limits<int>::max() &&
-                     onnx::TensorProto_DataType_IsValid(static_cast<int>(to));
-  const std::string name = known
-                               ? onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(to))
-                               : "code " + std::to_string(to);
-  return ctx.error(StatusCode::kUnsupported, "cast to ", name, " is not supported");
+  return *dtype;
 }
 
 Status infer_cast(InferContext& ctx) {

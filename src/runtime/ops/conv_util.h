@@ -59,7 +59,6 @@ Result<Dims> window_output_spatial_dims(const InferContext& ctx, const WindowAtt
 Result<std::vector<WindowDim>> resolve_window(const InferContext& ctx, const WindowAttributes& window,
                                               const Shape& input);
 
-
 // The activation fovea.FusedConv applies in the convolution's epilogue.
 struct Activation {
   enum class Kind { kNone, kRelu, kLeakyRelu, kClip, kSigmoid, kHardSwish };

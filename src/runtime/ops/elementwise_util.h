@@ -41,21 +41,6 @@ using SignedTypes = DTypes<FOVEA_FLOAT_TYPES, DataType::kInt64, DataType::kInt32
 using BoolTypes = DTypes<DataType::kBool>;
 using NumericOrBoolTypes = DTypes<FOVEA_NUMERIC_TYPES, DataType::kBool>;
 
-// Calls f(TypeTag<U>{}) with an unsigned integer type of dtype's element size, for ops that only
-// move elements (Where): every dtype, float16 included, without an instantiation per dtype.
-template <typename F>
-void dispatch_by_size(DataType dtype, F&& f) {
-  switch (data_type_size(dtype)) {
-    case 1: f(TypeTag<std::uint8_t>{}); break;
-    case 2: f(TypeTag<std::uint16_t>{}); break;
-    case 4: f(TypeTag<std::uint32_t>{}); break;
-    default:
-      FOVEA_CHECK(data_type_size(dtype) == 8);
-      f(TypeTag<std::uint64_t>{});
-      break;
-  }
-}
-
 namespace detail {
 
 template <typename Op, typename Pointers, std::size_t... K>

@@ -15,22 +15,6 @@
 
 namespace fovea::runtime::ops {
 
-// Calls f(TypeTag<U>{}) with the unsigned integer type of dtype's element size: moving elements
-// needs only their size, so float16 and bool need no code of their own.
-template <typename F>
-void dispatch_by_size(DataType dtype, F&& f) {
-  switch (data_type_size(dtype)) {
-    case 1: f(TypeTag<std::uint8_t>{}); break;
-    case 2: f(TypeTag<std::uint16_t>{}); break;
-    case 4: f(TypeTag<std::uint32_t>{}); break;
-    default:
-      FOVEA_CHECK(data_type_size(dtype) == 8);
-      f(TypeTag<std::uint64_t>{});
-      break;
-  }
-}
-
-
 // An integer list that older opsets give as an attribute and newer ones as an input (Squeeze and
 // Unsqueeze axes, Split sizes, Pad pads, Slice starts...). An empty input tensor counts as absent,
 // as exporters write one for an omitted optional input.

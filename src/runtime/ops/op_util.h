@@ -95,6 +95,21 @@ bool dispatch(DataType dtype, F&& f) {
   return ((dtype == Ds ? (f(TypeTag<typename StorageOf<Ds>::type>{}), true) : false) || ...);
 }
 
+// Calls f(TypeTag<U>{}) with the unsigned integer type of dtype's element size: ops that only
+// move elements (Concat, Transpose, Where...) need no code per dtype, float16 and bool included.
+template <typename F>
+void dispatch_by_size(DataType dtype, F&& f) {
+  switch (data_type_size(dtype)) {
+    case 1: f(TypeTag<std::uint8_t>{}); break;
+    case 2: f(TypeTag<std::uint16_t>{}); break;
+    case 4: f(TypeTag<std::uint32_t>{}); break;
+    default:
+      FOVEA_CHECK(data_type_size(dtype) == 8);
+      f(TypeTag<std::uint64_t>{});
+      break;
+  }
+}
+
 // The dtype groups ops usually accept (float16 only where an op is a pure data mover or Cast: the
 // CPU reference computes in float32).
 #define FOVEA_FLOAT_TYPES ::fovea::DataType::kFloat32, ::fovea::DataType::kFloat64

@@ -109,9 +109,9 @@ TEST(OpCast, KeepsPartlyUnknownDims) {
 TEST(OpCast, RejectsUnsupportedAndMissingTargets) {
   const Tensor in = float_tensor({1}, {1});
   EXPECT_TRUE(fails_with(run_node_status(NodeBuilder("Cast").attr("to", kOnnxString).build(), {in}),
-                         StatusCode::kUnsupported, "cast to STRING"));
+                         StatusCode::kUnsupported, "unsupported element type STRING"));
   EXPECT_TRUE(fails_with(run_node_status(NodeBuilder("Cast").attr("to", kOnnxBFloat16).build(), {in}),
-                         StatusCode::kUnsupported, "cast to BFLOAT16"));
+                         StatusCode::kUnsupported, "unsupported element type BFLOAT16"));
   EXPECT_TRUE(fails_with(run_node_status(NodeBuilder("Cast").attr("to", std::int64_t{999}).build(), {in}),
                          StatusCode::kUnsupported, "code 999"));
   EXPECT_TRUE(fails_with(run_node_status(NodeBuilder("Cast").build(), {in}), StatusCode::kInvalidArgument,
