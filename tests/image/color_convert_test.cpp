@@ -225,7 +225,8 @@ TEST(ColorConvert, P016MatchesNv12) {
   HostImage p016(kP016, 126, 78, 3, 4);
   for (int p = 0; p < 2; ++p) {
     for (int y = 0; y < (p == 0 ? 78 : 39); ++y) {
-      for (int x = 0; x < 126; ++x) p016.view().row<std::uint16_t>(p, y)[x] = nv12.view().row(p, y)[x] << 8;
+      for (int x = 0; x < 126; ++x)
+        p016.view().row<std::uint16_t>(p, y)[x] = static_cast<std::uint16_t>(nv12.view().row(p, y)[x] << 8);
     }
   }
   for (PixelFormat out : {kRGB8, kBGR8, kGRAY8}) {
