@@ -48,6 +48,18 @@ Status check_batch(const ImageBatch& batch, std::initializer_list<PixelFormat> f
                         fmt::format("{} image {}: {}x{} is odd, but {} needs even sizes (4:2:0 chroma)", what,
                                     i, view.width, view.height, pixel_format_name(view.format)));
     }
+    const std::size_t sample = view.format == PixelFormat::kP016 || view.format == PixelFormat::kPlanarF16 ? 2
+                               : view.format == PixelFormat::kPlanarF32                                    ? 4
+                                                                        : 1;
+    for (int p = 0; p < view.num_planes; ++p) {
+      if (view.planes[p].pitch % sample != 0 ||
+          reinterpret_cast<std::uintptr_t>(view.planes[p].data) % sample != 0) {
+        return make_error(
+            StatusCode::kInvalidArgument,
+            fmt::format("{} image {}: plane {} is not aligned to its {}-byte samples (pitch {})", what, i, p,
+                        sample, view.planes[p].pitch));
+      }
+    }
     const Roi r = batch.roi(i);
     if (r.width <= 0 || r.height <= 0 || r.x < 0 || r.y < 0 || r.x + r.width > view.width ||
         r.y + r.height > view.height) {

@@ -42,7 +42,10 @@ HostImage::HostImage(PixelFormat format, int width, int height, int channels, in
   std::array<std::size_t, kMaxPlanes> offsets{};
   for (int p = 0; p < layout->num_planes; ++p) {
     offsets[p] = total;
-    view_.planes[p].pitch = static_cast<std::size_t>(layout->planes[p].width_bytes + extra_pitch);
+    // Padding keeps rows aligned to the sample size (P016 and float rows hold 2- and 4-byte samples).
+    const int sample = sample_bytes(format);
+    const int padding = (extra_pitch + sample - 1) / sample * sample;
+    view_.planes[p].pitch = static_cast<std::size_t>(layout->planes[p].width_bytes + padding);
     total += view_.planes[p].pitch * static_cast<std::size_t>(layout->planes[p].height);
   }
   bytes_.assign(total, std::byte{0});
