@@ -33,6 +33,20 @@ bool is_device_accessible(MemoryKind kind);
 
 inline constexpr int kMaxPlanes = 4;
 
+// Bytes between horizontally adjacent pixels in plane 0 (the packed plane, luma, or one float
+// plane): RGB8/BGR8 3, RGBA8 4, P016 and planar F16 2, planar F32 4, the others 1.
+constexpr int pixel_bytes(PixelFormat format) {
+  switch (format) {
+    case PixelFormat::kRGB8:
+    case PixelFormat::kBGR8: return 3;
+    case PixelFormat::kRGBA8:
+    case PixelFormat::kPlanarF32: return 4;
+    case PixelFormat::kPlanarF16:
+    case PixelFormat::kP016: return 2;
+    default: return 1;
+  }
+}
+
 struct PlaneShape {
   int width_bytes = 0;  // bytes of payload in one row (excluding pitch padding)
   int height = 0;       // rows

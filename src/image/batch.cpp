@@ -81,6 +81,24 @@ Status check_same_batch_size(const ImageBatch& a, const ImageBatch& b, const cha
   return Status::ok();
 }
 
+ImageView roi_subview(const ImageView& view, const Roi& roi) {
+  ImageView sub = view;
+  sub.width = roi.width;
+  sub.height = roi.height;
+  const bool chroma_420 = view.format == PixelFormat::kNV12 || view.format == PixelFormat::kP016 ||
+                          view.format == PixelFormat::kYUV420P;
+  for (int p = 0; p < view.num_planes; ++p) {
+    const bool subsampled = chroma_420 && p > 0;
+    const std::size_t y = subsampled ? roi.y / 2 : roi.y;
+    // NV12/P016 chroma interleaves U and V, so a pixel column pair spans one luma-sized step.
+    const std::size_t x_bytes = subsampled && view.format == PixelFormat::kYUV420P
+                                    ? static_cast<std::size_t>(roi.x / 2)
+                                    : static_cast<std::size_t>(roi.x) * pixel_bytes(view.format);
+    sub.planes[p].data = static_cast<std::uint8_t*>(view.planes[p].data) + y * view.planes[p].pitch + x_bytes;
+  }
+  return sub;
+}
+
 bool batch_on_device(const ImageBatch& batch) {
   return !batch.images.empty() && batch.images[0].memory == MemoryKind::kDevice;
 }

@@ -46,6 +46,10 @@ Status check_batch(const ImageBatch& batch, std::initializer_list<PixelFormat> f
 // Checks that two batches have the same number of images.
 Status check_same_batch_size(const ImageBatch& a, const ImageBatch& b, const char* what_a,
                              const char* what_b);
+// The view of `roi` inside `view`: plane pointers moved to the ROI's origin (4:2:0 chroma at half
+// the offset, which needs an even origin; callers check), same pitches.
+ImageView roi_subview(const ImageView& view, const Roi& roi);
+
 // Whether the batch's memory is reachable from the device (device or pinned): chooses CUDA runs.
 bool batch_on_device(const ImageBatch& batch);
 

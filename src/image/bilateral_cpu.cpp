@@ -73,7 +73,7 @@ BilateralJob bilateral_job(const ImageBatch& mask, const ImageBatch& guide, cons
   job.out_pitch = o.planes[0].pitch;
   job.width = m.width;
   job.height = m.height;
-  job.guide_bytes = g.format == PixelFormat::kGRAY8 ? 1 : (g.format == PixelFormat::kRGBA8 ? 4 : 3);
+  job.guide_bytes = pixel_bytes(g.format);
   job.guide_channels = g.format == PixelFormat::kGRAY8 ? 1 : 3;
   return job;
 }

@@ -74,10 +74,6 @@ FOVEA_HD int border_index(int p, int length, BorderMode border) {
   return p;
 }
 
-// The view of `roi` inside `view`, for the packed formats and the planar float formats (whose
-// planes share one geometry); 4:2:0 formats need an even ROI origin, which callers check.
-ImageView roi_subview(const ImageView& view, const Roi& roi);
-
 namespace detail {
 // One 2-D plane to filter: a packed image's ROI, or one plane of a planar float image's ROI.
 struct PlaneJob {

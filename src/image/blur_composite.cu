@@ -371,7 +371,7 @@ Status run_blur_composite_cuda(cudaStream_t stream, const ImageBatch& frame, con
   launch.border = params.border;
   launch.border_value = static_cast<std::uint8_t>(params.border_value);
   // One launch covers up to kJobsPerLaunch images of one channel count; a change starts a new one.
-  const auto channels = [&](int i) { return frame.images[i].format == PixelFormat::kRGBA8 ? 4 : 3; };
+  const auto channels = [&](int i) { return pixel_bytes(frame.images[i].format); };
   const auto flush = [&](int c, int num_jobs, int max_width, int max_height) {
     return c == 4 ? launch_for_radius<4>(stream, radius, launch, num_jobs, max_width, max_height)
                   : launch_for_radius<3>(stream, radius, launch, num_jobs, max_width, max_height);

@@ -63,8 +63,7 @@ Status run_blur_composite_cpu(const ImageBatch& frame, const ImageBatch& mask, c
   ImageBatch blurred;
   for (int i = 0; i < frame.size(); ++i) {
     const Roi roi = frame.roi(i);
-    const std::size_t pitch =
-        static_cast<std::size_t>(roi.width) * (frame.images[i].format == PixelFormat::kRGBA8 ? 4 : 3);
+    const std::size_t pitch = static_cast<std::size_t>(roi.width) * pixel_bytes(frame.images[i].format);
     storage.emplace_back(pitch * roi.height);
     ImageView view;
     view.format = frame.images[i].format;

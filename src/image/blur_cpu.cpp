@@ -19,18 +19,6 @@ constexpr std::array<std::array<float, 9>, 5> kSmallGaussian = {{
      0.015625f},
 }};
 
-int bytes_per_pixel(PixelFormat format) {
-  switch (format) {
-    case PixelFormat::kRGB8:
-    case PixelFormat::kBGR8: return 3;
-    case PixelFormat::kRGBA8:
-    case PixelFormat::kPlanarF32: return 4;
-    case PixelFormat::kPlanarF16:
-    case PixelFormat::kP016: return 2;
-    default: return 1;
-  }
-}
-
 Status check_kernel_size(int ksize, const char* what) {
   if (ksize < 1 || ksize > kMaxBlurKernelSize || ksize % 2 == 0) {
     return make_error(StatusCode::kInvalidArgument, fmt::format("blur: {} {} must be odd and within 1..{}",
@@ -100,24 +88,6 @@ std::vector<float> blur_weights(BlurKind kind, int ksize, double sigma) {
   }
   for (int i = 0; i < ksize; ++i) weights[i] = static_cast<float>(raw[i] / sum);
   return weights;
-}
-
-ImageView roi_subview(const ImageView& view, const Roi& roi) {
-  ImageView sub = view;
-  sub.width = roi.width;
-  sub.height = roi.height;
-  const bool chroma_420 = view.format == PixelFormat::kNV12 || view.format == PixelFormat::kP016 ||
-                          view.format == PixelFormat::kYUV420P;
-  for (int p = 0; p < view.num_planes; ++p) {
-    const bool subsampled = chroma_420 && p > 0;
-    const std::size_t y = subsampled ? roi.y / 2 : roi.y;
-    // NV12/P016 chroma interleaves U and V, so a pixel column pair spans one luma-sized step.
-    const std::size_t x_bytes = subsampled && view.format == PixelFormat::kYUV420P
-                                    ? static_cast<std::size_t>(roi.x / 2)
-                                    : static_cast<std::size_t>(roi.x) * bytes_per_pixel(view.format);
-    sub.planes[p].data = static_cast<std::uint8_t*>(view.planes[p].data) + y * view.planes[p].pitch + x_bytes;
-  }
-  return sub;
 }
 
 namespace {

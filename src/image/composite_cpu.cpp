@@ -10,14 +10,6 @@ namespace {
 const std::initializer_list<PixelFormat> kCompositeFormats = {PixelFormat::kRGB8, PixelFormat::kBGR8,
                                                               PixelFormat::kRGBA8, PixelFormat::kNV12};
 
-int channels_of(PixelFormat format) {
-  switch (format) {
-    case PixelFormat::kRGBA8: return 4;
-    case PixelFormat::kNV12: return 1;
-    default: return 3;
-  }
-}
-
 // `other` must match `reference` image by image in format (unless it is the mask) and ROI size.
 Status check_matches(const ImageBatch& reference, const ImageBatch& other, const char* what, bool is_mask) {
   FOVEA_TRY(check_same_batch_size(reference, other, "composite image", what));
@@ -88,7 +80,7 @@ int composite_jobs(const ImageBatch& a, const ImageBatch* b, const ImageBatch& m
   const ImageView vo = roi_subview(output.images[image], output.roi(image));
   const ImageView vb = b != nullptr ? roi_subview(b->images[image], b->roi(image)) : va;
   const bool nv12 = va.format == PixelFormat::kNV12;
-  const int channels = channels_of(va.format);
+  const int channels = pixel_bytes(va.format);
   const float red = params.color[0];
   const float green = params.color[1];
   const float blue = params.color[2];

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "image/blur_composite.h"
+#include "image/blur_test_util.h"
 #include "image/image_test_util.h"
 #include "image/tolerances.h"
 
@@ -67,16 +68,6 @@ void expect_cuda_matches_cpu(const std::vector<Case>& cases, const BlurParams& p
         << pixel_format_name(cases[i].format) << " image " << i << " " << cases[i].width << "x"
         << cases[i].height << " kernel " << params.kernel_width << "x" << params.kernel_height;
   }
-}
-
-BlurParams gaussian(int kw, int kh, BorderMode border, double sigma = 0.0) {
-  BlurParams params;
-  params.kernel_width = kw;
-  params.kernel_height = kh;
-  params.sigma_x = sigma;
-  params.border = border;
-  params.border_value = 77.0f;
-  return params;
 }
 
 TEST(BlurCompositeGpu, MatchesBlurThenBlendAcrossFormatsBordersAndRadii) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "image/blur.h"
+#include "image/blur_test_util.h"
 #include "image/image_test_util.h"
 #include "image/tolerances.h"
 
@@ -48,16 +49,6 @@ void expect_cuda_matches_cpu(PixelFormat format, const std::vector<Size>& sizes,
     EXPECT_LE(max_abs_difference(got.view(), host_out[i]->view()), tolerance)
         << pixel_format_name(format) << " image " << i;
   }
-}
-
-BlurParams gaussian(int kw, int kh, BorderMode border, double sigma = 0.0) {
-  BlurParams params;
-  params.kernel_width = kw;
-  params.kernel_height = kh;
-  params.sigma_x = sigma;
-  params.border = border;
-  params.border_value = 77.0f;
-  return params;
 }
 
 TEST(BlurGpu, MatchesCpuAcrossFormatsAndBorders) {

@@ -8,12 +8,12 @@
 
 #include <gtest/gtest.h>
 
+#include "core/half.h"
 #include "image/color_math.h"
 #include "image/image_test_util.h"
 #include "image/preprocess.h"
 #include "image/resize.h"
 #include "image/tolerances.h"
-#include "core/half.h"
 
 namespace fovea::image::testing {
 namespace {
