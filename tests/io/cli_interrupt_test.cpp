@@ -1,5 +1,6 @@
 // Ctrl-C during `fovea transcode`: the process stops early with exit code 130 and leaves a valid,
 // finalized output file (its moov atom written), as the issue requires of every output.
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,8 +21,11 @@ namespace {
 pid_t start_transcode(const std::string& input, const std::string& output) {
   const pid_t pid = fork();
   if (pid == 0) {
-    std::freopen("/dev/null", "w", stdout);
-    std::freopen("/dev/null", "w", stderr);
+    const int null_fd = open("/dev/null", O_WRONLY);
+    if (null_fd >= 0) {
+      dup2(null_fd, STDOUT_FILENO);
+      dup2(null_fd, STDERR_FILENO);
+    }
     execl(FOVEA_CLI_PATH, FOVEA_CLI_PATH, "transcode", input.c_str(), output.c_str(), "--decoder", "cpu",
           static_cast<char*>(nullptr));
     _exit(127);
