@@ -3,7 +3,10 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <set>
+#include <type_traits>
+#include <utility>
 
 #include <fmt/format.h>
 #include <google/protobuf/io/coded_stream.h>
@@ -35,8 +38,48 @@ Result<std::string> read_file(const std::filesystem::path& path) {
   return bytes;
 }
 
-// Copies typed repeated fields (the non-raw encodings) into `out`, converting as ONNX specifies:
-// int32_data also carries int8/uint8/bool values and float16 bit patterns.
+// The typed repeated fields of TensorProto, and the element types ONNX lets each carry.
+enum class RepeatedField { kFloat, kDouble, kInt32, kInt64, kUInt64 };
+
+constexpr std::string_view repeated_field_name(RepeatedField field) {
+  switch (field) {
+    case RepeatedField::kFloat: return "float_data";
+    case RepeatedField::kDouble: return "double_data";
+    case RepeatedField::kInt32: return "int32_data";
+    case RepeatedField::kInt64: return "int64_data";
+    case RepeatedField::kUInt64: return "uint64_data";
+  }
+  return "?";
+}
+
+// int32_data carries every type narrower than 32 bits (float16 as its bit pattern), as onnx.proto
+// specifies; a value in the wrong field would be converted silently, or out of range, so it is refused.
+constexpr RepeatedField repeated_field_for(DataType type) {
+  switch (type) {
+    case DataType::kFloat32: return RepeatedField::kFloat;
+    case DataType::kFloat64: return RepeatedField::kDouble;
+    case DataType::kInt64: return RepeatedField::kInt64;
+    case DataType::kFloat16:
+    case DataType::kInt32:
+    case DataType::kInt8:
+    case DataType::kUInt8:
+    case DataType::kBool: return RepeatedField::kInt32;
+  }
+  return RepeatedField::kInt32;
+}
+
+template <typename To, typename From>
+bool store_in_range(From value, To* dst) {
+  if constexpr (std::is_integral_v<From> && std::is_integral_v<To>) {
+    if (!std::in_range<To>(value)) {
+      return false;
+    }
+  }
+  *dst = static_cast<To>(value);
+  return true;
+}
+
+// Copies one typed repeated field into `out`; `field` has already been matched to out's type.
 template <typename Field>
 Status copy_repeated(const Field& field, Tensor& out, const std::string& what) {
   if (static_cast<std::int64_t>(field.size()) != out.numel()) {
@@ -45,16 +88,52 @@ Status copy_repeated(const Field& field, Tensor& out, const std::string& what) {
   }
   for (int i = 0; i < field.size(); ++i) {
     const auto v = field.Get(i);
+    bool ok = true;
     switch (out.dtype()) {
-      case DataType::kFloat32: out.data<float>()[i] = static_cast<float>(v); break;
-      case DataType::kFloat64: out.data<double>()[i] = static_cast<double>(v); break;
-      case DataType::kFloat16: out.data<Half>()[i] = Half{static_cast<std::uint16_t>(v)}; break;
-      case DataType::kInt64: out.data<std::int64_t>()[i] = static_cast<std::int64_t>(v); break;
-      case DataType::kInt32: out.data<std::int32_t>()[i] = static_cast<std::int32_t>(v); break;
-      case DataType::kInt8: out.data<std::int8_t>()[i] = static_cast<std::int8_t>(v); break;
-      case DataType::kUInt8: out.data<std::uint8_t>()[i] = static_cast<std::uint8_t>(v); break;
-      case DataType::kBool: out.data<std::uint8_t>()[i] = v != 0 ? 1 : 0; break;
+      case DataType::kFloat32: ok = store_in_range(v, &out.data<float>()[i]); break;
+      case DataType::kFloat64: ok = store_in_range(v, &out.data<double>()[i]); break;
+      case DataType::kInt64: ok = store_in_range(v, &out.data<std::int64_t>()[i]); break;
+      case DataType::kInt32: ok = store_in_range(v, &out.data<std::int32_t>()[i]); break;
+      case DataType::kInt8: ok = store_in_range(v, &out.data<std::int8_t>()[i]); break;
+      case DataType::kUInt8: ok = store_in_range(v, &out.data<std::uint8_t>()[i]); break;
+      case DataType::kBool: ok = store_in_range(v, &out.data<std::uint8_t>()[i]) && (v == 0 || v == 1); break;
+      case DataType::kFloat16: {
+        std::uint16_t bits = 0;
+        ok = store_in_range(v, &bits);
+        out.data<Half>()[i] = Half{bits};
+        break;
+      }
     }
+    if (!ok) {
+      return make_error(StatusCode::kCorruptData, what, ": value ", fmt::format("{}", v), " at index ",
+                        std::to_string(i), " does not fit ", data_type_name(out.dtype()));
+    }
+  }
+  return Status::ok();
+}
+
+std::optional<RepeatedField> nonempty_repeated_field(const onnx::TensorProto& proto) {
+  if (proto.float_data_size() > 0) return RepeatedField::kFloat;
+  if (proto.double_data_size() > 0) return RepeatedField::kDouble;
+  if (proto.int32_data_size() > 0) return RepeatedField::kInt32;
+  if (proto.int64_data_size() > 0) return RepeatedField::kInt64;
+  if (proto.uint64_data_size() > 0) return RepeatedField::kUInt64;
+  return std::nullopt;
+}
+
+Status copy_typed_data(const onnx::TensorProto& proto, RepeatedField field, Tensor& out,
+                       const std::string& what) {
+  if (field != repeated_field_for(out.dtype())) {
+    return make_error(StatusCode::kCorruptData, what, ": ", repeated_field_name(field), " cannot hold ",
+                      data_type_name(out.dtype()), " values (ONNX stores them in ",
+                      repeated_field_name(repeated_field_for(out.dtype())), ")");
+  }
+  switch (field) {
+    case RepeatedField::kFloat: return copy_repeated(proto.float_data(), out, what);
+    case RepeatedField::kDouble: return copy_repeated(proto.double_data(), out, what);
+    case RepeatedField::kInt32: return copy_repeated(proto.int32_data(), out, what);
+    case RepeatedField::kInt64: return copy_repeated(proto.int64_data(), out, what);
+    case RepeatedField::kUInt64: return copy_repeated(proto.uint64_data(), out, what);
   }
   return Status::ok();
 }
@@ -207,16 +286,8 @@ Result<Tensor> Loader::tensor(const onnx::TensorProto& proto, const std::string&
                    " bytes, expected ", std::to_string(out.bytes()), " for ", shape_string(out.shape()));
     }
     std::memcpy(out.raw(), proto.raw_data().data(), out.bytes());
-  } else if (proto.float_data_size() > 0) {
-    FOVEA_TRY(copy_repeated(proto.float_data(), out, name_ + ": " + what));
-  } else if (proto.double_data_size() > 0) {
-    FOVEA_TRY(copy_repeated(proto.double_data(), out, name_ + ": " + what));
-  } else if (proto.int64_data_size() > 0) {
-    FOVEA_TRY(copy_repeated(proto.int64_data(), out, name_ + ": " + what));
-  } else if (proto.int32_data_size() > 0) {
-    FOVEA_TRY(copy_repeated(proto.int32_data(), out, name_ + ": " + what));
-  } else if (proto.uint64_data_size() > 0) {
-    FOVEA_TRY(copy_repeated(proto.uint64_data(), out, name_ + ": " + what));
+  } else if (const auto field = nonempty_repeated_field(proto)) {
+    FOVEA_TRY(copy_typed_data(proto, *field, out, name_ + ": " + what));
   } else if (out.numel() != 0) {
     return error(StatusCode::kCorruptData, what, ": holds no data for ", shape_string(out.shape()));
   }
