@@ -22,6 +22,17 @@ if(NOT FOVEA_CUDA STREQUAL "OFF")
     set(CMAKE_CUDA_STANDARD 20)
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     find_package(CUDAToolkit REQUIRED)
+    # cuDNN runs the CUDA executor's convolutions. It comes with the toolkit here and with
+    # PyTorch's Python environment on the GPU machine (CUDNN_ROOT, set by .devsys/gpu-env.sh).
+    find_path(CUDNN_INCLUDE_DIR cudnn.h HINTS $ENV{CUDNN_ROOT}/include ${CUDAToolkit_INCLUDE_DIRS})
+    find_library(CUDNN_LIBRARY cudnn HINTS $ENV{CUDNN_ROOT}/lib ${CUDAToolkit_LIBRARY_DIR})
+    if(NOT CUDNN_INCLUDE_DIR OR NOT CUDNN_LIBRARY)
+      message(FATAL_ERROR "cuDNN 9 not found next to the CUDA toolkit or in CUDNN_ROOT; install it, "
+                          "or configure with -DFOVEA_CUDA=OFF")
+    endif()
+    add_library(fovea_cudnn INTERFACE IMPORTED)
+    target_include_directories(fovea_cudnn SYSTEM INTERFACE ${CUDNN_INCLUDE_DIR})
+    target_link_libraries(fovea_cudnn INTERFACE ${CUDNN_LIBRARY})
     set(FOVEA_HAVE_CUDA ON)
   elseif(FOVEA_CUDA STREQUAL "ON")
     message(FATAL_ERROR "FOVEA_CUDA=ON but no CUDA compiler was found. Install the CUDA toolkit "

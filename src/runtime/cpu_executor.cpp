@@ -9,25 +9,6 @@ namespace fovea::runtime {
 CpuExecutor::CpuExecutor(ExecutionPlan plan)
     : plan_(std::move(plan)), arena_(new std::byte[std::max<std::size_t>(plan_.memory.arena_bytes, 1)]) {}
 
-Status CpuExecutor::check_inputs(const std::vector<Tensor>& inputs) const {
-  const Graph& graph = plan_.graph;
-  if (inputs.size() != graph.inputs.size()) {
-    return make_error(StatusCode::kInvalidArgument, graph.where(), "expected ",
-                      std::to_string(graph.inputs.size()), " inputs, got ", std::to_string(inputs.size()));
-  }
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    const Value& value = graph.value(graph.inputs[i]);
-    const Shape planned = shape_of(*value.type.dims);
-    if (inputs[i].dtype() != value.type.dtype || inputs[i].shape() != planned) {
-      return make_error(StatusCode::kInvalidArgument, graph.where(), "input '", value.name, "' is ",
-                        std::string(data_type_name(inputs[i].dtype())), " ", shape_string(inputs[i].shape()),
-                        " but the plan is for ", std::string(data_type_name(value.type.dtype)), " ",
-                        shape_string(planned));
-    }
-  }
-  return Status::ok();
-}
-
 Tensor CpuExecutor::allocate(ValueId value, DataType dtype, Shape shape) {
   if (value != kNoValue) {
     const std::int64_t offset = plan_.memory.offsets[static_cast<std::size_t>(value)];
@@ -43,7 +24,7 @@ Tensor CpuExecutor::allocate(ValueId value, DataType dtype, Shape shape) {
 }
 
 Result<std::vector<Tensor>> CpuExecutor::run(const std::vector<Tensor>& inputs) {
-  FOVEA_TRY(check_inputs(inputs));
+  FOVEA_TRY(check_plan_inputs(plan_, inputs));
   const Graph& graph = plan_.graph;
   dynamic_allocations_ = 0;
   std::vector<Tensor> values(graph.values.size());

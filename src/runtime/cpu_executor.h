@@ -26,7 +26,6 @@ class CpuExecutor {
   int dynamic_allocations() const { return dynamic_allocations_; }
 
  private:
-  Status check_inputs(const std::vector<Tensor>& inputs) const;
   Tensor allocate(ValueId value, DataType dtype, Shape shape);
 
   ExecutionPlan plan_;

@@ -1,5 +1,8 @@
 #include "runtime/evaluate.h"
 
+#include <algorithm>
+#include <cstring>
+
 #include <fmt/format.h>
 
 namespace fovea::runtime {
@@ -60,6 +63,61 @@ Status check_arity(const Graph* graph, const Node& node, const OpDef& def) {
   return Status::ok();
 }
 
+bool widens_float16(const OpDef& def, const std::vector<ValueType>& input_types) {
+  return def.float16 == OpDef::Float16::kViaFloat32 &&
+         std::any_of(input_types.begin(), input_types.end(),
+                     [](const ValueType& t) { return t.dtype == DataType::kFloat16; });
+}
+
+Tensor converted(const Tensor& from, DataType to) {
+  Tensor out = Tensor::allocate(to, from.shape());
+  for (std::int64_t i = 0; i < from.numel(); ++i) {
+    if (to == DataType::kFloat32) {
+      out.data<float>()[i] = half_to_float(from.data<Half>()[i]);
+    } else {
+      out.data<Half>()[i] = float_to_half(from.data<float>()[i]);
+    }
+  }
+  return out;
+}
+
+// The float16 inputs of a kViaFloat32 op, widened; other inputs pass through.
+std::vector<Tensor> widened(const std::vector<Tensor>& inputs) {
+  std::vector<Tensor> out;
+  for (const Tensor& in : inputs) {
+    const bool half = !in.empty_storage() && in.dtype() == DataType::kFloat16;
+    out.push_back(half ? converted(in, DataType::kFloat32) : in);
+  }
+  return out;
+}
+
+std::vector<ValueType> types_of(const std::vector<Tensor>& inputs) {
+  std::vector<ValueType> types;
+  for (const Tensor& in : inputs) types.push_back(ValueType{in.dtype(), dims_of(in.shape())});
+  return types;
+}
+
+// A kViaFloat32 op on float16 inputs: the float32 result, rounded to float16 into `allocator`'s
+// memory.
+Result<std::vector<Tensor>> evaluate_widened(const Graph* graph, const Node& node,
+                                             const std::vector<Tensor>& inputs,
+                                             const KernelContext::Allocator& allocator) {
+  FOVEA_ASSIGN_OR_RETURN(std::vector<Tensor> wide,
+                         evaluate_node(graph, node, widened(inputs), heap_allocator()));
+  std::vector<Tensor> outputs;
+  for (std::size_t i = 0; i < wide.size(); ++i) {
+    if (wide[i].dtype() != DataType::kFloat32) {
+      outputs.push_back(std::move(wide[i]));
+      continue;
+    }
+    Tensor narrow = allocator(static_cast<int>(i), DataType::kFloat16, wide[i].shape());
+    const Tensor rounded = converted(wide[i], DataType::kFloat16);
+    std::memcpy(narrow.raw(), rounded.raw(), rounded.bytes());
+    outputs.push_back(std::move(narrow));
+  }
+  return outputs;
+}
+
 }  // namespace
 
 Result<std::vector<ValueType>> infer_node(const Graph* graph, const Node& node,
@@ -67,9 +125,28 @@ Result<std::vector<ValueType>> infer_node(const Graph* graph, const Node& node,
                                           std::vector<const Tensor*> input_values) {
   FOVEA_ASSIGN_OR_RETURN(const OpDef* def, op_for(graph, node));
   FOVEA_TRY(check_arity(graph, node, *def));
+  const bool widen = widens_float16(*def, input_types);
+  std::vector<Tensor> widened_values;  // keeps the widened constants alive during infer()
+  if (widen) {
+    widened_values.reserve(input_values.size());
+    for (std::size_t i = 0; i < input_types.size(); ++i) {
+      if (input_types[i].dtype != DataType::kFloat16) continue;
+      input_types[i].dtype = DataType::kFloat32;
+      if (i < input_values.size() && input_values[i] != nullptr) {
+        widened_values.push_back(converted(*input_values[i], DataType::kFloat32));
+        input_values[i] = &widened_values.back();
+      }
+    }
+  }
   InferContext context(graph, node, std::move(input_types), std::move(input_values));
   FOVEA_TRY(def->infer(context));
-  return context.outputs();
+  std::vector<ValueType> outputs = context.outputs();
+  if (widen) {
+    for (ValueType& out : outputs) {
+      if (out.dtype == DataType::kFloat32) out.dtype = DataType::kFloat16;
+    }
+  }
+  return outputs;
 }
 
 KernelContext::Allocator heap_allocator() {
@@ -80,6 +157,9 @@ Result<std::vector<Tensor>> evaluate_node(const Graph* graph, const Node& node,
                                           const std::vector<Tensor>& inputs,
                                           const KernelContext::Allocator& allocator) {
   FOVEA_ASSIGN_OR_RETURN(const OpDef* def, op_for(graph, node));
+  if (widens_float16(*def, types_of(inputs))) {
+    return evaluate_widened(graph, node, inputs, allocator);
+  }
   FOVEA_TRY(check_arity(graph, node, *def));
   InferContext inference = infer_context_for(graph, node, inputs);
   FOVEA_TRY(def->infer(inference));

@@ -124,6 +124,12 @@ struct OpDef {
   int max_outputs = 1;
   Status (*infer)(InferContext&) = nullptr;
   Status (*run)(KernelContext&) = nullptr;
+  // float16 inputs. kViaFloat32: the op computes in float32 on widened inputs and its float32
+  // outputs are rounded back to float16 ("half storage, float accumulation"), in shape inference
+  // and in the CPU reference alike, so every op plans and runs in a float16 graph. kNative: the op
+  // handles float16 itself (Cast, whose output type is an attribute, not the input's).
+  enum class Float16 { kViaFloat32, kNative };
+  Float16 float16 = Float16::kViaFloat32;
   // Floating-point operations for `fovea model info`, from the node and its concrete shapes.
   // Unset: one per output element.
   double (*flops)(const Node&, const std::vector<Shape>& inputs, const std::vector<Shape>& outputs) = nullptr;

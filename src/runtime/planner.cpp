@@ -23,17 +23,26 @@ struct Lifetime {
   std::size_t bytes = 0;
 };
 
-std::vector<Lifetime> arena_lifetimes(const Graph& graph) {
+// The value whose bytes `value` is (itself unless it is a view).
+ValueId storage_of(ValueId value, const std::vector<ValueId>& view_of) {
+  while (static_cast<std::size_t>(value) < view_of.size() &&
+         view_of[static_cast<std::size_t>(value)] != kNoValue) {
+    value = view_of[static_cast<std::size_t>(value)];
+  }
+  return value;
+}
+
+std::vector<Lifetime> arena_lifetimes(const Graph& graph, const std::vector<ValueId>& view_of) {
   std::vector<Lifetime> lifetimes;
   std::vector<int> last_use(graph.values.size(), -1);
   for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
     for (ValueId in : graph.nodes[n].inputs) {
-      if (in != kNoValue) last_use[static_cast<std::size_t>(in)] = static_cast<int>(n);
+      if (in != kNoValue) last_use[static_cast<std::size_t>(storage_of(in, view_of))] = static_cast<int>(n);
     }
   }
   for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
     for (ValueId out : graph.nodes[n].outputs) {
-      if (out == kNoValue || graph.is_graph_output(out)) continue;
+      if (out == kNoValue || graph.is_graph_output(out) || storage_of(out, view_of) != out) continue;
       const ValueType& type = graph.value(out).type;
       if (!type.dims || !all_known(*type.dims)) continue;  // data-dependent: allocated at run time
       const auto bytes =
@@ -48,11 +57,11 @@ std::vector<Lifetime> arena_lifetimes(const Graph& graph) {
 
 }  // namespace
 
-MemoryPlan plan_memory(const Graph& graph) {
+MemoryPlan plan_memory(const Graph& graph, const std::vector<ValueId>& view_of) {
   MemoryPlan plan;
   plan.offsets.assign(graph.values.size(), -1);
   plan.bytes.assign(graph.values.size(), 0);
-  std::vector<Lifetime> lifetimes = arena_lifetimes(graph);
+  std::vector<Lifetime> lifetimes = arena_lifetimes(graph, view_of);
   // Largest first: big tensors claim low offsets and small ones fill the gaps between them.
   std::stable_sort(lifetimes.begin(), lifetimes.end(),
                    [](const Lifetime& a, const Lifetime& b) { return a.bytes > b.bytes; });
@@ -79,7 +88,31 @@ MemoryPlan plan_memory(const Graph& graph) {
     plan.arena_bytes = std::max(plan.arena_bytes, offset + life.bytes);
     plan.naive_bytes += life.bytes;
   }
+  for (std::size_t v = 0; v < view_of.size(); ++v) {
+    if (view_of[v] != kNoValue) {
+      plan.offsets[v] = plan.offsets[static_cast<std::size_t>(storage_of(static_cast<ValueId>(v), view_of))];
+    }
+  }
   return plan;
+}
+
+Status check_plan_inputs(const ExecutionPlan& plan, const std::vector<Tensor>& inputs) {
+  const Graph& graph = plan.graph;
+  if (inputs.size() != graph.inputs.size()) {
+    return make_error(StatusCode::kInvalidArgument, graph.where(), "expected ",
+                      std::to_string(graph.inputs.size()), " inputs, got ", std::to_string(inputs.size()));
+  }
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const Value& value = graph.value(graph.inputs[i]);
+    const Shape planned = shape_of(*value.type.dims);
+    if (inputs[i].dtype() != value.type.dtype || inputs[i].shape() != planned) {
+      return make_error(StatusCode::kInvalidArgument, graph.where(), "input '", value.name, "' is ",
+                        std::string(data_type_name(inputs[i].dtype())), " ", shape_string(inputs[i].shape()),
+                        " but the plan is for ", std::string(data_type_name(value.type.dtype)), " ",
+                        shape_string(planned));
+    }
+  }
+  return Status::ok();
 }
 
 Result<InputShapes> resolve_input_shapes(const Graph& graph, const InputShapes& overrides,
@@ -109,10 +142,16 @@ Result<InputShapes> resolve_input_shapes(const Graph& graph, const InputShapes& 
   return shapes;
 }
 
-Result<ExecutionPlan> plan_graph(const Graph& model_graph, const InputShapes& input_shapes) {
+std::string_view precision_name(Precision precision) {
+  return precision == Precision::kFloat16 ? "fp16" : "fp32";
+}
+
+Result<ExecutionPlan> plan_graph(const Graph& model_graph, const InputShapes& input_shapes,
+                                 const PlanOptions& options) {
   ExecutionPlan plan;
   plan.graph = model_graph;
   plan.input_shapes = input_shapes;
+  plan.options = options;
   Graph& graph = plan.graph;
   for (ValueId id : graph.inputs) {
     Value& input = graph.value(id);
@@ -138,6 +177,12 @@ Result<ExecutionPlan> plan_graph(const Graph& model_graph, const InputShapes& in
   }
   FOVEA_TRY(infer_shapes(graph, FoldConstants::kYes));
   FOVEA_TRY(optimize(graph));
+  if (options.precision == Precision::kFloat16) {
+    convert_to_float16(graph, Float16Options{options.keep_float32});
+    // Checks the rewritten types node by node; an op that cannot take float16 is named here.
+    FOVEA_TRY(infer_shapes(graph, FoldConstants::kNo));
+    graph.compact();
+  }
   plan.memory = plan_memory(graph);
   return plan;
 }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "runtime/graph.h"
@@ -26,11 +27,25 @@ struct MemoryPlan {
 // Places every intermediate (node outputs that are not graph outputs, with static shapes) so that
 // values alive at the same time never overlap: greedy by size, each at the lowest offset free
 // during its lifetime. Values are alive from their producer to their last reader.
-MemoryPlan plan_memory(const Graph& graph);
+//
+// `view_of` (optional, indexed by value id) marks values that are another value's bytes under a
+// new shape (an executor's Reshape without a copy): a view takes no space, its offset is its
+// source's (-1 when the source is outside the arena), and it keeps its source alive.
+MemoryPlan plan_memory(const Graph& graph, const std::vector<ValueId>& view_of = {});
+
+enum class Precision { kFloat32, kFloat16 };
+std::string_view precision_name(Precision precision);  // "fp32", "fp16"
+
+struct PlanOptions {
+  Precision precision = Precision::kFloat32;
+  // kFloat16 only: node names or op types that stay in float32.
+  std::vector<std::string> keep_float32;
+};
 
 struct ExecutionPlan {
   Graph graph;
   InputShapes input_shapes;
+  PlanOptions options;
   MemoryPlan memory;
 };
 
@@ -41,6 +56,12 @@ Result<InputShapes> resolve_input_shapes(const Graph& graph, const InputShapes& 
 
 // Binds the input shapes, folds constants, runs the passes and plans memory. A shape that
 // contradicts the model's declared dims is an error naming the input.
-Result<ExecutionPlan> plan_graph(const Graph& graph, const InputShapes& input_shapes);
+// Checks that `inputs` (in the order of plan.graph.inputs) have the dtypes and shapes the plan is
+// for; the error names the input.
+Status check_plan_inputs(const ExecutionPlan& plan, const std::vector<Tensor>& inputs);
+
+// With kFloat16, intermediates and weights are then stored in float16 (convert_to_float16).
+Result<ExecutionPlan> plan_graph(const Graph& graph, const InputShapes& input_shapes,
+                                 const PlanOptions& options = {});
 
 }  // namespace fovea::runtime

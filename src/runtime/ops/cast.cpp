@@ -44,6 +44,7 @@ Status run_cast(KernelContext& ctx) {
 
 }  // namespace
 
-FOVEA_REGISTER_OP({.op_type = "Cast", .infer = infer_cast, .run = run_cast});
+FOVEA_REGISTER_OP(
+    {.op_type = "Cast", .infer = infer_cast, .run = run_cast, .float16 = OpDef::Float16::kNative});
 
 }  // namespace fovea::runtime::ops

@@ -2,6 +2,9 @@
 // sorted; each has its own tests (tests/runtime/passes_test.cpp).
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "core/status.h"
 #include "runtime/graph.h"
 
@@ -26,5 +29,16 @@ void eliminate_dead_nodes(Graph& graph);
 
 // All of the above in order (after folding), then drops unused values.
 Status optimize(Graph& graph);
+
+// Which nodes stay in float32 when a plan runs in float16: by node name or by op type.
+struct Float16Options {
+  std::vector<std::string> keep_float32;
+};
+
+// Stores every float32 intermediate and float32 weight in float16 ("half storage"; kernels still
+// accumulate in float32). Graph inputs and outputs keep float32, so callers see the same interface
+// in both precisions: Cast nodes convert at the edges and around the nodes kept in float32.
+// Parameters ONNX defines as float32 whatever the data type (Resize's scales) stay float32.
+void convert_to_float16(Graph& graph, const Float16Options& options);
 
 }  // namespace fovea::runtime

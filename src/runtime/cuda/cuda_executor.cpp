@@ -1,0 +1,298 @@
+#include "runtime/cuda/cuda_executor.h"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "core/cuda_raii.h"
+#include "core/log.h"
+#include "runtime/cuda/cuda_libraries.h"
+#include "runtime/cuda/cuda_op.h"
+
+namespace fovea::runtime::cuda {
+
+namespace {
+
+// cuDNN's algorithm search (prepare) may try algorithms needing this much scratch memory.
+constexpr std::size_t kSearchWorkspaceBytes = std::size_t{256} << 20;
+
+std::size_t align_up(std::size_t bytes) {
+  return (bytes + MemoryPlan::kAlignment - 1) / MemoryPlan::kAlignment * MemoryPlan::kAlignment;
+}
+
+std::size_t value_bytes(const Value& value) {
+  return static_cast<std::size_t>(element_count(shape_of(*value.type.dims))) *
+         data_type_size(value.type.dtype);
+}
+
+struct DeviceFree {
+  void operator()(void* p) const { cudaFree(p); }
+};
+
+}  // namespace
+
+struct CudaExecutor::Device {
+  std::unique_ptr<CudaLibraries> libraries;
+  CudaStream capture_stream;
+  std::vector<std::unique_ptr<void, DeviceFree>> buffers;
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t graph_exec = nullptr;
+
+  ~Device() {
+    if (graph_exec != nullptr) cudaGraphExecDestroy(graph_exec);
+    if (graph != nullptr) cudaGraphDestroy(graph);
+  }
+};
+
+struct CudaExecutor::NodeRun {
+  const Node* node = nullptr;
+  const CudaOpDef* def = nullptr;
+  bool is_view = false;  // the output is the input's bytes: nothing to run
+  std::unique_ptr<CudaKernelContext> context;
+  std::unique_ptr<CudaNodeState> state;
+};
+
+CudaExecutor::CudaExecutor(ExecutionPlan plan)
+    : plan_(std::move(plan)), device_(std::make_unique<Device>()) {}
+
+CudaExecutor::~CudaExecutor() = default;
+
+bool CudaExecutor::uses_cuda_graph() const {
+  return device_->graph_exec != nullptr;
+}
+
+Result<std::unique_ptr<CudaExecutor>> CudaExecutor::create(ExecutionPlan plan,
+                                                           const CudaExecutorOptions& options) {
+  std::unique_ptr<CudaExecutor> executor(new CudaExecutor(std::move(plan)));
+  FOVEA_TRY(executor->build(options));
+  return executor;
+}
+
+Result<void*> CudaExecutor::allocate(std::size_t bytes) {
+  void* p = nullptr;
+  FOVEA_CUDA_TRY(cudaMalloc(&p, std::max<std::size_t>(bytes, 1)));
+  ++device_allocations_;
+  device_->buffers.emplace_back(p);
+  return p;
+}
+
+Status CudaExecutor::build(const CudaExecutorOptions& options) {
+  FOVEA_TRY(check_kernels());
+  FOVEA_ASSIGN_OR_RETURN(device_->libraries, CudaLibraries::create());
+  FOVEA_ASSIGN_OR_RETURN(device_->capture_stream, CudaStream::create());
+  FOVEA_TRY(place_values());
+  FOVEA_TRY(make_node_runs());
+  FOVEA_TRY(prepare_nodes());
+  const bool capturable =
+      std::all_of(nodes_.begin(), nodes_.end(), [](const auto& n) { return n->def->capturable; });
+  if (options.use_cuda_graph && capturable) {
+    FOVEA_TRY(capture());
+  }
+  return Status::ok();
+}
+
+// Every node has a CUDA kernel and static shapes; the error lists every node that does not.
+Status CudaExecutor::check_kernels() const {
+  const Graph& graph = plan_.graph;
+  std::set<std::string> missing;
+  for (const Node& node : graph.nodes) {
+    if (find_cuda_op(node.domain, node.op_type) == nullptr) {
+      missing.insert(node.domain.empty() ? node.op_type : node.domain + "." + node.op_type);
+    }
+    for (ValueId out : node.outputs) {
+      const ValueType& type = graph.value(out == kNoValue ? node.outputs[0] : out).type;
+      if (out != kNoValue && (!type.dims || !all_known(*type.dims))) {
+        return make_error(
+            StatusCode::kUnsupported, graph.where(), node.describe(), ": output '", graph.value(out).name,
+            "' has a shape that depends on the data; the CUDA executor runs static shapes only");
+      }
+    }
+  }
+  if (!missing.empty()) {
+    return make_error(StatusCode::kUnsupported, graph.where(), "no CUDA kernel for ",
+                      fmt::format("{}", fmt::join(missing, ", ")));
+  }
+  return Status::ok();
+}
+
+// Device addresses for every value: weights in one buffer, graph inputs and outputs in another,
+// intermediates in the arena, views at their source's address. A graph output that no node
+// writes (a constant, an input passed through) is read where it lives.
+Status CudaExecutor::place_values() {
+  const Graph& graph = plan_.graph;
+  std::vector<ValueId> view_of(graph.values.size(), kNoValue);
+  for (const Node& node : graph.nodes) {
+    const CudaOpDef* def = find_cuda_op(node.domain, node.op_type);
+    if (def->aliases_input && !graph.is_graph_output(node.outputs[0])) {
+      view_of[static_cast<std::size_t>(node.outputs[0])] = node.inputs[0];
+    }
+  }
+  const MemoryPlan memory = plan_memory(graph, view_of);
+
+  std::size_t weights = 0;
+  std::size_t io = 0;
+  std::vector<std::size_t> weight_offsets(graph.values.size(), 0);
+  std::vector<std::size_t> io_offsets(graph.values.size(), 0);
+  for (std::size_t v = 0; v < graph.values.size(); ++v) {
+    const auto id = static_cast<ValueId>(v);
+    if (graph.values[v].constant) {
+      weight_offsets[v] = weights;
+      weights += align_up(graph.values[v].constant->bytes());
+    } else if (graph.is_graph_output(id) ||
+               std::find(graph.inputs.begin(), graph.inputs.end(), id) != graph.inputs.end()) {
+      io_offsets[v] = io;
+      io += align_up(value_bytes(graph.values[v]));
+    }
+  }
+  FOVEA_ASSIGN_OR_RETURN(void* weight_base, allocate(weights));
+  FOVEA_ASSIGN_OR_RETURN(void* io_base, allocate(io));
+  FOVEA_ASSIGN_OR_RETURN(void* arena_base, allocate(memory.arena_bytes));
+  memory_use_.weights = weights;
+  memory_use_.io = io;
+  memory_use_.arena = memory.arena_bytes;
+
+  value_data_.assign(graph.values.size(), nullptr);
+  for (std::size_t v = 0; v < graph.values.size(); ++v) {
+    const Value& value = graph.values[v];
+    const auto id = static_cast<ValueId>(v);
+    if (value.constant) {
+      value_data_[v] = static_cast<std::byte*>(weight_base) + weight_offsets[v];
+      FOVEA_CUDA_TRY(
+          cudaMemcpy(value_data_[v], value.constant->raw(), value.constant->bytes(), cudaMemcpyHostToDevice));
+    } else if (graph.is_graph_output(id) ||
+               std::find(graph.inputs.begin(), graph.inputs.end(), id) != graph.inputs.end()) {
+      value_data_[v] = static_cast<std::byte*>(io_base) + io_offsets[v];
+    } else if (view_of[v] == kNoValue && memory.offsets[v] >= 0) {
+      value_data_[v] = static_cast<std::byte*>(arena_base) + memory.offsets[v];
+    }
+  }
+  // Views take their source's address; sources come first in topological order.
+  for (const Node& node : graph.nodes) {
+    const ValueId out = node.outputs[0];
+    if (view_of[static_cast<std::size_t>(out)] != kNoValue) {
+      value_data_[static_cast<std::size_t>(out)] = value_data_[static_cast<std::size_t>(node.inputs[0])];
+    }
+  }
+  auto device_tensor = [&](ValueId id) {
+    const Value& value = graph.value(id);
+    return Tensor::borrow(value.type.dtype, shape_of(*value.type.dims),
+                          value_data_[static_cast<std::size_t>(id)]);
+  };
+  for (ValueId id : graph.inputs) inputs_.push_back(device_tensor(id));
+  for (ValueId id : graph.outputs) outputs_.push_back(device_tensor(id));
+  return Status::ok();
+}
+
+Status CudaExecutor::make_node_runs() {
+  const Graph& graph = plan_.graph;
+  auto tensor_of = [&](ValueId id) {
+    if (id == kNoValue) return Tensor();
+    const Value& value = graph.value(id);
+    return Tensor::borrow(value.type.dtype, shape_of(*value.type.dims),
+                          value_data_[static_cast<std::size_t>(id)]);
+  };
+  for (const Node& node : graph.nodes) {
+    auto run = std::make_unique<NodeRun>();
+    run->node = &node;
+    run->def = find_cuda_op(node.domain, node.op_type);
+    run->is_view = run->def->aliases_input && !graph.is_graph_output(node.outputs[0]);
+    std::vector<Tensor> inputs;
+    std::vector<const Tensor*> constants;
+    for (ValueId in : node.inputs) {
+      inputs.push_back(tensor_of(in));
+      constants.push_back(graph.is_constant(in) ? &*graph.value(in).constant : nullptr);
+    }
+    std::vector<Tensor> outputs;
+    for (ValueId out : node.outputs) outputs.push_back(tensor_of(out));
+    run->context = std::make_unique<CudaKernelContext>(&graph, node, std::move(inputs), std::move(constants),
+                                                       std::move(outputs));
+    nodes_.push_back(std::move(run));
+  }
+  return Status::ok();
+}
+
+// Each op's plan-time work (cuDNN's algorithm search...), with a temporary search workspace; then
+// the one workspace every node shares.
+Status CudaExecutor::prepare_nodes() {
+  const bool any_prepare =
+      std::any_of(nodes_.begin(), nodes_.end(), [](const auto& n) { return n->def->prepare != nullptr; });
+  std::unique_ptr<void, DeviceFree> search;
+  if (any_prepare) {
+    void* p = nullptr;
+    FOVEA_CUDA_TRY(cudaMalloc(&p, kSearchWorkspaceBytes));
+    ++device_allocations_;
+    search.reset(p);
+  }
+  cudaStream_t stream = device_->capture_stream.get();
+  FOVEA_TRY(device_->libraries->set_stream(stream));
+  for (auto& run : nodes_) {
+    if (run->is_view || run->def->prepare == nullptr) continue;
+    run->context->bind(stream, device_->libraries.get(), search.get(), kSearchWorkspaceBytes, nullptr);
+    FOVEA_ASSIGN_OR_RETURN(CudaPrepared prepared, run->def->prepare(*run->context));
+    run->state = std::move(prepared.state);
+    workspace_bytes_ = std::max(workspace_bytes_, align_up(prepared.workspace_bytes));
+  }
+  FOVEA_CUDA_TRY(cudaStreamSynchronize(stream));
+  search.reset();
+  if (workspace_bytes_ > 0) {
+    FOVEA_ASSIGN_OR_RETURN(workspace_, allocate(workspace_bytes_));
+  }
+  memory_use_.workspace = workspace_bytes_;
+  return Status::ok();
+}
+
+Status CudaExecutor::enqueue(cudaStream_t stream) {
+  FOVEA_TRY(device_->libraries->set_stream(stream));
+  for (auto& run : nodes_) {
+    if (run->is_view) continue;
+    run->context->bind(stream, device_->libraries.get(), workspace_, workspace_bytes_, run->state.get());
+    FOVEA_TRY(run->def->run(*run->context));
+  }
+  return Status::ok();
+}
+
+// One eager run first: libraries load their kernels lazily, which a capture must not see.
+Status CudaExecutor::capture() {
+  cudaStream_t stream = device_->capture_stream.get();
+  FOVEA_TRY(enqueue(stream));
+  FOVEA_CUDA_TRY(cudaStreamSynchronize(stream));
+  FOVEA_CUDA_TRY(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  const Status enqueued = enqueue(stream);
+  cudaGraph_t graph = nullptr;
+  const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
+  FOVEA_TRY(enqueued);
+  FOVEA_CUDA_TRY(ended);
+  device_->graph = graph;
+  FOVEA_CUDA_TRY(cudaGraphInstantiate(&device_->graph_exec, graph, 0));
+  FOVEA_CUDA_TRY(cudaGraphUpload(device_->graph_exec, stream));
+  FOVEA_CUDA_TRY(cudaStreamSynchronize(stream));
+  return Status::ok();
+}
+
+Status CudaExecutor::run(cudaStream_t stream) {
+  if (device_->graph_exec != nullptr) {
+    FOVEA_CUDA_TRY(cudaGraphLaunch(device_->graph_exec, stream));
+    return Status::ok();
+  }
+  return enqueue(stream);
+}
+
+Result<std::vector<Tensor>> CudaExecutor::run_host(const std::vector<Tensor>& inputs, cudaStream_t stream) {
+  FOVEA_TRY(check_plan_inputs(plan_, inputs));
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    FOVEA_CUDA_TRY(cudaMemcpyAsync(inputs_[i].raw(), inputs[i].raw(), inputs[i].bytes(),
+                                   cudaMemcpyHostToDevice, stream));
+  }
+  FOVEA_TRY(run(stream));
+  std::vector<Tensor> results;
+  for (const Tensor& out : outputs_) {
+    Tensor host = Tensor::allocate(out.dtype(), out.shape());
+    FOVEA_CUDA_TRY(cudaMemcpyAsync(host.raw(), out.raw(), host.bytes(), cudaMemcpyDeviceToHost, stream));
+    results.push_back(std::move(host));
+  }
+  FOVEA_CUDA_TRY(cudaStreamSynchronize(stream));
+  return results;
+}
+
+}  // namespace fovea::runtime::cuda

@@ -1,0 +1,91 @@
+// The CUDA executor: runs an ExecutionPlan on the GPU with the kernels registered by
+// FOVEA_REGISTER_CUDA_OP (cuda_op.h).
+//
+// Everything is decided when it is created: every device buffer (weights, one arena placed by the
+// memory planner, inputs and outputs at fixed addresses, one workspace), each node's kernel
+// parameters and algorithms (cuDNN's search happens here), and a CUDA graph of the whole run.
+// run() then only launches that graph on the caller's stream: no allocation, no host
+// synchronization, no per-node launch overhead.
+//
+//   auto executor = CudaExecutor::create(std::move(plan));
+//   cudaMemcpyAsync(executor->input(0).raw(), ..., stream);  // or write it there in a kernel
+//   executor->run(stream);
+//   ... executor->output(0) holds the result once `stream` reaches this point
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "core/cuda_stream.h"
+#include "runtime/planner.h"
+
+namespace fovea::runtime::cuda {
+
+struct CudaExecutorOptions {
+  // Off: run() launches node by node (for debugging and for measuring what the graph saves).
+  bool use_cuda_graph = true;
+};
+
+struct DeviceMemoryUse {
+  std::size_t weights = 0;    // constants, uploaded once
+  std::size_t arena = 0;      // intermediates, placed by liveness
+  std::size_t io = 0;         // graph inputs and outputs
+  std::size_t workspace = 0;  // scratch shared by the nodes (cuDNN, cuBLASLt, reductions)
+  std::size_t total() const { return weights + arena + io + workspace; }
+};
+
+class CudaExecutor {
+ public:
+  // Fails, naming the nodes, when an op has no CUDA kernel or a value's shape depends on the data.
+  static Result<std::unique_ptr<CudaExecutor>> create(ExecutionPlan plan,
+                                                      const CudaExecutorOptions& options = {});
+  ~CudaExecutor();
+  CudaExecutor(const CudaExecutor&) = delete;
+  CudaExecutor& operator=(const CudaExecutor&) = delete;
+
+  const ExecutionPlan& plan() const { return plan_; }
+  int input_count() const { return static_cast<int>(inputs_.size()); }
+  int output_count() const { return static_cast<int>(outputs_.size()); }
+  // Device tensors at addresses fixed for the executor's life, in the order of the plan's graph.
+  const Tensor& input(int i) const { return inputs_.at(static_cast<std::size_t>(i)); }
+  const Tensor& output(int i) const { return outputs_.at(static_cast<std::size_t>(i)); }
+
+  // Enqueues one run on `stream` (never the legacy default stream): reads input(), writes output().
+  Status run(cudaStream_t stream);
+  // Convenience for tools and tests: copies host inputs in, runs, copies the outputs back and waits.
+  Result<std::vector<Tensor>> run_host(const std::vector<Tensor>& inputs, cudaStream_t stream);
+
+  DeviceMemoryUse memory_use() const { return memory_use_; }
+  // cudaMalloc calls this executor has made; all happen in create(), so the count stays put
+  // while it runs.
+  int device_allocations() const { return device_allocations_; }
+  bool uses_cuda_graph() const;
+
+ private:
+  struct Device;  // the CUDA handles: cuDNN/cuBLASLt, the capture stream, the instantiated graph
+  struct NodeRun;
+
+  explicit CudaExecutor(ExecutionPlan plan);
+  Result<void*> allocate(std::size_t bytes);
+  Status build(const CudaExecutorOptions& options);
+  Status check_kernels() const;
+  Status place_values();
+  Status make_node_runs();
+  Status prepare_nodes();
+  Status enqueue(cudaStream_t stream);
+  Status capture();
+
+  ExecutionPlan plan_;
+  std::unique_ptr<Device> device_;
+  std::vector<void*> value_data_;  // device address of each value id
+  std::vector<Tensor> inputs_;
+  std::vector<Tensor> outputs_;
+  std::vector<std::unique_ptr<NodeRun>> nodes_;
+  void* workspace_ = nullptr;
+  std::size_t workspace_bytes_ = 0;
+  DeviceMemoryUse memory_use_;
+  int device_allocations_ = 0;
+};
+
+}  // namespace fovea::runtime::cuda

@@ -1,0 +1,141 @@
+// Device-side helpers every CUDA op shares: element types, launch shapes, broadcast indexing and
+// dtype dispatch. One copy here, so no op grows its own variant.
+#pragma once
+
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "core/check.h"
+#include "core/cuda_check.h"
+#include "runtime/tensor.h"
+
+namespace fovea::runtime::cuda {
+
+// The device type that stores a DataType's elements (float16 is __half, bool one byte).
+template <DataType D>
+struct DeviceStorageOf;
+template <>
+struct DeviceStorageOf<DataType::kFloat32> {
+  using type = float;
+};
+template <>
+struct DeviceStorageOf<DataType::kFloat64> {
+  using type = double;
+};
+template <>
+struct DeviceStorageOf<DataType::kFloat16> {
+  using type = __half;
+};
+template <>
+struct DeviceStorageOf<DataType::kInt64> {
+  using type = std::int64_t;
+};
+template <>
+struct DeviceStorageOf<DataType::kInt32> {
+  using type = std::int32_t;
+};
+template <>
+struct DeviceStorageOf<DataType::kInt8> {
+  using type = std::int8_t;
+};
+template <>
+struct DeviceStorageOf<DataType::kUInt8> {
+  using type = std::uint8_t;
+};
+template <>
+struct DeviceStorageOf<DataType::kBool> {
+  using type = bool;
+};
+
+template <typename T>
+struct DeviceTypeTag {
+  using type = T;
+};
+
+// Calls f(DeviceTypeTag<T>{}) with the device storage type of `dtype` when it is one of `Ds`;
+// false (and nothing called) otherwise, so the caller reports the unsupported dtype.
+template <DataType... Ds, typename F>
+bool dispatch_device(DataType dtype, F&& f) {
+  return ((dtype == Ds ? (f(DeviceTypeTag<typename DeviceStorageOf<Ds>::type>{}), true) : false) || ...);
+}
+
+// The type arithmetic happens in: float for half and float ("half storage, float accumulation"),
+// the type itself otherwise.
+template <typename T>
+using ComputeType = std::conditional_t<std::is_same_v<T, __half>, float, T>;
+
+template <typename T>
+__device__ __forceinline__ ComputeType<T> load_compute(const T* p, std::int64_t i) {
+  if constexpr (std::is_same_v<T, __half>) {
+    return __half2float(p[i]);
+  } else {
+    return p[i];
+  }
+}
+
+template <typename T, typename C>
+__device__ __forceinline__ void store_compute(T* p, std::int64_t i, C value) {
+  if constexpr (std::is_same_v<T, __half>) {
+    p[i] = __float2half_rn(static_cast<float>(value));
+  } else {
+    p[i] = static_cast<T>(value);
+  }
+}
+
+// Grid-stride launches over n elements: enough blocks to fill the GPU, capped so each thread
+// loops a few times instead of paying for block scheduling.
+inline constexpr int kBlockSize = 256;
+inline unsigned grid_for(std::int64_t n, int block = kBlockSize) {
+  const std::int64_t blocks = (n + block - 1) / block;
+  constexpr std::int64_t kMaxBlocks = 132 * 32;  // 32 blocks per SM on an H100/H200
+  return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > kMaxBlocks ? kMaxBlocks : blocks));
+}
+
+#define FOVEA_GRID_STRIDE_LOOP(i, n)                                                               \
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
+       i += static_cast<std::int64_t>(blockDim.x) * gridDim.x)
+
+// Broadcast indexing for up to kMaxRank dims, passed to kernels by value: for each input, the
+// element offset of output element `i` under numpy broadcasting (stride 0 along broadcast dims).
+inline constexpr int kMaxRank = 8;
+
+template <int kInputs>
+struct BroadcastIndexer {
+  int rank = 0;
+  std::int64_t out_dims[kMaxRank] = {};
+  std::int64_t in_strides[kInputs][kMaxRank] = {};
+
+  __device__ __forceinline__ void offsets(std::int64_t i, std::int64_t (&out)[kInputs]) const {
+    for (int k = 0; k < kInputs; ++k) out[k] = 0;
+    for (int d = rank - 1; d >= 0; --d) {
+      const std::int64_t coord = i % out_dims[d];
+      i /= out_dims[d];
+      for (int k = 0; k < kInputs; ++k) out[k] += coord * in_strides[k][d];
+    }
+  }
+};
+
+// The indexer for `inputs` broadcast to `out_shape` (rank <= kMaxRank, checked by the caller).
+template <int kInputs>
+BroadcastIndexer<kInputs> make_broadcast_indexer(const Shape& out_shape,
+                                                 const Shape* const (&inputs)[kInputs]) {
+  BroadcastIndexer<kInputs> indexer;
+  indexer.rank = static_cast<int>(out_shape.size());
+  FOVEA_CHECK(indexer.rank <= kMaxRank);
+  for (int d = 0; d < indexer.rank; ++d) indexer.out_dims[d] = out_shape[static_cast<std::size_t>(d)];
+  for (int k = 0; k < kInputs; ++k) {
+    const Shape& shape = *inputs[k];
+    const int offset = indexer.rank - static_cast<int>(shape.size());
+    std::int64_t stride = 1;
+    for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
+      const std::int64_t size = shape[static_cast<std::size_t>(d)];
+      indexer.in_strides[k][d + offset] = size == 1 ? 0 : stride;
+      stride *= size;
+    }
+  }
+  return indexer;
+}
+
+}  // namespace fovea::runtime::cuda
