@@ -137,4 +137,86 @@ Result<std::vector<WindowDim>> resolve_window(const InferContext& ctx, const Win
   return dims;
 }
 
+Result<Activation> read_activation(const InferContext& ctx) {
+  const Node& node = ctx.node();
+  FOVEA_ASSIGN_OR_RETURN(std::string name, node.attr_string("activation", ""));
+  Activation activation;
+  if (name.empty()) return activation;
+  if (name == "Relu") {
+    activation.kind = Activation::Kind::kRelu;
+  } else if (name == "LeakyRelu") {
+    activation.kind = Activation::Kind::kLeakyRelu;
+    FOVEA_ASSIGN_OR_RETURN(activation.alpha, node.attr_float("activation_alpha", 0.01f));
+  } else if (name == "Clip") {
+    activation.kind = Activation::Kind::kClip;
+    FOVEA_ASSIGN_OR_RETURN(activation.min, node.attr_float("activation_min"));
+    FOVEA_ASSIGN_OR_RETURN(activation.max, node.attr_float("activation_max"));
+  } else if (name == "Sigmoid") {
+    activation.kind = Activation::Kind::kSigmoid;
+  } else if (name == "HardSwish") {
+    activation.kind = Activation::Kind::kHardSwish;
+  } else {
+    return ctx.error(StatusCode::kUnsupported,
+                     fmt::format("activation '{}' is not one of Relu, LeakyRelu, Clip, "
+                                 "Sigmoid, HardSwish",
+                                 name));
+  }
+  return activation;
+}
+
+Result<TransposeAttributes> read_transpose_attributes(
+    const InferContext& ctx, int spatial_rank, const std::optional<std::vector<std::int64_t>>& kernel) {
+  const auto rank = static_cast<std::size_t>(spatial_rank);
+  TransposeAttributes t;
+  FOVEA_ASSIGN_OR_RETURN(t.window, read_window_attributes(ctx, spatial_rank, kernel));
+  FOVEA_ASSIGN_OR_RETURN(t.groups, ctx.node().attr_int("group", 1));
+  FOVEA_ASSIGN_OR_RETURN(t.output_padding,
+                         ctx.node().attr_ints("output_padding", std::vector<std::int64_t>(rank, 0)));
+  FOVEA_ASSIGN_OR_RETURN(t.output_shape, ctx.node().attr_ints("output_shape", std::vector<std::int64_t>{}));
+  // output_shape may name the N and C dims too; only the spatial ones matter.
+  if (t.output_shape.size() == rank + 2)
+    t.output_shape.erase(t.output_shape.begin(), t.output_shape.begin() + 2);
+  if (t.groups < 1) {
+    return ctx.error(StatusCode::kInvalidArgument, fmt::format("group={} must be positive", t.groups));
+  }
+  if (t.output_padding.size() != rank || (!t.output_shape.empty() && t.output_shape.size() != rank)) {
+    return ctx.error(StatusCode::kInvalidArgument,
+                     fmt::format("output_padding [{}] or output_shape [{}] does not have {} spatial entries",
+                                 fmt::join(t.output_padding, ", "), fmt::join(t.output_shape, ", "), rank));
+  }
+  return t;
+}
+
+// Spatial dim d for input size `in`: the output size and the padding, per the ONNX spec.
+Result<WindowDim> transpose_dim(const InferContext& ctx, const TransposeAttributes& t, int d,
+                                std::int64_t in) {
+  const auto i = static_cast<std::size_t>(d);
+  const WindowAttributes& w = t.window;
+  WindowDim dim{.in = in, .kernel = w.kernel[i], .stride = w.strides[i], .dilation = w.dilations[i]};
+  const std::int64_t full = dim.stride * (in - 1) + t.output_padding[i] + (dim.kernel - 1) * dim.dilation + 1;
+  const bool same = w.auto_pad == AutoPad::kSameUpper || w.auto_pad == AutoPad::kSameLower;
+  if (!t.output_shape.empty() || same) {
+    // The padding follows from the requested size; SAME_UPPER puts the odd element at the beginning
+    // here (the spec's formula), everything else at the end.
+    dim.out = !t.output_shape.empty() ? t.output_shape[i] : in * dim.stride;
+    const std::int64_t total = full - dim.out;
+    // Halved rounding down, also when the requested size exceeds the full one (total < 0), as ONNX's
+    // reference does: the extra output then lies at the end.
+    const std::int64_t half = total >= 0 ? total / 2 : -((1 - total) / 2);
+    dim.pad_begin = w.auto_pad == AutoPad::kSameUpper ? half : total - half;
+    dim.pad_end = total - dim.pad_begin;
+  } else if (w.auto_pad == AutoPad::kNotSet) {
+    dim.pad_begin = w.pads[i];
+    dim.pad_end = w.pads[i + w.kernel.size()];
+    dim.out = full - dim.pad_begin - dim.pad_end;
+  } else {
+    dim.out = full;  // VALID
+  }
+  if (dim.out < 0) {
+    return ctx.error(StatusCode::kInvalidArgument,
+                     fmt::format("spatial dim {}: pads leave a negative output size {}", d, dim.out));
+  }
+  return dim;
+}
+
 }  // namespace fovea::runtime::ops

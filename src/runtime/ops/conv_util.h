@@ -81,6 +81,26 @@ struct Activation {
   }
 };
 
+// ConvTranspose's attributes, shared by the CPU and CUDA kernels.
+struct TransposeAttributes {
+  WindowAttributes window;
+  std::int64_t groups = 1;
+  std::vector<std::int64_t> output_padding;
+  std::vector<std::int64_t> output_shape;  // spatial; empty when absent
+};
+
+Result<TransposeAttributes> read_transpose_attributes(const InferContext& ctx, int spatial_rank,
+                                                      const std::optional<std::vector<std::int64_t>>& kernel);
+
+// Spatial dim d of a ConvTranspose for input size `in`: the output size and the padding, per the
+// ONNX spec (pads may come out negative when output_shape asks for more than the full output).
+Result<WindowDim> transpose_dim(const InferContext& ctx, const TransposeAttributes& t, int d,
+                                std::int64_t in);
+
+// fovea.FusedConv's "activation" attributes (see fused_conv.cpp); the CPU and CUDA kernels both read
+// them here.
+Result<Activation> read_activation(const InferContext& ctx);
+
 // Conv and fovea.FusedConv share one implementation: inputs X, W, B (optional), Z (optional residual,
 // FusedConv only); output = activation(conv(X, W) + B + Z).
 Status infer_conv(InferContext& ctx);

@@ -10,33 +10,6 @@
 namespace fovea::runtime::ops {
 namespace {
 
-Result<Activation> read_activation(const InferContext& ctx) {
-  const Node& node = ctx.node();
-  FOVEA_ASSIGN_OR_RETURN(std::string name, node.attr_string("activation", ""));
-  Activation activation;
-  if (name.empty()) return activation;
-  if (name == "Relu") {
-    activation.kind = Activation::Kind::kRelu;
-  } else if (name == "LeakyRelu") {
-    activation.kind = Activation::Kind::kLeakyRelu;
-    FOVEA_ASSIGN_OR_RETURN(activation.alpha, node.attr_float("activation_alpha", 0.01f));
-  } else if (name == "Clip") {
-    activation.kind = Activation::Kind::kClip;
-    FOVEA_ASSIGN_OR_RETURN(activation.min, node.attr_float("activation_min"));
-    FOVEA_ASSIGN_OR_RETURN(activation.max, node.attr_float("activation_max"));
-  } else if (name == "Sigmoid") {
-    activation.kind = Activation::Kind::kSigmoid;
-  } else if (name == "HardSwish") {
-    activation.kind = Activation::Kind::kHardSwish;
-  } else {
-    return ctx.error(StatusCode::kUnsupported,
-                     fmt::format("activation '{}' is not one of Relu, LeakyRelu, Clip, "
-                                 "Sigmoid, HardSwish",
-                                 name));
-  }
-  return activation;
-}
-
 Status infer_fused_conv(InferContext& ctx) {
   FOVEA_TRY(read_activation(ctx).status());
   return infer_conv(ctx);

@@ -1,0 +1,119 @@
+#include "runtime/cuda/conv_algorithm_cache.h"
+
+#include <cudnn.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/log.h"
+
+namespace fovea::runtime::cuda {
+
+namespace {
+
+std::string device_signature() {
+  int device = 0;
+  cudaDeviceProp props{};
+  int driver = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || cudaGetDeviceProperties(&props, device) != cudaSuccess) {
+    return "unknown GPU";
+  }
+  cudaDriverGetVersion(&driver);
+  return fmt::format("{}|sm{}{}|driver {}|cudnn {}", props.name, props.major, props.minor, driver,
+                     cudnnGetVersion());
+}
+
+}  // namespace
+
+std::filesystem::path cache_directory() {
+  if (const char* dir = std::getenv("FOVEA_CACHE_DIR"); dir != nullptr && *dir != '\0') return dir;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
+    return std::filesystem::path(xdg) / "fovea";
+  }
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
+    return std::filesystem::path(home) / ".cache" / "fovea";
+  }
+  return std::filesystem::temp_directory_path() / "fovea-cache";
+}
+
+std::string conv_problem_key(const Node& node, DataType dtype, const Shape& x, const Shape& w,
+                             const std::vector<ops::WindowDim>& window, std::int64_t groups) {
+  static const std::string device = device_signature();
+  std::vector<std::string> geometry;
+  for (const ops::WindowDim& d : window) {
+    geometry.push_back(
+        fmt::format("k{}s{}d{}p{}/{}", d.kernel, d.stride, d.dilation, d.pad_begin, d.pad_end));
+  }
+  return fmt::format("{}|{}|{}|x{}|w{}|{}|g{}", device, node.op_type, data_type_name(dtype),
+                     fmt::join(x, ","), fmt::join(w, ","), fmt::join(geometry, ";"), groups);
+}
+
+ConvAlgorithmCache& ConvAlgorithmCache::instance() {
+  static ConvAlgorithmCache cache;
+  return cache;
+}
+
+ConvAlgorithmCache::ConvAlgorithmCache() : file_(cache_directory() / "cudnn_conv_algorithms.tsv") {
+  const char* seconds = std::getenv("FOVEA_CUDNN_SEARCH_SECONDS");
+  budget_ = std::chrono::seconds(seconds != nullptr ? std::atoi(seconds) : 60);
+  load();
+}
+
+void ConvAlgorithmCache::load() {
+  std::ifstream in(file_);
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto tab = line.find('\t');
+    if (tab == std::string::npos) continue;
+    std::istringstream values(line.substr(tab + 1));
+    ConvAlgorithm algorithm;
+    if (values >> algorithm.algo >> algorithm.math_type >> algorithm.workspace_bytes) {
+      entries_[line.substr(0, tab)] = algorithm;
+    }
+  }
+}
+
+std::optional<ConvAlgorithm> ConvAlgorithmCache::find(const std::string& key) {
+  std::lock_guard lock(mutex_);
+  auto it = entries_.find(key);
+  if (it == entries_.end()) return std::nullopt;
+  return it->second;
+}
+
+void ConvAlgorithmCache::insert(const std::string& key, const ConvAlgorithm& algorithm) {
+  std::lock_guard lock(mutex_);
+  entries_[key] = algorithm;
+  std::error_code ec;
+  std::filesystem::create_directories(file_.parent_path(), ec);
+  std::ofstream out(file_, std::ios::app);
+  out << key << '\t' << algorithm.algo << ' ' << algorithm.math_type << ' ' << algorithm.workspace_bytes
+      << '\n';
+  if (!out) {
+    log_warn("cannot write the cuDNN algorithm cache {}: the next run searches again", file_.string());
+  }
+}
+
+bool ConvAlgorithmCache::search_allowed() {
+  std::lock_guard lock(mutex_);
+  if (spent_ < budget_) return true;
+  if (!warned_) {
+    log_warn(
+        "cuDNN algorithm search used its {} s budget (FOVEA_CUDNN_SEARCH_SECONDS); the remaining "
+        "convolutions use cuDNN's heuristic choice",
+        std::chrono::duration_cast<std::chrono::seconds>(budget_).count());
+    warned_ = true;
+  }
+  return false;
+}
+
+void ConvAlgorithmCache::charge_search(std::chrono::steady_clock::duration spent) {
+  std::lock_guard lock(mutex_);
+  spent_ += spent;
+}
+
+}  // namespace fovea::runtime::cuda

@@ -1,0 +1,61 @@
+// cuDNN's convolution algorithm choices, kept in memory and on disk so that a model is searched once
+// per machine, not once per run. The key names everything the choice depends on: the GPU, the
+// driver, the cuDNN version and the exact problem (shapes, dtype, geometry). A key that misses
+// (another GPU, a new cuDNN) is searched again and says so in the log: never a silent reuse.
+//
+// The file is <cache dir>/cudnn_conv_algorithms.tsv, where the cache dir is $FOVEA_CACHE_DIR, else
+// $XDG_CACHE_HOME/fovea, else ~/.cache/fovea. One line per problem: key, algo, math type, bytes.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/graph.h"
+#include "runtime/ops/conv_util.h"
+
+namespace fovea::runtime::cuda {
+
+struct ConvAlgorithm {
+  int algo = 0;
+  int math_type = 0;
+  std::size_t workspace_bytes = 0;
+};
+
+// The directory fovea caches plans and algorithm choices in.
+std::filesystem::path cache_directory();
+
+// "NVIDIA H200|sm90|driver 13000|cudnn 91900|float16|x[4,3,544,960]|w[64,3,7,7]|p3,3/3,3|s2,2|d1,1|g1"
+std::string conv_problem_key(const Node& node, DataType dtype, const Shape& x, const Shape& w,
+                             const std::vector<ops::WindowDim>& window, std::int64_t groups);
+
+class ConvAlgorithmCache {
+ public:
+  static ConvAlgorithmCache& instance();
+
+  std::optional<ConvAlgorithm> find(const std::string& key);
+  void insert(const std::string& key, const ConvAlgorithm& algorithm);
+
+  // Searches are timed; past the budget (FOVEA_CUDNN_SEARCH_SECONDS, default 60 s per process)
+  // cuDNN's heuristic picks instead, and the log says so once.
+  bool search_allowed();
+  void charge_search(std::chrono::steady_clock::duration spent);
+
+ private:
+  ConvAlgorithmCache();
+  void load();
+
+  std::mutex mutex_;
+  std::filesystem::path file_;
+  std::map<std::string, ConvAlgorithm> entries_;
+  std::chrono::steady_clock::duration spent_{};
+  std::chrono::steady_clock::duration budget_;
+  bool warned_ = false;
+};
+
+}  // namespace fovea::runtime::cuda

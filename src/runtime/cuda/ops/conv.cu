@@ -1,0 +1,318 @@
+// Conv and fovea.FusedConv on cuDNN: cudnnConvolutionBiasActivationForward runs conv + bias +
+// residual + ReLU in one call (the ResNet case); other activations run conv, then one epilogue pass
+// (bias + residual + activation). float16 runs on tensor cores with float32 accumulation; float32
+// uses FMA math only (no TF32), so it matches the CPU reference to float32 precision.
+//
+// The algorithm is searched at plan time (cudnnFindConvolutionForwardAlgorithmEx on the plan's
+// real buffers) and cached on disk (conv_algorithm_cache.h), keyed by GPU, driver, cuDNN and the
+// exact problem. cuDNN takes symmetric pads only; asymmetric ones (SAME_UPPER with even kernels)
+// are applied by copying the input into a padded workspace first.
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+#include "runtime/cuda/conv_algorithm_cache.h"
+#include "runtime/cuda/cuda_op.h"
+#include "runtime/cuda/cudnn_util.h"
+#include "runtime/cuda/kernel_util.cuh"
+#include "runtime/ops/conv_util.h"
+
+namespace fovea::runtime::cuda {
+
+namespace {
+
+constexpr int kX = 0, kW = 1, kB = 2, kZ = 3;
+
+// Scratch the chosen algorithm may use.
+constexpr std::size_t kConvWorkspaceLimit = std::size_t{256} << 20;
+
+// Copies x [N, C, spatial...] into the zero-bordered [N, C, spatial + pads] tensor (up to 3
+// spatial dims), for the pads cuDNN cannot take.
+struct PadGeometry {
+  int spatial = 0;
+  std::int64_t planes = 0;  // N * C
+  std::int64_t in[3] = {1, 1, 1};
+  std::int64_t out[3] = {1, 1, 1};
+  std::int64_t begin[3] = {0, 0, 0};
+};
+
+template <typename T>
+__global__ void pad_input_kernel(const T* x, T* padded, PadGeometry g) {
+  const std::int64_t out_plane = g.out[0] * g.out[1] * g.out[2];
+  FOVEA_GRID_STRIDE_LOOP(i, g.planes * out_plane) {
+    std::int64_t rest = i % out_plane;
+    const std::int64_t plane = i / out_plane;
+    std::int64_t source = 0;
+    bool inside = true;
+    for (int d = 0; d < 3; ++d) {
+      std::int64_t divisor = 1;
+      for (int e = d + 1; e < 3; ++e) divisor *= g.out[e];
+      const std::int64_t coord = rest / divisor - g.begin[d];
+      rest %= divisor;
+      inside = inside && coord >= 0 && coord < g.in[d];
+      source = source * g.in[d] + coord;
+    }
+    padded[i] = inside ? x[plane * g.in[0] * g.in[1] * g.in[2] + source] : T(0);
+  }
+}
+
+struct EpilogueParams {
+  std::int64_t total = 0;
+  std::int64_t plane = 1;     // output elements per channel
+  std::int64_t channels = 1;  // the bias is per channel
+  ops::Activation activation;
+};
+
+template <typename C>
+__device__ __forceinline__ C activate(C v, const ops::Activation& a) {
+  switch (a.kind) {
+    case ops::Activation::Kind::kNone: return v;
+    case ops::Activation::Kind::kRelu: return v > C(0) ? v : C(0);
+    case ops::Activation::Kind::kLeakyRelu: return v < C(0) ? C(a.alpha) * v : v;
+    case ops::Activation::Kind::kClip: return v < C(a.min) ? C(a.min) : (v > C(a.max) ? C(a.max) : v);
+    case ops::Activation::Kind::kSigmoid: return C(1) / (C(1) + exp(-v));
+    case ops::Activation::Kind::kHardSwish: {
+      const C gate = v / C(6) + C(0.5);
+      return v * (gate < C(0) ? C(0) : (gate > C(1) ? C(1) : gate));
+    }
+  }
+  return v;
+}
+
+// y = act(y + b[c] + z), one pass, for what cuDNN's fused call does not cover.
+template <typename T>
+__global__ void conv_epilogue_kernel(T* y, const T* bias, const T* z, EpilogueParams p) {
+  FOVEA_GRID_STRIDE_LOOP(i, p.total) {
+    auto v = load_compute(y, i);
+    if (bias != nullptr) v += load_compute(bias, (i / p.plane) % p.channels);
+    if (z != nullptr) v += load_compute(z, i);
+    store_compute(y, i, activate(v, p.activation));
+  }
+}
+
+class ConvState final : public CudaNodeState {
+ public:
+  ~ConvState() override {
+    if (x_ != nullptr) cudnnDestroyTensorDescriptor(x_);
+    if (y_ != nullptr) cudnnDestroyTensorDescriptor(y_);
+    if (bias_ != nullptr) cudnnDestroyTensorDescriptor(bias_);
+    if (w_ != nullptr) cudnnDestroyFilterDescriptor(w_);
+    if (conv_ != nullptr) cudnnDestroyConvolutionDescriptor(conv_);
+    if (relu_ != nullptr) cudnnDestroyActivationDescriptor(relu_);
+    if (zero_bias_ != nullptr) cudaFree(zero_bias_);
+  }
+
+  Result<std::size_t> prepare(CudaKernelContext& ctx, const ops::Activation& activation);
+  Status run(CudaKernelContext& ctx) const;
+
+ private:
+  Status pad(CudaKernelContext& ctx, void* padded) const;
+  Status describe(CudaKernelContext& ctx, const std::vector<ops::WindowDim>& window, std::int64_t groups);
+  Status choose_algorithm(CudaKernelContext& ctx, const std::string& key);
+
+  DataType dtype_ = DataType::kFloat32;
+  ops::Activation activation_;
+  bool cudnn_epilogue_ = false;  // bias + residual + ReLU inside cudnnConvolutionBiasActivationForward
+  bool padded_ = false;
+  PadGeometry pad_;
+  std::size_t padded_bytes_ = 0;
+  cudnnTensorDescriptor_t x_ = nullptr, y_ = nullptr, bias_ = nullptr;
+  cudnnFilterDescriptor_t w_ = nullptr;
+  cudnnConvolutionDescriptor_t conv_ = nullptr;
+  cudnnActivationDescriptor_t relu_ = nullptr;
+  void* zero_bias_ = nullptr;  // the fused call needs a bias; a Conv without one adds zeros
+  ConvAlgorithm algorithm_;
+};
+
+Status ConvState::describe(CudaKernelContext& ctx, const std::vector<ops::WindowDim>& window,
+                           std::int64_t groups) {
+  const Tensor& x = ctx.input(kX);
+  const Tensor& w = ctx.input(kW);
+  const Tensor& y = ctx.output(0);
+  FOVEA_ASSIGN_OR_RETURN(cudnnDataType_t type, cudnn_type(ctx, dtype_));
+  const int spatial = static_cast<int>(window.size());
+  if (spatial < 1 || spatial > 3) {
+    return ctx.error(StatusCode::kUnsupported, "cuDNN convolves 1 to 3 spatial dims, not ",
+                     std::to_string(spatial));
+  }
+  // Asymmetric pads: the input is padded into the workspace and cuDNN sees pads of zero.
+  padded_ = std::any_of(window.begin(), window.end(),
+                        [](const ops::WindowDim& d) { return d.pad_begin != d.pad_end; });
+  Shape x_shape = x.shape();
+  ConvGeometry geometry;
+  pad_.spatial = spatial;
+  pad_.planes = x.dim(0) * x.dim(1);
+  for (int d = 0; d < spatial; ++d) {
+    const ops::WindowDim& wd = window[static_cast<std::size_t>(d)];
+    pad_.in[3 - spatial + d] = wd.in;
+    pad_.out[3 - spatial + d] = wd.in + (padded_ ? wd.pad_begin + wd.pad_end : 0);
+    pad_.begin[3 - spatial + d] = padded_ ? wd.pad_begin : 0;
+    x_shape[static_cast<std::size_t>(d + 2)] = pad_.out[3 - spatial + d];
+    geometry.pads.push_back(padded_ ? 0 : static_cast<int>(wd.pad_begin));
+    geometry.strides.push_back(static_cast<int>(wd.stride));
+    geometry.dilations.push_back(static_cast<int>(wd.dilation));
+  }
+  padded_bytes_ = padded_ ? static_cast<std::size_t>(element_count(x_shape)) * data_type_size(dtype_) : 0;
+  FOVEA_CUDNN_TRY(cudnnCreateTensorDescriptor(&x_));
+  FOVEA_CUDNN_TRY(cudnnCreateTensorDescriptor(&y_));
+  FOVEA_CUDNN_TRY(cudnnCreateFilterDescriptor(&w_));
+  FOVEA_CUDNN_TRY(cudnnCreateConvolutionDescriptor(&conv_));
+  FOVEA_TRY(set_tensor(x_, type, as_cudnn_dims(x_shape)));
+  FOVEA_TRY(set_tensor(y_, type, as_cudnn_dims(y.shape())));
+  FOVEA_TRY(set_filter(w_, type, w.shape()));
+  FOVEA_TRY(set_convolution(conv_, geometry, groups, dtype_));
+  return Status::ok();
+}
+
+bool acceptable(const cudnnConvolutionFwdAlgoPerf_t& perf, DataType dtype, std::size_t limit) {
+  return perf.status == CUDNN_STATUS_SUCCESS && perf.memory <= limit &&
+         math_type_allowed(perf.mathType, dtype);
+}
+
+Status ConvState::choose_algorithm(CudaKernelContext& ctx, const std::string& key) {
+  ConvAlgorithmCache& cache = ConvAlgorithmCache::instance();
+  if (auto cached = cache.find(key)) {
+    algorithm_ = *cached;
+  } else {
+    std::vector<cudnnConvolutionFwdAlgoPerf_t> results(CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
+    int returned = 0;
+    const std::size_t limit = std::min(kConvWorkspaceLimit, ctx.workspace_bytes() - padded_bytes_);
+    void* x = padded_ ? ctx.workspace() : const_cast<void*>(ctx.input(kX).raw());
+    void* scratch = static_cast<std::byte*>(ctx.workspace()) + padded_bytes_;
+    if (cache.search_allowed()) {
+      const auto started = std::chrono::steady_clock::now();
+      FOVEA_CUDNN_TRY(cudnnFindConvolutionForwardAlgorithmEx(
+          ctx.libraries().cudnn, x_, x, w_, ctx.input(kW).raw(), conv_, y_, ctx.output(0).raw(),
+          static_cast<int>(results.size()), &returned, results.data(), scratch, limit));
+      cache.charge_search(std::chrono::steady_clock::now() - started);
+    } else {
+      FOVEA_CUDNN_TRY(cudnnGetConvolutionForwardAlgorithm_v7(ctx.libraries().cudnn, x_, w_, conv_, y_,
+                                                             static_cast<int>(results.size()), &returned,
+                                                             results.data()));
+    }
+    const auto best = std::find_if(results.begin(), results.begin() + returned,
+                                   [&](const auto& perf) { return acceptable(perf, dtype_, limit); });
+    if (best == results.begin() + returned) {
+      return ctx.error(StatusCode::kUnsupported, "cuDNN has no convolution algorithm for this problem");
+    }
+    algorithm_ = ConvAlgorithm{static_cast<int>(best->algo), static_cast<int>(best->mathType), best->memory};
+    cache.insert(key, algorithm_);
+  }
+  FOVEA_CUDNN_TRY(cudnnSetConvolutionMathType(conv_, static_cast<cudnnMathType_t>(algorithm_.math_type)));
+  return Status::ok();
+}
+
+Result<std::size_t> ConvState::prepare(CudaKernelContext& ctx, const ops::Activation& activation) {
+  const InferContext inference = ctx.inference();
+  dtype_ = ctx.input(kX).dtype();
+  activation_ = activation;
+  const Shape& x = ctx.input(kX).shape();
+  FOVEA_ASSIGN_OR_RETURN(ops::WindowAttributes attributes,
+                         ops::read_window_attributes(inference, static_cast<int>(x.size()) - 2,
+                                                     ops::weights_kernel_shape(inference.input_dims(kW))));
+  FOVEA_ASSIGN_OR_RETURN(std::vector<ops::WindowDim> window, ops::resolve_window(inference, attributes, x));
+  FOVEA_ASSIGN_OR_RETURN(std::int64_t groups, ctx.node().attr_int("group", 1));
+  FOVEA_TRY(describe(ctx, window, groups));
+  if (padded_) {
+    FOVEA_TRY(pad(ctx, ctx.workspace()));
+  }
+  const std::string key = conv_problem_key(ctx.node(), dtype_, x, ctx.input(kW).shape(), window, groups);
+  FOVEA_TRY(choose_algorithm(ctx, key));
+
+  cudnn_epilogue_ = dtype_ != DataType::kFloat64 && activation.kind == ops::Activation::Kind::kRelu;
+  if (cudnn_epilogue_) {
+    const std::int64_t channels = ctx.output(0).dim(1);
+    std::vector<int> bias_dims(static_cast<std::size_t>(std::max(4, ctx.output(0).rank())), 1);
+    bias_dims[1] = static_cast<int>(channels);
+    FOVEA_CUDNN_TRY(cudnnCreateTensorDescriptor(&bias_));
+    FOVEA_ASSIGN_OR_RETURN(cudnnDataType_t type, cudnn_type(ctx, dtype_));
+    FOVEA_TRY(set_tensor(bias_, type, bias_dims));
+    FOVEA_CUDNN_TRY(cudnnCreateActivationDescriptor(&relu_));
+    FOVEA_CUDNN_TRY(cudnnSetActivationDescriptor(relu_, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
+    if (!ctx.has_input(kB)) {
+      const std::size_t bytes = static_cast<std::size_t>(channels) * data_type_size(dtype_);
+      FOVEA_CUDA_TRY(cudaMalloc(&zero_bias_, bytes));  // plan time: the one allocation of this node
+      FOVEA_CUDA_TRY(cudaMemset(zero_bias_, 0, bytes));
+    }
+  }
+  return padded_bytes_ + algorithm_.workspace_bytes;
+}
+
+Status ConvState::pad(CudaKernelContext& ctx, void* padded) const {
+  const bool ok =
+      dispatch_device<DataType::kFloat32, DataType::kFloat16, DataType::kFloat64>(dtype_, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        const std::int64_t total = pad_.planes * pad_.out[0] * pad_.out[1] * pad_.out[2];
+        pad_input_kernel<T><<<grid_for(total), kBlockSize, 0, ctx.stream()>>>(
+            static_cast<const T*>(ctx.input(kX).raw()), static_cast<T*>(padded), pad_);
+      });
+  FOVEA_CHECK(ok);
+  FOVEA_CUDA_TRY_LAUNCH();
+  return Status::ok();
+}
+
+Status ConvState::run(CudaKernelContext& ctx) const {
+  const void* x = ctx.input(kX).raw();
+  if (padded_) {
+    FOVEA_TRY(pad(ctx, ctx.workspace()));
+    x = ctx.workspace();
+  }
+  void* scratch = static_cast<std::byte*>(ctx.workspace()) + padded_bytes_;
+  const auto algo = static_cast<cudnnConvolutionFwdAlgo_t>(algorithm_.algo);
+  Tensor& y = ctx.output(0);
+  const float one = 1.0f, zero = 0.0f;
+  const double one64 = 1.0, zero64 = 0.0;
+  const bool wide = dtype_ == DataType::kFloat64;
+  const void* alpha = wide ? static_cast<const void*>(&one64) : &one;
+  const void* beta = wide ? static_cast<const void*>(&zero64) : &zero;
+  if (cudnn_epilogue_) {
+    const bool residual = ctx.has_input(kZ);
+    const void* bias = ctx.has_input(kB) ? ctx.input(kB).raw() : zero_bias_;
+    FOVEA_CUDNN_TRY(cudnnConvolutionBiasActivationForward(
+        ctx.libraries().cudnn, alpha, x_, x, w_, ctx.input(kW).raw(), conv_, algo, scratch,
+        algorithm_.workspace_bytes, residual ? alpha : beta, y_, residual ? ctx.input(kZ).raw() : y.raw(),
+        bias_, bias, relu_, y_, y.raw()));
+    return Status::ok();
+  }
+  FOVEA_CUDNN_TRY(cudnnConvolutionForward(ctx.libraries().cudnn, alpha, x_, x, w_, ctx.input(kW).raw(), conv_,
+                                          algo, scratch, algorithm_.workspace_bytes, beta, y_, y.raw()));
+  const bool has_bias = ctx.has_input(kB);
+  const bool has_residual = ctx.input_count() > kZ && ctx.has_input(kZ);
+  if (!has_bias && !has_residual && activation_.kind == ops::Activation::Kind::kNone) return Status::ok();
+  EpilogueParams params;
+  params.total = y.numel();
+  params.channels = y.dim(1);
+  params.plane = params.total / (y.dim(0) * params.channels);
+  params.activation = activation_;
+  const bool ok =
+      dispatch_device<DataType::kFloat32, DataType::kFloat16, DataType::kFloat64>(dtype_, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        conv_epilogue_kernel<T><<<grid_for(params.total), kBlockSize, 0, ctx.stream()>>>(
+            static_cast<T*>(y.raw()), has_bias ? static_cast<const T*>(ctx.input(kB).raw()) : nullptr,
+            has_residual ? static_cast<const T*>(ctx.input(kZ).raw()) : nullptr, params);
+      });
+  FOVEA_CHECK(ok);
+  FOVEA_CUDA_TRY_LAUNCH();
+  return Status::ok();
+}
+
+Result<CudaPrepared> prepare_conv(CudaKernelContext& ctx) {
+  auto state = std::make_unique<ConvState>();
+  ops::Activation activation;
+  if (ctx.node().op_type == "FusedConv") {
+    FOVEA_ASSIGN_OR_RETURN(activation, ops::read_activation(ctx.inference()));
+  }
+  FOVEA_ASSIGN_OR_RETURN(std::size_t workspace, state->prepare(ctx, activation));
+  return CudaPrepared{std::move(state), workspace};
+}
+
+Status run_conv(CudaKernelContext& ctx) {
+  return ctx.state<ConvState>().run(ctx);
+}
+
+}  // namespace
+
+FOVEA_REGISTER_CUDA_OP({.op_type = "Conv", .prepare = prepare_conv, .run = run_conv});
+FOVEA_REGISTER_CUDA_OP({.domain = "fovea", .op_type = "FusedConv", .prepare = prepare_conv, .run = run_conv});
+
+}  // namespace fovea::runtime::cuda

@@ -1,0 +1,249 @@
+// MatMul and Gemm on cuBLASLt. Row-major products are computed as their column-major transposes
+// (Y^T = B^T A^T), so no operand is ever copied. float16 runs on tensor cores with float32
+// accumulation; float32 uses CUBLAS_COMPUTE_32F, never TF32, so it matches the CPU reference.
+// The algorithm is chosen once, at plan time, by cuBLASLt's heuristic for the exact shapes.
+#include <vector>
+
+#include "runtime/cuda/cuda_libraries.h"
+#include "runtime/cuda/cuda_op.h"
+#include "runtime/cuda/kernel_util.cuh"
+#include "runtime/ops/op_util.h"
+
+namespace fovea::runtime::cuda {
+
+namespace {
+
+// Scratch for cuBLASLt's split-K and stream-K algorithms.
+constexpr std::size_t kMatmulWorkspaceBytes = std::size_t{32} << 20;
+
+struct LtTypes {
+  cudaDataType_t data;
+  cublasComputeType_t compute;
+  cudaDataType_t scale;
+};
+
+Result<LtTypes> lt_types(const CudaKernelContext& ctx, DataType dtype) {
+  switch (dtype) {
+    case DataType::kFloat32: return LtTypes{CUDA_R_32F, CUBLAS_COMPUTE_32F, CUDA_R_32F};
+    case DataType::kFloat16: return LtTypes{CUDA_R_16F, CUBLAS_COMPUTE_32F, CUDA_R_32F};
+    case DataType::kFloat64: return LtTypes{CUDA_R_64F, CUBLAS_COMPUTE_64F, CUDA_R_64F};
+    default: return ctx.error(StatusCode::kUnsupported, "no cuBLASLt product for ", data_type_name(dtype));
+  }
+}
+
+// One row-major product Y[M,N] = alpha * op(A) op(B) + beta * Y, repeated over `batch` matrices at
+// fixed strides (0 reuses one operand), or over explicit offsets when the batch broadcasts unevenly.
+struct MatmulShape {
+  std::int64_t m = 0, n = 0, k = 0;
+  bool trans_a = false, trans_b = false;
+  std::int64_t batch = 1;
+  std::int64_t stride_a = 0, stride_b = 0, stride_y = 0;
+};
+
+class LtMatmul final : public CudaNodeState {
+ public:
+  ~LtMatmul() override {
+    for (auto* layout : {a_, b_, y_}) {
+      if (layout != nullptr) cublasLtMatrixLayoutDestroy(layout);
+    }
+    if (desc_ != nullptr) cublasLtMatmulDescDestroy(desc_);
+  }
+
+  Status create(CudaKernelContext& ctx, DataType dtype, const MatmulShape& shape) {
+    shape_ = shape;
+    dtype_ = dtype;
+    FOVEA_ASSIGN_OR_RETURN(LtTypes types, lt_types(ctx, dtype));
+    FOVEA_CUBLAS_TRY(cublasLtMatmulDescCreate(&desc_, types.compute, types.scale));
+    // Column-major view: Y^T[N,M] = op(B)^T[N,K] * op(A)^T[K,M]. A row-major [R,C] matrix is a
+    // column-major [C,R] one with leading dimension C.
+    const cublasOperation_t op_b = shape.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t op_a = shape.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    FOVEA_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &op_b, sizeof(op_b)));
+    FOVEA_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &op_a, sizeof(op_a)));
+    const auto u = [](std::int64_t v) { return static_cast<std::uint64_t>(v); };
+    // B row-major is [K,N] (or [N,K] transposed): column-major [N,K] (or [K,N]).
+    FOVEA_TRY(layout(&a_, types.data, shape.trans_b ? u(shape.k) : u(shape.n),
+                     shape.trans_b ? u(shape.n) : u(shape.k), shape.trans_b ? shape.k : shape.n,
+                     shape.stride_b));
+    FOVEA_TRY(layout(&b_, types.data, shape.trans_a ? u(shape.m) : u(shape.k),
+                     shape.trans_a ? u(shape.k) : u(shape.m), shape.trans_a ? shape.m : shape.k,
+                     shape.stride_a));
+    FOVEA_TRY(layout(&y_, types.data, u(shape.n), u(shape.m), shape.n, shape.stride_y));
+
+    cublasLtMatmulPreference_t preference = nullptr;
+    FOVEA_CUBLAS_TRY(cublasLtMatmulPreferenceCreate(&preference));
+    const std::size_t workspace = kMatmulWorkspaceBytes;
+    const cublasStatus_t set = cublasLtMatmulPreferenceSetAttribute(
+        preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof(workspace));
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    const cublasStatus_t heuristic =
+        set != CUBLAS_STATUS_SUCCESS ? set
+                                     : cublasLtMatmulAlgoGetHeuristic(ctx.libraries().cublaslt, desc_, a_, b_,
+                                                                      y_, y_, preference, 1, &result, &found);
+    cublasLtMatmulPreferenceDestroy(preference);
+    FOVEA_CUBLAS_TRY(heuristic);
+    if (found == 0) {
+      return ctx.error(StatusCode::kUnsupported, "cuBLASLt has no algorithm for this product");
+    }
+    algo_ = result.algo;
+    return Status::ok();
+  }
+
+  // Y = alpha * product + beta * Y, on ctx's stream with ctx's workspace.
+  Status run(CudaKernelContext& ctx, const void* a, const void* b, void* y, float alpha, float beta) const {
+    const double alpha64 = alpha;
+    const double beta64 = beta;
+    const bool wide = dtype_ == DataType::kFloat64;
+    FOVEA_CUBLAS_TRY(cublasLtMatmul(ctx.libraries().cublaslt, desc_,
+                                    wide ? static_cast<const void*>(&alpha64) : &alpha, b, a_, a, b_,
+                                    wide ? static_cast<const void*>(&beta64) : &beta, y, y_, y, y_, &algo_,
+                                    ctx.workspace(), ctx.workspace_bytes(), ctx.stream()));
+    return Status::ok();
+  }
+
+ private:
+  Status layout(cublasLtMatrixLayout_t* out, cudaDataType_t type, std::uint64_t rows, std::uint64_t cols,
+                std::int64_t ld, std::int64_t stride) const {
+    FOVEA_CUBLAS_TRY(cublasLtMatrixLayoutCreate(out, type, rows, cols, ld));
+    if (shape_.batch > 1) {
+      const int count = static_cast<int>(shape_.batch);
+      FOVEA_CUBLAS_TRY(
+          cublasLtMatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)));
+      FOVEA_CUBLAS_TRY(cublasLtMatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                                        &stride, sizeof(stride)));
+    }
+    return Status::ok();
+  }
+
+  MatmulShape shape_;
+  DataType dtype_ = DataType::kFloat32;
+  cublasLtMatmulDesc_t desc_ = nullptr;
+  cublasLtMatrixLayout_t a_ = nullptr, b_ = nullptr, y_ = nullptr;
+  cublasLtMatmulAlgo_t algo_{};
+};
+
+// ---- MatMul ------------------------------------------------------------------------------------
+
+struct MatmulState final : public CudaNodeState {
+  LtMatmul product;
+  // Uneven broadcasting of the batch dims: one product per output matrix at these element offsets.
+  std::vector<std::int64_t> a_offsets, b_offsets;
+};
+
+Shape batch_of(const Shape& shape) {
+  return shape.size() <= 2 ? Shape{} : Shape(shape.begin(), shape.end() - 2);
+}
+
+Result<CudaPrepared> prepare_matmul(CudaKernelContext& ctx) {
+  const Shape& a = ctx.input(0).shape();
+  const Shape& b = ctx.input(1).shape();
+  MatmulShape shape;
+  shape.m = a.size() == 1 ? 1 : a[a.size() - 2];
+  shape.k = a.back();
+  shape.n = b.size() == 1 ? 1 : b.back();
+  const Shape a_batch = batch_of(a);
+  const Shape b_batch = batch_of(b);
+  const Shape batch = ops::broadcast_shapes(a_batch, b_batch);
+  auto state = std::make_unique<MatmulState>();
+  if (element_count(b_batch) == 1 && a_batch == batch) {
+    shape.m *= element_count(batch);  // one B for every batch entry: a single tall product
+  } else if (a_batch == b_batch || element_count(a_batch) == 1 || element_count(b_batch) == 1) {
+    shape.batch = element_count(batch);
+    shape.stride_a = element_count(a_batch) == 1 ? 0 : shape.m * shape.k;
+    shape.stride_b = element_count(b_batch) == 1 ? 0 : shape.k * shape.n;
+    shape.stride_y = shape.m * shape.n;
+  } else {
+    ops::for_each_broadcast(batch,
+                            {ops::broadcast_strides(a_batch, batch), ops::broadcast_strides(b_batch, batch)},
+                            [&](std::int64_t, const std::vector<std::int64_t>& offsets) {
+                              state->a_offsets.push_back(offsets[0] * shape.m * shape.k);
+                              state->b_offsets.push_back(offsets[1] * shape.k * shape.n);
+                            });
+  }
+  FOVEA_TRY(state->product.create(ctx, ctx.input(0).dtype(), shape));
+  return CudaPrepared{std::move(state), kMatmulWorkspaceBytes};
+}
+
+Status run_matmul(CudaKernelContext& ctx) {
+  const auto& state = ctx.state<MatmulState>();
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  Tensor& y = ctx.output(0);
+  if (state.a_offsets.empty()) return state.product.run(ctx, a.raw(), b.raw(), y.raw(), 1.0f, 0.0f);
+  const std::size_t element = data_type_size(a.dtype());
+  const std::int64_t matrix = y.dim(y.rank() - 1) * (y.rank() > 1 ? y.dim(y.rank() - 2) : 1);
+  for (std::size_t i = 0; i < state.a_offsets.size(); ++i) {
+    FOVEA_TRY(state.product.run(
+        ctx, static_cast<const std::byte*>(a.raw()) + state.a_offsets[i] * element,
+        static_cast<const std::byte*>(b.raw()) + state.b_offsets[i] * element,
+        static_cast<std::byte*>(y.raw()) + static_cast<std::int64_t>(i) * matrix * element, 1.0f, 0.0f));
+  }
+  return Status::ok();
+}
+
+// ---- Gemm --------------------------------------------------------------------------------------
+
+struct GemmState final : public CudaNodeState {
+  LtMatmul product;
+  float alpha = 1;
+  float beta = 0;  // 0 when there is no C
+};
+
+// Y[M,N] = C broadcast (C is [M or 1, N or 1] after padding its rank to 2).
+template <typename T>
+__global__ void broadcast_c_kernel(const T* c, T* y, std::int64_t m, std::int64_t n, std::int64_t c_rows,
+                                   std::int64_t c_cols) {
+  FOVEA_GRID_STRIDE_LOOP(i, m * n) {
+    const std::int64_t row = i / n;
+    const std::int64_t col = i - row * n;
+    y[i] = c[(c_rows == 1 ? 0 : row) * c_cols + (c_cols == 1 ? 0 : col)];
+  }
+}
+
+Result<CudaPrepared> prepare_gemm(CudaKernelContext& ctx) {
+  const Node& node = ctx.node();
+  FOVEA_ASSIGN_OR_RETURN(std::int64_t trans_a, node.attr_int("transA", 0));
+  FOVEA_ASSIGN_OR_RETURN(std::int64_t trans_b, node.attr_int("transB", 0));
+  auto state = std::make_unique<GemmState>();
+  FOVEA_ASSIGN_OR_RETURN(state->alpha, node.attr_float("alpha", 1.0f));
+  FOVEA_ASSIGN_OR_RETURN(float beta, node.attr_float("beta", 1.0f));
+  state->beta = ctx.has_input(2) ? beta : 0.0f;
+  const Tensor& y = ctx.output(0);
+  MatmulShape shape;
+  shape.m = y.dim(0);
+  shape.n = y.dim(1);
+  shape.k = ctx.input(0).dim(trans_a != 0 ? 0 : 1);
+  shape.trans_a = trans_a != 0;
+  shape.trans_b = trans_b != 0;
+  FOVEA_TRY(state->product.create(ctx, ctx.input(0).dtype(), shape));
+  return CudaPrepared{std::move(state), kMatmulWorkspaceBytes};
+}
+
+Status run_gemm(CudaKernelContext& ctx) {
+  const auto& state = ctx.state<GemmState>();
+  Tensor& y = ctx.output(0);
+  if (state.beta != 0.0f) {
+    const Tensor& c = ctx.input(2);
+    const std::int64_t c_rows = c.rank() == 2 ? c.dim(0) : 1;
+    const std::int64_t c_cols = c.rank() >= 1 ? c.dim(c.rank() - 1) : 1;
+    const std::int64_t m = y.dim(0);
+    const std::int64_t n = y.dim(1);
+    const bool ok =
+        dispatch_device<DataType::kFloat32, DataType::kFloat16, DataType::kFloat64>(y.dtype(), [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          broadcast_c_kernel<T><<<grid_for(m * n), kBlockSize, 0, ctx.stream()>>>(
+              static_cast<const T*>(c.raw()), static_cast<T*>(y.raw()), m, n, c_rows, c_cols);
+        });
+    FOVEA_CHECK(ok);
+    FOVEA_CUDA_TRY_LAUNCH();
+  }
+  return state.product.run(ctx, ctx.input(0).raw(), ctx.input(1).raw(), y.raw(), state.alpha, state.beta);
+}
+
+}  // namespace
+
+FOVEA_REGISTER_CUDA_OP({.op_type = "MatMul", .prepare = prepare_matmul, .run = run_matmul});
+FOVEA_REGISTER_CUDA_OP({.op_type = "Gemm", .prepare = prepare_gemm, .run = run_gemm});
+
+}  // namespace fovea::runtime::cuda

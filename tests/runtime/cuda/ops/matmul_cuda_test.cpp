@@ -1,0 +1,59 @@
+// MatMul and Gemm on cuBLASLt against the CPU reference, in float32 and float16.
+#include "runtime/cuda/cuda_op_test_util.h"
+
+namespace fovea::runtime::testing {
+namespace {
+
+constexpr Precision kPrecisions[] = {Precision::kFloat32, Precision::kFloat16};
+constexpr DataType kF32 = DataType::kFloat32;
+
+CudaCheck accumulating(Precision p) {
+  return CudaCheck{.precision = p, .accuracy = Accuracy::kAccumulating};
+}
+
+TEST(CudaMatMul, ShapesAndBroadcasting) {
+  FOVEA_REQUIRE_GPU();
+  const std::pair<Shape, Shape> cases[] = {
+      {{7, 13}, {13, 5}},            // plain
+      {{1, 300}, {300, 1000}},       // a classifier head, batch 1
+      {{3, 9, 17}, {17, 11}},        // one B for every batch entry: folded into one product
+      {{4, 9, 17}, {4, 17, 6}},      // equal batches: strided
+      {{9, 17}, {5, 17, 6}},         // one A for every batch entry: stride 0
+      {{2, 1, 5, 7}, {1, 3, 7, 4}},  // uneven broadcasting: one product per output matrix
+      {{13}, {13, 6}},               // 1-D operands are promoted
+      {{4, 5, 13}, {13}},
+  };
+  std::uint32_t seed = 1;
+  for (const auto& [a, b] : cases) {
+    const Tensor ta = random_tensor(kF32, a, seed++);
+    const Tensor tb = random_tensor(kF32, b, seed++);
+    for (Precision p : kPrecisions) {
+      EXPECT_TRUE(cuda_matches_cpu(NodeBuilder("MatMul").inputs(2).build(), {ta, tb}, accumulating(p)))
+          << shape_string(a) << " x " << shape_string(b);
+    }
+  }
+}
+
+TEST(CudaGemm, TransposesScalesAndBroadcastC) {
+  FOVEA_REQUIRE_GPU();
+  const Tensor a = random_tensor(kF32, {11, 7}, 1);   // [M, K]
+  const Tensor at = random_tensor(kF32, {7, 11}, 2);  // [K, M]
+  const Tensor b = random_tensor(kF32, {7, 5}, 3);    // [K, N]
+  const Tensor bt = random_tensor(kF32, {5, 7}, 4);   // [N, K]
+  for (Precision p : kPrecisions) {
+    for (const Shape& c : {Shape{5}, Shape{1, 5}, Shape{11, 5}, Shape{11, 1}, Shape{}}) {
+      const Tensor tc = random_tensor(kF32, c, 5);
+      EXPECT_TRUE(cuda_matches_cpu(NodeBuilder("Gemm").inputs(3).attr("beta", 0.5f).build(), {a, b, tc},
+                                   accumulating(p)))
+          << shape_string(c);
+    }
+    EXPECT_TRUE(cuda_matches_cpu(
+        NodeBuilder("Gemm").inputs(3).attr("transA", 1).attr("transB", 1).attr("alpha", 2.0f).build(),
+        {at, bt, random_tensor(kF32, {5}, 6)}, accumulating(p)));
+    EXPECT_TRUE(
+        cuda_matches_cpu(NodeBuilder("Gemm").inputs(2).attr("transB", 1).build(), {a, bt}, accumulating(p)));
+  }
+}
+
+}  // namespace
+}  // namespace fovea::runtime::testing
