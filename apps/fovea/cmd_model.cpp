@@ -16,6 +16,8 @@
 #include "runtime/npy.h"
 #include "runtime/onnx_loader.h"
 #include "runtime/parallel.h"
+#include "trace/session.h"
+#include "trace/tracer.h"
 
 namespace fovea::app {
 namespace {
@@ -30,6 +32,7 @@ struct ModelArgs {
   std::string device = "cpu";
   int repeat = 1;
   bool json = false;
+  std::string trace_dir;  // --trace: profile the runs into this folder
 };
 
 Result<std::pair<std::string, std::string>> split_assignment(const std::string& text, const char* what) {
@@ -233,7 +236,14 @@ int run_model(const ModelArgs& args) {
   std::vector<double> times;
   Result<std::vector<runtime::Tensor>> outputs = std::vector<runtime::Tensor>{};
   const auto run_start = std::chrono::steady_clock::now();
+  auto trace_session = trace::start_session_if_requested({.dir = args.trace_dir});
+  if (!trace_session.is_ok()) {
+    log_error("{}", trace_session.status().to_string());
+    return kExitFailure;
+  }
+  trace::StartEndRange pipeline_range("pipeline");
   for (int r = 0; r < args.repeat; ++r) {
+    FOVEA_TRACE_RANGE("inference", r);
     const auto start = std::chrono::steady_clock::now();
     outputs = executor.run(*inputs);
     times.push_back(ms(std::chrono::steady_clock::now() - start).count());
@@ -242,6 +252,7 @@ int run_model(const ModelArgs& args) {
       return kExitFailure;
     }
   }
+  pipeline_range.end();
   const double first = times.front();
   std::sort(times.begin(), times.end());
   const double median = times[times.size() / 2];
@@ -291,6 +302,7 @@ void add_model_command(CLI::App& app, Action* action) {
       ->capture_default_str();
   run->add_option("--device", args->device, "cpu (the CUDA executor arrives with the runtime's CUDA issue)")
       ->capture_default_str();
+  run->add_option("--trace", args->trace_dir, "Profile the runs into DIR (trace.json, report.json; see fovea report)");
   run->callback([args, action] { *action = [args] { return run_model(*args); }; });
 }
 
