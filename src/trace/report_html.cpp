@@ -116,9 +116,9 @@ std::string comparison_html(const Comparison& c) {
          "td,th{padding:4px 10px;border-bottom:1px solid "
          "#ddd;text-align:left}.fastest{font-weight:bold}</style>"
          "</head><body>\n<h1>fovea report</h1>\n" +
-         run_table(c) + "<p>" + escape(comparison_summary(c)) +
-         "</p>\n<h2>Projected GPU time per stage (Total Proj Time, nvtx_gpu_proj_sum)</h2>\n" + bar_chart(c) +
-         "</body></html>\n";
+         run_table(c) + "<pre>" + escape(comparison_summary(c)) +
+         "</pre>\n<h2>Projected GPU time per stage (Total Proj Time, nvtx_gpu_proj_sum)</h2>\n" +
+         bar_chart(c) + "</body></html>\n";
 }
 
 }  // namespace fovea::trace
