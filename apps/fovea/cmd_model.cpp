@@ -302,7 +302,8 @@ void add_model_command(CLI::App& app, Action* action) {
       ->capture_default_str();
   run->add_option("--device", args->device, "cpu (the CUDA executor arrives with the runtime's CUDA issue)")
       ->capture_default_str();
-  run->add_option("--trace", args->trace_dir, "Profile the runs into DIR (trace.json, report.json; see fovea report)");
+  run->add_option("--trace", args->trace_dir,
+                  "Profile the runs into DIR (trace.json, report.json; see fovea report)");
   run->callback([args, action] { *action = [args] { return run_model(*args); }; });
 }
 
