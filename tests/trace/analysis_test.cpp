@@ -9,7 +9,9 @@
 namespace fovea::trace::testing {
 namespace {
 
-const GpuProjRow& proj_row(const Tables& t, const std::string& name) {
+// The name is a plain pointer: a temporary std::string argument would make GCC 13 warn that the
+// returned reference may dangle.
+const GpuProjRow& proj_row(const Tables& t, const char* name) {
   for (const GpuProjRow& row : t.gpu_proj) {
     if (row.range == name) return row;
   }
@@ -120,7 +122,8 @@ TEST(TraceAnalysis, StatisticsOverInstances) {
     d.ops.push_back(kernel("k", base + 10, base + 100, base + 100 + 100 * (i + 1)));
   }
   d.ops.push_back(kernel("k", 30000 + 20, 30000 + 150, 30000 + 160));  // inside the last projection
-  const GpuProjRow& row = analyze(d).gpu_proj.at(0);
+  const Tables t = analyze(d);
+  const GpuProjRow& row = t.gpu_proj.at(0);
   EXPECT_EQ(row.proj.instances, 4);
   EXPECT_EQ(row.proj.total, 1000);
   EXPECT_DOUBLE_EQ(row.proj.avg, 250.0);

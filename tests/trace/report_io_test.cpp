@@ -129,11 +129,11 @@ TEST(TraceReportIo, TopLevelThatIsNotAnObject) {
 TEST(TraceReportIo, ChromeTraceHasRangesOpsAndFlows) {
   TempDir dir;
   ASSERT_TRUE(write_report(sample_report(), dir.path()).is_ok());
-  const json trace = read_json(dir.path() / kTraceFile);
-  ASSERT_TRUE(trace.at("traceEvents").is_array());
+  const json events = read_json(dir.path() / kTraceFile).at("traceEvents");
+  ASSERT_TRUE(events.is_array());
   int ranges = 0, ops = 0, calls = 0, flow_starts = 0, flow_ends = 0;
   bool gpu_process = false;
-  for (const json& e : trace.at("traceEvents")) {
+  for (const json& e : events) {
     const std::string ph = e.at("ph");
     if (ph == "X" && e.at("cat") == "fovea") {
       ++ranges;
@@ -159,7 +159,7 @@ TEST(TraceReportIo, ChromeTraceHasRangesOpsAndFlows) {
   EXPECT_EQ(flow_ends, 4);
   EXPECT_TRUE(gpu_process);
   // Microseconds, with the nanoseconds kept as fractions.
-  for (const json& e : trace.at("traceEvents")) {
+  for (const json& e : events) {
     if (e.at("ph") == "X" && e.at("name") == "blend<float>(float*, int)") {
       EXPECT_DOUBLE_EQ(e.at("ts").get<double>(), 3100.0);
       EXPECT_DOUBLE_EQ(e.at("dur").get<double>(), 500.007);

@@ -29,7 +29,9 @@ constexpr double kAgreement = 0.05;
 // end; a spin kernel may overshoot its time by one timer tick (1 us on Hopper's globaltimer).
 constexpr std::int64_t kBackToBackSlackNs = 20 * kUs;
 
-const GpuProjRow& proj_row(const Report& r, const std::string& name) {
+// The name is a plain pointer: a temporary std::string argument would make GCC 13 warn that the
+// returned reference may dangle.
+const GpuProjRow& proj_row(const Report& r, const char* name) {
   for (const GpuProjRow& row : r.tables.gpu_proj) {
     if (row.range == name) return row;
   }
