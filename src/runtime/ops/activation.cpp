@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "runtime/ops/elementwise_util.h"
+#include "runtime/ops/reduce_util.h"
 
 namespace fovea::runtime::ops {
 namespace {
@@ -143,13 +144,6 @@ Status run_clip(KernelContext& ctx) {
   return status;
 }
 
-// Softmax and LogSoftmax normalize over (outer, n, inner) rows. Opset 13+ normalizes along one
-// axis (default -1); before, the input is coerced to 2-D at `axis` (default 1) and normalized over
-// all dims from there on.
-Result<std::int64_t> softmax_axis_attribute(const Node& node) {
-  return node.attr_int("axis", node.opset >= 13 ? -1 : 1);
-}
-
 Status infer_softmax(InferContext& ctx) {
   FOVEA_TRY(FloatTypes::require(ctx, 0));
   FOVEA_TRY(ctx.require_rank(0, 1, std::numeric_limits<int>::max()));
@@ -188,18 +182,11 @@ void softmax_rows(const T* in, T* out, std::int64_t outer, std::int64_t n, std::
 template <bool kLog>
 Status run_softmax(KernelContext& ctx) {
   const Tensor& in = ctx.input(0);
-  FOVEA_ASSIGN_OR_RETURN(std::int64_t axis, softmax_axis_attribute(ctx.node()));
-  const int rank = in.rank();
-  const auto a = static_cast<std::size_t>(axis < 0 ? axis + rank : axis);  // checked by infer
-  const Shape& shape = in.shape();
-  const std::int64_t outer =
-      element_count(Shape(shape.begin(), shape.begin() + static_cast<std::ptrdiff_t>(a)));
-  const std::int64_t n = ctx.opset() >= 13 ? shape[a] : in.numel() / std::max<std::int64_t>(outer, 1);
-  const std::int64_t inner = ctx.opset() >= 13 ? in.numel() / std::max<std::int64_t>(outer * n, 1) : 1;
+  FOVEA_ASSIGN_OR_RETURN(const SoftmaxRows rows, softmax_rows_of(ctx.node(), in.shape()));
   if (in.numel() == 0) return Status::ok();
   FloatTypes::dispatch(in.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    softmax_rows<T, kLog>(in.data<T>(), ctx.output(0).data<T>(), outer, n, inner);
+    softmax_rows<T, kLog>(in.data<T>(), ctx.output(0).data<T>(), rows.outer, rows.n, rows.inner);
   });
   return Status::ok();
 }

@@ -4,14 +4,12 @@
 
 #include <fmt/format.h>
 
-#include "runtime/ops/conv_util.h"
 #include "runtime/ops/op_util.h"
+#include "runtime/ops/pool_util.h"
 #include "runtime/parallel.h"
 
 namespace fovea::runtime::ops {
 namespace {
-
-enum class PoolKind { kMax, kAverage };
 
 // Output elements per parallel chunk: a few thousand windows amortize a task.
 constexpr std::int64_t kPoolChunk = 1 << 12;
@@ -21,21 +19,6 @@ Status require_pool_dtype(const InferContext& ctx, PoolKind kind) {
     return ctx.require_dtype(0, {FOVEA_FLOAT_TYPES, DataType::kInt8, DataType::kUInt8});
   }
   return ctx.require_dtype(0, {FOVEA_FLOAT_TYPES});
-}
-
-struct PoolOptions {
-  bool count_include_pad = false;
-  bool column_major_indices = false;  // storage_order = 1
-};
-
-Result<PoolOptions> read_pool_options(const InferContext& ctx) {
-  FOVEA_ASSIGN_OR_RETURN(std::int64_t include_pad, ctx.node().attr_int("count_include_pad", 0));
-  FOVEA_ASSIGN_OR_RETURN(std::int64_t storage_order, ctx.node().attr_int("storage_order", 0));
-  if (storage_order != 0 && storage_order != 1) {
-    return ctx.error(StatusCode::kInvalidArgument,
-                     fmt::format("storage_order={} is not 0 or 1", storage_order));
-  }
-  return PoolOptions{include_pad != 0, storage_order == 1};
 }
 
 Status infer_pool(InferContext& ctx, PoolKind kind) {
@@ -54,34 +37,6 @@ Status infer_pool(InferContext& ctx, PoolKind kind) {
   ctx.set_output(0, ctx.input_dtype(0), out);
   if (ctx.output_count() > 1) ctx.set_output(1, DataType::kInt64, out);  // MaxPool's Indices
   return Status::ok();
-}
-
-// One pooling call's concrete geometry.
-struct PoolPlan {
-  std::vector<WindowDim> dims;
-  PoolOptions options;
-  std::int64_t in_plane = 1;
-  std::int64_t out_plane = 1;
-  std::int64_t kernel_size = 1;
-  Shape in_strides;     // row-major, within a plane
-  Shape index_strides;  // for Indices: row- or column-major per storage_order
-};
-
-PoolPlan make_plan(std::vector<WindowDim> dims, PoolOptions options) {
-  PoolPlan plan{std::move(dims), options};
-  const std::size_t rank = plan.dims.size();
-  plan.in_strides.assign(rank, 1);
-  plan.index_strides.assign(rank, 1);
-  for (std::size_t d = rank; d-- > 1;) plan.in_strides[d - 1] = plan.in_strides[d] * plan.dims[d].in;
-  for (std::size_t d = 1; d < rank; ++d)
-    plan.index_strides[d] = plan.index_strides[d - 1] * plan.dims[d - 1].in;
-  if (!options.column_major_indices) plan.index_strides = plan.in_strides;
-  for (const WindowDim& d : plan.dims) {
-    plan.in_plane *= d.in;
-    plan.out_plane *= d.out;
-    plan.kernel_size *= d.kernel;
-  }
-  return plan;
 }
 
 // Advances a row-major odometer over the kernel taps or the output positions.
@@ -148,11 +103,7 @@ void pool_range(PoolKind kind, const PoolPlan& plan, const T* x, T* y, std::int6
 Status run_pool(KernelContext& ctx, PoolKind kind) {
   const InferContext concrete = ctx.inference();
   const Tensor& x = ctx.input(0);
-  FOVEA_ASSIGN_OR_RETURN(WindowAttributes window,
-                         read_window_attributes(concrete, x.rank() - 2, std::nullopt));
-  FOVEA_ASSIGN_OR_RETURN(std::vector<WindowDim> dims, resolve_window(concrete, window, x.shape()));
-  FOVEA_ASSIGN_OR_RETURN(PoolOptions options, read_pool_options(concrete));
-  const PoolPlan plan = make_plan(std::move(dims), options);
+  FOVEA_ASSIGN_OR_RETURN(const PoolPlan plan, plan_pool(concrete, x.shape()));
   Tensor& y = ctx.output(0);
   std::int64_t* indices = ctx.output_count() > 1 ? ctx.output(1).data<std::int64_t>() : nullptr;
   dispatch<FOVEA_FLOAT_TYPES, DataType::kInt8, DataType::kUInt8>(x.dtype(), [&](auto tag) {

@@ -8,54 +8,14 @@
 
 #include <fmt/format.h>
 
-#include "runtime/ops/conv_util.h"
 #include "runtime/ops/op_util.h"
+#include "runtime/ops/reduce_util.h"
 
 namespace fovea::runtime::ops {
 namespace {
 
-enum class Reduction { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kLogSum, kLogSumExp, kSumSquare };
-
-bool needs_float(Reduction r) {
-  return r == Reduction::kL2 || r == Reduction::kLogSum || r == Reduction::kLogSumExp;
-}
-
-// The opset from which the op takes its axes as input 1.
-int axes_input_opset(Reduction r) {
-  return r == Reduction::kSum ? 13 : 18;
-}
-
-// Which input dims are reduced; nullopt when the axes are an input whose value is not known yet.
-struct ReducePlan {
-  std::optional<std::vector<bool>> reduced;
-  bool keepdims = true;
-};
-
-Result<ReducePlan> plan_reduce(const InferContext& ctx, Reduction r, int rank) {
-  ReducePlan plan;
-  FOVEA_ASSIGN_OR_RETURN(std::int64_t keepdims, ctx.node().attr_int("keepdims", 1));
-  FOVEA_ASSIGN_OR_RETURN(std::int64_t noop, ctx.node().attr_int("noop_with_empty_axes", 0));
-  plan.keepdims = keepdims != 0;
-  std::vector<std::int64_t> axes;
-  if (ctx.opset() >= axes_input_opset(r)) {
-    if (ctx.has_input(1)) {
-      FOVEA_TRY(ctx.require_dtype(1, {DataType::kInt64}));
-      const Tensor* value = ctx.input_value(1);
-      if (value == nullptr) return plan;
-      axes = integers_of(*value);
-    }
-  } else {
-    FOVEA_ASSIGN_OR_RETURN(axes, ctx.node().attr_ints("axes", std::vector<std::int64_t>{}));
-  }
-  FOVEA_ASSIGN_OR_RETURN(std::vector<int> normalized, normalize_axes(ctx, axes, rank));
-  // Empty axes reduce every dim, or none with noop_with_empty_axes.
-  plan.reduced = std::vector<bool>(static_cast<std::size_t>(rank), axes.empty() && noop == 0);
-  for (int a : normalized) (*plan.reduced)[static_cast<std::size_t>(a)] = true;
-  return plan;
-}
-
 Status infer_reduce(InferContext& ctx, Reduction r) {
-  if (needs_float(r)) {
+  if (reduction_needs_float(r)) {
     FOVEA_TRY(ctx.require_dtype(0, {FOVEA_FLOAT_TYPES}));
   } else {
     FOVEA_TRY(ctx.require_dtype(0, {FOVEA_NUMERIC_TYPES}));
@@ -165,23 +125,6 @@ Status run_reduce(KernelContext& ctx, Reduction r) {
 
 double input_elements(const Node&, const std::vector<Shape>& inputs, const std::vector<Shape>&) {
   return static_cast<double>(element_count(inputs[0]));
-}
-
-struct ArgPlan {
-  int axis = 0;
-  bool keepdims = true;
-  bool last = false;  // select_last_index
-};
-
-Result<ArgPlan> plan_arg(const InferContext& ctx, int rank) {
-  ArgPlan plan;
-  FOVEA_ASSIGN_OR_RETURN(std::int64_t axis, ctx.node().attr_int("axis", 0));
-  FOVEA_ASSIGN_OR_RETURN(std::int64_t keepdims, ctx.node().attr_int("keepdims", 1));
-  FOVEA_ASSIGN_OR_RETURN(std::int64_t last, ctx.node().attr_int("select_last_index", 0));
-  FOVEA_ASSIGN_OR_RETURN(plan.axis, normalize_axis(ctx, axis, rank));
-  plan.keepdims = keepdims != 0;
-  plan.last = last != 0;
-  return plan;
 }
 
 Status infer_arg(InferContext& ctx) {

@@ -7,46 +7,12 @@
 #include <fmt/format.h>
 
 #include "runtime/ops/movement_util.h"
+#include "runtime/ops/reduce_util.h"
 
 namespace fovea::runtime::ops {
 namespace {
 
 // ---- TopK ----
-
-struct TopKPlan {
-  int axis = 0;
-  std::optional<std::int64_t> k;  // nullopt until the K input is known
-  bool largest = true;
-};
-
-Result<TopKPlan> topk_plan(const InferContext& ctx, const Dims& in) {
-  TopKPlan plan;
-  FOVEA_ASSIGN_OR_RETURN(const std::int64_t axis, ctx.node().attr_int("axis", -1));
-  FOVEA_ASSIGN_OR_RETURN(plan.axis, normalize_axis(ctx, axis, static_cast<int>(in.size())));
-  FOVEA_ASSIGN_OR_RETURN(const std::int64_t largest, ctx.node().attr_int("largest", 1));
-  plan.largest = largest != 0;
-  if (ctx.opset() < 10) {
-    FOVEA_ASSIGN_OR_RETURN(plan.k, ctx.node().attr_int("k"));
-  } else if (!ctx.has_input(1)) {
-    return ctx.error(StatusCode::kInvalidArgument, "input K is required from opset 10");
-  } else {
-    FOVEA_TRY(ctx.require_dtype(1, {DataType::kInt64}));
-    if (const Tensor* k = ctx.input_value(1)) {
-      if (k->numel() != 1) {
-        return ctx.error(StatusCode::kInvalidArgument,
-                         fmt::format("K has {} elements, expected 1", k->numel()));
-      }
-      plan.k = integer_at(*k, 0);
-    }
-  }
-  const Dim& dim = in[static_cast<std::size_t>(plan.axis)];
-  if (plan.k && (*plan.k < 0 || (dim.known() && *plan.k > dim.value))) {
-    return ctx.error(StatusCode::kInvalidArgument,
-                     fmt::format("K={} is out of range for axis {} of size {}", *plan.k, plan.axis,
-                                 dim.known() ? std::to_string(dim.value) : std::string("?")));
-  }
-  return plan;
-}
 
 Status infer_topk(InferContext& ctx) {
   FOVEA_TRY(ctx.require_dtype(0, {FOVEA_NUMERIC_TYPES}));

@@ -1,0 +1,269 @@
+// BatchNormalization (inference), InstanceNormalization and LayerNormalization on CUDA.
+//
+//   op                   kernel
+//   BatchNormalization   y = x * a[c] + b[c], a block row per (n, c) plane, threads along the plane;
+//                        a and b rounded as the CPU does, so the results agree to the last bit
+//   Instance/Layer       a warp or a block per normalized row (block_per_row): one read pass for the
+//                        mean and variance (sums of x - x[0]: the shift keeps float sums of squares
+//                        from cancelling when |mean| >> stddev), one pass to normalize and apply the
+//                        affine map
+//
+//   dtypes: float32/16/64
+#include <memory>
+#include <string>
+
+#include "runtime/cuda/cuda_op.h"
+#include "runtime/cuda/group_reduce.cuh"
+#include "runtime/cuda/kernel_util.cuh"
+#include "runtime/cuda/reduce_ops.cuh"
+
+namespace fovea::runtime::cuda {
+
+namespace {
+
+template <typename F>
+bool dispatch_float(DataType dtype, F&& f) {
+  return dispatch_device<DataType::kFloat32, DataType::kFloat16, DataType::kFloat64>(dtype,
+                                                                                     std::forward<F>(f));
+}
+
+// ---- BatchNormalization ----
+
+// Single-rounding products and sums in the compute type: the CPU reference never fuses them.
+template <typename C>
+__device__ __forceinline__ C mul_exact(C a, C b) {
+  if constexpr (std::is_same_v<C, float>) {
+    return __fmul_rn(a, b);
+  } else {
+    return __dmul_rn(a, b);
+  }
+}
+template <typename C>
+__device__ __forceinline__ C add_exact(C a, C b) {
+  if constexpr (std::is_same_v<C, float>) {
+    return __fadd_rn(a, b);
+  } else {
+    return __dadd_rn(a, b);
+  }
+}
+
+// blockDim = (columns of a plane, planes): planes of at least 256 elements get whole blocks, small
+// ones (a [N, C] input has planes of 1) share a block.
+template <typename T>
+__global__ void __launch_bounds__(kBlockSize)
+    batch_norm_kernel(const T* __restrict__ x, T* __restrict__ y, const T* __restrict__ scale,
+                      const T* __restrict__ bias, const T* __restrict__ mean, const T* __restrict__ var,
+                      double epsilon, std::int64_t planes, std::int64_t channels, std::int64_t plane) {
+  using C = ComputeType<T>;
+  for (std::int64_t p = static_cast<std::int64_t>(blockIdx.y) * blockDim.y + threadIdx.y; p < planes;
+       p += static_cast<std::int64_t>(gridDim.y) * blockDim.y) {
+    const std::int64_t c = p % channels;
+    // As the CPU: a = scale / sqrt(var + eps) in double, rounded once; b = B - mean * a.
+    const auto a = static_cast<C>(static_cast<double>(load_compute(scale, c)) /
+                                  sqrt(static_cast<double>(load_compute(var, c)) + epsilon));
+    const C b = add_exact(load_compute(bias, c), -mul_exact(load_compute(mean, c), a));
+    const T* in = x + p * plane;
+    T* out = y + p * plane;
+    for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < plane;
+         i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+      store_compute(out, i, add_exact(mul_exact(load_compute(in, i), a), b));
+    }
+  }
+}
+
+Status run_batch_norm(CudaKernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  if (x.numel() == 0) return Status::ok();
+  FOVEA_ASSIGN_OR_RETURN(float epsilon, ctx.node().attr_float("epsilon", 1e-5f));
+  const std::int64_t channels = x.dim(1);
+  const std::int64_t planes = x.dim(0) * channels;
+  const std::int64_t plane = x.numel() / planes;
+  std::int64_t width = 1;
+  while (width < plane && width < kBlockSize) width *= 2;
+  const auto height = static_cast<unsigned>(kBlockSize / width);
+  constexpr std::int64_t kMaxGridY = 65535;
+  const dim3 block(static_cast<unsigned>(width), height);
+  const dim3 grid(static_cast<unsigned>(std::min<std::int64_t>((plane + width - 1) / width, kMaxGridY)),
+                  static_cast<unsigned>(std::min<std::int64_t>((planes + height - 1) / height, kMaxGridY)));
+  const bool known = dispatch_float(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const auto param = [&](int i) { return static_cast<const T*>(ctx.input(i).raw()); };
+    batch_norm_kernel<T><<<grid, block, 0, ctx.stream()>>>(param(0), static_cast<T*>(ctx.output(0).raw()),
+                                                           param(1), param(2), param(3), param(4), epsilon,
+                                                           planes, channels, plane);
+  });
+  if (!known) return ctx.error(StatusCode::kUnsupported, "normalizes float16, float32 and float64 only");
+  FOVEA_CUDA_TRY_LAUNCH();
+  return Status::ok();
+}
+
+// ---- InstanceNormalization and LayerNormalization ----
+
+// Sums of d = x - shift and of d * d over a row.
+template <typename C>
+struct ShiftedSums {
+  C sum;
+  C squares;
+};
+
+template <typename C>
+struct ShiftedSumsOp {
+  __device__ ShiftedSums<C> operator()(ShiftedSums<C> a, ShiftedSums<C> b) const {
+    return {a.sum + b.sum, a.squares + b.squares};
+  }
+};
+
+// InstanceNormalization: one scale and bias per channel, rows are the (n, c) planes.
+template <typename T>
+struct ChannelAffine {
+  const T* scale;
+  const T* bias;
+  std::int64_t channels;
+
+  __device__ ComputeType<T> operator()(std::int64_t row, std::int64_t, ComputeType<T> v) const {
+    const std::int64_t c = row % channels;
+    return v * load_compute(scale, c) + load_compute(bias, c);
+  }
+};
+
+// LayerNormalization: Scale and the optional B broadcast to the normalized dims; when both cover
+// them whole (the usual case), element j of the row reads element j.
+template <typename T>
+struct LayerAffine {
+  const T* scale;
+  const T* bias;  // nullptr without B
+  bool direct;
+  BroadcastIndexer<2> indexer;
+
+  __device__ ComputeType<T> operator()(std::int64_t, std::int64_t j, ComputeType<T> v) const {
+    std::int64_t at[2] = {j, j};
+    if (!direct) indexer.offsets(j, at);
+    return v * load_compute(scale, at[0]) + (bias != nullptr ? load_compute(bias, at[1]) : ComputeType<T>(0));
+  }
+};
+
+template <typename T, typename Affine, int kGroup>
+__global__ void __launch_bounds__(kBlockSize)
+    normalize_rows_kernel(const T* __restrict__ x, T* __restrict__ y, std::int64_t rows, std::int64_t length,
+                          float epsilon, Affine affine, T* __restrict__ mean_out,
+                          T* __restrict__ inv_std_out) {
+  using C = ComputeType<T>;
+  using Reducer = GroupReducer<ShiftedSums<C>, kGroup, kBlockSize>;
+  __shared__ typename Reducer::TempStorage storage;
+  const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * Reducer::kGroups;
+  for (std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * Reducer::kGroups + Reducer::group();
+       row < rows; row += step) {
+    const T* in = x + row * length;
+    T* out = y + row * length;
+    const C shift = load_compute(in, 0);
+    ShiftedSums<C> sums{C(0), C(0)};
+    for (std::int64_t j = Reducer::lane(); j < length; j += kGroup) {
+      const C d = load_compute(in, j) - shift;
+      sums.sum += d;
+      sums.squares += d * d;
+    }
+    sums = Reducer::all_reduce(storage, sums, ShiftedSumsOp<C>{});
+    const C mean_of_shifted = sums.sum / static_cast<C>(length);
+    const C variance = max(sums.squares / static_cast<C>(length) - mean_of_shifted * mean_of_shifted, C(0));
+    const C mean = shift + mean_of_shifted;
+    const C inv_std = C(1) / sqrt_of(variance + static_cast<C>(epsilon));
+    for (std::int64_t j = Reducer::lane(); j < length; j += kGroup) {
+      store_compute(out, j, affine(row, j, (load_compute(in, j) - mean) * inv_std));
+    }
+    if (Reducer::lane() == 0 && mean_out != nullptr) store_compute(mean_out, row, mean);
+    if (Reducer::lane() == 0 && inv_std_out != nullptr) store_compute(inv_std_out, row, inv_std);
+  }
+}
+
+template <typename T, typename Affine>
+void launch_normalize(const T* x, T* y, std::int64_t rows, std::int64_t length, float epsilon, Affine affine,
+                      T* mean_out, T* inv_std_out, cudaStream_t stream) {
+  if (block_per_row(rows, length)) {
+    normalize_rows_kernel<T, Affine, kBlockSize><<<grid_for(rows * kBlockSize), kBlockSize, 0, stream>>>(
+        x, y, rows, length, epsilon, affine, mean_out, inv_std_out);
+  } else {
+    normalize_rows_kernel<T, Affine, kWarpSize><<<grid_for(rows * kWarpSize), kBlockSize, 0, stream>>>(
+        x, y, rows, length, epsilon, affine, mean_out, inv_std_out);
+  }
+}
+
+Status run_instance_norm(CudaKernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  if (x.numel() == 0) return Status::ok();
+  FOVEA_ASSIGN_OR_RETURN(float epsilon, ctx.node().attr_float("epsilon", 1e-5f));
+  const std::int64_t channels = x.dim(1);
+  const std::int64_t rows = x.dim(0) * channels;
+  const std::int64_t length = x.numel() / rows;
+  const bool known = dispatch_float(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const ChannelAffine<T> affine{static_cast<const T*>(ctx.input(1).raw()),
+                                  static_cast<const T*>(ctx.input(2).raw()), channels};
+    launch_normalize(static_cast<const T*>(x.raw()), static_cast<T*>(ctx.output(0).raw()), rows, length,
+                     epsilon, affine, static_cast<T*>(nullptr), static_cast<T*>(nullptr), ctx.stream());
+  });
+  if (!known) return ctx.error(StatusCode::kUnsupported, "normalizes float16, float32 and float64 only");
+  FOVEA_CUDA_TRY_LAUNCH();
+  return Status::ok();
+}
+
+struct LayerNormState final : CudaNodeState {
+  std::int64_t rows = 0;
+  std::int64_t length = 0;
+  float epsilon = 1e-5f;
+  bool direct = true;
+  BroadcastIndexer<2> indexer;
+};
+
+Result<CudaPrepared> prepare_layer_norm(CudaKernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  FOVEA_ASSIGN_OR_RETURN(std::int64_t axis_attr, ctx.node().attr_int("axis", -1));
+  auto state = std::make_unique<LayerNormState>();
+  FOVEA_ASSIGN_OR_RETURN(state->epsilon, ctx.node().attr_float("epsilon", 1e-5f));
+  const std::int64_t axis = axis_attr < 0 ? axis_attr + x.rank() : axis_attr;  // checked by shape inference
+  const Shape normalized(x.shape().begin() + axis, x.shape().end());
+  state->length = element_count(normalized);
+  state->rows = state->length == 0 ? 0 : x.numel() / state->length;
+  // A parameter with as many elements as the normalized dims covers them without broadcasting.
+  const Shape& scale = ctx.input(1).shape();
+  const Shape& bias = ctx.has_input(2) ? ctx.input(2).shape() : scale;
+  state->direct = element_count(scale) == state->length && element_count(bias) == state->length;
+  if (!state->direct) {
+    if (normalized.size() > static_cast<std::size_t>(kMaxRank)) {
+      return ctx.error(StatusCode::kUnsupported, "broadcasts Scale and B over at most ",
+                       std::to_string(kMaxRank), " normalized dims on CUDA, not ",
+                       std::to_string(normalized.size()));
+    }
+    state->indexer = make_broadcast_indexer<2>(normalized, {&scale, &bias});
+  }
+  return CudaPrepared{std::move(state)};
+}
+
+Status run_layer_norm(CudaKernelContext& ctx) {
+  const LayerNormState& state = ctx.state<LayerNormState>();
+  if (state.rows == 0) return Status::ok();
+  const Tensor& x = ctx.input(0);
+  const bool known = dispatch_float(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const auto output = [&](int i) {
+      return i < ctx.output_count() ? static_cast<T*>(ctx.output(i).raw()) : nullptr;
+    };
+    const LayerAffine<T> affine{static_cast<const T*>(ctx.input(1).raw()),
+                                ctx.has_input(2) ? static_cast<const T*>(ctx.input(2).raw()) : nullptr,
+                                state.direct, state.indexer};
+    launch_normalize(static_cast<const T*>(x.raw()), output(0), state.rows, state.length, state.epsilon,
+                     affine, output(1), output(2), ctx.stream());
+  });
+  if (!known) return ctx.error(StatusCode::kUnsupported, "normalizes float16, float32 and float64 only");
+  FOVEA_CUDA_TRY_LAUNCH();
+  return Status::ok();
+}
+
+}  // namespace
+
+FOVEA_REGISTER_CUDA_OP({.op_type = "BatchNormalization", .run = run_batch_norm});
+FOVEA_REGISTER_CUDA_OP({.op_type = "InstanceNormalization", .run = run_instance_norm});
+FOVEA_REGISTER_CUDA_OP({.op_type = "LayerNormalization",
+                        .prepare = prepare_layer_norm,
+                        .run = run_layer_norm});
+
+}  // namespace fovea::runtime::cuda
