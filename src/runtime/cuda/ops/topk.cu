@@ -45,14 +45,20 @@ __device__ bool comes_before(C va, int ia, C vb, int ib, int n, bool largest) {
   return ia < ib;
 }
 
+// Shared memory holds the indices, then the keys at a 16-byte boundary (keys of 8 bytes after an
+// odd count of 4-byte indices would be misaligned).
+__host__ __device__ constexpr std::size_t ids_bytes(int sort_size) {
+  return (static_cast<std::size_t>(sort_size) * sizeof(int) + 15) / 16 * 16;
+}
+
 template <typename T>
 __global__ void __launch_bounds__(kMaxSortThreads)
     topk_kernel(const T* __restrict__ x, T* __restrict__ values, std::int64_t* __restrict__ indices,
                 std::int64_t rows, std::int64_t inner, int n, int k, int sort_size, bool largest) {
   using C = ComputeType<T>;
   extern __shared__ __align__(16) unsigned char shared[];
-  C* keys = reinterpret_cast<C*>(shared);
-  int* ids = reinterpret_cast<int*>(keys + sort_size);
+  int* ids = reinterpret_cast<int*>(shared);
+  C* keys = reinterpret_cast<C*>(shared + ids_bytes(sort_size));
   for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const std::int64_t o = row / inner;
     const std::int64_t i = row - o * inner;
@@ -108,7 +114,7 @@ bool dispatch_numeric(DataType dtype, F&& f) {
 
 template <typename T>
 std::size_t shared_bytes(int sort_size) {
-  return static_cast<std::size_t>(sort_size) * (sizeof(ComputeType<T>) + sizeof(int));
+  return ids_bytes(sort_size) + static_cast<std::size_t>(sort_size) * sizeof(ComputeType<T>);
 }
 
 Result<CudaPrepared> prepare_topk(CudaKernelContext& ctx) {
