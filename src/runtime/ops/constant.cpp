@@ -12,6 +12,7 @@
 #include <cstring>
 #include <string>
 
+#include "runtime/ops/constant_util.h"
 #include "runtime/ops/elementwise_util.h"
 
 namespace fovea::runtime::ops {
@@ -20,42 +21,6 @@ namespace {
 // ConstantOfShape and Range size their output from input values; more elements than this come
 // from a corrupt or hostile model (the loader bounds every dim by 2^31 for the same reason).
 constexpr std::int64_t kMaxValueSizedElements = std::int64_t{1} << 31;
-
-// The value a Constant node holds, from whichever one of its value attributes is set. Errors name
-// the node, like those of the attribute getters.
-Result<Tensor> constant_value(const Node& node) {
-  for (const char* unsupported : {"sparse_value", "value_string", "value_strings"}) {
-    if (node.has_attribute(unsupported)) {
-      return make_error(StatusCode::kUnsupported, node.describe(), ": attribute '", unsupported,
-                        "' is not supported");
-    }
-  }
-  static constexpr const char* kValueAttributes[] = {"value", "value_float", "value_floats", "value_int",
-                                                     "value_ints"};
-  const auto set = std::count_if(std::begin(kValueAttributes), std::end(kValueAttributes),
-                                 [&](const char* key) { return node.has_attribute(key); });
-  if (set != 1) {
-    return make_error(StatusCode::kInvalidArgument, node.describe(),
-                      ": exactly one of the attributes value, value_float, value_floats, value_int and "
-                      "value_ints must be set, got ",
-                      std::to_string(set));
-  }
-  if (node.has_attribute("value")) return node.attr_tensor("value");
-  if (node.has_attribute("value_float")) {
-    FOVEA_ASSIGN_OR_RETURN(float v, node.attr_float("value_float"));
-    return Tensor::from_vector(DataType::kFloat32, {}, std::vector<float>{v});
-  }
-  if (node.has_attribute("value_floats")) {
-    FOVEA_ASSIGN_OR_RETURN(std::vector<float> v, node.attr_floats("value_floats"));
-    return Tensor::from_vector(DataType::kFloat32, {static_cast<std::int64_t>(v.size())}, v);
-  }
-  if (node.has_attribute("value_int")) {
-    FOVEA_ASSIGN_OR_RETURN(std::int64_t v, node.attr_int("value_int"));
-    return Tensor::from_vector(DataType::kInt64, {}, std::vector<std::int64_t>{v});
-  }
-  FOVEA_ASSIGN_OR_RETURN(std::vector<std::int64_t> v, node.attr_ints("value_ints"));
-  return Tensor::from_vector(DataType::kInt64, {static_cast<std::int64_t>(v.size())}, v);
-}
 
 Status infer_constant(InferContext& ctx) {
   FOVEA_ASSIGN_OR_RETURN(Tensor value, constant_value(ctx.node()));
@@ -67,23 +32,6 @@ Status run_constant(KernelContext& ctx) {
   FOVEA_ASSIGN_OR_RETURN(Tensor value, constant_value(ctx.node()));
   if (value.bytes() > 0) std::memcpy(ctx.output(0).raw(), value.raw(), value.bytes());
   return Status::ok();
-}
-
-// Shape's opset-15 start/end select dims [start, end), clamped to [0, rank] after counting
-// negative values from the end.
-struct DimRange {
-  std::int64_t begin;
-  std::int64_t end;
-};
-
-Result<DimRange> shape_range(const Node& node, std::int64_t rank) {
-  FOVEA_ASSIGN_OR_RETURN(std::int64_t start, node.attr_int("start", 0));
-  FOVEA_ASSIGN_OR_RETURN(std::int64_t end, node.attr_int("end", rank));
-  const auto clamp = [rank](std::int64_t v) {
-    return std::clamp(v < 0 ? v + rank : v, std::int64_t{0}, rank);
-  };
-  const std::int64_t b = clamp(start);
-  return DimRange{b, std::max(b, clamp(end))};
 }
 
 Status infer_shape(InferContext& ctx) {
@@ -115,12 +63,6 @@ Status run_size(KernelContext& ctx) {
   return Status::ok();
 }
 
-// ConstantOfShape's fill value: the one-element `value` tensor, float32 0 without one.
-Result<Tensor> fill_value(const Node& node) {
-  if (!node.has_attribute("value")) return Tensor::allocate(DataType::kFloat32, {});
-  return node.attr_tensor("value");
-}
-
 Status infer_constant_of_shape(InferContext& ctx) {
   FOVEA_TRY(ctx.require_dtype(0, {DataType::kInt64}));
   FOVEA_TRY(ctx.require_rank(0, 1, 1));
@@ -146,8 +88,14 @@ Status infer_constant_of_shape(InferContext& ctx) {
   // Rank known from the shape input's length, dims not.
   const Dims* dims = ctx.input_dims(0);
   std::optional<Dims> out;
-  if (dims != nullptr && (*dims)[0].known())
+  if (dims != nullptr && (*dims)[0].known()) {
+    if ((*dims)[0].value > kMaxTensorRank) {
+      return ctx.error(StatusCode::kUnsupported, "the shape input asks for rank ",
+                       std::to_string((*dims)[0].value), ", over the maximum of ",
+                       std::to_string(kMaxTensorRank));
+    }
     out = Dims(static_cast<std::size_t>((*dims)[0].value), Dim::unknown());
+  }
   ctx.set_output(0, value.dtype(), std::move(out));
   return Status::ok();
 }

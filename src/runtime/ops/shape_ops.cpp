@@ -86,6 +86,13 @@ Status infer_reshape(InferContext& ctx) {
   FOVEA_ASSIGN_OR_RETURN(const std::int64_t allow_zero, ctx.node().attr_int("allowzero", 0));
   const Tensor* shape = ctx.input_value(1);
   const Dims* in = ctx.input_dims(0);
+  // The shape input's length is the output rank: bounded before anything is sized by it.
+  if (const Dims* shape_dims = ctx.input_dims(1);
+      shape_dims != nullptr && (*shape_dims)[0].known() && (*shape_dims)[0].value > kMaxTensorRank) {
+    return ctx.error(StatusCode::kUnsupported,
+                     fmt::format("the shape input asks for rank {}, over the maximum of {}",
+                                 (*shape_dims)[0].value, kMaxTensorRank));
+  }
   if (shape != nullptr && in != nullptr) {
     FOVEA_ASSIGN_OR_RETURN(Dims out, reshape_dims(ctx, *in, integers_of(*shape), allow_zero != 0));
     ctx.set_output(0, ctx.input_dtype(0), std::move(out));

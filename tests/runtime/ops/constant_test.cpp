@@ -153,6 +153,12 @@ TEST(OpConstantOfShape, InfersRankFromAnUnknownShapeValue) {
   EXPECT_FALSE((*unknown)[0].dims.has_value());
 }
 
+TEST(OpConstantOfShape, RejectsAShapeLengthOverTheMaximumRank) {
+  const auto types =
+      infer_types(NodeBuilder("ConstantOfShape").build(), {ValueType{DataType::kInt64, dims_of({1 << 30})}});
+  EXPECT_TRUE(fails_with(types.status(), StatusCode::kUnsupported, "over the maximum"));
+}
+
 TEST(OpConstantOfShape, RejectsBadShapesAndValues) {
   const Node node = NodeBuilder("ConstantOfShape").build();
   EXPECT_TRUE(fails_with(run_node_status(node, {int64_tensor({2}, {3, -1})}), StatusCode::kInvalidArgument,

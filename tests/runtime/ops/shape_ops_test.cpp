@@ -1,4 +1,5 @@
 #include "runtime/op_test_util.h"
+#include "runtime/ops/elementwise_test_util.h"
 
 namespace fovea::runtime::testing {
 namespace {
@@ -37,6 +38,14 @@ TEST(OpReshape, InfersRankFromShapeLengthWhenValueUnknown) {
       {ValueType{DataType::kFloat32, dims_of({2, 3})}, ValueType{DataType::kInt64, dims_of({4})}});
   ASSERT_TRUE(types.is_ok()) << types.status().to_string();
   EXPECT_EQ(types.value()[0].dims, std::optional(unknown_dims(4)));
+}
+
+TEST(OpReshape, RejectsAShapeLengthOverTheMaximumRank) {
+  // Found by the fuzzer: a declared shape length of 2^30 sized a vector of that many dims.
+  const auto types = infer_types(
+      NodeBuilder("Reshape").inputs(2).build(),
+      {ValueType{DataType::kFloat32, dims_of({2, 3})}, ValueType{DataType::kInt64, dims_of({1 << 30})}});
+  EXPECT_TRUE(fails_with(types.status(), StatusCode::kUnsupported, "over the maximum"));
 }
 
 TEST(OpReshape, KeepsSymbolicDimCopiedByZero) {
