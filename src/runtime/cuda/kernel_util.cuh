@@ -3,12 +3,17 @@
 #pragma once
 
 #include <cuda_fp16.h>
+#include <vector_types.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "core/check.h"
 #include "core/cuda_check.h"
+#include "core/status.h"
 #include "runtime/tensor.h"
 
 namespace fovea::runtime::cuda {
@@ -137,5 +142,77 @@ BroadcastIndexer<kInputs> make_broadcast_indexer(const Shape& out_shape,
   }
   return indexer;
 }
+
+// Kernels that only move elements (Concat, Transpose, Pad...) see them as unsigned integers of
+// their size: dtypes of one size share one instantiation, and up to 16 bytes (uint4) move as one
+// vector. Calls f(DeviceTypeTag<U>{}) with U of `bytes` bytes; false for another size.
+template <typename F>
+bool dispatch_by_bytes(std::size_t bytes, F&& f) {
+  switch (bytes) {
+    case 1: f(DeviceTypeTag<std::uint8_t>{}); return true;
+    case 2: f(DeviceTypeTag<std::uint16_t>{}); return true;
+    case 4: f(DeviceTypeTag<std::uint32_t>{}); return true;
+    case 8: f(DeviceTypeTag<std::uint64_t>{}); return true;
+    case 16: f(DeviceTypeTag<uint4>{}); return true;
+    default: return false;
+  }
+}
+
+// How many elements of `element_bytes` each can move as one vector of at most 16 bytes: the
+// largest power of two that divides every count in `counts` (in elements) and whose byte size
+// divides the address of every pointer in `pointers`.
+inline std::int64_t vector_elements(std::size_t element_bytes, const std::vector<std::int64_t>& counts,
+                                    const std::vector<const void*>& pointers) {
+  for (auto k = static_cast<std::int64_t>(16 / element_bytes); k > 1; k /= 2) {
+    const auto bytes = static_cast<std::uintptr_t>(k) * element_bytes;
+    bool fits = true;
+    for (std::int64_t count : counts) fits = fits && count % k == 0;
+    for (const void* p : pointers) fits = fits && reinterpret_cast<std::uintptr_t>(p) % bytes == 0;
+    if (fits) return k;
+  }
+  return 1;
+}
+
+// Calls f(DeviceTypeTag<Index>{}) with the type kernels index in: int32 when `largest` (the most
+// elements the kernel indexes) is below 2^30, which makes the per-element divisions of index
+// decomposition several times cheaper than int64 ones. Signed, for the negative strides of reversed
+// slices; 2^30 leaves headroom for a grid-stride loop's last step past the end.
+template <typename F>
+void dispatch_index(std::int64_t largest, F&& f) {
+  if (largest < (std::int64_t{1} << 30)) {
+    f(DeviceTypeTag<std::int32_t>{});
+  } else {
+    f(DeviceTypeTag<std::int64_t>{});
+  }
+}
+
+// Device memory that a node's prepare() fills from the host (resampling tables, constant values)
+// and its state owns: allocated and copied once at plan time, so that run() only reads it (a
+// captured run cannot copy from pageable host memory).
+class DeviceBuffer {
+ public:
+  static Result<DeviceBuffer> from_host(const void* h_data, std::size_t bytes) {
+    DeviceBuffer buffer;
+    FOVEA_CUDA_TRY(cudaMalloc(&buffer.d_data_, bytes == 0 ? 1 : bytes));
+    if (bytes > 0) FOVEA_CUDA_TRY(cudaMemcpy(buffer.d_data_, h_data, bytes, cudaMemcpyHostToDevice));
+    return Result<DeviceBuffer>(std::move(buffer));
+  }
+  DeviceBuffer() = default;
+  DeviceBuffer(DeviceBuffer&& other) noexcept : d_data_(std::exchange(other.d_data_, nullptr)) {}
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
+    std::swap(d_data_, other.d_data_);
+    return *this;
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() {
+    if (d_data_ != nullptr) cudaFree(d_data_);
+  }
+
+  const void* get() const { return d_data_; }
+
+ private:
+  void* d_data_ = nullptr;
+};
 
 }  // namespace fovea::runtime::cuda
