@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 
+#include "runtime/ops/activation_util.h"
 #include "runtime/ops/elementwise_util.h"
 #include "runtime/ops/reduce_util.h"
 
@@ -25,7 +26,7 @@ struct ReluOp {
 struct LeakyReluOp {
   float alpha;
   static Result<LeakyReluOp> make(const Node& node) {
-    FOVEA_ASSIGN_OR_RETURN(float alpha, node.attr_float("alpha", 0.01f));
+    FOVEA_ASSIGN_OR_RETURN(float alpha, leaky_relu_alpha(node));
     return LeakyReluOp{alpha};
   }
   template <typename T>
@@ -62,9 +63,8 @@ struct HardSigmoidOp {
   float alpha;
   float beta;
   static Result<HardSigmoidOp> make(const Node& node) {
-    FOVEA_ASSIGN_OR_RETURN(float alpha, node.attr_float("alpha", 0.2f));
-    FOVEA_ASSIGN_OR_RETURN(float beta, node.attr_float("beta", 0.5f));
-    return HardSigmoidOp{alpha, beta};
+    FOVEA_ASSIGN_OR_RETURN(const HardSigmoidParams params, hard_sigmoid_params(node));
+    return HardSigmoidOp{params.alpha, params.beta};
   }
   template <typename T>
   T operator()(T x) const {
@@ -83,7 +83,7 @@ struct HardSwishOp {
 struct EluOp {
   float alpha;
   static Result<EluOp> make(const Node& node) {
-    FOVEA_ASSIGN_OR_RETURN(float alpha, node.attr_float("alpha", 1.0f));
+    FOVEA_ASSIGN_OR_RETURN(float alpha, elu_alpha(node));
     return EluOp{alpha};
   }
   template <typename T>
@@ -114,12 +114,7 @@ Status infer_clip(InferContext& ctx) {
 // The bound from input `input` (opset 11+) or from `attribute` (before), else T's own limit.
 template <typename T>
 Result<T> clip_bound(KernelContext& ctx, int input, const char* attribute, T limit) {
-  if (ctx.opset() < 11) {
-    if (!ctx.node().has_attribute(attribute)) return limit;
-    FOVEA_ASSIGN_OR_RETURN(float bound, ctx.node().attr_float(attribute));
-    return convert_value<T>(bound);
-  }
-  return ctx.has_input(input) ? ctx.input(input).data<T>()[0] : limit;
+  return ops::clip_bound(ctx.node(), ctx.has_input(input) ? &ctx.input(input) : nullptr, attribute, limit);
 }
 
 Status run_clip(KernelContext& ctx) {

@@ -1,0 +1,27 @@
+// The parameters of the pointwise activations, read from a node once for the CPU kernels
+// (activation.cpp) and the CUDA ones (cuda/ops/activation.cu, which cannot include
+// elementwise_util.h: nvcc does not compile fmt/format.h).
+#pragma once
+
+#include "runtime/op.h"
+
+namespace fovea::runtime::ops {
+
+Result<float> leaky_relu_alpha(const Node& node);
+
+struct HardSigmoidParams {
+  float alpha = 0;
+  float beta = 0;
+};
+Result<HardSigmoidParams> hard_sigmoid_params(const Node& node);
+
+Result<float> elu_alpha(const Node& node);
+
+// A Clip bound as T: from the scalar `bound` (input 1 or 2, opset 11+; nullptr when omitted) or
+// from the float attribute `attribute` (before opset 11), else T's own `limit`. `bound` may have
+// another dtype than T (a float16 plan's constant read by a kernel computing in float). Defined
+// for T in float, double, int64, int32, int8, uint8.
+template <typename T>
+Result<T> clip_bound(const Node& node, const Tensor* bound, const char* attribute, T limit);
+
+}  // namespace fovea::runtime::ops
