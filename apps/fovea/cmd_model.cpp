@@ -1,4 +1,5 @@
-// fovea model info|run: what a model holds and costs, and running it on the CPU with .npy files.
+// fovea model info|run|bench: what a model holds and costs, running it on the CPU or CUDA with .npy
+// files, and timing the CUDA executor over batch sizes.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -6,11 +7,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "commands.h"
 #include "core/log.h"
+#include "model_device.h"
 #include "runtime/cpu_executor.h"
 #include "runtime/evaluate.h"
 #include "runtime/npy.h"
@@ -30,6 +33,12 @@ struct ModelArgs {
   std::vector<std::string> inputs;  // name=file.npy
   std::string output_dir = ".";
   std::string device = "cpu";
+  std::string precision = "fp32";
+  std::vector<std::string> keep_fp32;  // node names or op types kept in float32 under fp16
+  bool no_cuda_graph = false;
+  std::vector<std::int64_t> batches{1};
+  int warmup = 20;
+  int iterations = 200;
   int repeat = 1;
   bool json = false;
   std::string trace_dir;  // --trace: profile the runs into this folder
@@ -63,6 +72,14 @@ Result<runtime::InputShapes> parse_shapes(const std::vector<std::string>& texts)
     shapes[pair.first] = std::move(shape);
   }
   return shapes;
+}
+
+Result<DevicePlanOptions> device_plan_options(const ModelArgs& args) {
+  DevicePlanOptions options;
+  FOVEA_ASSIGN_OR_RETURN(options.precision, parse_precision(args.precision));
+  options.keep_float32 = args.keep_fp32;
+  options.use_cuda_graph = !args.no_cuda_graph;
+  return options;
 }
 
 std::string human_bytes(double bytes) {
@@ -144,6 +161,25 @@ int run_info(const ModelArgs& args) {
   report["planned_nodes"] = plan->graph.nodes.size();
   report["arena_bytes"] = plan->memory.arena_bytes;
   report["naive_bytes"] = plan->memory.naive_bytes;
+  std::optional<DeviceMemoryReport> device_memory;
+  if (args.device == "cuda") {
+    auto options = device_plan_options(args);
+    auto device_plan =
+        options.is_ok()
+            ? runtime::plan_graph(graph, *shapes,
+                                  {.precision = options->precision, .keep_float32 = options->keep_float32})
+            : Result<runtime::ExecutionPlan>(options.status());
+    auto memory = device_plan.is_ok() ? cuda_memory(*device_plan, *options)
+                                      : Result<DeviceMemoryReport>(device_plan.status());
+    if (!memory.is_ok()) {
+      log_error("{}", memory.status().to_string());
+      return kExitFailure;
+    }
+    device_memory = *memory;
+    report["cuda"] = {{"precision", args.precision},          {"weights_bytes", memory->weights},
+                      {"arena_bytes", memory->arena},         {"io_bytes", memory->io},
+                      {"workspace_bytes", memory->workspace}, {"total_bytes", memory->total}};
+  }
   if (args.json) {
     std::printf("%s\n", report.dump(2).c_str());
     return kExitOk;
@@ -169,6 +205,16 @@ int run_info(const ModelArgs& args) {
               plan->memory.arena_bytes ? static_cast<double>(plan->memory.naive_bytes) /
                                              static_cast<double>(plan->memory.arena_bytes)
                                        : 1.0);
+  if (device_memory) {
+    std::printf(
+        "  GPU memory  %s in all for the CUDA plan (%s): weights %s, arena %s, inputs and outputs %s, "
+        "workspace %s\n",
+        human_bytes(static_cast<double>(device_memory->total)).c_str(), args.precision.c_str(),
+        human_bytes(static_cast<double>(device_memory->weights)).c_str(),
+        human_bytes(static_cast<double>(device_memory->arena)).c_str(),
+        human_bytes(static_cast<double>(device_memory->io)).c_str(),
+        human_bytes(static_cast<double>(device_memory->workspace)).c_str());
+  }
   return kExitOk;
 }
 
@@ -207,9 +253,50 @@ std::string file_name_for(const std::string& value_name) {
   return name + ".npy";
 }
 
+// Writes each output as NAME.npy into --output-dir and prints where it went.
+Status write_outputs(const ModelArgs& args, const runtime::Graph& graph,
+                     const std::vector<runtime::Tensor>& outputs) {
+  std::error_code ec;
+  std::filesystem::create_directories(args.output_dir, ec);
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const std::string& name = graph.value(graph.outputs[i]).name;
+    const auto path = std::filesystem::path(args.output_dir) / file_name_for(name);
+    FOVEA_TRY(runtime::write_npy(path, outputs[i]));
+    std::printf("%s: %s %s -> %s\n", name.c_str(), std::string(data_type_name(outputs[i].dtype())).c_str(),
+                runtime::shape_string(outputs[i].shape()).c_str(), path.string().c_str());
+  }
+  return Status::ok();
+}
+
+int run_model_cuda(const ModelArgs& args, const runtime::Graph& graph, const runtime::InputShapes& shapes,
+                   const std::vector<runtime::Tensor>& inputs) {
+  auto options = device_plan_options(args);
+  if (!options.is_ok()) {
+    log_error("{}", options.status().to_string());
+    return kExitUsage;
+  }
+  auto result = run_on_cuda(graph, shapes, inputs, args.repeat, *options);
+  if (!result.is_ok()) {
+    log_error("{}", result.status().to_string());
+    return kExitFailure;
+  }
+  if (Status s = write_outputs(args, graph, result->outputs); !s.is_ok()) {
+    log_error("{}", s.to_string());
+    return kExitFailure;
+  }
+  const double first = result->run_ms.front();
+  std::sort(result->run_ms.begin(), result->run_ms.end());
+  std::printf(
+      "planned and prepared in %.1f ms, ran in %.2f ms (median of %d runs, copies included; the first "
+      "took %.2f ms) on CUDA in %s\n",
+      result->setup_ms, result->run_ms[result->run_ms.size() / 2], args.repeat, first,
+      args.precision.c_str());
+  return kExitOk;
+}
+
 int run_model(const ModelArgs& args) {
-  if (args.device != "cpu") {
-    log_error("--device {}: only the CPU executor exists so far", args.device);
+  if (args.device != "cpu" && args.device != "cuda") {
+    log_error("--device {}: use cpu or cuda", args.device);
     return kExitUsage;
   }
   auto model = runtime::load_onnx(args.model);
@@ -223,6 +310,7 @@ int run_model(const ModelArgs& args) {
     log_error("{}", inputs.status().to_string());
     return kExitFailure;
   }
+  if (args.device == "cuda") return run_model_cuda(args, model->graph, shapes, *inputs);
   const auto plan_start = std::chrono::steady_clock::now();
   auto plan = runtime::plan_graph(model->graph, shapes);
   if (!plan.is_ok()) {
@@ -256,18 +344,9 @@ int run_model(const ModelArgs& args) {
   const double first = times.front();
   std::sort(times.begin(), times.end());
   const double median = times[times.size() / 2];
-  std::error_code ec;
-  std::filesystem::create_directories(args.output_dir, ec);
-  const runtime::Graph& graph = executor.plan().graph;
-  for (std::size_t i = 0; i < outputs->size(); ++i) {
-    const std::string& name = graph.value(graph.outputs[i]).name;
-    const auto path = std::filesystem::path(args.output_dir) / file_name_for(name);
-    if (Status s = runtime::write_npy(path, (*outputs)[i]); !s.is_ok()) {
-      log_error("{}", s.to_string());
-      return kExitFailure;
-    }
-    std::printf("%s: %s %s -> %s\n", name.c_str(), std::string(data_type_name((*outputs)[i].dtype())).c_str(),
-                runtime::shape_string((*outputs)[i].shape()).c_str(), path.string().c_str());
+  if (Status s = write_outputs(args, executor.plan().graph, *outputs); !s.is_ok()) {
+    log_error("{}", s.to_string());
+    return kExitFailure;
   }
   std::printf(
       "planned in %.1f ms, ran in %.1f ms (median of %d runs; the first took %.1f ms) on %d CPU threads "
@@ -277,21 +356,91 @@ int run_model(const ModelArgs& args) {
   return kExitOk;
 }
 
+int run_bench(const ModelArgs& args) {
+  auto model = runtime::load_onnx(args.model);
+  if (!model.is_ok()) {
+    log_error("{}", model.status().to_string());
+    return kExitFailure;
+  }
+  auto overrides = parse_shapes(args.shapes);
+  auto options = device_plan_options(args);
+  if (!overrides.is_ok() || !options.is_ok()) {
+    log_error("{}", (!overrides.is_ok() ? overrides.status() : options.status()).to_string());
+    return kExitUsage;
+  }
+  auto shapes = runtime::resolve_input_shapes(model->graph, *overrides, 1);
+  if (!shapes.is_ok()) {
+    log_error("{}", shapes.status().to_string());
+    return kExitFailure;
+  }
+  const BenchOptions bench{.plan = *options, .warmup = args.warmup, .iterations = args.iterations};
+  nlohmann::json report = nlohmann::json::array();
+  if (!args.json) {
+    std::printf("%s on CUDA, %s, CUDA graph %s, %d warm-up and %d timed runs per batch\n", args.model.c_str(),
+                args.precision.c_str(), args.no_cuda_graph ? "off" : "on", args.warmup, args.iterations);
+    std::printf("%8s %12s %12s %14s %12s %10s %8s\n", "batch", "p50 ms", "p99 ms", "items/s", "GPU memory",
+                "plan s", "allocs");
+  }
+  for (std::int64_t batch : args.batches) {
+    auto point = bench_on_cuda(model->graph, *shapes, batch, bench);
+    if (!point.is_ok()) {
+      log_error("batch {}: {}", batch, point.status().to_string());
+      return kExitFailure;
+    }
+    report.push_back({{"batch", batch},
+                      {"latency_p50_ms", point->latency_p50_ms},
+                      {"latency_p99_ms", point->latency_p99_ms},
+                      {"items_per_second", point->throughput},
+                      {"device_bytes", point->device_bytes},
+                      {"plan_ms", point->plan_ms},
+                      {"allocations_during_runs", point->allocations_during_runs},
+                      {"free_memory_change_bytes", point->free_memory_change},
+                      {"cuda_graph", point->cuda_graph}});
+    if (!args.json) {
+      std::printf("%8lld %12.3f %12.3f %14.1f %12s %10.1f %8d\n", static_cast<long long>(batch),
+                  point->latency_p50_ms, point->latency_p99_ms, point->throughput,
+                  human_bytes(static_cast<double>(point->device_bytes)).c_str(), point->plan_ms / 1000.0,
+                  point->allocations_during_runs);
+    }
+  }
+  if (args.json) std::printf("%s\n", report.dump(2).c_str());
+  return kExitOk;
+}
+
+// --device, --precision, --keep-fp32 and --no-cuda-graph, for the subcommands that run on CUDA.
+void add_device_options(CLI::App* command, ModelArgs* args, const char* default_device) {
+  args->device = default_device;
+  command->add_option("--device", args->device, "cpu or cuda")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  command
+      ->add_option("--precision", args->precision, "CUDA: fp32, or fp16 (half storage, float accumulation)")
+      ->check(CLI::IsMember({"fp32", "fp16"}))
+      ->capture_default_str();
+  command->add_option("--keep-fp32", args->keep_fp32,
+                      "With fp16: a node name or op type that stays in fp32 "
+                      "(repeatable)");
+  command->add_flag("--no-cuda-graph", args->no_cuda_graph, "CUDA: launch node by node instead of one graph");
+}
+
 }  // namespace
 
 void add_model_command(CLI::App& app, Action* action) {
-  auto args = std::make_shared<ModelArgs>();
   CLI::App* model = app.add_subcommand("model", "Inspect and run ONNX models");
   model->require_subcommand(1);
 
+  // Each subcommand has its own arguments: their defaults differ (bench runs on CUDA).
+  auto args = std::make_shared<ModelArgs>();
   CLI::App* info =
       model->add_subcommand("info", "Inputs, outputs, op histogram, parameters, FLOPs and arena size");
   info->add_option("MODEL", args->model, "ONNX file")->required()->check(CLI::ExistingFile);
   info->add_option("--shape", args->shapes,
                    "Input shape for planning, NAME=1x3x224x224 (unknown dims default to 1)");
   info->add_flag("--json", args->json, "Print JSON");
+  add_device_options(info, args.get(), "cpu");
   info->callback([args, action] { *action = [args] { return run_info(*args); }; });
 
+  args = std::make_shared<ModelArgs>();
   CLI::App* run = model->add_subcommand("run", "Run a model on .npy inputs and write .npy outputs");
   run->add_option("MODEL", args->model, "ONNX file")->required()->check(CLI::ExistingFile);
   run->add_option("--input", args->inputs, "NAME=FILE.npy, one per model input")->required();
@@ -300,11 +449,37 @@ void add_model_command(CLI::App& app, Action* action) {
   run->add_option("--repeat", args->repeat, "Run N times and report the median time")
       ->check(CLI::Range(1, 10000))
       ->capture_default_str();
-  run->add_option("--device", args->device, "cpu (the CUDA executor arrives with the runtime's CUDA issue)")
-      ->capture_default_str();
+  add_device_options(run, args.get(), "cpu");
   run->add_option("--trace", args->trace_dir,
                   "Profile the runs into DIR (trace.json, report.json; see fovea report)");
   run->callback([args, action] { *action = [args] { return run_model(*args); }; });
+
+  CLI::App* bench =
+      model->add_subcommand("bench", "Time the CUDA executor: latency p50/p99 and throughput per batch");
+  bench->add_option("MODEL", args->model, "ONNX file")->required()->check(CLI::ExistingFile);
+  bench->add_option(
+      "--shape", args->shapes,
+      "Input shape, NAME=1x3x224x224 (dim 0 is replaced by each --batch; unknown dims default to 1)");
+  bench->add_option("--batch", args->batches, "Batch sizes, e.g. 1,4,16")
+      ->delimiter(',')
+      ->capture_default_str();
+  bench->add_option("--warmup", args->warmup, "Untimed runs first")
+      ->check(CLI::Range(0, 100000))
+      ->capture_default_str();
+  bench->add_option("--iterations", args->iterations, "Timed runs per measurement")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  bench->add_flag("--json", args->json, "Print JSON");
+  add_device_options(bench, args.get(), "cuda");
+  bench->callback([args, action] {
+    *action = [args] {
+      if (args->device != "cuda") {
+        log_error("model bench times the CUDA executor; use --device cuda");
+        return kExitUsage;
+      }
+      return run_bench(*args);
+    };
+  });
 }
 
 }  // namespace fovea::app

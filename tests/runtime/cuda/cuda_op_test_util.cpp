@@ -134,8 +134,10 @@ double as_double(const Tensor& t, std::int64_t i) {
   return number_at(t, i);
 }
 
-::testing::AssertionResult outputs_agree(const Tensor& cuda_out, const Tensor& cpu_out, Tolerance tolerance,
-                                         int output) {
+}  // namespace
+
+::testing::AssertionResult outputs_within(const Tensor& cuda_out, const Tensor& cpu_out, Tolerance tolerance,
+                                          int output) {
   const Tensor actual = to_float32(cuda_out);
   if (actual.shape() != cpu_out.shape()) {
     return ::testing::AssertionFailure()
@@ -167,8 +169,6 @@ double as_double(const Tensor& t, std::int64_t i) {
              output, shape_string(cpu_out.shape()), worst, as_double(actual, worst),
              as_double(cpu_out, worst), max_ref, worst_excess);
 }
-
-}  // namespace
 
 bool have_cuda_device() {
   return cuda_device_count() > 0;
@@ -214,7 +214,7 @@ Status run_cuda_node_status(const Node& node, const std::vector<Tensor>& inputs,
   if (!gpu.is_ok()) return ::testing::AssertionFailure() << "CUDA failed: " << gpu.to_string();
   const Tolerance tolerance = cuda_tolerance(check.precision, check.accuracy);
   for (std::size_t o = 0; o < expected.size(); ++o) {
-    auto agree = outputs_agree(actual[o], expected[o], tolerance, static_cast<int>(o));
+    auto agree = outputs_within(actual[o], expected[o], tolerance, static_cast<int>(o));
     if (!agree) return agree << " [" << node.op_type << ", " << precision_name(check.precision) << "]";
   }
   return ::testing::AssertionSuccess();

@@ -46,6 +46,11 @@ std::vector<Tensor> run_cuda_node(const Node& node, const std::vector<Tensor>& i
 Status run_cuda_node_status(const Node& node, const std::vector<Tensor>& inputs,
                             const std::vector<int>& constant_inputs = {});
 
+// `cuda_out` (any float dtype) agrees with `cpu_out` within `tolerance`; integer and bool outputs
+// exactly. Reports the worst element of output number `output`.
+::testing::AssertionResult outputs_within(const Tensor& cuda_out, const Tensor& cpu_out, Tolerance tolerance,
+                                          int output = 0);
+
 // CPU and CUDA agree on every output within cuda_tolerance(check.precision, check.accuracy);
 // integer and bool outputs exactly. Reports the worst element.
 ::testing::AssertionResult cuda_matches_cpu(const Node& node, const std::vector<Tensor>& inputs,

@@ -1,0 +1,131 @@
+// The CUDA executor on whole models: the same plan as the CPU executor gives the same outputs, in
+// float32 and float16, replayed from a CUDA graph with no allocation while it runs.
+#include "runtime/cuda/cuda_executor.h"
+#include "runtime/cpu_executor.h"
+#include "runtime/cuda/cuda_op_test_util.h"
+#include "runtime/model_builder.h"
+#include "runtime/onnx_loader.h"
+
+#include "core/cuda_raii.h"
+
+namespace fovea::runtime::testing {
+namespace {
+
+using cuda::CudaExecutor;
+constexpr DataType kF32 = DataType::kFloat32;
+
+// A small residual classifier: conv-relu, conv + residual add - relu (both fuse into FusedConv),
+// global pooling, flatten (a view), gemm, softmax.
+Graph residual_classifier() {
+  ModelBuilder m(17);
+  m.input("x", kF32, {-1, 3, 19, 17}).output("probs", kF32, {-1, 10});
+  m.initializer("w1", random_tensor(kF32, {8, 3, 3, 3}, 1, -0.5, 0.5));
+  m.initializer("b1", random_tensor(kF32, {8}, 2));
+  m.initializer("w2", random_tensor(kF32, {8, 8, 3, 3}, 3, -0.2, 0.2));
+  m.initializer("b2", random_tensor(kF32, {8}, 4));
+  m.initializer("fc_w", random_tensor(kF32, {10, 8}, 5));
+  m.initializer("fc_b", random_tensor(kF32, {10}, 6));
+  auto& conv1 = m.node("Conv", {"x", "w1", "b1"}, {"c1"}, "conv1");
+  m.attr(conv1, "pads", std::vector<std::int64_t>{1, 1, 1, 1});
+  m.node("Relu", {"c1"}, {"r1"}, "relu1");
+  auto& conv2 = m.node("Conv", {"r1", "w2", "b2"}, {"c2"}, "conv2");
+  m.attr(conv2, "pads", std::vector<std::int64_t>{1, 1, 1, 1});
+  m.node("Add", {"c2", "r1"}, {"sum"}, "residual");
+  m.node("Relu", {"sum"}, {"r2"}, "relu2");
+  m.node("GlobalAveragePool", {"r2"}, {"pooled"}, "pool");
+  m.node("Flatten", {"pooled"}, {"flat"}, "flatten");
+  auto& fc = m.node("Gemm", {"flat", "fc_w", "fc_b"}, {"logits"}, "fc");
+  m.attr(fc, "transB", std::int64_t{1});
+  m.node("Softmax", {"logits"}, {"probs"}, "softmax");
+  auto model = parse_onnx(m.serialize(), "residual.onnx", ".");
+  EXPECT_TRUE(model.is_ok()) << model.status().to_string();
+  return model->graph;
+}
+
+ExecutionPlan plan_for(const Graph& graph, std::int64_t batch, Precision precision) {
+  auto plan = plan_graph(graph, {{"x", {batch, 3, 19, 17}}}, {.precision = precision});
+  EXPECT_TRUE(plan.is_ok()) << plan.status().to_string();
+  return std::move(plan).value();
+}
+
+std::vector<Tensor> run_cpu(const Graph& graph, const Tensor& x) {
+  CpuExecutor cpu(plan_for(graph, x.dim(0), Precision::kFloat32));
+  auto out = cpu.run({x});
+  EXPECT_TRUE(out.is_ok()) << out.status().to_string();
+  return std::move(out).value();
+}
+
+TEST(CudaExecutor, MatchesTheCpuExecutorInFloat32AndFloat16) {
+  FOVEA_REQUIRE_GPU();
+  const Graph graph = residual_classifier();
+  auto stream = CudaStream::create();
+  ASSERT_TRUE(stream.is_ok());
+  for (std::int64_t batch : {1, 5}) {
+    const Tensor x = random_tensor(kF32, {batch, 3, 19, 17}, 7);
+    const std::vector<Tensor> expected = run_cpu(graph, x);
+    for (Precision precision : {Precision::kFloat32, Precision::kFloat16}) {
+      auto executor = CudaExecutor::create(plan_for(graph, batch, precision));
+      ASSERT_TRUE(executor.is_ok()) << executor.status().to_string();
+      EXPECT_TRUE((*executor)->uses_cuda_graph());
+      auto out = (*executor)->run_host({x}, stream->get());
+      ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+      // The graph's interface stays float32 in both precisions.
+      ASSERT_EQ((*out)[0].dtype(), kF32);
+      const Tolerance tolerance = precision == Precision::kFloat32
+                                      ? cuda_tolerance(precision, Accuracy::kAccumulating)
+                                      : kModelFloat16Tolerance;
+      EXPECT_TRUE(outputs_within((*out)[0], expected[0], tolerance))
+          << "batch " << batch << ", " << precision_name(precision);
+    }
+  }
+}
+
+TEST(CudaExecutor, ReplaysWithoutAllocatingAndWithoutTheGraphGivesTheSame) {
+  FOVEA_REQUIRE_GPU();
+  const Graph graph = residual_classifier();
+  auto stream = CudaStream::create();
+  ASSERT_TRUE(stream.is_ok());
+  const Tensor x = random_tensor(kF32, {3, 3, 19, 17}, 8);
+  auto graphed = CudaExecutor::create(plan_for(graph, 3, Precision::kFloat32));
+  auto eager = CudaExecutor::create(plan_for(graph, 3, Precision::kFloat32), {.use_cuda_graph = false});
+  ASSERT_TRUE(graphed.is_ok() && eager.is_ok());
+  EXPECT_FALSE((*eager)->uses_cuda_graph());
+  const int allocations = (*graphed)->device_allocations();
+  auto first = (*graphed)->run_host({x}, stream->get());
+  auto second = (*graphed)->run_host({x}, stream->get());
+  auto unrolled = (*eager)->run_host({x}, stream->get());
+  ASSERT_TRUE(first.is_ok() && second.is_ok() && unrolled.is_ok());
+  EXPECT_EQ((*graphed)->device_allocations(), allocations);
+  EXPECT_TRUE(outputs_within((*second)[0], (*first)[0], Tolerance{}));
+  EXPECT_TRUE(outputs_within((*unrolled)[0], (*first)[0], Tolerance{}));
+}
+
+TEST(CudaExecutor, RejectsInputsThatDoNotMatchThePlan) {
+  FOVEA_REQUIRE_GPU();
+  auto executor = CudaExecutor::create(plan_for(residual_classifier(), 2, Precision::kFloat32));
+  ASSERT_TRUE(executor.is_ok()) << executor.status().to_string();
+  auto stream = CudaStream::create();
+  ASSERT_TRUE(stream.is_ok());
+  auto out = (*executor)->run_host({random_tensor(kF32, {3, 3, 19, 17}, 1)}, stream->get());
+  ASSERT_FALSE(out.is_ok());
+  EXPECT_NE(out.status().message().find("'x'"), std::string::npos) << out.status().to_string();
+}
+
+TEST(CudaExecutor, RefusesDataDependentShapesNamingTheNode) {
+  FOVEA_REQUIRE_GPU();
+  ModelBuilder m(17);
+  m.input("boxes", kF32, {1, 6, 4})
+      .input("scores", kF32, {1, 1, 6})
+      .output("selected", DataType::kInt64, {-1, 3});
+  m.node("NonMaxSuppression", {"boxes", "scores"}, {"selected"}, "nms");
+  auto model = parse_onnx(m.serialize(), "nms.onnx", ".");
+  ASSERT_TRUE(model.is_ok()) << model.status().to_string();
+  auto plan = plan_graph(model->graph, {{"boxes", {1, 6, 4}}, {"scores", {1, 1, 6}}});
+  ASSERT_TRUE(plan.is_ok()) << plan.status().to_string();
+  auto executor = CudaExecutor::create(std::move(plan).value());
+  ASSERT_FALSE(executor.is_ok());
+  EXPECT_NE(executor.status().message().find("'nms'"), std::string::npos) << executor.status().to_string();
+}
+
+}  // namespace
+}  // namespace fovea::runtime::testing
