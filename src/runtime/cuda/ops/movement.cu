@@ -3,8 +3,8 @@
 //
 //   op                              kernel
 //   Slice Transpose Tile Pad Expand one gather over per-axis maps (gather_axes), after merging
-//                                   axes that stay contiguous; a 32x32 shared-memory tile transpose
-//                                   when the result is a batched 2-D transpose (NCHW <-> NHWC)
+//                                   axes that stay contiguous; a shared-memory tile transpose when
+//                                   the result is a batched 2-D transpose (NCHW <-> NHWC)
 //   Concat Split                    one launch copying every part's rows (copy_parts)
 //   Gather                          rows of the data picked by device indices (gather_rows)
 //

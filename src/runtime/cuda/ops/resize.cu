@@ -3,7 +3,8 @@
 // copies them to the device once; run() is one kernel that reads, for each output element, the
 // tensor product of its axes' taps: nearest copies the one input element (any dtype, by size),
 // linear and cubic sum weighted taps in float (half and float32) or double (float64). The CPU
-// resamples one axis per pass instead; the sums agree to rounding.
+// resamples one axis per pass instead; the sums agree to rounding. resize_planar serves the common
+// case (only the last two axes resized, taps in registers); resize_kernel any other.
 #include <algorithm>
 #include <array>
 #include <cstring>
