@@ -18,6 +18,11 @@
 
 #include "onnx.pb.h"
 #include "runtime/cpu_executor.h"
+#if defined(FOVEA_HAVE_CUDA)
+#include "core/cuda_raii.h"
+#include "runtime/cuda/cuda_executor.h"
+#include "runtime/cuda/cuda_op.h"
+#endif
 #include "runtime/onnx_loader.h"
 #include "runtime/op.h"
 #include "runtime/planner.h"
@@ -64,6 +69,16 @@ std::string element_type_name(int onnx_type) {
 // Everything in a model that decides whether fovea can run it at all, gathered from the graph
 // and its subgraphs before the loader sees it (the loader stops at the first problem; the report
 // names them all).
+bool has_cuda_kernel(const std::string& domain, const std::string& op_type) {
+#if defined(FOVEA_HAVE_CUDA)
+  return cuda::find_cuda_op(domain, op_type) != nullptr;
+#else
+  (void)domain;
+  (void)op_type;
+  return false;
+#endif
+}
+
 class ModelSurvey {
  public:
   explicit ModelSurvey(const onnx::ModelProto& model) {
@@ -99,6 +114,9 @@ class ModelSurvey {
     }
     if (!unregistered_ops_.empty()) {
       return std::pair{SkipKind::kOp, "unsupported op " + join(unregistered_ops_)};
+    }
+    if (options.device == Device::kCuda && !no_cuda_kernel_.empty()) {
+      return std::pair{SkipKind::kOp, "no CUDA kernel for " + join(no_cuda_kernel_)};
     }
     return std::nullopt;
   }
@@ -140,6 +158,8 @@ class ModelSurvey {
       training_.insert(qualified);
     } else if (find_op(domain, node.op_type()) == nullptr) {
       unregistered_ops_.insert(qualified);
+    } else if (!has_cuda_kernel(domain, node.op_type())) {
+      no_cuda_kernel_.insert(qualified);
     }
     // Dropout's training_mode input draws a random mask, which no reference can reproduce;
     // BatchNormalization's training_mode updates running statistics.
@@ -163,6 +183,7 @@ class ModelSurvey {
 
   std::map<std::string, std::int64_t> opsets_;
   std::set<std::string> unregistered_ops_;
+  std::set<std::string> no_cuda_kernel_;
   std::set<std::string> training_;
   std::set<std::string> non_tensor_types_;
   std::set<std::string> element_types_;
@@ -273,22 +294,59 @@ std::pair<double, double> tolerances(const std::string& id) {
   return {kDefaultRtol, kDefaultAtol};
 }
 
-Status run_data_set(const Graph& graph, const fs::path& set_dir, const std::string& id) {
+// Integer graph inputs become constants of the plan (see RunOptions::device), removed from `feed`.
+void bind_integer_inputs(Graph& graph, std::vector<Tensor>& feed) {
+  std::vector<ValueId> inputs;
+  std::vector<Tensor> kept;
+  for (std::size_t i = 0; i < graph.inputs.size(); ++i) {
+    const DataType dtype = feed[i].dtype();
+    if (dtype == DataType::kInt64 || dtype == DataType::kInt32) {
+      graph.value(graph.inputs[i]).constant = feed[i];
+    } else {
+      inputs.push_back(graph.inputs[i]);
+      kept.push_back(feed[i]);
+    }
+  }
+  graph.inputs = std::move(inputs);
+  feed = std::move(kept);
+}
+
+Result<std::vector<Tensor>> execute_plan(const Graph& model_graph, const std::vector<Tensor>& model_feed,
+                                         const RunOptions& options) {
+  Graph graph = model_graph;
+  std::vector<Tensor> feed = model_feed;
+  if (options.device == Device::kCuda) bind_integer_inputs(graph, feed);
+  InputShapes overrides;
+  for (std::size_t i = 0; i < graph.inputs.size(); ++i) {
+    overrides[graph.value(graph.inputs[i]).name] = feed[i].shape();
+  }
+  FOVEA_ASSIGN_OR_RETURN(InputShapes shapes, resolve_input_shapes(graph, overrides, 1));
+  FOVEA_ASSIGN_OR_RETURN(ExecutionPlan plan, plan_graph(graph, shapes));
+#if defined(FOVEA_HAVE_CUDA)
+  if (options.device == Device::kCuda) {
+    FOVEA_ASSIGN_OR_RETURN(auto executor, cuda::CudaExecutor::create(std::move(plan)));
+    FOVEA_ASSIGN_OR_RETURN(CudaStream stream, CudaStream::create());
+    return executor->run_host(feed, stream.get());
+  }
+#else
+  if (options.device == Device::kCuda) {
+    return make_error(StatusCode::kUnsupported, "this build has no CUDA");
+  }
+#endif
+  CpuExecutor executor(std::move(plan));
+  return executor.run(feed);
+}
+
+Status run_data_set(const Graph& graph, const fs::path& set_dir, const std::string& id,
+                    const RunOptions& options) {
   FOVEA_ASSIGN_OR_RETURN(std::vector<NamedTensor> inputs, read_tensors(set_dir, "input"));
   FOVEA_ASSIGN_OR_RETURN(std::vector<NamedTensor> outputs, read_tensors(set_dir, "output"));
   FOVEA_ASSIGN_OR_RETURN(auto matched_inputs, match(graph, graph.inputs, inputs, "input"));
   FOVEA_ASSIGN_OR_RETURN(auto matched_outputs, match(graph, graph.outputs, outputs, "output"));
-  InputShapes overrides;
-  for (std::size_t i = 0; i < graph.inputs.size(); ++i) {
-    overrides[graph.value(graph.inputs[i]).name] = matched_inputs[i]->tensor.shape();
-  }
-  FOVEA_ASSIGN_OR_RETURN(InputShapes shapes, resolve_input_shapes(graph, overrides, 1));
-  FOVEA_ASSIGN_OR_RETURN(ExecutionPlan plan, plan_graph(graph, shapes));
-  CpuExecutor executor(std::move(plan));
   // The plan keeps the model's inputs and outputs (in order), though passes may renumber values.
   std::vector<Tensor> feed;
   for (const NamedTensor* t : matched_inputs) feed.push_back(t->tensor);
-  FOVEA_ASSIGN_OR_RETURN(std::vector<Tensor> results, executor.run(feed));
+  FOVEA_ASSIGN_OR_RETURN(std::vector<Tensor> results, execute_plan(graph, feed, options));
   const auto [rtol, atol] = tolerances(id);
   for (std::size_t i = 0; i < results.size(); ++i) {
     const std::string mismatch = compare(results[i], matched_outputs[i]->tensor, rtol, atol);
@@ -316,7 +374,7 @@ Status execute(const fs::path& case_dir, const std::string& id, const RunOptions
     return make_error(StatusCode::kNotFound, "no test_data_set_N folder");
   }
   for (const fs::path& set : sets) {
-    const Status status = run_data_set(model.graph, set, id);
+    const Status status = run_data_set(model.graph, set, id, options);
     if (!status.is_ok()) {
       return sets.size() == 1 ? status : status.with_context(set.filename().string() + ": ");
     }

@@ -51,9 +51,15 @@ struct ToleranceException {
 };
 const std::vector<ToleranceException>& tolerance_exceptions();
 
+enum class Device { kCpu, kCuda };
+
 struct RunOptions {
   // False: load models whose IR version or opset is out of range anyway (informational only).
   bool check_versions = true;
+  // kCuda: the CUDA executor runs the plan (builds with CUDA only). Its plans are static, so
+  // integer graph inputs (shapes, axes, indices: constants in exported models, inputs only in
+  // these test files) are bound as constants of the plan; ops without a CUDA kernel are skipped.
+  Device device = Device::kCpu;
 };
 
 // Case folders of `folder` under `data_dir`, sorted by name; cases whose name contains `filter`.

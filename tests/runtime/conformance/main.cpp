@@ -26,6 +26,7 @@ struct Options {
   std::string expectations;
   bool ignore_versions = false;
   bool verbose = false;
+  std::string device = "cpu";
 };
 
 void print_summary(const std::vector<conf::CaseResult>& results) {
@@ -53,13 +54,14 @@ int run(const Options& options) {
     }
     expectations = std::move(*read);
   }
+  const conf::Device device = options.device == "cuda" ? conf::Device::kCuda : conf::Device::kCpu;
   const auto start = std::chrono::steady_clock::now();
   std::vector<conf::CaseResult> results;
   std::vector<conf::CaseResult> informational;
   for (std::string_view folder : conf::kFolders) {
     for (const auto& case_dir : conf::list_cases(options.data, folder, options.filter)) {
       std::fflush(stdout);  // the case runs in a forked child
-      results.push_back(conf::run_case(case_dir, folder, {}));
+      results.push_back(conf::run_case(case_dir, folder, {.device = device}));
       const conf::CaseResult& r = results.back();
       if (options.verbose) {
         fmt::print("{:<4} {}{}{}\n", conf::outcome_name(r.outcome), r.id(), r.reason.empty() ? "" : ": ",
@@ -67,7 +69,8 @@ int run(const Options& options) {
       }
       if (options.ignore_versions && r.skip == conf::SkipKind::kVersion) {
         std::fflush(stdout);
-        informational.push_back(conf::run_case(case_dir, folder, {.check_versions = false}));
+        informational.push_back(
+            conf::run_case(case_dir, folder, {.check_versions = false, .device = device}));
         const conf::CaseResult& info = informational.back();
         if (options.verbose) {
           fmt::print("     (versions unchecked: {}{}{})\n", conf::outcome_name(info.outcome),
@@ -105,7 +108,7 @@ int run(const Options& options) {
 
 int main(int argc, char** argv) {
   Options options;
-  CLI::App app("Runs ONNX's backend test cases (libonnx-testdata) on fovea's CPU executor");
+  CLI::App app("Runs ONNX's backend test cases (libonnx-testdata) on fovea's CPU or CUDA executor");
   app.add_option("--data", options.data, "folder holding node/, pytorch-converted/, ... ")
       ->capture_default_str();
   app.add_option("--filter", options.filter, "run only cases whose <folder>/<case> contains this");
@@ -115,6 +118,9 @@ int main(int argc, char** argv) {
   app.add_flag("--ignore-versions", options.ignore_versions,
                "also run the out-of-range-version cases with the version check off (informational)");
   app.add_flag("-v,--verbose", options.verbose, "print every case");
+  app.add_option("--device", options.device, "cpu, or cuda (the CUDA executor, on the GPU machine)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   return run(options);
 }
