@@ -128,7 +128,13 @@ TEST_F(TraceGpu, CuptiProjectionAgreesWithCudaEvents) {
   auto begin = CudaEvent::create(true);
   auto end = CudaEvent::create(true);
   ASSERT_TRUE(begin.is_ok() && end.is_ok());
+  // The events must time the GPU work only, not the host's launches: the kernel is loaded before
+  // the session (CUDA loads modules lazily, on the first launch), and a gate kernel keeps the
+  // stream busy until every launch below is queued, so the begin event fires just before the work.
+  ASSERT_OK(launch_spin(stream_.get(), 10 * kUs));
+  ASSERT_OK(stream_.synchronize());
   Session session = start(CaptureRequest::kAuto);
+  ASSERT_OK(launch_spin(stream_.get(), 5000 * kUs));
   {
     FOVEA_TRACE_RANGE("inference");
     ASSERT_OK(begin->record(stream_.get()));
