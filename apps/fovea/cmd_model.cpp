@@ -164,11 +164,8 @@ int run_info(const ModelArgs& args) {
   std::optional<DeviceMemoryReport> device_memory;
   if (args.device == "cuda") {
     auto options = device_plan_options(args);
-    auto device_plan =
-        options.is_ok()
-            ? runtime::plan_graph(graph, *shapes,
-                                  {.precision = options->precision, .keep_float32 = options->keep_float32})
-            : Result<runtime::ExecutionPlan>(options.status());
+    auto device_plan = options.is_ok() ? runtime::plan_graph(graph, *shapes, plan_options(*options))
+                                       : Result<runtime::ExecutionPlan>(options.status());
     auto memory = device_plan.is_ok() ? cuda_memory(*device_plan, *options)
                                       : Result<DeviceMemoryReport>(device_plan.status());
     if (!memory.is_ok()) {

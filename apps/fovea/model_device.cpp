@@ -14,6 +14,13 @@ namespace fovea::app {
 
 using ms = std::chrono::duration<double, std::milli>;
 
+runtime::PlanOptions plan_options(const DevicePlanOptions& options) {
+  // float16 convolutions run on tensor cores, which want channels-last tiles.
+  return {.precision = options.precision,
+          .keep_float32 = options.keep_float32,
+          .channels_last = options.precision == runtime::Precision::kFloat16};
+}
+
 Result<runtime::Precision> parse_precision(const std::string& text) {
   if (text == "fp32") return runtime::Precision::kFloat32;
   if (text == "fp16") return runtime::Precision::kFloat16;
@@ -34,8 +41,7 @@ Result<std::unique_ptr<runtime::cuda::CudaExecutor>> make_executor(runtime::Exec
 
 Result<runtime::ExecutionPlan> plan_for(const runtime::Graph& graph, const runtime::InputShapes& shapes,
                                         const DevicePlanOptions& options) {
-  return runtime::plan_graph(graph, shapes,
-                             {.precision = options.precision, .keep_float32 = options.keep_float32});
+  return runtime::plan_graph(graph, shapes, plan_options(options));
 }
 
 double percentile(std::vector<double> values, double p) {

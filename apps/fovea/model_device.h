@@ -17,6 +17,9 @@ struct DevicePlanOptions {
 
 Result<runtime::Precision> parse_precision(const std::string& text);
 
+// How the CUDA executor's plans are made: the precision, and NHWC convolutions for float16.
+runtime::PlanOptions plan_options(const DevicePlanOptions& options);
+
 struct DeviceRunResult {
   std::vector<runtime::Tensor> outputs;
   std::vector<double> run_ms;  // wall time of each run_host (copies in and out included)

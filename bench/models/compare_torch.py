@@ -112,6 +112,17 @@ def correctness(args, name, model, output_names, onnx_path, out_dir):
         outs = (outs,)
     refs = [o.float().cpu().numpy() for o in outs]
     result = {"input_shape": list(shape)}
+    # What float16 itself costs: PyTorch's own fp16 channels-last run against the same reference.
+    with torch.inference_mode():
+        half = model.half().to(memory_format=torch.channels_last)(x.cuda().half().to(memory_format=torch.channels_last))
+    model.float()
+    if isinstance(half, torch.Tensor):
+        half = (half,)
+    torch_fp16 = {"max_rel_error": max(rel_error(r, h.float().cpu().numpy()) for r, h in zip(refs, half))}
+    if name in tv_export.SEGMENTATION:
+        torch_fp16["argmax_agreement"] = float(np.mean(np.argmax(half[0].float().cpu().numpy(), axis=1) ==
+                                                        np.argmax(refs[0], axis=1)))
+    result["torch_fp16"] = torch_fp16
     for precision in ("fp32", "fp16"):
         run_dir = os.path.join(out_dir, precision)
         os.makedirs(run_dir, exist_ok=True)
@@ -173,13 +184,18 @@ def fovea_perf(args, onnx_path, batch, h, w, iterations, log_path):
 
 
 def markdown(results):
-    lines = ["| model | fp32 max rel err | fp16 max rel err | fp16 argmax agreement |", "|---|---|---|---|"]
+    lines = ["| model | fp32 max rel err | fp16 max rel err | fp16 argmax agreement | PyTorch fp16 max rel err | "
+             "PyTorch fp16 argmax agreement |", "|---|---|---|---|---|---|"]
     for name, c in results["correctness"].items():
         def cell(p):
             e = c.get(p, {})
             return f"{e['max_rel_error']:.2e}" if "max_rel_error" in e else f"failed: {e.get('error', '?')}"
         agree = c.get("fp16", {}).get("argmax_agreement")
-        lines.append(f"| {name} | {cell('fp32')} | {cell('fp16')} | {'' if agree is None else f'{agree:.4%}'} |")
+        t = c.get("torch_fp16", {})
+        t_err = f"{t['max_rel_error']:.2e}" if "max_rel_error" in t else ""
+        t_agree = f"{t['argmax_agreement']:.4%}" if "argmax_agreement" in t else ""
+        lines.append(f"| {name} | {cell('fp32')} | {cell('fp16')} | {'' if agree is None else f'{agree:.4%}'} | "
+                     f"{t_err} | {t_agree} |")
     lines += ["", "| model | batch | input | PyTorch eager fp16 | fovea fp16 | ratio | target |", "|---|---|---|---|---|---|---|"]
     for p in results["performance"]:
         t, f = p["torch"], p["fovea"]

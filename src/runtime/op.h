@@ -34,6 +34,7 @@ class InferContext {
   InferContext(const Graph* graph, const Node& node, std::vector<ValueType> input_types,
                std::vector<const Tensor*> input_values);
 
+  const Graph* graph() const { return graph_; }
   const Node& node() const { return node_; }
   int opset() const { return node_.opset; }
 

@@ -177,6 +177,11 @@ Result<ExecutionPlan> plan_graph(const Graph& model_graph, const InputShapes& in
   }
   FOVEA_TRY(infer_shapes(graph, FoldConstants::kYes));
   FOVEA_TRY(optimize(graph));
+  if (options.channels_last) {
+    convert_to_channels_last(graph);
+    graph.compact();
+    FOVEA_TRY(infer_shapes(graph, FoldConstants::kNo));
+  }
   if (options.precision == Precision::kFloat16) {
     convert_to_float16(graph, Float16Options{options.keep_float32});
     // Checks the rewritten types node by node; an op that cannot take float16 is named here.

@@ -40,6 +40,9 @@ struct PlanOptions {
   Precision precision = Precision::kFloat32;
   // kFloat16 only: node names or op types that stay in float32.
   std::vector<std::string> keep_float32;
+  // 2-D convolution chains in NHWC (convert_to_channels_last): what tensor cores want; the CUDA
+  // plans for float16 use it.
+  bool channels_last = false;
 };
 
 struct ExecutionPlan {

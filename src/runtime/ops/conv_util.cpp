@@ -1,5 +1,7 @@
 #include "runtime/ops/conv_util.h"
 
+#include <cstring>
+
 #include <fmt/format.h>
 
 namespace fovea::runtime::ops {
@@ -217,6 +219,37 @@ Result<WindowDim> transpose_dim(const InferContext& ctx, const TransposeAttribut
                      fmt::format("spatial dim {}: pads leave a negative output size {}", d, dim.out));
   }
   return dim;
+}
+
+Dims permute_dims(const Dims& dims, const std::vector<std::int64_t>& perm) {
+  Dims out;
+  for (std::int64_t p : perm) out.push_back(dims[static_cast<std::size_t>(p)]);
+  return out;
+}
+
+Shape permute_tensor_shape(const Shape& shape, const std::vector<std::int64_t>& perm) {
+  Shape out;
+  for (std::int64_t p : perm) out.push_back(shape[static_cast<std::size_t>(p)]);
+  return out;
+}
+
+Tensor permute_tensor(const Tensor& tensor, const std::vector<std::int64_t>& perm) {
+  const Shape shape = permute_tensor_shape(tensor.shape(), perm);
+  Tensor out = Tensor::allocate(tensor.dtype(), shape);
+  const Shape in_strides = contiguous_strides(tensor.shape());
+  const std::size_t element = data_type_size(tensor.dtype());
+  const auto* src = static_cast<const std::byte*>(tensor.raw());
+  auto* dst = static_cast<std::byte*>(out.raw());
+  std::int64_t index[4] = {0, 0, 0, 0};
+  for (std::int64_t i = 0; i < out.numel(); ++i) {
+    std::int64_t from = 0;
+    for (int d = 0; d < 4; ++d)
+      from += index[d] * in_strides[static_cast<std::size_t>(perm[static_cast<std::size_t>(d)])];
+    std::memcpy(dst + i * static_cast<std::int64_t>(element), src + from * static_cast<std::int64_t>(element),
+                element);
+    for (int d = 3; d >= 0 && ++index[d] == shape[static_cast<std::size_t>(d)]; --d) index[d] = 0;
+  }
+  return out;
 }
 
 }  // namespace fovea::runtime::ops

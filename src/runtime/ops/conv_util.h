@@ -97,6 +97,11 @@ Result<TransposeAttributes> read_transpose_attributes(const InferContext& ctx, i
 Result<WindowDim> transpose_dim(const InferContext& ctx, const TransposeAttributes& t, int d,
                                 std::int64_t in);
 
+// Rank-4 permutations for the channels_last form of fovea.FusedConv: out[d] = in[perm[d]].
+Dims permute_dims(const Dims& dims, const std::vector<std::int64_t>& perm);
+Tensor permute_tensor(const Tensor& tensor, const std::vector<std::int64_t>& perm);
+Shape permute_tensor_shape(const Shape& shape, const std::vector<std::int64_t>& perm);
+
 // fovea.FusedConv's "activation" attributes (see fused_conv.cpp); the CPU and CUDA kernels both read
 // them here.
 Result<Activation> read_activation(const InferContext& ctx);

@@ -41,4 +41,8 @@ struct Float16Options {
 // Parameters ONNX defines as float32 whatever the data type (Resize's scales) stay float32.
 void convert_to_float16(Graph& graph, const Float16Options& options);
 
+// 2-D convolutions (fovea.FusedConv) in NHWC for tensor cores, with Transposes at the edges of each
+// convolution chain only (channels_last.cpp).
+void convert_to_channels_last(Graph& graph);
+
 }  // namespace fovea::runtime

@@ -42,8 +42,10 @@ Graph residual_classifier() {
   return model->graph;
 }
 
-ExecutionPlan plan_for(const Graph& graph, std::int64_t batch, Precision precision) {
-  auto plan = plan_graph(graph, {{"x", {batch, 3, 19, 17}}}, {.precision = precision});
+ExecutionPlan plan_for(const Graph& graph, std::int64_t batch, Precision precision,
+                       bool channels_last = false) {
+  auto plan = plan_graph(graph, {{"x", {batch, 3, 19, 17}}},
+                         {.precision = precision, .channels_last = channels_last});
   EXPECT_TRUE(plan.is_ok()) << plan.status().to_string();
   return std::move(plan).value();
 }
@@ -63,8 +65,10 @@ TEST(CudaExecutor, MatchesTheCpuExecutorInFloat32AndFloat16) {
   for (std::int64_t batch : {1, 5}) {
     const Tensor x = random_tensor(kF32, {batch, 3, 19, 17}, 7);
     const std::vector<Tensor> expected = run_cpu(graph, x);
-    for (Precision precision : {Precision::kFloat32, Precision::kFloat16}) {
-      auto executor = CudaExecutor::create(plan_for(graph, batch, precision));
+    for (auto [precision, channels_last] :
+         {std::pair{Precision::kFloat32, false}, std::pair{Precision::kFloat16, false},
+          std::pair{Precision::kFloat32, true}, std::pair{Precision::kFloat16, true}}) {
+      auto executor = CudaExecutor::create(plan_for(graph, batch, precision, channels_last));
       ASSERT_TRUE(executor.is_ok()) << executor.status().to_string();
       EXPECT_TRUE((*executor)->uses_cuda_graph());
       auto out = (*executor)->run_host({x}, stream->get());
@@ -75,7 +79,7 @@ TEST(CudaExecutor, MatchesTheCpuExecutorInFloat32AndFloat16) {
                                       ? cuda_tolerance(precision, Accuracy::kAccumulating)
                                       : kModelFloat16Tolerance;
       EXPECT_TRUE(outputs_within((*out)[0], expected[0], tolerance))
-          << "batch " << batch << ", " << precision_name(precision);
+          << "batch " << batch << ", " << precision_name(precision) << (channels_last ? ", NHWC" : "");
     }
   }
 }

@@ -22,6 +22,7 @@ namespace fovea::runtime::cuda {
 namespace {
 
 constexpr int kX = 0, kW = 1, kB = 2, kZ = 3;
+const std::vector<std::int64_t> kToNchw = {0, 3, 1, 2};
 
 // Scratch the chosen algorithm may use.
 constexpr std::size_t kConvWorkspaceLimit = std::size_t{256} << 20;
@@ -107,13 +108,19 @@ class ConvState final : public CudaNodeState {
 
  private:
   Status pad(CudaKernelContext& ctx, void* padded) const;
-  Status describe(CudaKernelContext& ctx, const std::vector<ops::WindowDim>& window, std::int64_t groups);
+  Status describe(CudaKernelContext& ctx, const Shape& x, const Shape& w,
+                  const std::vector<ops::WindowDim>& window, std::int64_t groups);
+  // A shape of this node's tensors in NCHW order (permuted back when the node is channels_last).
+  Shape nchw(const Shape& shape) const {
+    return channels_last_ ? ops::permute_tensor_shape(shape, kToNchw) : shape;
+  }
   Status choose_algorithm(CudaKernelContext& ctx, const std::string& key);
 
   DataType dtype_ = DataType::kFloat32;
   ops::Activation activation_;
   bool cudnn_epilogue_ = false;  // bias + residual + ReLU inside cudnnConvolutionBiasActivationForward
   bool padded_ = false;
+  bool channels_last_ = false;  // X, Z, Y in NHWC and W in [M, kH, kW, C/group] (channels_last.cpp)
   PadGeometry pad_;
   std::size_t padded_bytes_ = 0;
   cudnnTensorDescriptor_t x_ = nullptr, y_ = nullptr, bias_ = nullptr;
@@ -124,11 +131,9 @@ class ConvState final : public CudaNodeState {
   ConvAlgorithm algorithm_;
 };
 
-Status ConvState::describe(CudaKernelContext& ctx, const std::vector<ops::WindowDim>& window,
-                           std::int64_t groups) {
-  const Tensor& x = ctx.input(kX);
-  const Tensor& w = ctx.input(kW);
-  const Tensor& y = ctx.output(0);
+Status ConvState::describe(CudaKernelContext& ctx, const Shape& x, const Shape& w,
+                           const std::vector<ops::WindowDim>& window, std::int64_t groups) {
+  const Shape y = nchw(ctx.output(0).shape());
   FOVEA_ASSIGN_OR_RETURN(cudnnDataType_t type, cudnn_type(ctx, dtype_));
   const int spatial = static_cast<int>(window.size());
   if (spatial < 1 || spatial > 3) {
@@ -138,10 +143,13 @@ Status ConvState::describe(CudaKernelContext& ctx, const std::vector<ops::Window
   // Asymmetric pads: the input is padded into the workspace and cuDNN sees pads of zero.
   padded_ = std::any_of(window.begin(), window.end(),
                         [](const ops::WindowDim& d) { return d.pad_begin != d.pad_end; });
-  Shape x_shape = x.shape();
+  if (padded_ && channels_last_) {
+    return ctx.error(StatusCode::kUnsupported, "channels_last convolutions take symmetric pads only");
+  }
+  Shape x_shape = x;
   ConvGeometry geometry;
   pad_.spatial = spatial;
-  pad_.planes = x.dim(0) * x.dim(1);
+  pad_.planes = x[0] * x[1];
   for (int d = 0; d < spatial; ++d) {
     const ops::WindowDim& wd = window[static_cast<std::size_t>(d)];
     pad_.in[3 - spatial + d] = wd.in;
@@ -157,9 +165,19 @@ Status ConvState::describe(CudaKernelContext& ctx, const std::vector<ops::Window
   FOVEA_CUDNN_TRY(cudnnCreateTensorDescriptor(&y_));
   FOVEA_CUDNN_TRY(cudnnCreateFilterDescriptor(&w_));
   FOVEA_CUDNN_TRY(cudnnCreateConvolutionDescriptor(&conv_));
-  FOVEA_TRY(set_tensor(x_, type, as_cudnn_dims(x_shape)));
-  FOVEA_TRY(set_tensor(y_, type, as_cudnn_dims(y.shape())));
-  FOVEA_TRY(set_filter(w_, type, w.shape()));
+  if (channels_last_) {
+    const auto i = [](std::int64_t v) { return static_cast<int>(v); };
+    FOVEA_CUDNN_TRY(
+        cudnnSetTensor4dDescriptor(x_, CUDNN_TENSOR_NHWC, type, i(x[0]), i(x[1]), i(x[2]), i(x[3])));
+    FOVEA_CUDNN_TRY(
+        cudnnSetTensor4dDescriptor(y_, CUDNN_TENSOR_NHWC, type, i(y[0]), i(y[1]), i(y[2]), i(y[3])));
+    FOVEA_CUDNN_TRY(
+        cudnnSetFilter4dDescriptor(w_, type, CUDNN_TENSOR_NHWC, i(w[0]), i(w[1]), i(w[2]), i(w[3])));
+  } else {
+    FOVEA_TRY(set_tensor(x_, type, as_cudnn_dims(x_shape)));
+    FOVEA_TRY(set_tensor(y_, type, as_cudnn_dims(y)));
+    FOVEA_TRY(set_filter(w_, type, w));
+  }
   FOVEA_TRY(set_convolution(conv_, geometry, groups, dtype_));
   return Status::ok();
 }
@@ -206,22 +224,28 @@ Result<std::size_t> ConvState::prepare(CudaKernelContext& ctx, const ops::Activa
   const InferContext inference = ctx.inference();
   dtype_ = ctx.input(kX).dtype();
   activation_ = activation;
-  const Shape& x = ctx.input(kX).shape();
+  FOVEA_ASSIGN_OR_RETURN(std::int64_t channels_last, ctx.node().attr_int("channels_last", 0));
+  channels_last_ = channels_last != 0;
+  // The window arithmetic is NCHW's; channels_last tensors are permuted views of the same problem.
+  const Shape x = nchw(ctx.input(kX).shape());
+  const Shape w = nchw(ctx.input(kW).shape());
+  const Dims w_dims = dims_of(w);
   FOVEA_ASSIGN_OR_RETURN(ops::WindowAttributes attributes,
                          ops::read_window_attributes(inference, static_cast<int>(x.size()) - 2,
-                                                     ops::weights_kernel_shape(inference.input_dims(kW))));
+                                                     ops::weights_kernel_shape(&w_dims)));
   FOVEA_ASSIGN_OR_RETURN(std::vector<ops::WindowDim> window, ops::resolve_window(inference, attributes, x));
   FOVEA_ASSIGN_OR_RETURN(std::int64_t groups, ctx.node().attr_int("group", 1));
-  FOVEA_TRY(describe(ctx, window, groups));
+  FOVEA_TRY(describe(ctx, x, w, window, groups));
   if (padded_) {
     FOVEA_TRY(pad(ctx, ctx.workspace()));
   }
-  const std::string key = conv_problem_key(ctx.node(), dtype_, x, ctx.input(kW).shape(), window, groups);
+  const std::string key =
+      conv_problem_key(ctx.node(), dtype_, x, w, window, groups) + (channels_last_ ? "|nhwc" : "");
   FOVEA_TRY(choose_algorithm(ctx, key));
 
   cudnn_epilogue_ = dtype_ != DataType::kFloat64 && activation.kind == ops::Activation::Kind::kRelu;
   if (cudnn_epilogue_) {
-    const std::int64_t channels = ctx.output(0).dim(1);
+    const std::int64_t channels = ctx.output(0).dim(channels_last_ ? 3 : 1);
     std::vector<int> bias_dims(static_cast<std::size_t>(std::max(4, ctx.output(0).rank())), 1);
     bias_dims[1] = static_cast<int>(channels);
     FOVEA_CUDNN_TRY(cudnnCreateTensorDescriptor(&bias_));
@@ -281,8 +305,8 @@ Status ConvState::run(CudaKernelContext& ctx) const {
   if (!has_bias && !has_residual && activation_.kind == ops::Activation::Kind::kNone) return Status::ok();
   EpilogueParams params;
   params.total = y.numel();
-  params.channels = y.dim(1);
-  params.plane = params.total / (y.dim(0) * params.channels);
+  params.channels = y.dim(channels_last_ ? 3 : 1);
+  params.plane = channels_last_ ? 1 : params.total / (y.dim(0) * params.channels);
   params.activation = activation_;
   const bool ok =
       dispatch_device<DataType::kFloat32, DataType::kFloat16, DataType::kFloat64>(dtype_, [&](auto tag) {

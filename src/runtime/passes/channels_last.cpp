@@ -1,0 +1,104 @@
+// Convolution stacks in NHWC: tensor cores read channels-last tiles directly, where NCHW makes
+// cuDNN transpose every input and output. Each 2-D fovea.FusedConv becomes a channels_last one
+// (X, Z and Y in [N, H, W, C], W in [M, kH, kW, C/group]) between Transposes; a Transpose back to
+// NCHW followed by one to NHWC cancels, so a chain of convolutions (a ResNet body, where every
+// residual Add and ReLU is fused) keeps NHWC throughout and transposes only at its ends.
+#include <algorithm>
+#include <map>
+
+#include "runtime/ops/conv_util.h"
+#include "runtime/passes/pass_util.h"
+#include "runtime/passes/passes.h"
+
+namespace fovea::runtime {
+
+namespace {
+
+const std::vector<std::int64_t> kToNhwc = {0, 2, 3, 1};
+const std::vector<std::int64_t> kToNchw = {0, 3, 1, 2};
+
+// A 2-D FusedConv with constant weights and symmetric explicit pads (the NHWC kernels pad nothing
+// themselves), not yet converted.
+bool convertible(const Graph& graph, const Node& node) {
+  if (node.domain != "fovea" || node.op_type != "FusedConv" || node.has_attribute("channels_last"))
+    return false;
+  const auto& dims = graph.value(node.inputs[0]).type.dims;
+  if (!dims || dims->size() != 4 || !graph.is_constant(node.inputs[1])) return false;
+  const Result<std::string> auto_pad = node.attr_string("auto_pad", "NOTSET");
+  const Result<std::vector<std::int64_t>> pads = node.attr_ints("pads", std::vector<std::int64_t>(4, 0));
+  if (!auto_pad.is_ok() || !pads.is_ok() || (*auto_pad != "NOTSET" && !auto_pad->empty())) return false;
+  return pads->size() == 4 && (*pads)[0] == (*pads)[2] && (*pads)[1] == (*pads)[3];
+}
+
+class ChannelsLast {
+ public:
+  explicit ChannelsLast(Graph& graph) : graph_(graph) {}
+
+  void run() {
+    std::vector<Node> nodes;
+    for (Node& node : graph_.nodes) {
+      if (!convertible(graph_, node)) {
+        nodes.push_back(std::move(node));
+        continue;
+      }
+      node.inputs[0] = transposed(node.inputs[0], kToNhwc, nodes);
+      node.inputs[1] =
+          graph_.add_constant(graph_.value(node.inputs[1]).name + "/nhwc",
+                              ops::permute_tensor(*graph_.value(node.inputs[1]).constant, kToNhwc));
+      if (node.inputs.size() > 3 && node.inputs[3] != kNoValue)
+        node.inputs[3] = transposed(node.inputs[3], kToNhwc, nodes);
+      Attribute flag;
+      flag.i = 1;
+      node.attributes["channels_last"] = flag;
+      const ValueId nchw = node.outputs[0];
+      ValueType type = graph_.value(nchw).type;
+      type.dims = ops::permute_dims(*type.dims, kToNhwc);
+      const ValueId nhwc = graph_.add_value(graph_.value(nchw).name + "/nhwc", type);
+      node.outputs[0] = nhwc;
+      nodes.push_back(std::move(node));
+      nodes.push_back(transpose_node(nhwc, nchw, kToNchw));
+      back_to_nhwc_[nchw] = nhwc;
+    }
+    graph_.nodes = std::move(nodes);
+    graph_.index_producers();
+  }
+
+ private:
+  // `value` in NHWC: the NHWC original when `value` is a converted conv's output transposed back
+  // (the two Transposes cancel), else a new Transpose (one per value).
+  ValueId transposed(ValueId value, const std::vector<std::int64_t>& perm, std::vector<Node>& nodes) {
+    if (auto it = back_to_nhwc_.find(value); it != back_to_nhwc_.end()) return it->second;
+    ValueType type = graph_.value(value).type;
+    type.dims = ops::permute_dims(*type.dims, perm);
+    const ValueId out = graph_.add_value(graph_.value(value).name + "/nhwc", type);
+    nodes.push_back(transpose_node(value, out, perm));
+    back_to_nhwc_[value] = out;
+    return out;
+  }
+
+  Node transpose_node(ValueId from, ValueId to, const std::vector<std::int64_t>& perm) const {
+    Node node;
+    node.name = graph_.value(to).name + "/transpose";
+    node.op_type = "Transpose";
+    node.opset = graph_.opsets.count("") ? graph_.opsets.at("") : 13;
+    node.inputs = {from};
+    node.outputs = {to};
+    Attribute attribute;
+    attribute.kind = Attribute::Kind::kInts;
+    attribute.ints = perm;
+    node.attributes["perm"] = attribute;
+    return node;
+  }
+
+  Graph& graph_;
+  std::map<ValueId, ValueId> back_to_nhwc_;  // NCHW value -> the same data in NHWC
+};
+
+}  // namespace
+
+void convert_to_channels_last(Graph& graph) {
+  ChannelsLast(graph).run();
+  eliminate_dead_nodes(graph);  // the Transposes back to NCHW that only fed other convolutions
+}
+
+}  // namespace fovea::runtime
