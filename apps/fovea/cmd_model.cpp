@@ -272,7 +272,7 @@ int run_model_cuda(const ModelArgs& args, const runtime::Graph& graph, const run
     log_error("{}", options.status().to_string());
     return kExitUsage;
   }
-  auto result = run_on_cuda(graph, shapes, inputs, args.repeat, *options);
+  auto result = run_on_cuda(graph, shapes, inputs, args.repeat, *options, args.trace_dir);
   if (!result.is_ok()) {
     log_error("{}", result.status().to_string());
     return kExitFailure;

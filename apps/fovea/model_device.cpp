@@ -8,6 +8,8 @@
 #include "core/cuda_check.h"
 #include "core/cuda_raii.h"
 #include "runtime/cuda/cuda_executor.h"
+#include "trace/session.h"
+#include "trace/tracer.h"
 #endif
 
 namespace fovea::app {
@@ -74,18 +76,24 @@ Status fill_random(const runtime::Tensor& device, std::uint32_t seed) {
 
 Result<DeviceRunResult> run_on_cuda(const runtime::Graph& graph, const runtime::InputShapes& shapes,
                                     const std::vector<runtime::Tensor>& inputs, int repeat,
-                                    const DevicePlanOptions& options) {
+                                    const DevicePlanOptions& options, const std::string& trace_dir) {
   DeviceRunResult result;
   const auto start = std::chrono::steady_clock::now();
   FOVEA_ASSIGN_OR_RETURN(runtime::ExecutionPlan plan, plan_for(graph, shapes, options));
   FOVEA_ASSIGN_OR_RETURN(auto executor, make_executor(std::move(plan), options));
   FOVEA_ASSIGN_OR_RETURN(CudaStream stream, CudaStream::create());
   result.setup_ms = ms(std::chrono::steady_clock::now() - start).count();
+  // Traced from here: the runs, not the plan-time algorithm search and graph capture.
+  FOVEA_ASSIGN_OR_RETURN(std::optional<trace::Session> session,
+                         trace::start_session_if_requested({.dir = trace_dir}));
+  trace::StartEndRange pipeline_range("pipeline");
   for (int r = 0; r < repeat; ++r) {
+    FOVEA_TRACE_RANGE("inference", r);
     const auto run_start = std::chrono::steady_clock::now();
     FOVEA_ASSIGN_OR_RETURN(result.outputs, executor->run_host(inputs, stream.get()));
     result.run_ms.push_back(ms(std::chrono::steady_clock::now() - run_start).count());
   }
+  pipeline_range.end();
   return result;
 }
 
@@ -155,7 +163,8 @@ Status no_cuda() {
 }  // namespace
 
 Result<DeviceRunResult> run_on_cuda(const runtime::Graph&, const runtime::InputShapes&,
-                                    const std::vector<runtime::Tensor>&, int, const DevicePlanOptions&) {
+                                    const std::vector<runtime::Tensor>&, int, const DevicePlanOptions&,
+                                    const std::string&) {
   return no_cuda();
 }
 Result<DeviceMemoryReport> cuda_memory(const runtime::ExecutionPlan&, const DevicePlanOptions&) {

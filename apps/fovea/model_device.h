@@ -26,10 +26,11 @@ struct DeviceRunResult {
   double setup_ms = 0;         // executor creation: uploads, algorithm search, graph capture
 };
 
-// Plans `graph` for `shapes`, creates the CUDA executor and runs `inputs` `repeat` times.
+// Plans `graph` for `shapes`, creates the CUDA executor and runs `inputs` `repeat` times; with a
+// `trace_dir`, the runs are traced into it (fovea report).
 Result<DeviceRunResult> run_on_cuda(const runtime::Graph& graph, const runtime::InputShapes& shapes,
                                     const std::vector<runtime::Tensor>& inputs, int repeat,
-                                    const DevicePlanOptions& options);
+                                    const DevicePlanOptions& options, const std::string& trace_dir = {});
 
 struct DeviceMemoryReport {
   std::size_t weights = 0, arena = 0, io = 0, workspace = 0, total = 0;
