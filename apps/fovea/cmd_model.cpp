@@ -36,6 +36,7 @@ struct ModelArgs {
   std::string precision = "fp32";
   std::vector<std::string> keep_fp32;  // node names or op types kept in float32 under fp16
   bool no_cuda_graph = false;
+  std::string engine_cache;  // folder of planned engines (CUDA)
   std::vector<std::int64_t> batches{1};
   int warmup = 20;
   int iterations = 200;
@@ -79,6 +80,8 @@ Result<DevicePlanOptions> device_plan_options(const ModelArgs& args) {
   FOVEA_ASSIGN_OR_RETURN(options.precision, parse_precision(args.precision));
   options.keep_float32 = args.keep_fp32;
   options.use_cuda_graph = !args.no_cuda_graph;
+  options.engine_cache = args.engine_cache;
+  options.model_path = args.model;
   return options;
 }
 
@@ -418,6 +421,9 @@ void add_device_options(CLI::App* command, ModelArgs* args, const char* default_
                       "With fp16: a node name or op type that stays in fp32 "
                       "(repeatable)");
   command->add_flag("--no-cuda-graph", args->no_cuda_graph, "CUDA: launch node by node instead of one graph");
+  command->add_option("--engine-cache", args->engine_cache,
+                      "CUDA: keep planned engines in DIR (one per model, shapes, precision and GPU); a stale "
+                      "one is planned again, and the log says why");
 }
 
 }  // namespace

@@ -7,7 +7,9 @@
 #if defined(FOVEA_HAVE_CUDA)
 #include "core/cuda_check.h"
 #include "core/cuda_raii.h"
+#include "runtime/cuda/conv_algorithm_cache.h"
 #include "runtime/cuda/cuda_executor.h"
+#include "runtime/engine.h"
 #include "trace/session.h"
 #include "trace/tracer.h"
 #endif
@@ -43,7 +45,13 @@ Result<std::unique_ptr<runtime::cuda::CudaExecutor>> make_executor(runtime::Exec
 
 Result<runtime::ExecutionPlan> plan_for(const runtime::Graph& graph, const runtime::InputShapes& shapes,
                                         const DevicePlanOptions& options) {
-  return runtime::plan_graph(graph, shapes, plan_options(options));
+  if (options.engine_cache.empty()) return runtime::plan_graph(graph, shapes, plan_options(options));
+  FOVEA_ASSIGN_OR_RETURN(std::string digest, runtime::file_digest(options.model_path));
+  const runtime::EngineKey key{.model_digest = std::move(digest),
+                               .input_shapes = shapes,
+                               .options = plan_options(options),
+                               .device = runtime::cuda::device_signature()};
+  return runtime::plan_with_engine_cache(graph, options.model_path, options.engine_cache, key);
 }
 
 double percentile(std::vector<double> values, double p) {

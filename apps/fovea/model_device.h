@@ -13,6 +13,9 @@ struct DevicePlanOptions {
   runtime::Precision precision = runtime::Precision::kFloat32;
   std::vector<std::string> keep_float32;
   bool use_cuda_graph = true;
+  // With a folder: plans are cached there as engines (runtime/engine.h), keyed by this model file.
+  std::string engine_cache;
+  std::string model_path;
 };
 
 Result<runtime::Precision> parse_precision(const std::string& text);

@@ -3,22 +3,9 @@
 #include <fstream>
 
 #include "onnx.pb.h"
+#include "runtime/onnx_writer.h"
 
 namespace fovea::runtime::testing {
-
-int onnx_type_of(DataType dtype) {
-  switch (dtype) {
-    case DataType::kFloat32: return onnx::TensorProto_DataType_FLOAT;
-    case DataType::kFloat16: return onnx::TensorProto_DataType_FLOAT16;
-    case DataType::kFloat64: return onnx::TensorProto_DataType_DOUBLE;
-    case DataType::kInt64: return onnx::TensorProto_DataType_INT64;
-    case DataType::kInt32: return onnx::TensorProto_DataType_INT32;
-    case DataType::kInt8: return onnx::TensorProto_DataType_INT8;
-    case DataType::kUInt8: return onnx::TensorProto_DataType_UINT8;
-    case DataType::kBool: return onnx::TensorProto_DataType_BOOL;
-  }
-  return onnx::TensorProto_DataType_UNDEFINED;
-}
 
 namespace {
 
@@ -26,7 +13,7 @@ void set_value_info(onnx::ValueInfoProto* info, const std::string& name, DataTyp
                     const std::vector<std::int64_t>& dims) {
   info->set_name(name);
   auto* tensor_type = info->mutable_type()->mutable_tensor_type();
-  tensor_type->set_elem_type(onnx_type_of(dtype));
+  tensor_type->set_elem_type(data_type_to_onnx(dtype));
   auto* shape = tensor_type->mutable_shape();
   for (std::int64_t d : dims) {
     if (d >= 0) {
@@ -65,7 +52,7 @@ ModelBuilder& ModelBuilder::output(const std::string& name, DataType dtype,
 ModelBuilder& ModelBuilder::initializer(const std::string& name, const Tensor& value) {
   auto* tensor = model_->mutable_graph()->add_initializer();
   tensor->set_name(name);
-  tensor->set_data_type(onnx_type_of(value.dtype()));
+  tensor->set_data_type(data_type_to_onnx(value.dtype()));
   for (std::int64_t d : value.shape()) tensor->add_dims(d);
   tensor->set_raw_data(value.raw(), value.bytes());
   return *this;
@@ -76,7 +63,7 @@ ModelBuilder& ModelBuilder::external_initializer(const std::string& name, DataTy
                                                  const std::string& file, std::uint64_t offset) {
   auto* tensor = model_->mutable_graph()->add_initializer();
   tensor->set_name(name);
-  tensor->set_data_type(onnx_type_of(dtype));
+  tensor->set_data_type(data_type_to_onnx(dtype));
   for (std::int64_t d : dims) tensor->add_dims(d);
   tensor->set_data_location(onnx::TensorProto_DataLocation_EXTERNAL);
   auto* location = tensor->add_external_data();

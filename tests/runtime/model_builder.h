@@ -46,6 +46,4 @@ class ModelBuilder {
   std::unique_ptr<onnx::ModelProto> model_;
 };
 
-int onnx_type_of(DataType dtype);
-
 }  // namespace fovea::runtime::testing

@@ -14,8 +14,6 @@
 
 namespace fovea::runtime::cuda {
 
-namespace {
-
 std::string device_signature() {
   int device = 0;
   cudaDeviceProp props{};
@@ -27,8 +25,6 @@ std::string device_signature() {
   return fmt::format("{}|sm{}{}|driver {}|cudnn {}", props.name, props.major, props.minor, driver,
                      cudnnGetVersion());
 }
-
-}  // namespace
 
 std::filesystem::path cache_directory() {
   if (const char* dir = std::getenv("FOVEA_CACHE_DIR"); dir != nullptr && *dir != '\0') return dir;

@@ -27,6 +27,9 @@ struct ConvAlgorithm {
   std::size_t workspace_bytes = 0;
 };
 
+// "NVIDIA H200|sm90|driver 13000|cudnn 91900": what a cached choice or engine depends on.
+std::string device_signature();
+
 // The directory fovea caches plans and algorithm choices in.
 std::filesystem::path cache_directory();
 
