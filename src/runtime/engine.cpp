@@ -125,7 +125,7 @@ Result<ExecutionPlan> plan_with_engine_cache(const Graph& graph, const std::file
   if (cached.status().code() == StatusCode::kNotFound) {
     log_info("engine {}: none yet, planning", path.string());
   } else {
-    log_warn("engine {}: {}; planning again", path.string(), cached.status().message());
+    log_warn("engine {}; planning again", cached.status().message());
   }
   FOVEA_ASSIGN_OR_RETURN(ExecutionPlan plan, plan_graph(graph, key.input_shapes, key.options));
   if (Status saved = save_engine(plan, key, path); !saved.is_ok()) {

@@ -1,5 +1,7 @@
 #include "runtime/graph_test_util.h"
 
+#include "runtime/op_test_util.h"
+
 #include <gtest/gtest.h>
 
 #include "runtime/evaluate.h"
@@ -48,6 +50,24 @@ int count_ops(const Graph& graph, const std::string& op_type) {
   int count = 0;
   for (const Node& node : graph.nodes) count += node.op_type == op_type ? 1 : 0;
   return count;
+}
+
+ModelBuilder& conv_chain(ModelBuilder& m) {
+  m.input("x", DataType::kFloat32, {2, 4, 9, 11}).output("y", DataType::kFloat32, {2, 6, 4, 5});
+  m.initializer("w1", random_tensor(DataType::kFloat32, {6, 4, 3, 3}, 1));
+  m.initializer("w2", random_tensor(DataType::kFloat32, {6, 6, 3, 3}, 2));
+  m.initializer("b2", random_tensor(DataType::kFloat32, {6}, 3));
+  auto& c1 = m.node("Conv", {"x", "w1"}, {"c1"}, "conv1");
+  m.attr(c1, "pads", std::vector<std::int64_t>{1, 1, 1, 1});
+  m.node("Relu", {"c1"}, {"r1"}, "relu1");
+  auto& c2 = m.node("Conv", {"r1", "w2", "b2"}, {"c2"}, "conv2");
+  m.attr(c2, "pads", std::vector<std::int64_t>{1, 1, 1, 1});
+  m.node("Add", {"c2", "r1"}, {"s"}, "residual");
+  m.node("Relu", {"s"}, {"r2"}, "relu2");
+  auto& pool = m.node("MaxPool", {"r2"}, {"y"}, "pool");
+  m.attr(pool, "kernel_shape", std::vector<std::int64_t>{2, 2});
+  m.attr(pool, "strides", std::vector<std::int64_t>{2, 2});
+  return m;
 }
 
 }  // namespace fovea::runtime::testing

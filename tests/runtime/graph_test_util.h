@@ -15,4 +15,8 @@ std::vector<Tensor> run_unoptimized(const Graph& graph, const std::vector<Tensor
 ExecutionPlan plan_for(const Graph& graph, const std::vector<Tensor>& inputs);
 int count_ops(const Graph& graph, const std::string& op_type);
 
+// x [2, 4, 9, 11] -> conv -> relu -> conv + residual -> relu -> 2x2 max pool -> y [2, 6, 4, 5]:
+// two convolutions that fuse (the second with its residual), then an op that is not one.
+ModelBuilder& conv_chain(ModelBuilder& m);
+
 }  // namespace fovea::runtime::testing

@@ -69,25 +69,6 @@ TEST(PassFoldBatchNorm, FoldsIntoTheConvAndFusesTheEpilogue) {
   expect_same_results(graph, plan, inputs);
 }
 
-// conv -> conv (+ residual from the first) -> relu, then a max pool that stays NCHW.
-ModelBuilder& conv_chain(ModelBuilder& m) {
-  m.input("x", DataType::kFloat32, {2, 4, 9, 11}).output("y", DataType::kFloat32, {2, 6, 4, 5});
-  m.initializer("w1", random_tensor(DataType::kFloat32, {6, 4, 3, 3}, 1));
-  m.initializer("w2", random_tensor(DataType::kFloat32, {6, 6, 3, 3}, 2));
-  m.initializer("b2", random_tensor(DataType::kFloat32, {6}, 3));
-  auto& c1 = m.node("Conv", {"x", "w1"}, {"c1"}, "conv1");
-  m.attr(c1, "pads", std::vector<std::int64_t>{1, 1, 1, 1});
-  m.node("Relu", {"c1"}, {"r1"}, "relu1");
-  auto& c2 = m.node("Conv", {"r1", "w2", "b2"}, {"c2"}, "conv2");
-  m.attr(c2, "pads", std::vector<std::int64_t>{1, 1, 1, 1});
-  m.node("Add", {"c2", "r1"}, {"s"}, "residual");
-  m.node("Relu", {"s"}, {"r2"}, "relu2");
-  auto& pool = m.node("MaxPool", {"r2"}, {"y"}, "pool");
-  m.attr(pool, "kernel_shape", std::vector<std::int64_t>{2, 2});
-  m.attr(pool, "strides", std::vector<std::int64_t>{2, 2});
-  return m;
-}
-
 TEST(PassChannelsLast, ConvolutionChainsTransposeOnlyAtTheirEnds) {
   ModelBuilder m;
   const Graph graph = load_graph(conv_chain(m));

@@ -24,6 +24,7 @@
 #include "runtime/cuda/cuda_op.h"
 #include "runtime/cuda/elementwise_layout.h"
 #include "runtime/cuda/kernel_util.cuh"
+#include "runtime/ops/integer_math.h"
 #include "runtime/ops/op_util.h"
 
 namespace fovea::runtime::cuda {
@@ -225,21 +226,6 @@ __device__ __forceinline__ bool is_nan(T x) {
     return false;
   }
 }
-
-// Integer arithmetic wraps on overflow, computed in the unsigned type of the same size.
-template <typename T>
-struct Wrapping {
-  using U = std::make_unsigned_t<T>;
-  __device__ static T add(T a, T b) {
-    return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
-  }
-  __device__ static T sub(T a, T b) {
-    return static_cast<T>(static_cast<U>(static_cast<U>(a) - static_cast<U>(b)));
-  }
-  __device__ static T mul(T a, T b) {
-    return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
-  }
-};
 
 // Floating to integer as Cast defines it: truncation toward zero, saturating at T's range, NaN 0.
 template <typename T, typename F>

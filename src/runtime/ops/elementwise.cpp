@@ -18,6 +18,7 @@
 #include <type_traits>
 
 #include "runtime/ops/elementwise_util.h"
+#include "runtime/ops/integer_math.h"
 
 namespace fovea::runtime::ops {
 namespace {
@@ -26,7 +27,7 @@ struct AddOp {
   template <typename T>
   T operator()(T a, T b) const {
     if constexpr (std::is_integral_v<T>) {
-      return wrapping(a, b, [](auto x, auto y) { return x + y; });
+      return wrapping_add(a, b);
     } else {
       return a + b;
     }
@@ -37,7 +38,7 @@ struct SubOp {
   template <typename T>
   T operator()(T a, T b) const {
     if constexpr (std::is_integral_v<T>) {
-      return wrapping(a, b, [](auto x, auto y) { return x - y; });
+      return wrapping_sub(a, b);
     } else {
       return a - b;
     }
@@ -48,7 +49,7 @@ struct MulOp {
   template <typename T>
   T operator()(T a, T b) const {
     if constexpr (std::is_integral_v<T>) {
-      return wrapping(a, b, [](auto x, auto y) { return x * y; });
+      return wrapping_mul(a, b);
     } else {
       return a * b;
     }
@@ -165,25 +166,6 @@ struct ErfOp {
     return std::erf(x);
   }
 };
-
-// base^exponent for integers by squaring, wrapping on overflow; a negative exponent gives the
-// truncated 1 / base^-exponent (0 unless |base| is 1, and 0 for base 0 rather than a trap).
-template <typename T, typename E>
-T integer_power(T base, E exponent) {
-  if constexpr (std::is_signed_v<E>) {
-    if (exponent < 0) {
-      if (base == 1) return T{1};
-      if (base == -1) return exponent % 2 == 0 ? T{1} : T{-1};
-      return T{0};
-    }
-  }
-  T result{1};
-  for (auto e = static_cast<std::uint64_t>(exponent); e != 0; e >>= 1) {
-    if ((e & 1) != 0) result = MulOp{}(result, base);
-    base = MulOp{}(base, base);
-  }
-  return result;
-}
 
 // Pow's output has the base's dtype: a floating base computes in its own precision, an integer
 // base with a floating exponent in double, truncated back like numpy's astype.

@@ -125,14 +125,6 @@ bool is_nan(T x) {
   }
 }
 
-// Integer arithmetic that wraps on overflow like the other ONNX runtimes do, without the undefined
-// behaviour of signed overflow in C++: computed in the unsigned type of the same size.
-template <typename T, typename F>
-T wrapping(T a, T b, F f) {
-  using U = std::make_unsigned_t<T>;
-  return static_cast<T>(static_cast<U>(f(static_cast<U>(a), static_cast<U>(b))));
-}
-
 // One element converted from F to T as Cast defines it, never undefined behaviour: to bool is
 // "nonzero"; floating to integer truncates toward zero and saturates at T's range (NaN gives 0,
 // which ONNX leaves implementation-defined); between integers it wraps, like numpy's astype.

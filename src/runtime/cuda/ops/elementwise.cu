@@ -10,7 +10,7 @@ struct AddOp {
   template <typename T>
   __device__ T operator()(T a, T b) const {
     if constexpr (std::is_integral_v<T>) {
-      return Wrapping<T>::add(a, b);
+      return ops::wrapping_add(a, b);
     } else {
       return a + b;
     }
@@ -21,7 +21,7 @@ struct SubOp {
   template <typename T>
   __device__ T operator()(T a, T b) const {
     if constexpr (std::is_integral_v<T>) {
-      return Wrapping<T>::sub(a, b);
+      return ops::wrapping_sub(a, b);
     } else {
       return a - b;
     }
@@ -32,7 +32,7 @@ struct MulOp {
   template <typename T>
   __device__ T operator()(T a, T b) const {
     if constexpr (std::is_integral_v<T>) {
-      return Wrapping<T>::mul(a, b);
+      return ops::wrapping_mul(a, b);
     } else {
       return a * b;
     }
@@ -45,7 +45,7 @@ struct DivOp {
     if constexpr (std::is_integral_v<T>) {
       if (b == 0) return T{0};
       // lowest() / -1 overflows: negate with wrapping instead.
-      if (std::is_signed_v<T> && b == static_cast<T>(-1)) return Wrapping<T>::sub(T{0}, a);
+      if (std::is_signed_v<T> && b == static_cast<T>(-1)) return ops::wrapping_sub(T{0}, a);
       return static_cast<T>(a / b);
     } else {
       return a / b;
@@ -176,25 +176,6 @@ struct ErfOp {
   __device__ double operator()(double x) const { return erf(x); }
 };
 
-// base^exponent for integers by squaring, wrapping on overflow; a negative exponent gives the
-// truncated 1 / base^-exponent (0 unless |base| is 1).
-template <typename T, typename E>
-__device__ T integer_power(T base, E exponent) {
-  if constexpr (std::is_signed_v<E>) {
-    if (exponent < 0) {
-      if (base == 1) return T{1};
-      if (base == -1) return exponent % 2 == 0 ? T{1} : T{-1};
-      return T{0};
-    }
-  }
-  T result{1};
-  for (auto e = static_cast<std::uint64_t>(exponent); e != 0; e >>= 1) {
-    if ((e & 1) != 0) result = Wrapping<T>::mul(result, base);
-    base = Wrapping<T>::mul(base, base);
-  }
-  return result;
-}
-
 // The output has the base's dtype: a floating base computes in its own precision (float for
 // float16), an integer base with a floating exponent in double, truncated back with saturation.
 struct PowOp {
@@ -205,7 +186,7 @@ struct PowOp {
     } else if constexpr (std::is_same_v<T, double>) {
       return pow(base, static_cast<double>(exponent));
     } else if constexpr (std::is_integral_v<E>) {
-      return integer_power(base, exponent);
+      return ops::integer_power(base, exponent);
     } else {
       return saturate_cast<T>(pow(static_cast<double>(base), static_cast<double>(exponent)));
     }
