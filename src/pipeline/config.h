@@ -1,0 +1,118 @@
+// The pipeline's configuration: a typed tree with defaults, read from YAML (docs/config.md is
+// the schema) and adjusted by `--set key=value` overrides. Every error names the file (or the
+// override), the key path and, where yaml-cpp knows it, line:column, e.g.
+//   run.yaml:4:15: mux.batch_size: expected an integer, got 'four'
+// A PipelineConfig returned by these functions has passed every check; a default-constructed one
+// has not (it lists no sources and no model).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "io/decoder.h"
+#include "io/encoder.h"
+#include "runtime/planner.h"
+
+namespace fovea::pipeline {
+
+struct SourceConfig {
+  std::string uri;  // file path or URL (rtsp://, http://, ...)
+  io::DecoderBackend decoder = io::DecoderBackend::kAuto;
+  bool loop = false;
+  double start = 0.0;              // seconds into the source
+  std::optional<double> duration;  // seconds; absent: to the end
+  bool operator==(const SourceConfig&) const = default;
+};
+
+struct MuxConfig {
+  int batch_size = 1;
+  int width = 1920;  // of the batch frames; every source is scaled to it
+  int height = 1080;
+  std::int64_t push_timeout_us = -1;         // a partial batch goes out after this long; -1 waits forever
+  std::optional<int> max_frames_per_source;  // per batch; absent: no cap
+  bool live = false;
+  bool operator==(const MuxConfig&) const = default;
+};
+
+enum class ColorOrder { kRgb, kBgr };
+
+struct ModelConfig {
+  std::string path;                       // ONNX file
+  std::optional<std::string> input_name;  // absent: the model's only input
+  runtime::Precision precision = runtime::Precision::kFloat32;
+  // Normalization on the 0..1 scale, per tensor channel: (pixel / 255 - mean) / std.
+  std::array<float, 3> mean{0.0f, 0.0f, 0.0f};
+  std::array<float, 3> std{1.0f, 1.0f, 1.0f};
+  ColorOrder color_order = ColorOrder::kRgb;
+  std::optional<int> input_width;  // both or neither; absent: the model's own input shape
+  std::optional<int> input_height;
+  bool keep_aspect = false;  // letterbox instead of stretching
+  bool operator==(const ModelConfig&) const = default;
+};
+
+enum class TaskType { kSegmentation };
+
+struct TaskConfig {
+  TaskType type = TaskType::kSegmentation;
+  std::vector<int> classes;     // kept sharp; empty: every class but 0 (background)
+  int blur_kernel = 31;         // odd, square
+  std::optional<double> sigma;  // absent: from the kernel size, as cv::GaussianBlur
+  bool refine_mask = true;
+  bool operator==(const TaskConfig&) const = default;
+};
+
+struct VideoSinkConfig {
+  std::string output_dir;  // one file per source
+  io::EncoderCodec codec = io::EncoderCodec::kH264;
+  std::string preset = "medium";  // x264 names (ultrafast .. placebo) or NVENC's p1 .. p7
+  bool operator==(const VideoSinkConfig&) const = default;
+};
+
+struct MetadataSinkConfig {
+  std::string path;  // JSON Lines, one object per frame
+  bool operator==(const MetadataSinkConfig&) const = default;
+};
+
+struct SinksConfig {
+  std::optional<VideoSinkConfig> video;
+  std::optional<MetadataSinkConfig> metadata;
+  bool null = false;  // discard the frames (benchmarks)
+  bool operator==(const SinksConfig&) const = default;
+};
+
+struct StatsConfig {
+  bool progress = true;               // the live progress line
+  std::optional<std::string> report;  // report.json path; absent: none written
+  bool operator==(const StatsConfig&) const = default;
+};
+
+struct PipelineConfig {
+  std::vector<SourceConfig> sources;
+  MuxConfig mux;
+  ModelConfig model;
+  TaskConfig task;
+  SinksConfig sinks;
+  StatsConfig stats;
+  bool operator==(const PipelineConfig&) const = default;
+};
+
+// Reads and checks a YAML file; errors name `path`.
+Result<PipelineConfig> load_config(const std::string& path);
+// Parses YAML text; errors name `source_name` (a file name, "<stdin>", ...).
+Result<PipelineConfig> parse_config(std::string_view text, std::string_view source_name);
+
+// Applies one `--set key=value` override: `key` is a dotted path ("mux.batch_size",
+// "sources.0.uri", "model.mean.1"; the index one past a list's end appends an entry) and `value`
+// is YAML, typed and checked as in a file. On error `config` is left unchanged.
+Status apply_override(PipelineConfig& config, std::string_view assignment);
+
+// The configuration as YAML, every key written (absent optionals as null): parse_config reads it
+// back to an equal PipelineConfig.
+std::string dump_config(const PipelineConfig& config);
+
+}  // namespace fovea::pipeline
