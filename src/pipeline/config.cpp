@@ -507,12 +507,13 @@ Status parse_stats(const MapReader& map, StatsConfig& stats) {
   return map.read_optional("report", stats.report);
 }
 
-// Parses the section `key` of the root with `parse`, when present, after checking its keys.
+// Parses the section `key` of the root with `parse`, when present and not empty, after checking its
+// keys.
 template <typename Section, typename Parse>
 Status parse_section(const Parser& parser, const YAML::Node& root, std::string_view key,
                      std::initializer_list<std::string_view> known, Section& section, Parse parse) {
   const YAML::Node node = root[std::string(key)];
-  if (!node) return Status::ok();
+  if (!node || node.IsNull()) return Status::ok();  // an empty section (`mux:`) keeps the defaults
   FOVEA_TRY(parser.check_map(node, key, known));
   return parse(MapReader(parser, node, std::string(key)), section);
 }
@@ -526,7 +527,7 @@ Result<PipelineConfig> parse_tree(const Parser& parser, const YAML::Node& root) 
       parse_section(parser, root, "mux",
                     {"batch_size", "width", "height", "push_timeout_us", "max_frames_per_source", "live"},
                     config.mux, parse_mux));
-  if (!root["model"]) return parser.missing(root, "model.path");
+  if (!root["model"] || root["model"].IsNull()) return parser.missing(root, "model.path");
   FOVEA_TRY(parse_section(parser, root, "model",
                           {"path", "input_name", "precision", "mean", "std", "color_order", "input_width",
                            "input_height", "keep_aspect"},
@@ -636,7 +637,8 @@ Result<YAML::Node> child(YAML::Node& parent, std::string_view segment, std::stri
   const std::size_t index = std::stoul(std::string(segment));
   if (index > parent.size()) {
     return make_error(StatusCode::kInvalidArgument, std::string(path), ": index ", std::string(segment),
-                      " is past the end of the list (", std::to_string(parent.size()), " entries)");
+                      " is past the end of the list (the next new entry is ", std::to_string(parent.size()),
+                      ")");
   }
   if (index == parent.size()) parent.push_back(YAML::Node(YAML::NodeType::Map));
   YAML::Node node;
