@@ -1,0 +1,211 @@
+#include "pipeline/stats.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "trace/report_format.h"
+
+namespace fovea::pipeline {
+
+double percentile(const std::vector<double>& sorted_samples, double p) {
+  if (sorted_samples.empty()) {
+    return 0.0;
+  }
+  const double rank = std::ceil(p / 100.0 * static_cast<double>(sorted_samples.size()));
+  const auto index = static_cast<std::size_t>(std::max(rank, 1.0)) - 1;
+  return sorted_samples[std::min(index, sorted_samples.size() - 1)];
+}
+
+void LatencyRecorder::record(std::chrono::nanoseconds latency) {
+  const double ms = std::chrono::duration<double, std::milli>(latency).count();
+  std::lock_guard lock(mutex_);
+  ++count_;
+  total_ms_ += ms;
+  max_ms_ = std::max(max_ms_, ms);
+  if (samples_ms_.size() < kReservoirSize) {
+    samples_ms_.push_back(ms);
+    return;
+  }
+  // Algorithm R: the count_-th sample replaces a kept one with probability kReservoirSize/count_.
+  std::uniform_int_distribution<std::uint64_t> pick(0, count_ - 1);
+  const std::uint64_t slot = pick(random_);
+  if (slot < kReservoirSize) {
+    samples_ms_[slot] = ms;
+  }
+}
+
+LatencySummary LatencyRecorder::summary() const {
+  std::vector<double> sorted;
+  LatencySummary summary;
+  {
+    std::lock_guard lock(mutex_);
+    sorted = samples_ms_;
+    summary.count = count_;
+    summary.max_ms = max_ms_;
+    summary.mean_ms = count_ == 0 ? 0.0 : total_ms_ / static_cast<double>(count_);
+  }
+  std::sort(sorted.begin(), sorted.end());
+  summary.p50_ms = percentile(sorted, 50.0);
+  summary.p99_ms = percentile(sorted, 99.0);
+  return summary;
+}
+
+std::uint64_t PipelineStats::total_frames() const {
+  std::uint64_t total = 0;
+  for (const SourceStats& source : sources) total += source.frames;
+  return total;
+}
+
+std::uint64_t PipelineStats::total_dropped() const {
+  std::uint64_t total = 0;
+  for (const SourceStats& source : sources) total += source.dropped;
+  return total;
+}
+
+std::size_t PipelineStats::failed_sources() const {
+  return static_cast<std::size_t>(
+      std::count_if(sources.begin(), sources.end(), [](const SourceStats& source) { return source.failed; }));
+}
+
+double PipelineStats::fps(std::uint64_t frames) const {
+  return elapsed_s > 0.0 ? static_cast<double>(frames) / elapsed_s : 0.0;
+}
+
+namespace {
+
+std::string source_state(const SourceStats& source) {
+  if (source.failed) {
+    return "failed: " + source.error;
+  }
+  return source.ended ? "ended" : "running";
+}
+
+trace::TextTable source_table(const PipelineStats& stats) {
+  trace::TextTable table{.name = "sources",
+                         .columns = {"source", "frames", "fps", "dropped", "status"},
+                         .numeric = {false, true, true, true, false}};
+  for (const SourceStats& source : stats.sources) {
+    table.rows.push_back({source.name, std::to_string(source.frames),
+                          fmt::format("{:.1f}", stats.fps(source.frames)), std::to_string(source.dropped),
+                          source_state(source)});
+  }
+  table.rows.push_back(
+      {"total", std::to_string(stats.total_frames()), fmt::format("{:.1f}", stats.fps(stats.total_frames())),
+       std::to_string(stats.total_dropped()), fmt::format("{} failed", stats.failed_sources())});
+  return table;
+}
+
+trace::TextTable stage_table(const PipelineStats& stats) {
+  trace::TextTable table{.name = "stages",
+                         .columns = {"stage", "items", "mean ms", "p50 ms", "p99 ms", "max ms"},
+                         .numeric = {false, true, true, true, true, true}};
+  for (const StageStats& stage : stats.stages) {
+    const LatencySummary& l = stage.latency;
+    table.rows.push_back({stage.name, std::to_string(l.count), fmt::format("{:.2f}", l.mean_ms),
+                          fmt::format("{:.2f}", l.p50_ms), fmt::format("{:.2f}", l.p99_ms),
+                          fmt::format("{:.2f}", l.max_ms)});
+  }
+  return table;
+}
+
+trace::TextTable queue_table(const PipelineStats& stats) {
+  trace::TextTable table{.name = "queues",
+                         .columns = {"queue", "depth", "capacity", "high water", "pushed"},
+                         .numeric = {false, true, true, true, true}};
+  for (const QueueStats& queue : stats.queues) {
+    const QueueCounters& c = queue.counters;
+    table.rows.push_back({queue.name, std::to_string(c.depth), std::to_string(c.capacity),
+                          std::to_string(c.high_water), std::to_string(c.pushed)});
+  }
+  return table;
+}
+
+nlohmann::json latency_json(const LatencySummary& latency) {
+  return {{"count", latency.count},
+          {"mean_ms", latency.mean_ms},
+          {"p50_ms", latency.p50_ms},
+          {"p99_ms", latency.p99_ms},
+          {"max_ms", latency.max_ms}};
+}
+
+}  // namespace
+
+std::string progress_line(const PipelineStats& stats) {
+  std::string line = fmt::format("{:.1f}s  {} frames  {:.1f} fps", stats.elapsed_s, stats.total_frames(),
+                                 stats.fps(stats.total_frames()));
+  if (!stats.sources.empty()) {
+    line += "  [";
+    for (std::size_t i = 0; i < stats.sources.size(); ++i) {
+      const SourceStats& source = stats.sources[i];
+      line += fmt::format(
+          "{}{} {}", i == 0 ? "" : "  ", source.name,
+          source.failed ? std::string("failed") : fmt::format("{:.1f}", stats.fps(source.frames)));
+    }
+    line += "]";
+  }
+  if (!stats.queues.empty()) {
+    line += "  queues";
+    for (const QueueStats& queue : stats.queues) {
+      line += fmt::format(" {} {}/{}", queue.name, queue.counters.depth, queue.counters.capacity);
+    }
+  }
+  if (stats.total_dropped() > 0) {
+    line += fmt::format("  {} dropped", stats.total_dropped());
+  }
+  return line;
+}
+
+std::string format_table(const PipelineStats& stats) {
+  std::string text = fmt::format("{} frames in {} batches, {:.2f} s, {:.1f} fps\n\n", stats.total_frames(),
+                                 stats.batches, stats.elapsed_s, stats.fps(stats.total_frames()));
+  text += trace::format_aligned(source_table(stats));
+  // One blank line between sections (appended apart: GCC 12 misreads "\n" + string as overlapping).
+  for (const trace::TextTable& table : {stage_table(stats), queue_table(stats)}) {
+    if (!table.rows.empty()) {
+      text += '\n';
+      text += trace::format_aligned(table);
+    }
+  }
+  return text;
+}
+
+nlohmann::json to_json(const PipelineStats& stats) {
+  nlohmann::json sources = nlohmann::json::array();
+  for (const SourceStats& source : stats.sources) {
+    nlohmann::json entry = {
+        {"name", source.name},       {"frames", source.frames}, {"fps", stats.fps(source.frames)},
+        {"dropped", source.dropped}, {"ended", source.ended},   {"failed", source.failed}};
+    if (source.failed) {
+      entry["error"] = source.error;
+    }
+    sources.push_back(std::move(entry));
+  }
+  nlohmann::json stages = nlohmann::json::array();
+  for (const StageStats& stage : stats.stages) {
+    stages.push_back({{"name", stage.name}, {"latency", latency_json(stage.latency)}});
+  }
+  nlohmann::json queues = nlohmann::json::array();
+  for (const QueueStats& queue : stats.queues) {
+    const QueueCounters& c = queue.counters;
+    queues.push_back({{"name", queue.name},
+                      {"depth", c.depth},
+                      {"capacity", c.capacity},
+                      {"high_water", c.high_water},
+                      {"pushed", c.pushed}});
+  }
+  return {{"elapsed_s", stats.elapsed_s},
+          {"batches", stats.batches},
+          {"total",
+           {{"frames", stats.total_frames()},
+            {"fps", stats.fps(stats.total_frames())},
+            {"dropped", stats.total_dropped()},
+            {"failed_sources", stats.failed_sources()}}},
+          {"sources", std::move(sources)},
+          {"stages", std::move(stages)},
+          {"queues", std::move(queues)}};
+}
+
+}  // namespace fovea::pipeline

@@ -1,0 +1,107 @@
+// Pipeline statistics: what a run reports while it runs (one progress line) and at its end (an
+// aligned table on the terminal and the same figures in report.json).
+//
+// The figures are gathered into a plain PipelineStats snapshot by whoever owns the pipeline's
+// parts (the mux's source counters, each stage's latency, each queue's counters), so the
+// formatting here is independent of the payload and tested on known data.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "pipeline/queue.h"
+
+namespace fovea::pipeline {
+
+struct LatencySummary {
+  std::uint64_t count = 0;
+  double mean_ms = 0.0;
+  double p50_ms = 0.0;
+  double p99_ms = 0.0;
+  double max_ms = 0.0;
+};
+
+// Nearest-rank percentile (the smallest sample with at least p% of the samples at or below it)
+// of samples sorted ascending; p in (0, 100]. Nearest rank returns a measured value, never an
+// interpolation between two. 0 for no samples.
+double percentile(const std::vector<double>& sorted_samples, double p);
+
+// Per-item processing time of one stage, recorded from its thread and read by the stats thread.
+// Memory is fixed: the first kReservoirSize samples are kept exactly, after that a uniform random
+// sample of all of them (reservoir sampling, Algorithm R). Percentiles are therefore exact for
+// short runs and an unbiased estimate for long ones; count, mean and max are always exact.
+class LatencyRecorder {
+ public:
+  // p99 of 4096 samples rests on the ~41 slowest of them, enough for a stable tail; 32 KiB a stage.
+  static constexpr std::size_t kReservoirSize = 4096;
+
+  LatencyRecorder() = default;
+  LatencyRecorder(const LatencyRecorder&) = delete;
+  LatencyRecorder& operator=(const LatencyRecorder&) = delete;
+
+  void record(std::chrono::nanoseconds latency);
+  LatencySummary summary() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<double> samples_ms_;
+  std::uint64_t count_ = 0;
+  double total_ms_ = 0.0;
+  double max_ms_ = 0.0;
+  // A fixed seed: two runs over the same samples report the same percentiles.
+  std::minstd_rand random_{20240601};
+};
+
+struct SourceStats {
+  std::string name;
+  std::uint64_t frames = 0;
+  std::uint64_t dropped = 0;  // live sources only: the oldest frame goes when the source's queue is full
+  bool ended = false;
+  bool failed = false;
+  std::string error;  // why the source failed, when it did
+};
+
+struct StageStats {
+  std::string name;
+  LatencySummary latency;
+};
+
+struct QueueStats {
+  std::string name;
+  QueueCounters counters;
+};
+
+struct PipelineStats {
+  double elapsed_s = 0.0;
+  std::uint64_t batches = 0;
+  std::vector<SourceStats> sources;
+  std::vector<StageStats> stages;
+  std::vector<QueueStats> queues;
+
+  std::uint64_t total_frames() const;
+  std::uint64_t total_dropped() const;
+  std::size_t failed_sources() const;
+  // Frames per second of wall-clock time since the start; 0 before any time has passed.
+  double fps(std::uint64_t frames) const;
+};
+
+// One line without a newline, for a progress line redrawn in place:
+// "12.3s  1200 frames  97.6 fps  [cam0 48.8  cam1 48.8]  queues mux 2/4 infer 4/4".
+std::string progress_line(const PipelineStats& stats);
+
+// The final report: sources (frames, fps, drops, status), stages (p50/p99/max), queues
+// (capacity, high-water mark), one aligned table per section, ending in a newline.
+std::string format_table(const PipelineStats& stats);
+
+// The same figures for report.json: {"elapsed_s", "batches", "total": {...}, "sources": [...],
+// "stages": [...], "queues": [...]}.
+nlohmann::json to_json(const PipelineStats& stats);
+
+}  // namespace fovea::pipeline

@@ -1,0 +1,283 @@
+// StreamMux<T>: frames from N sources in, batches of up to batch_size frames out.
+//
+// Each source (a demux+decode thread) pushes its frames with push() and ends with end() or
+// fail(); one consumer (the mux stage) takes batches with next_batch(). The payload T is opaque
+// here: a decoded frame on the device, or a plain value in the tests.
+//
+// Batch composition, round-robin: sources are visited in order, one frame per visit, starting
+// where the previous batch stopped so every source gets its turn first.
+// - File mode (live == false): the mux waits for the next source's frame (or its end), so
+//   batches are the same on every run whatever the threads' timing.
+// - Live mode: the mux never waits for one source while others have frames; it visits only the
+//   sources with frames queued and waits only when none has one. A live source cannot be paused,
+//   so when its queue is full its oldest frame is dropped (counted) instead of blocking it.
+// - push_timeout_us: how long after a batch's first frame the mux waits for the rest before
+//   pushing it partial; -1 waits for a full batch (or the end of the sources).
+// - max_frames_per_source_per_batch caps one source's share of a batch (0: no cap); a batch in
+//   which every remaining source has reached its cap is pushed as it is.
+// Sources end on their own: an ended or failed source leaves the rotation once its queued frames
+// are batched (frames decoded before a failure are good frames), the others carry on, and
+// next_batch() returns std::nullopt once every source has ended and everything is batched.
+// request_stop() (Ctrl-C) ends every source at once: their next push returns false, and what is
+// queued is still batched, so the pipeline drains.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/check.h"
+#include "core/log.h"
+#include "core/status.h"
+#include "pipeline/stats.h"
+
+namespace fovea::pipeline {
+
+struct MuxOptions {
+  std::size_t batch_size = 1;
+  std::int64_t push_timeout_us = -1;
+  std::size_t max_frames_per_source_per_batch = 0;
+  bool live = false;
+  // Frames one source may have waiting in the mux. Four keeps a decoder one GOP-sized burst
+  // ahead without holding many decoded frames (each one is a pool buffer).
+  std::size_t source_queue_capacity = 4;
+};
+
+// Ok, or an error naming the option and the value it cannot take.
+Status validate(const MuxOptions& options);
+
+template <typename T>
+struct MuxFrame {
+  std::size_t source = 0;              // position in the mux's source list
+  std::int64_t index = 0;              // 0-based, per source, counted at push: frames dropped leave gaps
+  std::optional<std::int64_t> pts_us;  // presentation time; none when the stream carries none
+  T payload;
+};
+
+template <typename T>
+struct Batch {
+  std::uint64_t number = 0;  // 0-based, in the order batches leave the mux
+  std::vector<MuxFrame<T>> frames;
+};
+
+template <typename T>
+class StreamMux {
+ public:
+  // `options` must have passed validate().
+  StreamMux(MuxOptions options, const std::vector<std::string>& source_names) : options_(options) {
+    FOVEA_CHECK(validate(options_).is_ok());
+    for (const std::string& name : source_names) sources_.push_back(SourceState{.name = name});
+  }
+  StreamMux(const StreamMux&) = delete;
+  StreamMux& operator=(const StreamMux&) = delete;
+
+  std::size_t source_count() const { return sources_.size(); }
+
+  // Source side, from the source's own thread. Blocks while the source's queue is full (file
+  // mode). False once the mux is stopping: the source should stop decoding and return.
+  [[nodiscard]] bool push(std::size_t source, T payload, std::optional<std::int64_t> pts_us) {
+    std::unique_lock lock(mutex_);
+    SourceState& state = source_at(source);
+    changed_.wait(lock, [&] { return stop_requested_ || options_.live || state.frames.size() < capacity(); });
+    if (stop_requested_) {
+      return false;
+    }
+    FOVEA_CHECK_MSG(!state.closed, "a source pushed after its end");
+    if (state.frames.size() == capacity()) {
+      state.frames.pop_front();
+      ++state.dropped;
+    }
+    state.frames.push_back(MuxFrame<T>{
+        .source = source, .index = state.next_index++, .pts_us = pts_us, .payload = std::move(payload)});
+    lock.unlock();
+    changed_.notify_all();
+    return true;
+  }
+
+  // End of stream: the source's queued frames are still batched.
+  void end(std::size_t source) { close_source(source, Status::ok()); }
+
+  // The source failed: it is reported (log and stats) and leaves the rotation once its queued
+  // frames are batched; the other sources carry on.
+  void fail(std::size_t source, const Status& error) {
+    FOVEA_CHECK(!error.is_ok());
+    close_source(source, error);
+  }
+
+  // Every source ends now; what is queued is still batched.
+  void request_stop() {
+    {
+      std::lock_guard lock(mutex_);
+      stop_requested_ = true;
+      for (SourceState& state : sources_) state.closed = true;
+    }
+    changed_.notify_all();
+  }
+
+  // Consumer side: the next batch, or std::nullopt once every source has ended and is drained.
+  std::optional<Batch<T>> next_batch() {
+    std::unique_lock lock(mutex_);
+    Batch<T> batch;
+    std::vector<std::size_t> taken(sources_.size(), 0);
+    std::optional<std::chrono::steady_clock::time_point> deadline;
+    while (batch.frames.size() < options_.batch_size) {
+      const std::optional<std::size_t> source = options_.live ? wait_for_any_frame(lock, taken, deadline)
+                                                              : wait_for_next_frame(lock, taken, deadline);
+      if (!source) {
+        break;
+      }
+      if (batch.frames.empty() && options_.push_timeout_us >= 0) {
+        deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(options_.push_timeout_us);
+      }
+      take_frame(*source, batch, taken);
+    }
+    if (batch.frames.empty()) {
+      return std::nullopt;
+    }
+    batch.number = batches_++;
+    return batch;
+  }
+
+  std::uint64_t batches() const {
+    std::lock_guard lock(mutex_);
+    return batches_;
+  }
+
+  // Frames batched (not pushed) per source, drops, and how each source ended.
+  std::vector<SourceStats> source_stats() const {
+    std::lock_guard lock(mutex_);
+    std::vector<SourceStats> stats;
+    for (const SourceState& state : sources_) {
+      stats.push_back({.name = state.name,
+                       .frames = state.batched,
+                       .dropped = state.dropped,
+                       .ended = state.closed,
+                       .failed = !state.error.is_ok(),
+                       .error = state.error.message()});
+    }
+    return stats;
+  }
+
+ private:
+  struct SourceState {
+    std::string name;
+    std::deque<MuxFrame<T>> frames;
+    std::int64_t next_index = 0;
+    std::uint64_t batched = 0;
+    std::uint64_t dropped = 0;
+    bool closed = false;  // no more frames will come: end, failure or stop
+    Status error;
+    bool finished() const { return closed && frames.empty(); }
+  };
+
+  std::size_t capacity() const { return options_.source_queue_capacity; }
+
+  SourceState& source_at(std::size_t source) {
+    FOVEA_CHECK_MSG(source < sources_.size(), "source index out of range");
+    return sources_[source];
+  }
+
+  void close_source(std::size_t source, const Status& error) {
+    {
+      std::lock_guard lock(mutex_);
+      SourceState& state = source_at(source);
+      state.closed = true;
+      if (!error.is_ok() && state.error.is_ok()) {
+        state.error = error;
+        log_error("source {}: {}; the other sources carry on", state.name, error.to_string());
+      }
+    }
+    changed_.notify_all();
+  }
+
+  // Sources in round-robin order from the cursor that may still add a frame to this batch.
+  std::vector<std::size_t> candidates(const std::vector<std::size_t>& taken) const {
+    std::vector<std::size_t> order;
+    for (std::size_t k = 0; k < sources_.size(); ++k) {
+      const std::size_t s = (cursor_ + k) % sources_.size();
+      const bool capped = options_.max_frames_per_source_per_batch > 0 &&
+                          taken[s] >= options_.max_frames_per_source_per_batch;
+      if (!sources_[s].finished() && !capped) order.push_back(s);
+    }
+    return order;
+  }
+
+  template <typename Ready>
+  bool wait(std::unique_lock<std::mutex>& lock,
+            const std::optional<std::chrono::steady_clock::time_point>& deadline, Ready ready) {
+    if (!deadline) {
+      changed_.wait(lock, ready);
+      return true;
+    }
+    return changed_.wait_until(lock, *deadline, ready);
+  }
+
+  // File mode: the first candidate in order, waiting for its frame; a source that ends while
+  // waited for is skipped. std::nullopt when no candidate is left or the deadline passed.
+  std::optional<std::size_t> wait_for_next_frame(
+      std::unique_lock<std::mutex>& lock, const std::vector<std::size_t>& taken,
+      const std::optional<std::chrono::steady_clock::time_point>& deadline) {
+    for (;;) {
+      const std::vector<std::size_t> order = candidates(taken);
+      if (order.empty()) {
+        return std::nullopt;
+      }
+      const SourceState& state = sources_[order.front()];
+      if (!wait(lock, deadline, [&] { return !state.frames.empty() || state.closed; })) {
+        return std::nullopt;
+      }
+      if (!state.frames.empty()) {
+        return order.front();
+      }
+    }
+  }
+
+  // Live mode: the first candidate in order that has a frame, waiting only while none has one.
+  std::optional<std::size_t> wait_for_any_frame(
+      std::unique_lock<std::mutex>& lock, const std::vector<std::size_t>& taken,
+      const std::optional<std::chrono::steady_clock::time_point>& deadline) {
+    std::optional<std::size_t> found;
+    const auto frame_or_none_left = [&] {
+      const std::vector<std::size_t> order = candidates(taken);
+      const auto with_frame = std::find_if(order.begin(), order.end(),
+                                           [&](std::size_t s) { return !sources_[s].frames.empty(); });
+      found = with_frame == order.end() ? std::nullopt : std::optional<std::size_t>(*with_frame);
+      return found.has_value() || order.empty();
+    };
+    if (!wait(lock, deadline, frame_or_none_left)) {
+      return std::nullopt;
+    }
+    return found;
+  }
+
+  void take_frame(std::size_t source, Batch<T>& batch, std::vector<std::size_t>& taken) {
+    SourceState& state = sources_[source];
+    batch.frames.push_back(std::move(state.frames.front()));
+    state.frames.pop_front();
+    ++state.batched;
+    ++taken[source];
+    cursor_ = (source + 1) % sources_.size();
+    // The source may be blocked on its full queue, and the mux may wait for another source next.
+    changed_.notify_all();
+  }
+
+  const MuxOptions options_;
+  mutable std::mutex mutex_;
+  // One condition for every change (a frame pushed or taken, a source ended, stop): the waiters
+  // are few (one per source and the mux), so waking all of them costs nothing that matters.
+  std::condition_variable changed_;
+  std::vector<SourceState> sources_;
+  std::size_t cursor_ = 0;
+  std::uint64_t batches_ = 0;
+  bool stop_requested_ = false;
+};
+
+}  // namespace fovea::pipeline

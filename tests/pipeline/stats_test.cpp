@@ -1,0 +1,126 @@
+#include "pipeline/stats.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+namespace fovea::pipeline {
+namespace {
+
+using std::chrono::milliseconds;
+
+TEST(Percentile, NearestRankOnKnownData) {
+  std::vector<double> one_to_hundred;
+  for (int i = 1; i <= 100; ++i) one_to_hundred.push_back(i);
+  EXPECT_EQ(percentile(one_to_hundred, 50.0), 50.0);
+  EXPECT_EQ(percentile(one_to_hundred, 99.0), 99.0);
+  EXPECT_EQ(percentile(one_to_hundred, 100.0), 100.0);
+  EXPECT_EQ(percentile({7.0}, 50.0), 7.0);
+  EXPECT_EQ(percentile({1.0, 2.0, 3.0}, 50.0), 2.0);
+  EXPECT_EQ(percentile({1.0, 2.0, 3.0, 4.0}, 99.0), 4.0);
+  EXPECT_EQ(percentile({}, 50.0), 0.0);
+}
+
+TEST(LatencyRecorder, ExactWhileTheReservoirHoldsEverySample) {
+  LatencyRecorder recorder;
+  for (int i = 100; i >= 1; --i) recorder.record(milliseconds(i));
+  const LatencySummary summary = recorder.summary();
+  EXPECT_EQ(summary.count, 100u);
+  EXPECT_DOUBLE_EQ(summary.p50_ms, 50.0);
+  EXPECT_DOUBLE_EQ(summary.p99_ms, 99.0);
+  EXPECT_DOUBLE_EQ(summary.max_ms, 100.0);
+  EXPECT_DOUBLE_EQ(summary.mean_ms, 50.5);
+}
+
+// Past the reservoir the percentiles are estimates from a uniform sample; count, mean and max stay
+// exact. 10% of the samples are slow (100 ms), so p50 is fast and p99 slow in any fair sample.
+TEST(LatencyRecorder, BoundedPastTheReservoir) {
+  LatencyRecorder recorder;
+  const int samples = static_cast<int>(LatencyRecorder::kReservoirSize) * 5;
+  for (int i = 0; i < samples; ++i) recorder.record(milliseconds(i % 10 == 9 ? 100 : 1));
+  const LatencySummary summary = recorder.summary();
+  EXPECT_EQ(summary.count, static_cast<std::uint64_t>(samples));
+  EXPECT_DOUBLE_EQ(summary.p50_ms, 1.0);
+  EXPECT_DOUBLE_EQ(summary.p99_ms, 100.0);
+  EXPECT_DOUBLE_EQ(summary.max_ms, 100.0);
+  EXPECT_NEAR(summary.mean_ms, 10.9, 1e-9);
+}
+
+TEST(LatencyRecorder, EmptyIsAllZero) {
+  const LatencySummary summary = LatencyRecorder().summary();
+  EXPECT_EQ(summary.count, 0u);
+  EXPECT_EQ(summary.p99_ms, 0.0);
+}
+
+PipelineStats known_stats() {
+  return {
+      .elapsed_s = 2.0,
+      .batches = 50,
+      .sources = {{.name = "cam0", .frames = 120, .ended = true},
+                  {.name = "cam1", .frames = 80, .dropped = 3},
+                  {.name = "bad.mp4", .frames = 0, .ended = true, .failed = true, .error = "invalid data"}},
+      .stages = {{.name = "infer",
+                  .latency = {.count = 50, .mean_ms = 4.0, .p50_ms = 3.5, .p99_ms = 9.25, .max_ms = 12.0}}},
+      .queues = {{.name = "mux", .counters = {.depth = 2, .capacity = 4, .high_water = 4, .pushed = 50}}}};
+}
+
+TEST(PipelineStats, Totals) {
+  const PipelineStats stats = known_stats();
+  EXPECT_EQ(stats.total_frames(), 200u);
+  EXPECT_EQ(stats.total_dropped(), 3u);
+  EXPECT_EQ(stats.failed_sources(), 1u);
+  EXPECT_DOUBLE_EQ(stats.fps(stats.total_frames()), 100.0);
+  EXPECT_EQ(PipelineStats{}.fps(10), 0.0);
+}
+
+TEST(PipelineStats, ProgressLine) {
+  EXPECT_EQ(progress_line(known_stats()),
+            "2.0s  200 frames  100.0 fps  [cam0 60.0  cam1 40.0  bad.mp4 failed]  queues mux 2/4  3 dropped");
+}
+
+TEST(PipelineStats, FinalTableIsAligned) {
+  EXPECT_EQ(format_table(known_stats()),
+            "200 frames in 50 batches, 2.00 s, 100.0 fps\n"
+            "\n"
+            "source   frames    fps  dropped  status\n"
+            "-------  ------  -----  -------  --------------------\n"
+            "cam0        120   60.0        0  ended\n"
+            "cam1         80   40.0        3  running\n"
+            "bad.mp4       0    0.0        0  failed: invalid data\n"
+            "total       200  100.0        3  1 failed\n"
+            "\n"
+            "stage  items  mean ms  p50 ms  p99 ms  max ms\n"
+            "-----  -----  -------  ------  ------  ------\n"
+            "infer     50     4.00    3.50    9.25   12.00\n"
+            "\n"
+            "queue  depth  capacity  high water  pushed\n"
+            "-----  -----  --------  ----------  ------\n"
+            "mux        2         4           4      50\n");
+}
+
+TEST(PipelineStats, JsonShape) {
+  const nlohmann::json json = to_json(known_stats());
+  EXPECT_EQ(json["elapsed_s"], 2.0);
+  EXPECT_EQ(json["batches"], 50);
+  EXPECT_EQ(json["total"],
+            (nlohmann::json{{"frames", 200}, {"fps", 100.0}, {"dropped", 3}, {"failed_sources", 1}}));
+  ASSERT_EQ(json["sources"].size(), 3u);
+  EXPECT_EQ(json["sources"][0], (nlohmann::json{{"name", "cam0"},
+                                                {"frames", 120},
+                                                {"fps", 60.0},
+                                                {"dropped", 0},
+                                                {"ended", true},
+                                                {"failed", false}}));
+  EXPECT_EQ(json["sources"][2]["error"], "invalid data");
+  EXPECT_EQ(json["stages"][0],
+            (nlohmann::json{
+                {"name", "infer"},
+                {"latency",
+                 {{"count", 50}, {"mean_ms", 4.0}, {"p50_ms", 3.5}, {"p99_ms", 9.25}, {"max_ms", 12.0}}}}));
+  EXPECT_EQ(
+      json["queues"][0],
+      (nlohmann::json{{"name", "mux"}, {"depth", 2}, {"capacity", 4}, {"high_water", 4}, {"pushed", 50}}));
+}
+
+}  // namespace
+}  // namespace fovea::pipeline
