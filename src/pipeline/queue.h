@@ -11,6 +11,7 @@
 // not lose work.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -121,10 +122,17 @@ class BoundedQueue {
   }
 
  private:
-  // time_point::max() waits without a deadline (wait_until would overflow computing it).
+  // time_point::max() waits without a deadline and time_point::min() not at all, so neither
+  // reaches the clock arithmetic of wait_until, where they would overflow.
   template <typename Predicate>
   static bool wait_until(std::unique_lock<std::mutex>& lock, std::condition_variable& condition,
                          std::chrono::steady_clock::time_point deadline, Predicate ready) {
+    if (ready()) {
+      return true;
+    }
+    if (deadline == std::chrono::steady_clock::time_point::min()) {
+      return false;
+    }
     if (deadline == std::chrono::steady_clock::time_point::max()) {
       condition.wait(lock, ready);
       return true;

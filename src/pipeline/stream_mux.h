@@ -13,7 +13,7 @@
 //   so when its queue is full its oldest frame is dropped (counted) instead of blocking it.
 // - push_timeout_us: how long after a batch's first frame the mux waits for the rest before
 //   pushing it partial; -1 waits for a full batch (or the end of the sources).
-// - max_frames_per_source_per_batch caps one source's share of a batch (0: no cap); a batch in
+// - max_frames_per_source_per_batch caps one source's share of a batch; a batch in
 //   which every remaining source has reached its cap is pushed as it is.
 // Sources end on their own: an ended or failed source leaves the rotation once its queued frames
 // are batched (frames decoded before a failure are good frames), the others carry on, and
@@ -44,7 +44,7 @@ namespace fovea::pipeline {
 struct MuxOptions {
   std::size_t batch_size = 1;
   std::int64_t push_timeout_us = -1;
-  std::size_t max_frames_per_source_per_batch = 0;
+  std::optional<std::size_t> max_frames_per_source_per_batch;  // none: no cap
   bool live = false;
   // Frames one source may have waiting in the mux. Four keeps a decoder one GOP-sized burst
   // ahead without holding many decoded frames (each one is a pool buffer).
@@ -203,8 +203,8 @@ class StreamMux {
     std::vector<std::size_t> order;
     for (std::size_t k = 0; k < sources_.size(); ++k) {
       const std::size_t s = (cursor_ + k) % sources_.size();
-      const bool capped = options_.max_frames_per_source_per_batch > 0 &&
-                          taken[s] >= options_.max_frames_per_source_per_batch;
+      const bool capped =
+          options_.max_frames_per_source_per_batch && taken[s] >= *options_.max_frames_per_source_per_batch;
       if (!sources_[s].finished() && !capped) order.push_back(s);
     }
     return order;

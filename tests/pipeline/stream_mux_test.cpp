@@ -222,6 +222,9 @@ TEST(StreamMux, ValidateNamesTheOption) {
   EXPECT_TRUE(validate(MuxOptions{}).is_ok());
   EXPECT_NE(validate({.batch_size = 0}).message().find("batch_size"), std::string::npos);
   EXPECT_NE(validate({.push_timeout_us = -2}).message().find("push_timeout_us"), std::string::npos);
+  EXPECT_NE(
+      validate({.max_frames_per_source_per_batch = 0}).message().find("max_frames_per_source_per_batch"),
+      std::string::npos);
   EXPECT_NE(validate({.source_queue_capacity = 0}).message().find("source_queue_capacity"),
             std::string::npos);
 }
