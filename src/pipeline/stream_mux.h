@@ -46,8 +46,9 @@ struct MuxOptions {
   std::int64_t push_timeout_us = -1;
   std::optional<std::size_t> max_frames_per_source_per_batch;  // none: no cap
   bool live = false;
-  // Frames one source may have waiting in the mux. Four keeps a decoder one GOP-sized burst
-  // ahead without holding many decoded frames (each one is a pool buffer).
+  // Frames one source may have waiting in the mux. Four absorbs the few-frame bursts in which a
+  // decoder releases frames after B-frame reordering while holding few decoded frames (each one
+  // a pool buffer); a starting value, to be measured on the GPU machine.
   std::size_t source_queue_capacity = 4;
 };
 
