@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "core/check.h"
+#include "core/hash.h"
 #include "io/demuxer.h"
 #include "io/encoder.h"
 
@@ -81,13 +82,7 @@ const ShapeSpec* subject_at(const Scene& scene, int x, int y) {
 
 // The finalizer of MurmurHash3 over three words, for reproducible texture.
 std::uint32_t hash3(std::uint32_t a, std::uint32_t b, std::uint32_t c) {
-  std::uint32_t h = a * 0x9E3779B1u ^ (b + 0x7F4A7C15u) * 0x85EBCA77u ^ (c + 0x165667B1u) * 0xC2B2AE3Du;
-  h ^= h >> 16;
-  h *= 0x85EBCA6Bu;
-  h ^= h >> 13;
-  h *= 0xC2B2AE35u;
-  h ^= h >> 16;
-  return h;
+  return murmur_finalize(a * 0x9E3779B1u ^ (b + 0x7F4A7C15u) * 0x85EBCA77u ^ (c + 0x165667B1u) * 0xC2B2AE3Du);
 }
 
 double unit_hash(std::uint32_t seed, std::uint32_t x, std::uint32_t y) {

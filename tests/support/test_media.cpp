@@ -16,6 +16,8 @@
 #include <system_error>
 #include <vector>
 
+#include "core/hash.h"
+
 extern "C" {
 #include <libavcodec/avcodec.h>
 }
@@ -25,13 +27,7 @@ namespace {
 
 // A cheap integer hash (the finalizer of MurmurHash3) for reproducible texture.
 std::uint32_t hash2(std::uint32_t x, std::uint32_t y) {
-  std::uint32_t h = x * 0x9E3779B1u ^ (y + 0x7F4A7C15u) * 0x85EBCA77u;
-  h ^= h >> 16;
-  h *= 0x85EBCA6Bu;
-  h ^= h >> 13;
-  h *= 0xC2B2AE35u;
-  h ^= h >> 16;
-  return h;
+  return murmur_finalize(x * 0x9E3779B1u ^ (y + 0x7F4A7C15u) * 0x85EBCA77u);
 }
 
 std::uint8_t to_u8(int value) {
