@@ -38,6 +38,14 @@ struct CudaCheck {
   Accuracy accuracy = Accuracy::kPointwise;
 };
 
+// Every CUDA op is checked in both precisions.
+inline constexpr Precision kPrecisions[] = {Precision::kFloat32, Precision::kFloat16};
+
+// The check for ops that sum over many terms (Conv, Gemm, reductions) in precision `p`.
+inline CudaCheck accumulating(Precision p) {
+  return CudaCheck{.precision = p, .accuracy = Accuracy::kAccumulating};
+}
+
 // Runs `node` through its CUDA kernel (prepare() and run() as the executor calls them) on host
 // inputs, returning host outputs. Fails the test on an error.
 std::vector<Tensor> run_cuda_node(const Node& node, const std::vector<Tensor>& inputs,

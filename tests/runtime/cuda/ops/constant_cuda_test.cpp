@@ -5,8 +5,6 @@
 namespace fovea::runtime::testing {
 namespace {
 
-constexpr Precision kPrecisions[] = {Precision::kFloat32, Precision::kFloat16};
-
 TEST(CudaConstant, EveryValueAttribute) {
   FOVEA_REQUIRE_GPU();
   EXPECT_TRUE(cuda_matches_cpu(NodeBuilder("Constant")

@@ -5,12 +5,7 @@ namespace fovea::runtime::testing {
 namespace {
 
 using Ints = std::vector<std::int64_t>;
-constexpr Precision kPrecisions[] = {Precision::kFloat32, Precision::kFloat16};
 constexpr DataType kF32 = DataType::kFloat32;
-
-CudaCheck accumulating(Precision p) {
-  return CudaCheck{.precision = p, .accuracy = Accuracy::kAccumulating};
-}
 
 TEST(CudaConv, Conv2dGeometries) {
   FOVEA_REQUIRE_GPU();

@@ -13,8 +13,6 @@
 
 namespace fovea::runtime::testing {
 
-inline constexpr Precision kPrecisions[] = {Precision::kFloat32, Precision::kFloat16};
-
 struct ShapePair {
   Shape a;
   Shape b;

@@ -4,12 +4,7 @@
 namespace fovea::runtime::testing {
 namespace {
 
-constexpr Precision kPrecisions[] = {Precision::kFloat32, Precision::kFloat16};
 constexpr DataType kF32 = DataType::kFloat32;
-
-CudaCheck accumulating(Precision p) {
-  return CudaCheck{.precision = p, .accuracy = Accuracy::kAccumulating};
-}
 
 TEST(CudaMatMul, ShapesAndBroadcasting) {
   FOVEA_REQUIRE_GPU();

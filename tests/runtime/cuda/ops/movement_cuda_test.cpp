@@ -8,7 +8,6 @@
 namespace fovea::runtime::testing {
 namespace {
 
-constexpr Precision kPrecisions[] = {Precision::kFloat32, Precision::kFloat16};
 constexpr DataType kOtherTypes[] = {DataType::kInt64, DataType::kInt32, DataType::kInt8,
                                     DataType::kUInt8, DataType::kBool,  DataType::kFloat64};
 

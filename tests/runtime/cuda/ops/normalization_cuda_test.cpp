@@ -9,7 +9,6 @@
 namespace fovea::runtime::testing {
 namespace {
 
-constexpr Precision kPrecisions[] = {Precision::kFloat32, Precision::kFloat16};
 constexpr DataType kF32 = DataType::kFloat32;
 
 // Casts a float32 test tensor to float64, for the float64 runs.

@@ -9,7 +9,6 @@
 namespace fovea::runtime::testing {
 namespace {
 
-constexpr Precision kPrecisions[] = {Precision::kFloat32, Precision::kFloat16};
 constexpr DataType kF32 = DataType::kFloat32;
 using Ints = std::vector<std::int64_t>;
 

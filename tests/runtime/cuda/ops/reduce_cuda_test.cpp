@@ -10,8 +10,6 @@
 namespace fovea::runtime::testing {
 namespace {
 
-constexpr Precision kPrecisions[] = {Precision::kFloat32, Precision::kFloat16};
-
 struct AxesCase {
   Shape shape;
   std::vector<std::int64_t> axes;

@@ -6,8 +6,6 @@
 namespace fovea::runtime::testing {
 namespace {
 
-constexpr Precision kPrecisions[] = {Precision::kFloat32, Precision::kFloat16};
-
 Tensor floats(std::vector<float> values) {
   const auto n = static_cast<std::int64_t>(values.size());
   return float_tensor({n}, std::move(values));

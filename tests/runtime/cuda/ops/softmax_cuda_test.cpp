@@ -8,8 +8,6 @@
 namespace fovea::runtime::testing {
 namespace {
 
-constexpr Precision kPrecisions[] = {Precision::kFloat32, Precision::kFloat16};
-
 struct SoftmaxCase {
   int opset;
   Shape shape;

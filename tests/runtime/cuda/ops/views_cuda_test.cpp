@@ -4,8 +4,6 @@
 namespace fovea::runtime::testing {
 namespace {
 
-constexpr Precision kPrecisions[] = {Precision::kFloat32, Precision::kFloat16};
-
 TEST(CudaIdentity, MatchesCpu) {
   FOVEA_REQUIRE_GPU();
   for (Precision p : kPrecisions) {
