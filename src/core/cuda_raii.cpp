@@ -31,6 +31,21 @@ Status CudaStream::synchronize() const {
   return Status::ok();
 }
 
+Result<DeviceMemory> DeviceMemory::allocate(std::size_t bytes) {
+  void* data = nullptr;
+  FOVEA_CUDA_TRY(cudaMalloc(&data, bytes == 0 ? 1 : bytes));
+  return DeviceMemory(data);
+}
+
+DeviceMemory& DeviceMemory::operator=(DeviceMemory&& other) noexcept {
+  std::swap(data_, other.data_);
+  return *this;
+}
+
+DeviceMemory::~DeviceMemory() {
+  if (data_ != nullptr) cudaFree(data_);
+}
+
 Result<CudaEvent> CudaEvent::create(bool timing) {
   cudaEvent_t event = nullptr;
   FOVEA_CUDA_TRY(cudaEventCreateWithFlags(&event, timing ? cudaEventDefault : cudaEventDisableTiming));

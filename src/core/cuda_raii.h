@@ -3,6 +3,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
+#include <utility>
+
 #include "core/status.h"
 
 namespace fovea {
@@ -48,6 +51,26 @@ class CudaEvent {
  private:
   explicit CudaEvent(cudaEvent_t event) : event_(event) {}
   cudaEvent_t event_ = nullptr;
+};
+
+// One cudaMalloc'd block, freed on destruction. For memory sized once at plan time (an executor's
+// arena, weights, workspaces); steady-state frames come from pools (core/pool.h) instead.
+class DeviceMemory {
+ public:
+  // At least one byte, so that an empty tensor still has a distinct address.
+  static Result<DeviceMemory> allocate(std::size_t bytes);
+  DeviceMemory() = default;
+  DeviceMemory(DeviceMemory&& other) noexcept : data_(std::exchange(other.data_, nullptr)) {}
+  DeviceMemory& operator=(DeviceMemory&& other) noexcept;
+  DeviceMemory(const DeviceMemory&) = delete;
+  DeviceMemory& operator=(const DeviceMemory&) = delete;
+  ~DeviceMemory();
+
+  void* get() const { return data_; }
+
+ private:
+  explicit DeviceMemory(void* data) : data_(data) {}
+  void* data_ = nullptr;
 };
 
 // Number of usable CUDA devices; 0 (not an error) when there is no driver or no GPU.

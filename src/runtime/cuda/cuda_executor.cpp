@@ -26,16 +26,12 @@ std::size_t value_bytes(const Value& value) {
          data_type_size(value.type.dtype);
 }
 
-struct DeviceFree {
-  void operator()(void* p) const { cudaFree(p); }
-};
-
 }  // namespace
 
 struct CudaExecutor::Device {
   std::unique_ptr<CudaLibraries> libraries;
   CudaStream capture_stream;
-  std::vector<std::unique_ptr<void, DeviceFree>> buffers;
+  std::vector<DeviceMemory> buffers;
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t graph_exec = nullptr;
 
@@ -70,11 +66,10 @@ Result<std::unique_ptr<CudaExecutor>> CudaExecutor::create(ExecutionPlan plan,
 }
 
 Result<void*> CudaExecutor::allocate(std::size_t bytes) {
-  void* p = nullptr;
-  FOVEA_CUDA_TRY(cudaMalloc(&p, std::max<std::size_t>(bytes, 1)));
+  FOVEA_ASSIGN_OR_RETURN(DeviceMemory memory, DeviceMemory::allocate(bytes));
   ++device_allocations_;
-  device_->buffers.emplace_back(p);
-  return p;
+  device_->buffers.push_back(std::move(memory));
+  return device_->buffers.back().get();
 }
 
 Status CudaExecutor::build(const CudaExecutorOptions& options) {
@@ -217,12 +212,10 @@ Status CudaExecutor::make_node_runs() {
 Status CudaExecutor::prepare_nodes() {
   const bool any_prepare =
       std::any_of(nodes_.begin(), nodes_.end(), [](const auto& n) { return n->def->prepare != nullptr; });
-  std::unique_ptr<void, DeviceFree> search;
+  DeviceMemory search;  // freed once prepared: the run's workspace is sized afterwards
   if (any_prepare) {
-    void* p = nullptr;
-    FOVEA_CUDA_TRY(cudaMalloc(&p, kSearchWorkspaceBytes));
+    FOVEA_ASSIGN_OR_RETURN(search, DeviceMemory::allocate(kSearchWorkspaceBytes));
     ++device_allocations_;
-    search.reset(p);
   }
   cudaStream_t stream = device_->capture_stream.get();
   FOVEA_TRY(device_->libraries->set_stream(stream));
@@ -234,7 +227,7 @@ Status CudaExecutor::prepare_nodes() {
     workspace_bytes_ = std::max(workspace_bytes_, align_up(prepared.workspace_bytes));
   }
   FOVEA_CUDA_TRY(cudaStreamSynchronize(stream));
-  search.reset();
+  search = DeviceMemory();
   if (workspace_bytes_ > 0) {
     FOVEA_ASSIGN_OR_RETURN(workspace_, allocate(workspace_bytes_));
   }

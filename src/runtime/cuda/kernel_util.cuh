@@ -13,6 +13,7 @@
 
 #include "core/check.h"
 #include "core/cuda_check.h"
+#include "core/cuda_raii.h"
 #include "core/status.h"
 #include "runtime/tensor.h"
 
@@ -189,30 +190,10 @@ void dispatch_index(std::int64_t largest, F&& f) {
 // Device memory that a node's prepare() fills from the host (resampling tables, constant values)
 // and its state owns: allocated and copied once at plan time, so that run() only reads it (a
 // captured run cannot copy from pageable host memory).
-class DeviceBuffer {
- public:
-  static Result<DeviceBuffer> from_host(const void* h_data, std::size_t bytes) {
-    DeviceBuffer buffer;
-    FOVEA_CUDA_TRY(cudaMalloc(&buffer.d_data_, bytes == 0 ? 1 : bytes));
-    if (bytes > 0) FOVEA_CUDA_TRY(cudaMemcpy(buffer.d_data_, h_data, bytes, cudaMemcpyHostToDevice));
-    return Result<DeviceBuffer>(std::move(buffer));
-  }
-  DeviceBuffer() = default;
-  DeviceBuffer(DeviceBuffer&& other) noexcept : d_data_(std::exchange(other.d_data_, nullptr)) {}
-  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
-    std::swap(d_data_, other.d_data_);
-    return *this;
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  ~DeviceBuffer() {
-    if (d_data_ != nullptr) cudaFree(d_data_);
-  }
-
-  const void* get() const { return d_data_; }
-
- private:
-  void* d_data_ = nullptr;
-};
+inline Result<DeviceMemory> upload_to_device(const void* h_data, std::size_t bytes) {
+  FOVEA_ASSIGN_OR_RETURN(DeviceMemory memory, DeviceMemory::allocate(bytes));
+  if (bytes > 0) FOVEA_CUDA_TRY(cudaMemcpy(memory.get(), h_data, bytes, cudaMemcpyHostToDevice));
+  return Result<DeviceMemory>(std::move(memory));
+}
 
 }  // namespace fovea::runtime::cuda

@@ -20,17 +20,6 @@ using cuda::CudaLibraries;
 
 constexpr std::size_t kSearchWorkspaceBytes = std::size_t{256} << 20;
 
-struct DeviceFree {
-  void operator()(void* p) const { cudaFree(p); }
-};
-using DevicePtr = std::unique_ptr<void, DeviceFree>;
-
-Result<DevicePtr> device_alloc(std::size_t bytes) {
-  void* p = nullptr;
-  FOVEA_CUDA_TRY(cudaMalloc(&p, std::max<std::size_t>(bytes, 1)));
-  return DevicePtr(p);
-}
-
 bool contains(const std::vector<int>& list, int i) {
   return std::find(list.begin(), list.end(), i) != list.end();
 }
@@ -71,14 +60,14 @@ Status run_cuda(const Node& node, const std::vector<Tensor>& inputs, const std::
   }
   FOVEA_ASSIGN_OR_RETURN(std::vector<ValueType> output_types, infer_node(nullptr, node, types, values));
 
-  std::vector<DevicePtr> buffers;
+  std::vector<DeviceMemory> buffers;
   std::vector<Tensor> device_inputs;
   for (const Tensor& in : inputs) {
     if (in.empty_storage() && in.numel() != 0) {
       device_inputs.emplace_back();
       continue;
     }
-    FOVEA_ASSIGN_OR_RETURN(DevicePtr buffer, device_alloc(in.bytes()));
+    FOVEA_ASSIGN_OR_RETURN(DeviceMemory buffer, DeviceMemory::allocate(in.bytes()));
     FOVEA_CUDA_TRY(cudaMemcpy(buffer.get(), in.raw(), in.bytes(), cudaMemcpyHostToDevice));
     device_inputs.push_back(Tensor::borrow(in.dtype(), in.shape(), buffer.get()));
     buffers.push_back(std::move(buffer));
@@ -89,8 +78,9 @@ Status run_cuda(const Node& node, const std::vector<Tensor>& inputs, const std::
       return make_error(StatusCode::kUnsupported, node.describe(), ": data-dependent output shape");
     }
     const Shape shape = shape_of(*type.dims);
-    FOVEA_ASSIGN_OR_RETURN(DevicePtr buffer, device_alloc(static_cast<std::size_t>(element_count(shape)) *
-                                                          data_type_size(type.dtype)));
+    FOVEA_ASSIGN_OR_RETURN(
+        DeviceMemory buffer,
+        DeviceMemory::allocate(static_cast<std::size_t>(element_count(shape)) * data_type_size(type.dtype)));
     device_outputs.push_back(Tensor::borrow(type.dtype, shape, buffer.get()));
     buffers.push_back(std::move(buffer));
   }
@@ -106,12 +96,12 @@ Status run_cuda(const Node& node, const std::vector<Tensor>& inputs, const std::
     FOVEA_TRY(libraries->set_stream(stream.get()));
     cuda::CudaPrepared prepared;
     if (def->prepare != nullptr) {
-      FOVEA_ASSIGN_OR_RETURN(DevicePtr search, device_alloc(kSearchWorkspaceBytes));
+      FOVEA_ASSIGN_OR_RETURN(DeviceMemory search, DeviceMemory::allocate(kSearchWorkspaceBytes));
       context.bind(stream.get(), libraries, search.get(), kSearchWorkspaceBytes, nullptr);
       FOVEA_ASSIGN_OR_RETURN(prepared, def->prepare(context));
       FOVEA_TRY(stream.synchronize());
     }
-    FOVEA_ASSIGN_OR_RETURN(DevicePtr workspace, device_alloc(prepared.workspace_bytes));
+    FOVEA_ASSIGN_OR_RETURN(DeviceMemory workspace, DeviceMemory::allocate(prepared.workspace_bytes));
     context.bind(stream.get(), libraries, prepared.workspace_bytes > 0 ? workspace.get() : nullptr,
                  prepared.workspace_bytes, prepared.state.get());
     FOVEA_TRY(def->run(context));

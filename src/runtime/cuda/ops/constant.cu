@@ -21,7 +21,7 @@ namespace {
 // ---- Constant, Shape, Size: a value known at plan time ----
 
 struct ValueState : CudaNodeState {
-  DeviceBuffer value;
+  DeviceMemory value;
   std::size_t bytes = 0;
 };
 
@@ -32,7 +32,7 @@ Result<CudaPrepared> prepared_value(CudaKernelContext& ctx, const Tensor& value)
                      data_type_name(out.dtype()), " ", shape_string(out.shape()));
   }
   auto state = std::make_unique<ValueState>();
-  FOVEA_ASSIGN_OR_RETURN(state->value, DeviceBuffer::from_host(value.raw(), value.bytes()));
+  FOVEA_ASSIGN_OR_RETURN(state->value, upload_to_device(value.raw(), value.bytes()));
   state->bytes = value.bytes();
   return CudaPrepared{.state = std::move(state)};
 }

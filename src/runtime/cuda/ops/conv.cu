@@ -100,7 +100,6 @@ class ConvState final : public CudaNodeState {
     if (w_ != nullptr) cudnnDestroyFilterDescriptor(w_);
     if (conv_ != nullptr) cudnnDestroyConvolutionDescriptor(conv_);
     if (relu_ != nullptr) cudnnDestroyActivationDescriptor(relu_);
-    if (zero_bias_ != nullptr) cudaFree(zero_bias_);
   }
 
   Result<std::size_t> prepare(CudaKernelContext& ctx, const ops::Activation& activation);
@@ -127,7 +126,7 @@ class ConvState final : public CudaNodeState {
   cudnnFilterDescriptor_t w_ = nullptr;
   cudnnConvolutionDescriptor_t conv_ = nullptr;
   cudnnActivationDescriptor_t relu_ = nullptr;
-  void* zero_bias_ = nullptr;  // the fused call needs a bias; a Conv without one adds zeros
+  DeviceMemory zero_bias_;  // the fused call needs a bias; a Conv without one adds zeros
   ConvAlgorithm algorithm_;
 };
 
@@ -255,8 +254,9 @@ Result<std::size_t> ConvState::prepare(CudaKernelContext& ctx, const ops::Activa
     FOVEA_CUDNN_TRY(cudnnSetActivationDescriptor(relu_, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
     if (!ctx.has_input(kB)) {
       const std::size_t bytes = static_cast<std::size_t>(channels) * data_type_size(dtype_);
-      FOVEA_CUDA_TRY(cudaMalloc(&zero_bias_, bytes));  // plan time: the one allocation of this node
-      FOVEA_CUDA_TRY(cudaMemset(zero_bias_, 0, bytes));
+      FOVEA_ASSIGN_OR_RETURN(zero_bias_,
+                             DeviceMemory::allocate(bytes));  // plan time: this node's one allocation
+      FOVEA_CUDA_TRY(cudaMemset(zero_bias_.get(), 0, bytes));
     }
   }
   return padded_bytes_ + algorithm_.workspace_bytes;
@@ -291,7 +291,7 @@ Status ConvState::run(CudaKernelContext& ctx) const {
   const void* beta = wide ? static_cast<const void*>(&zero64) : &zero;
   if (cudnn_epilogue_) {
     const bool residual = ctx.has_input(kZ);
-    const void* bias = ctx.has_input(kB) ? ctx.input(kB).raw() : zero_bias_;
+    const void* bias = ctx.has_input(kB) ? ctx.input(kB).raw() : zero_bias_.get();
     FOVEA_CUDNN_TRY(cudnnConvolutionBiasActivationForward(
         ctx.libraries().cudnn, alpha, x_, x, w_, ctx.input(kW).raw(), conv_, algo, scratch,
         algorithm_.workspace_bytes, residual ? alpha : beta, y_, residual ? ctx.input(kZ).raw() : y.raw(),

@@ -207,7 +207,7 @@ struct ResizeState : CudaNodeState {
   PlanarResize planar_axes;
   int width = 0;  // taps of every tapped axis, or 0 where they differ (antialias)
   ResizeAxes maps;
-  DeviceBuffer tables;  // every tapped axis's offsets, then its weights (interpolation)
+  DeviceMemory tables;  // every tapped axis's offsets, then its weights (interpolation)
   double extrapolation = 0;
 };
 
@@ -281,7 +281,7 @@ Result<CudaPrepared> prepare_resize(CudaKernelContext& ctx) {
                      " dims after merging untouched ones; the CUDA kernel takes at most ",
                      std::to_string(kMaxRank));
   }
-  FOVEA_ASSIGN_OR_RETURN(state->tables, DeviceBuffer::from_host(tables.data(), tables.size()));
+  FOVEA_ASSIGN_OR_RETURN(state->tables, upload_to_device(tables.data(), tables.size()));
   const auto* d_tables = static_cast<const std::byte*>(state->tables.get());
   state->maps.rank = static_cast<int>(axes.size());
   for (std::size_t d = 0; d < axes.size(); ++d) {
