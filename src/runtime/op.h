@@ -16,6 +16,7 @@
 // infer(), so neither infer() nor run() counts them again.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <limits>
 #include <optional>
@@ -131,6 +132,9 @@ struct OpDef {
   // handles float16 itself (Cast, whose output type is an attribute, not the input's).
   enum class Float16 { kViaFloat32, kNative };
   Float16 float16 = Float16::kViaFloat32;
+  // Bit i set: input i is float32 whatever the op's data type (Resize's scales), so a float16 plan
+  // must not narrow it.
+  std::uint32_t float32_inputs = 0;
   // Floating-point operations for `fovea model info`, from the node and its concrete shapes.
   // Unset: one per output element.
   double (*flops)(const Node&, const std::vector<Shape>& inputs, const std::vector<Shape>& outputs) = nullptr;

@@ -86,6 +86,22 @@ TEST(PassChannelsLast, ConvolutionChainsTransposeOnlyAtTheirEnds) {
   expect_same_results(graph, *plan, inputs);
 }
 
+TEST(PassConvertFloat16, NarrowsDataButNotTheScalesResizeTypesAsFloat32) {
+  ModelBuilder m;
+  m.input("x", DataType::kFloat32, {1, 2, 3, 5}).output("y", DataType::kFloat32, {1, 2, 6, 10});
+  m.initializer("scales", float_tensor({4}, {1, 1, 2, 2}));
+  m.node("Resize", {"x", "", "scales"}, {"y"}, "upsample");
+  const Graph graph = load_graph(m);
+  auto plan = plan_graph(graph, {{"x", {1, 2, 3, 5}}}, {.precision = Precision::kFloat16});
+  ASSERT_TRUE(plan.is_ok()) << plan.status().to_string();
+  for (const Node& node : plan->graph.nodes) {
+    if (node.op_type != "Resize") continue;
+    EXPECT_EQ(plan->graph.value(node.inputs[0]).type.dtype, DataType::kFloat16);
+    EXPECT_EQ(plan->graph.value(node.inputs[2]).type.dtype, DataType::kFloat32);
+  }
+  EXPECT_EQ(count_ops(plan->graph, "Cast"), 2);  // into float16 and back out
+}
+
 TEST(PassFuseConv, LeavesAResidualThatIsReadElsewhere) {
   ModelBuilder m;
   m.input("x", DataType::kFloat32, {1, 2, 5, 5}).output("y", DataType::kFloat32, {1, 2, 5, 5});

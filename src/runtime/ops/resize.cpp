@@ -151,12 +151,18 @@ double resize_flops(const Node& node, const std::vector<Shape>&, const std::vect
 
 }  // namespace
 
-FOVEA_REGISTER_OP(
-    {.op_type = "Resize", .max_inputs = 4, .infer = infer_resize, .run = run_resize, .flops = resize_flops});
+// scales (Resize input 2, Upsample input 1) are float32 whatever X is.
+FOVEA_REGISTER_OP({.op_type = "Resize",
+                   .max_inputs = 4,
+                   .infer = infer_resize,
+                   .run = run_resize,
+                   .float32_inputs = 1u << 2,
+                   .flops = resize_flops});
 FOVEA_REGISTER_OP({.op_type = "Upsample",
                    .max_inputs = 2,
                    .infer = infer_resize,
                    .run = run_resize,
+                   .float32_inputs = 1u << 1,
                    .flops = resize_flops});
 
 }  // namespace fovea::runtime::ops

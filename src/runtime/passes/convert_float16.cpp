@@ -3,6 +3,7 @@
 #include <map>
 #include <set>
 
+#include "runtime/op.h"
 #include "runtime/passes/passes.h"
 
 namespace fovea::runtime {
@@ -12,10 +13,10 @@ namespace {
 constexpr std::int64_t kOnnxFloat = 1;
 constexpr std::int64_t kOnnxFloat16 = 10;
 
-// Inputs ONNX types as float32 whatever the op's data type: they must not be narrowed.
+// Inputs the op declares float32 whatever its data type (OpDef::float32_inputs): never narrowed.
 bool float32_parameter(const Node& node, std::size_t input) {
-  if (!node.domain.empty()) return false;
-  return (node.op_type == "Resize" && input == 2) || (node.op_type == "Upsample" && input == 1);
+  const OpDef* def = find_op(node.domain, node.op_type);
+  return def != nullptr && input < 32 && ((def->float32_inputs >> input) & 1u) != 0;
 }
 
 bool kept_in_float32(const Node& node, const Float16Options& options) {

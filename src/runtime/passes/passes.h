@@ -38,7 +38,8 @@ struct Float16Options {
 // Stores every float32 intermediate and float32 weight in float16 ("half storage"; kernels still
 // accumulate in float32). Graph inputs and outputs keep float32, so callers see the same interface
 // in both precisions: Cast nodes convert at the edges and around the nodes kept in float32.
-// Parameters ONNX defines as float32 whatever the data type (Resize's scales) stay float32.
+// Inputs an op declares float32 whatever its data type (OpDef::float32_inputs: Resize's scales)
+// stay float32.
 void convert_to_float16(Graph& graph, const Float16Options& options);
 
 // 2-D convolutions (fovea.FusedConv) in NHWC for tensor cores, with Transposes at the edges of each
