@@ -1,8 +1,10 @@
 // The cpu backend: libavcodec, frame- and slice-threaded. Frames in libavcodec's native 8-bit
 // 4:2:0 layout are handed out without a copy (the Frame owns a reference to the AVFrame); other
-// layouts are converted into pooled host buffers.
+// layouts, and frames scaled to DecoderOptions::output_width x output_height, are converted into
+// pooled host buffers.
 #include <algorithm>
 #include <optional>
+#include <utility>
 
 #include "core/log.h"
 #include "core/pool.h"
@@ -50,6 +52,7 @@ class CpuDecoder final : public Decoder {
 
   Status open() {
     install_ffmpeg_log_bridge();
+    FOVEA_TRY(check_output_size());
     const auto* parameters = static_cast<const AVCodecParameters*>(stream_.codec_parameters.get());
     if (!parameters) {
       return make_error(StatusCode::kInvalidArgument, stream_.url, ": stream has no codec parameters");
@@ -169,7 +172,11 @@ class CpuDecoder final : public Decoder {
     const AVPixFmtDescriptor* descriptor = av_pix_fmt_desc_get(format);
     frame.bit_depth = descriptor ? descriptor->comp[0].depth : 8;
     Status converted = Status::ok();
-    if (is_yuv420_8bit(format) && options_.cpu_output == PixelFormat::kYUV420P) {
+    if (needs_scaling()) {
+      converted = frame.bit_depth > 8
+                      ? unsupported_high_depth_scaling(frame.bit_depth)
+                      : convert_with_swscale(frame, options_.output_width, options_.output_height);
+    } else if (is_yuv420_8bit(format) && options_.cpu_output == PixelFormat::kYUV420P) {
       share_avframe(frame, PixelFormat::kYUV420P);
     } else if (format == AV_PIX_FMT_NV12 && options_.cpu_output == PixelFormat::kNV12) {
       share_avframe(frame, PixelFormat::kNV12);
@@ -183,7 +190,7 @@ class CpuDecoder final : public Decoder {
         widen_to_p016(out, frame.bit_depth);
       });
     } else {
-      converted = convert_with_swscale(frame);
+      converted = convert_with_swscale(frame, frame_->width, frame_->height);
     }
     av_frame_unref(frame_.get());
     FOVEA_TRY(converted);
@@ -201,18 +208,22 @@ class CpuDecoder final : public Decoder {
     frame.owner = std::shared_ptr<AVFrame>(reference, AvDeleter{});
   }
 
+  // Into a pooled host buffer of `format` at the decoded size, or at `width` x `height` (scaling).
   template <typename Fill>
   Status convert_into_pool(Frame& frame, PixelFormat format, Fill&& fill) {
-    FOVEA_ASSIGN_OR_RETURN(ImageAllocation allocation,
-                           plan_image_allocation(format, frame_->width, frame_->height));
+    return convert_into_pool(frame, format, frame_->width, frame_->height, std::forward<Fill>(fill));
+  }
+
+  template <typename Fill>
+  Status convert_into_pool(Frame& frame, PixelFormat format, int width, int height, Fill&& fill) {
+    FOVEA_ASSIGN_OR_RETURN(ImageAllocation allocation, plan_image_allocation(format, width, height));
     if (!pool_ || pool_->block_bytes() != allocation.total_bytes) {
       FOVEA_ASSIGN_OR_RETURN(BufferPool pool, BufferPool::create("cpu-decoder " + stream_.url,
                                                                  MemoryKind::kHost, allocation.total_bytes));
       pool_.emplace(std::move(pool));
     }
     FOVEA_ASSIGN_OR_RETURN(PooledBuffer buffer, pool_->acquire());
-    frame.image =
-        image_view_in(buffer.data(), allocation, format, frame_->width, frame_->height, MemoryKind::kHost);
+    frame.image = image_view_in(buffer.data(), allocation, format, width, height, MemoryKind::kHost);
     fill(frame.image);
     frame.owner = std::make_shared<PooledBuffer>(std::move(buffer));
     return Status::ok();
@@ -264,23 +275,73 @@ class CpuDecoder final : public Decoder {
     }
   }
 
-  // Everything else (4:2:2, 4:4:4, gray, RGB from PNG/MJPEG, ...) is converted to the requested
-  // 8-bit 4:2:0 layout by libswscale; chroma is subsampled, so this path is not bit-exact.
-  Status convert_with_swscale(Frame& frame) {
+  // Both or neither, positive, even (the output is 4:2:0: whole 2x2 chroma blocks) and within what
+  // the demuxer accepts as a frame.
+  Status check_output_size() const {
+    const int width = options_.output_width;
+    const int height = options_.output_height;
+    if (width == 0 && height == 0) {
+      return Status::ok();
+    }
+    if (width == 0 || height == 0) {
+      return make_error(StatusCode::kInvalidArgument, stream_.url,
+                        ": output_width and output_height go together (got ", std::to_string(width), "x",
+                        std::to_string(height), "); give both or neither");
+    }
+    for (const auto& [name, value] : {std::pair{"output_width", width}, std::pair{"output_height", height}}) {
+      if (value < 0 || value % 2 != 0 || value > kMaxVideoSide) {
+        return make_error(StatusCode::kInvalidArgument, stream_.url, ": ", name,
+                          " must be a positive even number up to ", std::to_string(kMaxVideoSide),
+                          " (4:2:0 output), not ", std::to_string(value));
+      }
+    }
+    return Status::ok();
+  }
+
+  bool needs_scaling() const {
+    return options_.output_width > 0 &&
+           (frame_->width != options_.output_width || frame_->height != options_.output_height);
+  }
+
+  // Scaling keeps the output 8-bit (NV12 or YUV420P); a P016 scaler is not needed by any flow yet.
+  Status unsupported_high_depth_scaling(int bit_depth) const {
+    return make_error(StatusCode::kUnsupported, stream_.url, ": the cpu decoder cannot scale ",
+                      std::to_string(bit_depth), "-bit video (", std::to_string(frame_->width), "x",
+                      std::to_string(frame_->height), " to output_width x output_height ",
+                      std::to_string(options_.output_width), "x", std::to_string(options_.output_height),
+                      "); decode it at its own size or with nvdec");
+  }
+
+  // Scaling, and every layout without a path above (4:2:2, 4:4:4, gray, RGB from PNG/MJPEG, ...),
+  // goes through libswscale to the requested 8-bit 4:2:0 layout; chroma is resampled, so this path
+  // is not bit-exact.
+  // - Scaling uses SWS_BILINEAR: when it shrinks, libswscale widens the filter to the scale
+  //   factor, so every source pixel contributes and fine texture does not alias; the frames feed
+  //   analytics, which resizes again to the model's input, so bicubic's sharper kernel would cost
+  //   more per pixel and buy nothing. Same-size conversions keep SWS_BICUBIC (only chroma moves).
+  // - Full-range 4:2:0 (yuvj420p) is read as yuv420p, as the unscaled path shares its samples
+  //   unchanged: scaling must not also change the range.
+  Status convert_with_swscale(Frame& frame, int width, int height) {
     const PixelFormat target =
         options_.cpu_output == PixelFormat::kNV12 ? PixelFormat::kNV12 : PixelFormat::kYUV420P;
     const AVPixelFormat av_target = target == PixelFormat::kNV12 ? AV_PIX_FMT_NV12 : AV_PIX_FMT_YUV420P;
-    SwsContext* sws = sws_getCachedContext(sws_.release(), frame_->width, frame_->height,
-                                           static_cast<AVPixelFormat>(frame_->format), frame_->width,
-                                           frame_->height, av_target, SWS_BICUBIC, nullptr, nullptr, nullptr);
+    const auto av_source = static_cast<AVPixelFormat>(frame_->format);
+    const bool scaling = width != frame_->width || height != frame_->height;
+    const AVPixelFormat sws_source =
+        scaling && av_source == AV_PIX_FMT_YUVJ420P ? AV_PIX_FMT_YUV420P : av_source;
+    SwsContext* sws =
+        sws_getCachedContext(sws_.release(), frame_->width, frame_->height, sws_source, width, height,
+                             av_target, scaling ? SWS_BILINEAR : SWS_BICUBIC, nullptr, nullptr, nullptr);
     sws_.reset(sws);
     if (!sws) {
+      const char* source_name = av_get_pix_fmt_name(av_source);
       return make_error(StatusCode::kUnsupported, stream_.url, ": cannot convert pixel format '",
-                        av_get_pix_fmt_name(static_cast<AVPixelFormat>(frame_->format)), "' to ",
-                        pixel_format_name(target));
+                        source_name ? source_name : "unknown", "' at ", std::to_string(frame_->width), "x",
+                        std::to_string(frame_->height), " to ", pixel_format_name(target), " at ",
+                        std::to_string(width), "x", std::to_string(height));
     }
     frame.bit_depth = 8;
-    return convert_into_pool(frame, target, [this, sws](const ImageView& out) {
+    return convert_into_pool(frame, target, width, height, [this, sws](const ImageView& out) {
       uint8_t* planes[4] = {};
       int pitches[4] = {};
       for (int p = 0; p < out.num_planes; ++p) {

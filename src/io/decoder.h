@@ -39,11 +39,14 @@ struct DecoderOptions {
   // cpu: kYUV420P (libavcodec's native layout for 8-bit 4:2:0) or kNV12; 10-bit sources give
   // kP016 either way. nvdec: always kNV12 (8-bit) or kP016 (10/12-bit).
   PixelFormat cpu_output = PixelFormat::kYUV420P;
-  // nvdec only: device, stream for the copies out of the decoder, and hardware crop/scale.
+  // nvdec only: device, stream for the copies out of the decoder, and hardware crop.
   int device = 0;
   cudaStream_t stream = nullptr;
-  CropRect crop;         // in source pixels, applied by the decoder hardware
-  int output_width = 0;  // 0 = same as the (cropped) source
+  CropRect crop;  // in source pixels, applied by the decoder hardware
+  // Both backends: the size frames are scaled to; both or neither (0 = same as the (cropped)
+  // source). nvdec scales in hardware. cpu scales with libswscale (bilinear) into cpu_output, 8-bit
+  // sources only (scaling a 10-bit one fails with kUnsupported), and takes even sizes only.
+  int output_width = 0;
   int output_height = 0;
   // nvdec: pictures the hardware decodes ahead of the one being delivered. More keeps the engine
   // busier (throughput); 0 delivers each picture as soon as it is decoded (live, low latency).

@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "io/decoder.h"
 #include "io/io_test_util.h"
@@ -145,6 +148,150 @@ TEST(CpuDecoder, SendReturnsAgainWhenOutputIsFullAndResumes) {
                         << (*decoder)->stats().packets_sent << ", rejected "
                         << (*decoder)->stats().packets_rejected;
   EXPECT_FALSE((*decoder)->send(packet).is_ok()) << "a packet after end of stream must be an error";
+}
+
+// One channel of a decoded plane: `step` bytes between samples (2 for NV12's interleaved chroma),
+// `channel` the byte within a sample.
+struct Channel {
+  const ImageView* image;
+  int plane;
+  int channel;
+  int step;
+  int width;  // in samples
+  int height;
+  double at(int x, int y) const {
+    x = std::clamp(x, 0, width - 1);
+    y = std::clamp(y, 0, height - 1);
+    return image->row(plane, y)[x * step + channel];
+  }
+};
+
+// Luma and the two chroma channels of an NV12 or YUV420P image.
+std::vector<Channel> channels_of(const ImageView& image) {
+  const int cw = (image.width + 1) / 2;
+  const int ch = (image.height + 1) / 2;
+  if (image.format == PixelFormat::kNV12) {
+    return {
+        {&image, 0, 0, 1, image.width, image.height}, {&image, 1, 0, 2, cw, ch}, {&image, 1, 1, 2, cw, ch}};
+  }
+  return {{&image, 0, 0, 1, image.width, image.height}, {&image, 1, 0, 1, cw, ch}, {&image, 2, 0, 1, cw, ch}};
+}
+
+// Mean absolute difference between `scaled` and a plain bilinear resampling of `source` to the
+// same size, pixel centers at half-integers (so a 2x shrink is exactly the 2x2 box average).
+double mean_abs_diff_to_resampled(const Channel& scaled, const Channel& source) {
+  const double sx = static_cast<double>(source.width) / scaled.width;
+  const double sy = static_cast<double>(source.height) / scaled.height;
+  double total = 0.0;
+  for (int y = 0; y < scaled.height; ++y) {
+    const double fy = (y + 0.5) * sy - 0.5;
+    const int y0 = static_cast<int>(std::floor(fy));
+    const double wy = fy - y0;
+    for (int x = 0; x < scaled.width; ++x) {
+      const double fx = (x + 0.5) * sx - 0.5;
+      const int x0 = static_cast<int>(std::floor(fx));
+      const double wx = fx - x0;
+      const double top = source.at(x0, y0) * (1 - wx) + source.at(x0 + 1, y0) * wx;
+      const double bottom = source.at(x0, y0 + 1) * (1 - wx) + source.at(x0 + 1, y0 + 1) * wx;
+      total += std::abs(scaled.at(x, y) - (top * (1 - wy) + bottom * wy));
+    }
+  }
+  return total / (scaled.width * scaled.height);
+}
+
+testing::DecodeOutcome decode_scaled(const std::string& path, PixelFormat output, int width, int height) {
+  Result<std::unique_ptr<Demuxer>> demuxer = Demuxer::open(path);
+  EXPECT_TRUE(demuxer.is_ok()) << demuxer.status().to_string();
+  DecoderOptions options;
+  options.cpu_output = output;
+  options.output_width = width;
+  options.output_height = height;
+  Result<std::unique_ptr<Decoder>> decoder = open_cpu_decoder((*demuxer)->info(), options);
+  EXPECT_TRUE(decoder.is_ok()) << decoder.status().to_string();
+  return testing::decode_file(**demuxer, **decoder);
+}
+
+// Shrinks (32x24) and enlarges (96x72) a 64x48 clip in both 8-bit outputs; each frame must be the
+// unscaled decode resampled. libswscale's bilinear filter is not the reference's: when it shrinks
+// it widens to the scale factor ([1 3 3 1]/8 taps for 2x instead of the box's [1 1]/2), which
+// differs on the clip's pixel-level texture. Bounds are the measured worst case (FFmpeg 5.1, all
+// frames, luma and chroma) with headroom for other FFmpeg versions:
+//   32x24: measured 4.9 levels, bound 6;  96x72: measured 0.3, bound 1.
+// A wrong frame measures 9 to 29 levels, so the test also checks that another frame of the clip is
+// at least twice as far as the right one: the bound alone could not tell them apart in chroma.
+TEST(CpuDecoder, ScalesToTheOutputSize) {
+  const struct {
+    int width, height;
+    double max_mean_abs_diff;
+  } sizes[] = {{32, 24, 6.0}, {96, 72, 1.0}};
+  const std::string path = lossless_clip(64, 48, 6);
+  for (const PixelFormat format : {PixelFormat::kNV12, PixelFormat::kYUV420P}) {
+    Result<testing::DecodeOutcome> unscaled = testing::decode_with_cpu(path, format);
+    ASSERT_TRUE(unscaled.is_ok() && unscaled->status.is_ok());
+    for (const auto& size : sizes) {
+      SCOPED_TRACE(std::string(pixel_format_name(format)) + " " + std::to_string(size.width) + "x" +
+                   std::to_string(size.height));
+      const testing::DecodeOutcome scaled = decode_scaled(path, format, size.width, size.height);
+      ASSERT_TRUE(scaled.status.is_ok()) << scaled.status.to_string();
+      ASSERT_EQ(scaled.frames.size(), unscaled->frames.size());
+      for (std::size_t i = 0; i < scaled.frames.size(); ++i) {
+        const Frame& frame = scaled.frames[i];
+        ASSERT_EQ(frame.image.format, format);
+        ASSERT_EQ(frame.image.width, size.width);
+        ASSERT_EQ(frame.image.height, size.height);
+        EXPECT_EQ(frame.image.memory, MemoryKind::kHost);
+        EXPECT_EQ(frame.pts, unscaled->frames[i].pts);
+        EXPECT_EQ(frame.bit_depth, 8);
+        const std::vector<Channel> ours = channels_of(frame.image);
+        const std::vector<Channel> same = channels_of(unscaled->frames[i].image);
+        const std::vector<Channel> other =
+            channels_of(unscaled->frames[(i + 3) % unscaled->frames.size()].image);
+        for (std::size_t c = 0; c < ours.size(); ++c) {
+          const double to_same = mean_abs_diff_to_resampled(ours[c], same[c]);
+          EXPECT_LT(to_same, size.max_mean_abs_diff) << "frame " << i << " channel " << c;
+          EXPECT_GT(mean_abs_diff_to_resampled(ours[c], other[c]), 2 * to_same)
+              << "frame " << i << " channel " << c;
+        }
+      }
+    }
+  }
+}
+
+TEST(CpuDecoder, OutputSizeOfTheSourceIsTheUnscaledDecode) {
+  const std::string path = lossless_clip(64, 48, 3);
+  Result<testing::DecodeOutcome> unscaled = testing::decode_with_cpu(path);
+  ASSERT_TRUE(unscaled.is_ok() && unscaled->status.is_ok());
+  const testing::DecodeOutcome same = decode_scaled(path, PixelFormat::kYUV420P, 64, 48);
+  ASSERT_TRUE(same.status.is_ok());
+  ASSERT_EQ(same.frames.size(), unscaled->frames.size());
+  for (std::size_t i = 0; i < same.frames.size(); ++i) {
+    EXPECT_EQ(count_mismatches(same.frames[i].image, unscaled->frames[i].image), 0) << "frame " << i;
+  }
+}
+
+TEST(CpuDecoder, RejectsBadOutputSizesNamingTheOption) {
+  const std::string path = lossless_clip(64, 48, 1);
+  Result<std::unique_ptr<Demuxer>> demuxer = Demuxer::open(path);
+  ASSERT_TRUE(demuxer.is_ok());
+  const struct {
+    int width, height;
+    std::string option;
+  } cases[] = {{32, 0, "output_height"},
+               {0, 24, "output_width"},
+               {33, 24, "output_width"},
+               {32, 25, "output_height"},
+               {-32, 24, "output_width"},
+               {32, -24, "output_height"},
+               {kMaxVideoSide + 2, 24, "output_width"}};
+  for (const auto& c : cases) {
+    DecoderOptions options;
+    options.output_width = c.width;
+    options.output_height = c.height;
+    Result<std::unique_ptr<Decoder>> decoder = open_cpu_decoder((*demuxer)->info(), options);
+    ASSERT_FALSE(decoder.is_ok()) << c.width << "x" << c.height;
+    EXPECT_EQ(decoder.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(decoder.status().message().find(c.option), std::string::npos) << decoder.status().message();
+  }
 }
 
 TEST(OpenDecoder, AutoWithoutNvdecFallsBackToCpuAndCounts) {
