@@ -19,10 +19,7 @@ namespace fovea::app {
 using ms = std::chrono::duration<double, std::milli>;
 
 runtime::PlanOptions plan_options(const DevicePlanOptions& options) {
-  // float16 convolutions run on tensor cores, which want channels-last tiles.
-  return {.precision = options.precision,
-          .keep_float32 = options.keep_float32,
-          .channels_last = options.precision == runtime::Precision::kFloat16};
+  return runtime::device_plan_options(options.precision, options.keep_float32);
 }
 
 Result<runtime::Precision> parse_precision(const std::string& text) {

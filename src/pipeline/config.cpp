@@ -16,6 +16,7 @@
 
 #include "core/check.h"
 #include "image/blur.h"
+#include "image/blur_composite.h"
 
 namespace fovea::pipeline {
 namespace {
@@ -448,7 +449,7 @@ Status parse_classes(const MapReader& map, std::vector<int>& classes) {
 Status parse_task(const MapReader& map, TaskConfig& task) {
   FOVEA_TRY(map.read("type", task.type, kTaskTypeNames));
   FOVEA_TRY(parse_classes(map, task.classes));
-  FOVEA_TRY(map.read("blur_kernel", task.blur_kernel, 1, image::kMaxBlurKernelSize));
+  FOVEA_TRY(map.read("blur_kernel", task.blur_kernel, 1, image::kMaxBlurCompositeKernelSize));
   if (task.blur_kernel % 2 == 0) {
     return map.field("blur_kernel").error("must be odd, got " + std::to_string(task.blur_kernel));
   }
@@ -458,7 +459,7 @@ Status parse_task(const MapReader& map, TaskConfig& task) {
 
 Status parse_video_sink(const Parser& parser, const MapReader& sinks, VideoSinkConfig& video) {
   const Field node = sinks.field("video");
-  FOVEA_TRY(parser.check_map(node.node, node.path, {"output_dir", "codec", "preset"}));
+  FOVEA_TRY(parser.check_map(node.node, node.path, {"output_dir", "codec", "preset", "qp"}));
   const MapReader map(parser, node.node, node.path);
   FOVEA_TRY(map.read_required("output_dir", video.output_dir));
   FOVEA_TRY(map.read("codec", video.codec, kCodecNames));
@@ -466,7 +467,7 @@ Status parse_video_sink(const Parser& parser, const MapReader& sinks, VideoSinkC
   if (std::find(std::begin(kPresets), std::end(kPresets), video.preset) == std::end(kPresets)) {
     return map.field("preset").expected("one of " + join_names(kPresets));
   }
-  return Status::ok();
+  return map.read_optional("qp", video.qp, 0, 51);
 }
 
 Status parse_metadata_sink(const Parser& parser, const MapReader& sinks, MetadataSinkConfig& metadata) {
@@ -607,6 +608,7 @@ YAML::Node to_tree(const PipelineConfig& config) {
     sinks["video"]["output_dir"] = config.sinks.video->output_dir;
     sinks["video"]["codec"] = enum_node(kCodecNames, config.sinks.video->codec);
     sinks["video"]["preset"] = config.sinks.video->preset;
+    sinks["video"]["qp"] = optional_node(config.sinks.video->qp);
   }
   sinks["metadata"] = YAML::Node(YAML::NodeType::Null);
   if (config.sinks.metadata) sinks["metadata"]["path"] = config.sinks.metadata->path;

@@ -70,6 +70,7 @@ struct VideoSinkConfig {
   std::string output_dir;  // one file per source
   io::EncoderCodec codec = io::EncoderCodec::kH264;
   std::string preset = "medium";  // x264 names (ultrafast .. placebo) or NVENC's p1 .. p7
+  std::optional<int> qp;          // constant quantizer, 0..51 (0 is lossless with x264); absent: crf 23
   bool operator==(const VideoSinkConfig&) const = default;
 };
 

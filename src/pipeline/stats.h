@@ -61,11 +61,14 @@ class LatencyRecorder {
 
 struct SourceStats {
   std::string name;
-  std::uint64_t frames = 0;
+  std::uint64_t frames = 0;   // batched by the mux
+  std::uint64_t decoded = 0;  // out of the decoder (frames before `start` and dropped ones included)
   std::uint64_t dropped = 0;  // live sources only: the oldest frame goes when the source's queue is full
   bool ended = false;
   bool failed = false;
-  std::string error;  // why the source failed, when it did
+  std::string error;      // why the source failed, when it did
+  std::string decoder;    // the backend that decoded it ("nvdec", "cpu"); "" when unknown
+  bool fallback = false;  // nvdec was asked for and the cpu decoder used instead
 };
 
 struct StageStats {

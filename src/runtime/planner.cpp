@@ -115,6 +115,12 @@ Status check_plan_inputs(const ExecutionPlan& plan, const std::vector<Tensor>& i
   return Status::ok();
 }
 
+PlanOptions device_plan_options(Precision precision, std::vector<std::string> keep_float32) {
+  return {.precision = precision,
+          .keep_float32 = std::move(keep_float32),
+          .channels_last = precision == Precision::kFloat16};
+}
+
 Result<InputShapes> resolve_input_shapes(const Graph& graph, const InputShapes& overrides,
                                          std::int64_t default_dim) {
   InputShapes shapes;

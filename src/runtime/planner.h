@@ -45,6 +45,10 @@ struct PlanOptions {
   bool channels_last = false;
 };
 
+// How plans for the CUDA executor are made: `precision`, and NHWC convolutions for float16, whose
+// tensor-core kernels want channels-last tiles.
+PlanOptions device_plan_options(Precision precision, std::vector<std::string> keep_float32 = {});
+
 struct ExecutionPlan {
   Graph graph;
   InputShapes input_shapes;
