@@ -29,6 +29,7 @@ struct CommonArgs {
   std::string device = "auto";
   bool no_progress = false;
   std::string report;
+  std::string trace;
 };
 
 void add_common_options(CLI::App* command, CommonArgs* args) {
@@ -39,6 +40,8 @@ void add_common_options(CLI::App* command, CommonArgs* args) {
       ->capture_default_str();
   command->add_flag("--no-progress", args->no_progress, "No live progress line");
   command->add_option("--report", args->report, "Write the run's statistics to this JSON file");
+  command->add_option("--trace", args->trace,
+                      "Trace the run into this folder (trace.json, report.json; fovea report)");
 }
 
 pipeline::FlowOptions flow_options(const CommonArgs& args) {
@@ -47,6 +50,7 @@ pipeline::FlowOptions flow_options(const CommonArgs& args) {
                    : args.device == "cpu" ? pipeline::DeviceChoice::kCpu
                                           : pipeline::DeviceChoice::kAuto;
   options.interrupt = &interrupt_flag();
+  options.trace_dir = args.trace;
   return options;
 }
 

@@ -16,6 +16,7 @@
 #include "pipeline/stage.h"
 #include "pipeline/stream_mux.h"
 #include "pipeline/video_source.h"
+#include "trace/session.h"
 #if defined(FOVEA_HAVE_CUDA)
 #include "core/cuda_raii.h"
 #endif
@@ -97,18 +98,20 @@ struct Flow {
   }
 };
 
+// The slot first, then the frames: while every slot is in use the frames wait in the mux's
+// bounded per-source queues, where the sources' back-pressure starts, not in the mux stage's hands.
 Result<std::optional<SegmentBatch>> next_batch(Flow& flow) {
+  std::optional<SlotPool<BatchBuffers>::Handle> slot = flow.ops->slots().acquire();
+  if (!slot) {
+    return std::optional<SegmentBatch>();  // a stage failed
+  }
   std::optional<Batch<SourceFrame>> batch;
   {
     FOVEA_TRACE_RANGE("mux");
     batch = flow.mux->next_batch();
   }
   if (!batch) {
-    return std::optional<SegmentBatch>();
-  }
-  std::optional<SlotPool<BatchBuffers>::Handle> slot = flow.ops->slots().acquire();
-  if (!slot) {
-    return std::optional<SegmentBatch>();  // stopping
+    return std::optional<SegmentBatch>();  // every source has ended
   }
   SegmentBatch segment{
       .number = batch->number, .frames = std::move(batch->frames), .buffers = std::move(*slot)};
@@ -318,6 +321,9 @@ Result<FlowResult> run_segmentation_flow(const PipelineConfig& config, const Flo
   }
   build_stages(flow);
 
+  FOVEA_ASSIGN_OR_RETURN(
+      std::optional<trace::Session> session,
+      trace::start_session_if_requested({.dir = options.trace_dir, .label = names.front()}));
   const Clock::time_point start = Clock::now();
   std::atomic<bool> sink_done{false};
   flow.sink_stage->start();
@@ -334,6 +340,10 @@ Result<FlowResult> run_segmentation_flow(const PipelineConfig& config, const Flo
   for (Stage* stage : flow.stages()) stage->join();
   flow.sources->join();
   result.stats = snapshot(flow, start);
+  if (session) {
+    if (Result<trace::Report> traced = session->stop(); !traced.is_ok())
+      log_error("{}", traced.status().to_string());
+  }
   if (flow.video) {
     flow.video->finish();
     result.outputs = flow.video->reports();

@@ -29,6 +29,8 @@ struct FlowOptions {
   // Called from the calling thread about ten times a second with the figures so far (embedders,
   // tests); sources are read before stages, so a stage's count is never older than a source's.
   std::function<void(const PipelineStats&)> on_progress;
+  // With a folder: the run (not the model's planning) is traced into it; `fovea report DIR`.
+  std::string trace_dir;
 };
 
 struct FlowResult {

@@ -195,7 +195,8 @@ TEST_F(FlowFixture, ASlowSinkHoldsTheSourcesBack) {
   };
   Result<FlowResult> result = run_segmentation_flow(config, options);
   ASSERT_TRUE(result.is_ok()) << result.status().to_string();
-  // Six slots of kBatch frames, the mux's four-frame queue, and one frame in the source's hands.
+  // Six slots of kBatch frames, the mux's four-frame queue, and one frame in the source's hands
+  // (the mux stage takes a batch's frames only once it holds a free slot).
   EXPECT_LE(most_ahead, static_cast<std::uint64_t>(6 * kBatch + 4 + 1));
   EXPECT_GT(result->stats.total_frames(), 0u);
   EXPECT_EQ(result->outputs[0].frames, static_cast<std::int64_t>(result->stats.total_frames()));

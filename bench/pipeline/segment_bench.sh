@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The segmentation flow's figures (issue 6, docs/perf.md), on the GPU machine:
+#   bench/pipeline/segment_bench.sh FOVEA_BINARY OUT_DIR [SOURCES...]
+# Makes a 10 s 1080p30 H.264 clip at ~8 Mb/s (the workload of the reference figures), exports
+# FCN-ResNet101 with dynamic axes (bench/models/compare_torch.py's export), then runs, in one go:
+#   - fovea model bench: FCN-ResNet101 544x960 fp16 batch 4 (the ceiling the flow is held to);
+#   - fovea segment with the null sink for 1, 4 and 16 sources (batch 4, or the sources up to 16);
+#   - fovea segment with video output (libx264, the H200 has no NVENC), 1 and 4 sources;
+#   - the Python baseline (bench/pipeline/baseline_seed.py), FP32 batch 1 and FP16 batch 4.
+# Every command's full output goes to OUT_DIR/<name>.log; a summary table is printed last.
+set -euo pipefail
+fovea=$(realpath "$1")
+out=$(realpath -m "$2")
+shift 2
+counts=("${@:-1 4 16}")
+here=$(cd "$(dirname "$0")" && pwd)
+py=${PYTHON:-python3}
+mkdir -p "$out"
+clip="$out/clip_1080p.mp4"
+model="$out/fcn_resnet101.onnx"
+[ -f "$clip" ] || ffmpeg -loglevel error -y -f lavfi -i "testsrc2=size=1920x1080:rate=30,noise=alls=12:allf=t+u" \
+  -t 10 -c:v libx264 -preset medium -profile:v high -b:v 8M -bf 2 -g 60 -pix_fmt yuv420p "$clip"
+[ -f "$model" ] || (cd "$here/../models" && "$py" -c \
+  "import compare_torch as c; c.export_dynamic('fcn_resnet101', '$model')") > "$out/export.log" 2>&1
+
+summary=()
+note() { summary+=("$1"); echo "$1"; }
+
+"$fovea" model bench "$model" --shape input=4x3x544x960 --batch 4 --precision fp16 --iterations 100 --json \
+  > "$out/model_bench.json" 2> "$out/model_bench.log" || true
+note "model bench b4 fp16: $(grep -Eo '"items_per_second": *[0-9.]+' "$out/model_bench.json" | head -1 | grep -Eo '[0-9.]+$') img/s"
+
+segment() {  # name sources... -- extra args
+  local name=$1; shift
+  local inputs=()
+  while [ "$1" != "--" ]; do inputs+=("$1"); shift; done
+  shift
+  /usr/bin/time -v "$fovea" segment "${inputs[@]}" --model "$model" --class 8 --size 544x960 --precision fp16 \
+    --no-progress --report "$out/$name.json" "$@" > "$out/$name.log" 2>&1 || true
+  local fps mem
+  fps=$("$py" -c "import json; print(round(json.load(open('$out/$name.json'))['total']['fps'], 1))" 2>/dev/null || echo "failed")
+  note "$name: $fps fps  ($(grep -E 'Maximum resident' "$out/$name.log" | awk '{print $6/1024 " MB RSS"}'))"
+}
+
+for n in ${counts[@]}; do
+  inputs=(); for _ in $(seq "$n"); do inputs+=("$clip"); done
+  batch=$(( n < 4 ? 4 : (n > 16 ? 16 : n) ))
+  segment "null_${n}src_b${batch}" "${inputs[@]}" -- --batch "$batch"
+done
+segment "video_1src_b4" "$clip" -- --batch 4 -o "$out/video1" --preset veryfast
+segment "video_4src_b4" "$clip" "$clip" "$clip" "$clip" -- --batch 4 -o "$out/video4" --preset veryfast
+
+if [ -f "$here/baseline_seed.py" ]; then
+  "$py" "$here/baseline_seed.py" "$clip" --model "$model" --out "$out/baseline_fp32_b1.mp4" > "$out/baseline_fp32_b1.log" 2>&1 || true
+  note "baseline fp32 b1: $(tail -1 "$out/baseline_fp32_b1.log")"
+  "$py" "$here/baseline_seed.py" "$clip" --model "$model" --fp16 --batch 4 --out "$out/baseline_fp16_b4.mp4" > "$out/baseline_fp16_b4.log" 2>&1 || true
+  note "baseline fp16 b4: $(tail -1 "$out/baseline_fp16_b4.log")"
+fi
+printf '\n%s\n' "${summary[@]}"
