@@ -5,6 +5,7 @@
 # FCN-ResNet101 with dynamic axes (bench/models/compare_torch.py's export), then runs, in one go:
 #   - fovea model bench: FCN-ResNet101 544x960 fp16 batch 4 (the ceiling the flow is held to);
 #   - fovea segment with the null sink for 1, 4 and 16 sources (batch 4, or the sources up to 16);
+#   - the same for 4 sources without mask refinement, and traced (fovea report);
 #   - fovea segment with video output (libx264, the H200 has no NVENC), 1 and 4 sources;
 #   - the Python baseline (bench/pipeline/baseline_seed.py), FP32 batch 1 and FP16 batch 4.
 # Every command's full output goes to OUT_DIR/<name>.log; a summary table is printed last.
@@ -47,6 +48,9 @@ for n in ${counts[@]}; do
   batch=$(( n < 4 ? 4 : (n > 16 ? 16 : n) ))
   segment "null_${n}src_b${batch}" "${inputs[@]}" -- --batch "$batch"
 done
+segment "null_4src_b4_no_refine" "$clip" "$clip" "$clip" "$clip" -- --batch 4 --no-refine
+segment "null_4src_b4_traced" "$clip" "$clip" "$clip" "$clip" -- --batch 4 --trace "$out/trace_4src"
+"$fovea" report "$out/trace_4src" --top 20 > "$out/trace_4src_report.txt" 2>&1 || true
 segment "video_1src_b4" "$clip" -- --batch 4 -o "$out/video1" --preset veryfast
 segment "video_4src_b4" "$clip" "$clip" "$clip" "$clip" -- --batch 4 -o "$out/video4" --preset veryfast
 
