@@ -40,8 +40,10 @@ using cudaEvent_t = struct CUevent_st*;
 struct SourceFrame {
   Frame frame;                  // NV12 at the mux size; device memory on the GPU path
   cudaEvent_t ready = nullptr;  // GPU path: wait on it before reading `frame`; null on the CPU path
-  // pts of `frame` in microseconds on the source's output timeline: increasing across loops and
-  // starting near 0 at `start` (the first frame of the first pass is at pts_us - start).
+  // pts of `frame` in microseconds on the source's output timeline, which starts at `start`: a
+  // frame's time in the file minus `start` (rounded to the time base), plus the length of the
+  // passes before it when looping (last pts - first pts + one frame), so it keeps increasing.
+  // frame.pts is the same time in time_base units, and frame.index the frame's position on it.
   std::int64_t pts_us = 0;
   Rational time_base;  // of frame.pts, the source stream's, for encoders that keep timestamps
 };
@@ -63,13 +65,17 @@ struct VideoSourceOptions {
   bool gpu = false;  // GPU path: device frames with ready events (needs CUDA and a GPU)
   int device = 0;
   // Device frames one source may hold at once (the decoder's output pool): the mux's per-source
-  // queue plus the frames the batches in flight hold. A source blocks when all are in use.
+  // queue plus the frames the batches in flight hold. The source blocks on the mux's queue, not on
+  // its pool: a consumer that holds more fails the source (kResourceExhausted, naming this option).
+  // The consumer releases a frame only after the GPU work reading it has completed (core/pool.h).
   int max_frames_in_flight = 16;
   const std::atomic<bool>* cancel = nullptr;  // demuxer cancellation (Ctrl-C)
 };
 
 // Runs the sources of a pipeline. start() launches one thread per source; join() waits for them
-// all. The mux must outlive the VideoSources.
+// all. The mux must outlive the VideoSources, and the VideoSources every wait on a ready event
+// (the events are its own). Destroying it while sources still run stops the mux first
+// (request_stop), so that a source blocked on a full queue ends.
 class VideoSources {
  public:
   VideoSources(std::vector<SourceConfig> sources, VideoSourceOptions options, StreamMux<SourceFrame>& mux);

@@ -1,0 +1,466 @@
+// One thread per source: demux, decode at the mux's size, place each frame on the source's output
+// timeline (start, duration, loops) and push it into the mux.
+//
+// A pass runs from a seek to `start` to the end of the file or of `duration`; a looping source
+// starts the next pass with a fresh decoder (nothing of the old stream's reference pictures or
+// reordering is left to flush) and shifts its timestamps by the length of the pass before, so that
+// they keep increasing.
+#include "pipeline/video_source.h"
+
+#include <algorithm>
+#include <cmath>
+#include <exception>
+#include <mutex>
+#include <string_view>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "core/log.h"
+#include "core/pool.h"
+#include "io/demuxer.h"
+
+#if defined(FOVEA_HAVE_CUDA)
+#include "core/cuda_check.h"
+#include "core/cuda_raii.h"
+#endif
+
+namespace fovea::pipeline {
+namespace {
+
+// A frame's duration when the stream does not state its frame rate: 30 fps, the most common rate
+// of cameras and files, so a looping source without one still advances by a plausible step.
+constexpr Rational kFallbackFrameRate{30, 1};
+
+bool valid(Rational r) {
+  return r.num > 0 && r.den > 0;
+}
+
+// Errors name the source once: most io errors start with the uri already.
+Status naming(const Status& status, const std::string& uri) {
+  return status.message().find(uri) != std::string::npos ? status : status.with_context(uri);
+}
+
+// "uri: what: reason", from an io error that may start with "uri: " itself.
+Status explained(const Status& status, const std::string& uri, std::string_view what) {
+  std::string_view reason = status.message();
+  const std::string prefix = uri + ": ";
+  if (reason.substr(0, prefix.size()) == prefix) {
+    reason.remove_prefix(prefix.size());
+  }
+  return Status(status.code(), fmt::format("{}: {}: {}", uri, what, reason));
+}
+
+// The source's output timeline, in the stream's time_base units. A pass's frames map to
+//   output = offset + (source pts - start)
+// where offset is the length of the passes before (last pts - first pts + one frame), so the first
+// frame of a pass follows the last of the pass before by one frame duration.
+class Timeline {
+ public:
+  Timeline(Rational time_base, Rational frame_rate, double start, std::optional<double> duration)
+      : time_base_(time_base),
+        frame_duration_(std::max<std::int64_t>(
+            1, to_ticks(1.0 / (valid(frame_rate) ? frame_rate : kFallbackFrameRate).to_double()))),
+        start_(to_ticks(start)),
+        has_end_(duration.has_value()),
+        end_(duration ? to_ticks(start + *duration) : 0) {}
+
+  void begin_pass() {
+    if (pass_frames_ > 0) {
+      offset_ += last_ - first_ + frame_duration_;
+    }
+    pass_frames_ = 0;
+  }
+
+  // The frame's source pts; one without a pts gets the seek target plus its index in the pass's
+  // frames times the frame duration (the decoder restarts its index at each pass).
+  std::int64_t source_pts(const Frame& frame) const {
+    return frame.has_pts ? frame.pts : start_ + frame.index * frame_duration_;
+  }
+  bool before_start(std::int64_t pts) const { return pts < start_; }
+  bool past_end(std::int64_t pts) const { return has_end_ && pts >= end_; }
+
+  // Places a frame that passed the start and end checks; returns its output pts.
+  std::int64_t place(std::int64_t pts) {
+    if (pass_frames_++ == 0) {
+      first_ = pts;
+    }
+    last_ = pts;
+    return offset_ + pts - start_;
+  }
+  std::int64_t pass_frames() const { return pass_frames_; }
+
+  std::int64_t to_us(std::int64_t ticks) const {
+    return std::llround(static_cast<long double>(ticks) * 1'000'000 * time_base_.num / time_base_.den);
+  }
+
+ private:
+  std::int64_t to_ticks(double seconds) const {
+    return std::llround(static_cast<long double>(seconds) * time_base_.den / time_base_.num);
+  }
+
+  Rational time_base_;
+  std::int64_t frame_duration_;
+  std::int64_t start_;
+  // A plain pair, not std::optional: GCC 12 takes the optional's value for uninitialized at -O3.
+  bool has_end_;
+  std::int64_t end_;
+  std::int64_t offset_ = 0;
+  std::int64_t first_ = 0;
+  std::int64_t last_ = 0;
+  std::int64_t pass_frames_ = 0;
+};
+
+enum class PassEnd { kEndOfPass, kStopped };
+enum class Step { kNext, kEndOfPass, kStopped };
+
+}  // namespace
+
+struct VideoSources::Source {
+  Source(std::size_t position, SourceConfig source, const VideoSourceOptions& source_options,
+         StreamMux<SourceFrame>& target)
+      : index(position), config(std::move(source)), options(source_options), mux(target) {
+    report.uri = config.uri;
+  }
+
+  void run() {
+    const Status status = run_passes();
+    const bool cancelled =
+        status.code() == StatusCode::kCancelled && options.cancel != nullptr && options.cancel->load();
+    if (status.is_ok() || cancelled) {
+      mux.end(index);
+    } else {
+      mux.fail(index, naming(status, config.uri));
+    }
+    finished.store(true);
+  }
+
+  Status check_options() const {
+    for (const auto& [name, value] :
+         {std::pair{"width", options.width}, std::pair{"height", options.height}}) {
+      if (value < 2 || value % 2 != 0) {
+        return make_error(
+            StatusCode::kInvalidArgument,
+            fmt::format("video source option {} (the mux size) must be a positive even number, not {}", name,
+                        value));
+      }
+    }
+    if (options.max_frames_in_flight < 1) {
+      return make_error(StatusCode::kInvalidArgument,
+                        fmt::format("video source option max_frames_in_flight must be at least 1, not {}",
+                                    options.max_frames_in_flight));
+    }
+    return Status::ok();
+  }
+
+  Status run_passes() {
+    FOVEA_TRY(check_options());
+    FOVEA_TRY(prepare_device());
+    FOVEA_ASSIGN_OR_RETURN(std::unique_ptr<io::Demuxer> demuxer,
+                           io::Demuxer::open(config.uri, {.cancel = options.cancel}));
+    const io::StreamInfo& info = demuxer->info();
+    if (info.bit_depth > 8) {
+      return make_error(
+          StatusCode::kUnsupported,
+          fmt::format("{}: {}-bit video ({}{}{}) is not supported; the pipeline takes 8-bit sources",
+                      config.uri, info.bit_depth, info.codec_name, info.profile.empty() ? "" : " ",
+                      info.profile));
+    }
+    if (!valid(info.time_base)) {
+      return make_error(StatusCode::kCorruptData, config.uri, ": the video stream has no valid time base");
+    }
+    {
+      const std::lock_guard lock(mutex);
+      report.frame_rate = info.frame_rate;
+    }
+    Timeline timeline(info.time_base, info.frame_rate, config.start, config.duration);
+    for (int pass = 0;; ++pass) {
+      if (pass > 0 || config.start > 0.0) {
+        const Status sought = demuxer->seek(config.start);
+        if (!sought.is_ok()) {
+          return explained(
+              sought, config.uri,
+              fmt::format("cannot seek to start = {} s{}", config.start, pass > 0 ? " to loop" : ""));
+        }
+      }
+      timeline.begin_pass();
+      FOVEA_ASSIGN_OR_RETURN(PassEnd end, run_pass(*demuxer, timeline));
+      if (end == PassEnd::kStopped) {
+        return Status::ok();
+      }
+      if (timeline.pass_frames() == 0) {
+        // Also what keeps a looping source from spinning on a range without frames.
+        return make_error(
+            StatusCode::kInvalidArgument,
+            fmt::format(
+                "{}: no frame at or after start = {} s{}{}", config.uri, config.start,
+                config.duration ? fmt::format(" within duration = {} s", *config.duration) : "",
+                info.duration_s > 0.0 ? fmt::format(" (the video lasts {} s)", info.duration_s) : ""));
+      }
+      {
+        const std::lock_guard lock(mutex);
+        ++report.loops;
+      }
+      if (!config.loop) {
+        return Status::ok();
+      }
+    }
+  }
+
+  io::DecoderOptions decoder_options() const {
+    io::DecoderOptions decoder;
+    // Later passes reuse the first pass's choice, so that a fallback is logged and counted once.
+    decoder.backend = decided_backend.value_or(options.gpu ? config.decoder : io::DecoderBackend::kCpu);
+    decoder.cpu_output = PixelFormat::kNV12;
+    decoder.output_width = options.width;
+    decoder.output_height = options.height;
+    decoder.device = options.device;
+    decoder.max_frames_in_flight = options.max_frames_in_flight;
+#if defined(FOVEA_HAVE_CUDA)
+    decoder.stream = stream.get();
+#endif
+    return decoder;
+  }
+
+  // One pass with a fresh decoder: reads until the end of the file (draining the decoder), the end
+  // of `duration`, or a stop.
+  Result<PassEnd> run_pass(io::Demuxer& demuxer, Timeline& timeline) {
+    FOVEA_ASSIGN_OR_RETURN(io::OpenedDecoder opened, io::open_decoder(demuxer.info(), decoder_options()));
+    io::Decoder& decoder = *opened.decoder;
+    if (!decided_backend) {
+      decided_backend = decoder.backend();
+      const std::lock_guard lock(mutex);
+      report.backend = decoder.backend();
+      const bool nvdec_refused = !options.gpu && config.decoder == io::DecoderBackend::kNvdec;
+      report.fallback_reason = nvdec_refused ? "nvdec needs the GPU path" : opened.fallback_reason;
+    }
+    std::vector<Frame> decoded;
+    const auto collect = [&decoded](Frame&& frame) { decoded.push_back(std::move(frame)); };
+    const auto result = [&](PassEnd end) {
+      add_decoder_stats(decoder.stats(), true);
+      return end;
+    };
+    io::Packet packet;
+    while (true) {
+      FOVEA_ASSIGN_OR_RETURN(bool got, demuxer.read(packet));
+      FOVEA_TRY(got ? io::send_and_receive(decoder, packet, collect)
+                    : io::finish_and_receive(decoder, collect));
+      add_decoder_stats(decoder.stats(), false);
+      for (Frame& frame : decoded) {
+        FOVEA_ASSIGN_OR_RETURN(Step step, deliver(std::move(frame), timeline));
+        if (step != Step::kNext) {
+          return result(step == Step::kStopped ? PassEnd::kStopped : PassEnd::kEndOfPass);
+        }
+      }
+      decoded.clear();
+      if (!got) {
+        return result(PassEnd::kEndOfPass);
+      }
+    }
+  }
+
+  // Decoder counters: the finished passes' plus the running one's.
+  void add_decoder_stats(const io::DecoderStats& stats, bool pass_done) {
+    const std::lock_guard lock(mutex);
+    report.frames_decoded = finished_passes.frames_decoded + stats.frames_decoded;
+    report.frames_damaged = finished_passes.frames_damaged + stats.frames_damaged;
+    if (pass_done) {
+      finished_passes.frames_decoded = report.frames_decoded;
+      finished_passes.frames_damaged = report.frames_damaged;
+    }
+  }
+
+  Result<Step> deliver(Frame&& frame, Timeline& timeline) {
+    const std::int64_t pts = timeline.source_pts(frame);
+    if (timeline.before_start(pts)) {
+      return Step::kNext;
+    }
+    if (timeline.past_end(pts)) {
+      return Step::kEndOfPass;
+    }
+    if (frame.image.format != PixelFormat::kNV12 || frame.image.width != options.width ||
+        frame.image.height != options.height) {
+      return make_error(StatusCode::kInternal,
+                        fmt::format("{}: the decoder delivered {} at {}x{}, not NV12 at the mux size {}x{}",
+                                    config.uri, pixel_format_name(frame.image.format), frame.image.width,
+                                    frame.image.height, options.width, options.height));
+    }
+    SourceFrame out;
+    out.time_base = frame.time_base;
+    frame.pts = timeline.place(pts);
+    frame.has_pts = true;
+    frame.index = delivered++;
+    out.pts_us = timeline.to_us(frame.pts);
+    out.frame = std::move(frame);
+    FOVEA_TRY(make_ready(out));
+    const std::int64_t pts_us = out.pts_us;
+    return mux.push(index, std::move(out), pts_us) ? Step::kNext : Step::kStopped;
+  }
+
+#if defined(FOVEA_HAVE_CUDA)
+  Status prepare_device() {
+    if (!options.gpu) {
+      return Status::ok();
+    }
+    // The runtime's current device is per thread.
+    FOVEA_CUDA_TRY(cudaSetDevice(options.device));
+    FOVEA_ASSIGN_OR_RETURN(stream, CudaStream::create());
+    // A ring of ready events, reused in turn. cudaStreamWaitEvent waits for the record that
+    // precedes the call, so once the consumer has enqueued its wait, recording the event again
+    // cannot change it. A slot comes round again max_frames_in_flight + 1 frames later; the
+    // consumer holds at most max_frames_in_flight frames of this source (the bound the pools are
+    // sized by) and releases a frame only after it enqueued its wait, so by then the wait on the
+    // slot's previous frame is in. A consumer holding more would at worst have a late wait see a
+    // later record on the same stream: it waits longer, never too short.
+    for (int i = 0; i <= options.max_frames_in_flight; ++i) {
+      FOVEA_ASSIGN_OR_RETURN(CudaEvent event, CudaEvent::create());
+      events.push_back(std::move(event));
+    }
+    return Status::ok();
+  }
+
+  // GPU path: the frame is in device memory, ordered on `stream`, and `ready` is recorded after
+  // it. An NVDEC frame was copied out on `stream` already; a cpu-decoded one (fallback) is
+  // uploaded first.
+  Status make_ready(SourceFrame& out) {
+    if (!options.gpu) {
+      return Status::ok();
+    }
+    if (out.frame.image.memory != MemoryKind::kDevice) {
+      FOVEA_TRY(upload(out.frame));
+    }
+    const CudaEvent& event = events[next_event];
+    next_event = (next_event + 1) % events.size();
+    FOVEA_TRY(event.record(stream.get()));
+    out.ready = event.get();
+    return Status::ok();
+  }
+
+  Status upload(Frame& frame) {
+    if (!upload_pool) {
+      FOVEA_ASSIGN_OR_RETURN(upload_layout,
+                             plan_image_allocation(PixelFormat::kNV12, options.width, options.height));
+      FOVEA_ASSIGN_OR_RETURN(
+          BufferPool pool,
+          BufferPool::create("source upload " + config.uri, MemoryKind::kDevice, upload_layout.total_bytes,
+                             static_cast<std::size_t>(options.max_frames_in_flight)));
+      upload_pool.emplace(std::move(pool));
+    }
+    Result<PooledBuffer> block = upload_pool->acquire();
+    if (!block.is_ok()) {
+      return block.status().code() == StatusCode::kResourceExhausted
+                 ? make_error(StatusCode::kResourceExhausted,
+                              fmt::format("{}: the consumer holds more than {} frames of this source "
+                                          "(max_frames_in_flight); release frames sooner or raise it",
+                                          config.uri, options.max_frames_in_flight))
+                 : block.status();
+    }
+    const ImageView device = image_view_in(block->data(), upload_layout, PixelFormat::kNV12, options.width,
+                                           options.height, MemoryKind::kDevice);
+    // From pageable memory the copy returns once the host rows are staged, so the host frame may
+    // go as soon as the call returns.
+    for (int p = 0; p < device.num_planes; ++p) {
+      const PlaneShape shape = upload_layout.layout.planes[p];
+      FOVEA_CUDA_TRY(
+          cudaMemcpy2DAsync(device.planes[p].data, device.planes[p].pitch, frame.image.planes[p].data,
+                            frame.image.planes[p].pitch, static_cast<std::size_t>(shape.width_bytes),
+                            static_cast<std::size_t>(shape.height), cudaMemcpyHostToDevice, stream.get()));
+    }
+    frame.image = device;
+    frame.owner = std::make_shared<PooledBuffer>(std::move(block).value());
+    return Status::ok();
+  }
+#else
+  Status prepare_device() const {
+    return options.gpu ? make_error(StatusCode::kUnsupported,
+                                    "the GPU path needs CUDA, and this build of fovea has none")
+                       : Status::ok();
+  }
+  Status make_ready(SourceFrame&) const {
+    return Status::ok();
+  }
+#endif
+
+  const std::size_t index;
+  const SourceConfig config;
+  const VideoSourceOptions options;
+  StreamMux<SourceFrame>& mux;
+  std::thread thread;
+  std::atomic<bool> finished{false};
+  std::optional<io::DecoderBackend> decided_backend;  // by the first pass's open_decoder
+  std::int64_t delivered = 0;                         // frames pushed, over every pass
+  io::DecoderStats finished_passes;
+
+  mutable std::mutex mutex;  // guards report
+  SourceReport report;
+
+#if defined(FOVEA_HAVE_CUDA)
+  // The GPU path's decode stream, ready events and the fallback's upload pool. They outlive the
+  // thread: the consumer may still wait on the events and read the frames after the source ended.
+  CudaStream stream;
+  std::vector<CudaEvent> events;
+  std::size_t next_event = 0;
+  std::optional<BufferPool> upload_pool;
+  ImageAllocation upload_layout;
+#endif
+};
+
+VideoSources::VideoSources(std::vector<SourceConfig> sources, VideoSourceOptions options,
+                           StreamMux<SourceFrame>& mux) {
+  FOVEA_CHECK_MSG(sources.size() == mux.source_count(), "one mux source per video source");
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    sources_.push_back(std::make_unique<Source>(i, std::move(sources[i]), options, mux));
+  }
+}
+
+VideoSources::~VideoSources() {
+  // A source blocked on its full mux queue would never end if nobody takes batches any more.
+  const bool running =
+      std::any_of(sources_.begin(), sources_.end(), [](const std::unique_ptr<Source>& source) {
+        return source->thread.joinable() && !source->finished.load();
+      });
+  if (running) {
+    sources_.front()->mux.request_stop();
+  }
+  join();
+}
+
+void VideoSources::start() {
+  const auto nvdec_asked =
+      std::count_if(sources_.begin(), sources_.end(), [](const std::unique_ptr<Source>& source) {
+        return !source->options.gpu && source->config.decoder == io::DecoderBackend::kNvdec;
+      });
+  if (nvdec_asked > 0) {
+    log_info("{} of {} sources asked for nvdec; they decode on the CPU, since nvdec needs the GPU path",
+             nvdec_asked, sources_.size());
+  }
+  for (const std::unique_ptr<Source>& source : sources_) {
+    FOVEA_CHECK_MSG(!source->thread.joinable(), "VideoSources::start() called twice");
+    try {
+      source->thread = std::thread([raw = source.get()] { raw->run(); });
+    } catch (const std::exception& error) {
+      source->mux.fail(source->index, make_error(StatusCode::kResourceExhausted, source->config.uri,
+                                                 ": cannot start its thread: ", error.what()));
+    }
+  }
+}
+
+void VideoSources::join() {
+  for (const std::unique_ptr<Source>& source : sources_) {
+    if (source->thread.joinable()) {
+      source->thread.join();
+    }
+  }
+}
+
+std::vector<SourceReport> VideoSources::reports() const {
+  std::vector<SourceReport> reports;
+  reports.reserve(sources_.size());
+  for (const std::unique_ptr<Source>& source : sources_) {
+    const std::lock_guard lock(source->mutex);
+    reports.push_back(source->report);
+  }
+  return reports;
+}
+
+}  // namespace fovea::pipeline
