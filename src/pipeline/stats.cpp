@@ -87,17 +87,17 @@ trace::TextTable source_table(const PipelineStats& stats) {
   trace::TextTable table{.name = "sources",
                          .columns = {"source", "decoder", "frames", "fps", "dropped", "status"},
                          .numeric = {false, false, true, true, true, false}};
-  std::size_t on_gpu = 0, fallbacks = 0;
+  std::size_t on_gpu = 0, on_cpu = 0, fallbacks = 0;
   for (const SourceStats& source : stats.sources) {
     table.rows.push_back({source.name, source.decoder + (source.fallback ? " (fallback)" : ""),
                           std::to_string(source.frames), fmt::format("{:.1f}", stats.fps(source.frames)),
                           std::to_string(source.dropped), source_state(source)});
     on_gpu += source.decoder == "nvdec" ? 1 : 0;
+    on_cpu += source.decoder == "cpu" ? 1 : 0;
     fallbacks += source.fallback ? 1 : 0;
   }
   table.rows.push_back(
-      {"total",
-       fmt::format("{} nvdec, {} cpu, {} fallbacks", on_gpu, stats.sources.size() - on_gpu, fallbacks),
+      {"total", fmt::format("{} nvdec, {} cpu, {} fallbacks", on_gpu, on_cpu, fallbacks),
        std::to_string(stats.total_frames()), fmt::format("{:.1f}", stats.fps(stats.total_frames())),
        std::to_string(stats.total_dropped()), fmt::format("{} failed", stats.failed_sources())});
   return table;
@@ -181,9 +181,9 @@ nlohmann::json to_json(const PipelineStats& stats) {
   nlohmann::json sources = nlohmann::json::array();
   for (const SourceStats& source : stats.sources) {
     nlohmann::json entry = {
-        {"name", source.name},       {"frames", source.frames},    {"fps", stats.fps(source.frames)},
-        {"dropped", source.dropped}, {"ended", source.ended},      {"failed", source.failed},
-        {"decoder", source.decoder}, {"fallback", source.fallback}};
+        {"name", source.name},       {"frames", source.frames},   {"fps", stats.fps(source.frames)},
+        {"dropped", source.dropped}, {"ended", source.ended},     {"failed", source.failed},
+        {"decoded", source.decoded}, {"decoder", source.decoder}, {"fallback", source.fallback}};
     if (source.failed) {
       entry["error"] = source.error;
     }

@@ -56,9 +56,10 @@ PipelineStats known_stats() {
   return {
       .elapsed_s = 2.0,
       .batches = 50,
-      .sources = {{.name = "cam0", .frames = 120, .ended = true},
-                  {.name = "cam1", .frames = 80, .dropped = 3},
-                  {.name = "bad.mp4", .frames = 0, .ended = true, .failed = true, .error = "invalid data"}},
+      .sources =
+          {{.name = "cam0", .frames = 120, .decoded = 122, .ended = true, .decoder = "nvdec"},
+           {.name = "cam1", .frames = 80, .decoded = 83, .dropped = 3, .decoder = "cpu", .fallback = true},
+           {.name = "bad.mp4", .frames = 0, .ended = true, .failed = true, .error = "invalid data"}},
       .stages = {{.name = "infer",
                   .latency = {.count = 50, .mean_ms = 4.0, .p50_ms = 3.5, .p99_ms = 9.25, .max_ms = 12.0}}},
       .queues = {{.name = "mux", .counters = {.depth = 2, .capacity = 4, .high_water = 4, .pushed = 50}}}};
@@ -82,12 +83,12 @@ TEST(PipelineStats, FinalTableIsAligned) {
   EXPECT_EQ(format_table(known_stats()),
             "200 frames in 50 batches, 2.00 s, 100.0 fps\n"
             "\n"
-            "source   frames    fps  dropped  status\n"
-            "-------  ------  -----  -------  --------------------\n"
-            "cam0        120   60.0        0  ended\n"
-            "cam1         80   40.0        3  running\n"
-            "bad.mp4       0    0.0        0  failed: invalid data\n"
-            "total       200  100.0        3  1 failed\n"
+            "source   decoder                      frames    fps  dropped  status\n"
+            "-------  ---------------------------  ------  -----  -------  --------------------\n"
+            "cam0     nvdec                           120   60.0        0  ended\n"
+            "cam1     cpu (fallback)                   80   40.0        3  running\n"
+            "bad.mp4                                    0    0.0        0  failed: invalid data\n"
+            "total    1 nvdec, 1 cpu, 1 fallbacks     200  100.0        3  1 failed\n"
             "\n"
             "stage  items  mean ms  p50 ms  p99 ms  max ms\n"
             "-----  -----  -------  ------  ------  ------\n"
@@ -107,6 +108,9 @@ TEST(PipelineStats, JsonShape) {
   ASSERT_EQ(json["sources"].size(), 3u);
   EXPECT_EQ(json["sources"][0], (nlohmann::json{{"name", "cam0"},
                                                 {"frames", 120},
+                                                {"decoded", 122},
+                                                {"decoder", "nvdec"},
+                                                {"fallback", false},
                                                 {"fps", 60.0},
                                                 {"dropped", 0},
                                                 {"ended", true},
