@@ -36,11 +36,15 @@ segment() {  # name sources... -- extra args
   local inputs=()
   while [ "$1" != "--" ]; do inputs+=("$1"); shift; done
   shift
+  nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 200 > "$out/$name.gpumem" 2>/dev/null &
+  local sampler=$!
   /usr/bin/time -v "$fovea" segment "${inputs[@]}" --model "$model" --class 8 --size 544x960 --precision fp16 \
     --no-progress --report "$out/$name.json" "$@" > "$out/$name.log" 2>&1 || true
-  local fps mem
+  kill "$sampler" 2>/dev/null || true
+  local fps gpu
+  gpu=$(sort -n "$out/$name.gpumem" | tail -1)
   fps=$("$py" -c "import json; print(round(json.load(open('$out/$name.json'))['total']['fps'], 1))" 2>/dev/null || echo "failed")
-  note "$name: $fps fps  ($(grep -E 'Maximum resident' "$out/$name.log" | awk '{print $6/1024 " MB RSS"}'))"
+  note "$name: $fps fps  (GPU memory ${gpu:-?} MiB, $(grep -E 'Maximum resident' "$out/$name.log" | awk '{print $6/1024 " MB RSS"}'))"
 }
 
 for n in ${counts[@]}; do
