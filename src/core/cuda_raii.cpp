@@ -4,9 +4,12 @@
 
 namespace fovea {
 
-Result<CudaStream> CudaStream::create(int priority) {
+Result<CudaStream> CudaStream::create(Priority priority) {
+  int least = 0, greatest = 0;
+  FOVEA_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest));
   cudaStream_t stream = nullptr;
-  FOVEA_CUDA_TRY(cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, priority));
+  FOVEA_CUDA_TRY(cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking,
+                                              priority == Priority::kHigh ? greatest : least));
   return CudaStream(stream);
 }
 

@@ -13,7 +13,11 @@ namespace fovea {
 class CudaStream {
  public:
   // Non-blocking with respect to the legacy default stream: fovea never uses stream 0.
-  static Result<CudaStream> create(int priority = 0);
+  // kHigh is the device's greatest priority: the scheduler starts its kernels before pending ones
+  // of normal streams, so short latency-critical work (decode copies, pre/postprocessing) is not
+  // queued behind a long inference.
+  enum class Priority { kNormal, kHigh };
+  static Result<CudaStream> create(Priority priority = Priority::kNormal);
   CudaStream() = default;
   CudaStream(CudaStream&& other) noexcept : stream_(std::exchange(other.stream_, nullptr)) {}
   CudaStream& operator=(CudaStream&& other) noexcept;

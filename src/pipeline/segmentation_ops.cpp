@@ -97,9 +97,13 @@ Result<std::unique_ptr<SegmentationOps>> SegmentationOps::create(const Segmentat
 #if defined(FOVEA_HAVE_CUDA)
   if (settings.gpu) {
     FOVEA_CUDA_TRY(cudaSetDevice(settings.device));
-    for (CudaStream* stream : {&ops->streams_->preprocess, &ops->streams_->inference,
-                               &ops->streams_->postprocess, &ops->streams_->composite}) {
-      FOVEA_ASSIGN_OR_RETURN(*stream, CudaStream::create());
+    // The model's long kernels run at normal priority; the short stages around it at high
+    // priority, so that they slot in between the model's kernels instead of waiting for a whole
+    // inference to drain (which would leave the next batch's input late and the GPU idle).
+    FOVEA_ASSIGN_OR_RETURN(ops->streams_->inference, CudaStream::create());
+    for (CudaStream* stream :
+         {&ops->streams_->preprocess, &ops->streams_->postprocess, &ops->streams_->composite}) {
+      FOVEA_ASSIGN_OR_RETURN(*stream, CudaStream::create(CudaStream::Priority::kHigh));
     }
   }
 #endif

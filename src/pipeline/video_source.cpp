@@ -304,7 +304,9 @@ struct VideoSources::Source {
     }
     // The runtime's current device is per thread.
     FOVEA_CUDA_TRY(cudaSetDevice(options.device));
-    FOVEA_ASSIGN_OR_RETURN(stream, CudaStream::create());
+    // High priority: the decoder's surface copies are short and every stage downstream waits on
+    // them; at normal priority they queue behind the inference kernels and starve the flow.
+    FOVEA_ASSIGN_OR_RETURN(stream, CudaStream::create(CudaStream::Priority::kHigh));
     // A ring of ready events, reused in turn. cudaStreamWaitEvent waits for the record that
     // precedes the call, so once the consumer has enqueued its wait, recording the event again
     // cannot change it. A slot comes round again max_frames_in_flight + 1 frames later; the
