@@ -128,6 +128,7 @@ class VideoSourcesTest : public ::testing::Test {
         io::write_synthetic_clip(*clip_, {.width = kWidth, .height = kHeight, .frames = kFrames});
     ASSERT_TRUE(written.is_ok()) << written.to_string();
     reference_ = new std::vector<Received>(run_sources({{.uri = *clip_}}, cpu_options()).frames);
+    ASSERT_EQ(reference_->size(), static_cast<std::size_t>(kFrames));
     // Bad inputs: half an mkv (which, unlike an mp4 with its index at the end, opens) and an mp4
     // with bits flipped past its header.
     const std::string mkv = *dir_ + "/clip.mkv";
@@ -135,7 +136,6 @@ class VideoSourcesTest : public ::testing::Test {
         io::write_synthetic_clip(mkv, {.width = kWidth, .height = kHeight, .frames = kFrames}).is_ok());
     ASSERT_TRUE(testing::copy_truncated(mkv, truncated_mkv(), 0.6).is_ok());
     ASSERT_TRUE(testing::copy_bit_flipped(*clip_, bit_flipped_mp4(), 40, 64, 7).is_ok());
-    ASSERT_EQ(reference_->size(), static_cast<std::size_t>(kFrames));
   }
   static void TearDownTestSuite() {
     std::filesystem::remove_all(*dir_);
