@@ -19,6 +19,7 @@
 #include "core/log.h"
 #include "core/pool.h"
 #include "io/demuxer.h"
+#include "trace/tracer.h"
 
 #if defined(FOVEA_HAVE_CUDA)
 #include "core/cuda_check.h"
@@ -207,13 +208,17 @@ struct VideoSources::Source {
     }
   }
 
-  io::DecoderOptions decoder_options() const {
+  io::DecoderOptions decoder_options(const io::StreamInfo& info) const {
     io::DecoderOptions decoder;
     // Later passes reuse the first pass's choice, so that a fallback is logged and counted once.
     decoder.backend = decided_backend.value_or(options.gpu ? config.decoder : io::DecoderBackend::kCpu);
     decoder.cpu_output = PixelFormat::kNV12;
-    decoder.output_width = options.width;
-    decoder.output_height = options.height;
+    // Scale only when the sizes differ: NVDEC's scaler costs time even at 1:1, and unscaled frames
+    // are bit-exact with a software decode.
+    if (info.width != options.width || info.height != options.height) {
+      decoder.output_width = options.width;
+      decoder.output_height = options.height;
+    }
     decoder.device = options.device;
     decoder.max_frames_in_flight = options.max_frames_in_flight;
 #if defined(FOVEA_HAVE_CUDA)
@@ -225,7 +230,8 @@ struct VideoSources::Source {
   // One pass with a fresh decoder: reads until the end of the file (draining the decoder), the end
   // of `duration`, or a stop.
   Result<PassEnd> run_pass(io::Demuxer& demuxer, Timeline& timeline) {
-    FOVEA_ASSIGN_OR_RETURN(io::OpenedDecoder opened, io::open_decoder(demuxer.info(), decoder_options()));
+    FOVEA_ASSIGN_OR_RETURN(io::OpenedDecoder opened,
+                           io::open_decoder(demuxer.info(), decoder_options(demuxer.info())));
     io::Decoder& decoder = *opened.decoder;
     if (!decided_backend) {
       decided_backend = decoder.backend();
@@ -243,8 +249,11 @@ struct VideoSources::Source {
     io::Packet packet;
     while (true) {
       FOVEA_ASSIGN_OR_RETURN(bool got, demuxer.read(packet));
-      FOVEA_TRY(got ? io::send_and_receive(decoder, packet, collect)
-                    : io::finish_and_receive(decoder, collect));
+      {
+        FOVEA_TRACE_RANGE("decode");
+        FOVEA_TRY(got ? io::send_and_receive(decoder, packet, collect)
+                      : io::finish_and_receive(decoder, collect));
+      }
       add_decoder_stats(decoder.stats(), false);
       for (Frame& frame : decoded) {
         FOVEA_ASSIGN_OR_RETURN(Step step, deliver(std::move(frame), timeline));
