@@ -1,13 +1,13 @@
 // fovea report DIR...: the profiler's tables for one traced run, or several runs side by side.
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <optional>
-
-#include <fmt/format.h>
+#include <string>
+#include <vector>
 
 #include "commands.h"
 #include "core/log.h"
+#include "report_output.h"
 #include "trace/compare.h"
 #include "trace/report_format.h"
 
@@ -26,54 +26,8 @@ std::optional<std::size_t> top_rows(const ReportArgs& args) {
   return args.top > 0 ? std::optional(args.top) : std::nullopt;
 }
 
-// What the mode means for reading the tables.
-const char* mode_note(trace::CaptureMode mode) {
-  switch (mode) {
-    case trace::CaptureMode::kCupti: return "GPU ops from CUPTI activity records";
-    case trace::CaptureMode::kCudaEvents:
-      return "GPU ops are the spans between CUDA events at the begin and end of ranges that name a stream; "
-             "no per-kernel data";
-    case trace::CaptureMode::kCpuOnly: return "no GPU data: CPU ranges only";
-  }
-  return "";
-}
-
-void print_run_header(const trace::RunSummary& run) {
-  const trace::TraceData& d = run.report.data;
-  std::printf("Run %s: mode %s (%s), %.3f ms traced, %zu ranges, %zu GPU ops\n", run.label.c_str(),
-              std::string(trace::capture_mode_name(d.mode)).c_str(), mode_note(d.mode),
-              static_cast<double>(d.duration_ns) / 1e6, d.ranges.size(), d.ops.size());
-}
-
-void print_table(const trace::TextTable& table) {
-  std::printf("\n** %s\n\n%s", table.name.c_str(),
-              table.rows.empty() ? "(no rows)\n" : trace::format_aligned(table).c_str());
-}
-
-Status write_text(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-  out.close();
-  if (!out) return make_error(StatusCode::kIoError, path.string(), ": could not be written");
-  std::printf("wrote %s\n", path.string().c_str());
-  return Status::ok();
-}
-
-// Each run's tables go next to its report.json; the multi-run table goes to --out.
-Status write_csv(const ReportArgs& args, const trace::Comparison& comparison) {
-  for (std::size_t i = 0; i < comparison.runs.size(); ++i) {
-    for (const trace::TextTable& table : trace::run_tables(comparison.runs[i].report.tables, std::nullopt)) {
-      FOVEA_TRY(
-          write_text(std::filesystem::path(args.dirs[i]) / (table.name + ".csv"), trace::format_csv(table)));
-    }
-  }
-  if (comparison.runs.size() < 2) return Status::ok();
-  std::error_code ec;
-  std::filesystem::create_directories(args.out_dir, ec);
-  if (ec)
-    return make_error(StatusCode::kIoError, args.out_dir, ": could not create the directory: ", ec.message());
-  const trace::TextTable table = trace::comparison_table(comparison, std::nullopt);
-  return write_text(std::filesystem::path(args.out_dir) / (table.name + ".csv"), trace::format_csv(table));
+std::vector<std::filesystem::path> run_dirs(const ReportArgs& args) {
+  return {args.dirs.begin(), args.dirs.end()};
 }
 
 int run_report(const ReportArgs& args) {
@@ -94,7 +48,7 @@ int run_report(const ReportArgs& args) {
     print_table(trace::comparison_table(*comparison, top_rows(args)));
     std::printf("\n%s", trace::comparison_summary(*comparison).c_str());
   }
-  Status status = args.csv ? write_csv(args, *comparison) : Status::ok();
+  Status status = args.csv ? write_csv(run_dirs(args), args.out_dir, *comparison) : Status::ok();
   if (status.is_ok() && !args.html.empty())
     status = write_text(args.html, trace::comparison_html(*comparison));
   if (!status.is_ok()) {
