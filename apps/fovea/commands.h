@@ -23,6 +23,7 @@ void add_transcode_command(CLI::App& app, Action* action);
 void add_decode_bench_command(CLI::App& app, Action* action);
 void add_model_command(CLI::App& app, Action* action);
 void add_report_command(CLI::App& app, Action* action);
+void add_sweep_command(CLI::App& app, Action* action);
 void add_pipeline_commands(CLI::App& app, Action* action);  // run, segment, demo
 
 // Set by the first Ctrl-C (SIGINT/SIGTERM); long-running commands poll it, finish what they

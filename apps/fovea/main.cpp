@@ -49,6 +49,7 @@ int run(int argc, char** argv) {
   add_model_command(app, &action);
   add_pipeline_commands(app, &action);
   add_report_command(app, &action);
+  add_sweep_command(app, &action);
 
   try {
     app.parse(argc, argv);
