@@ -1,0 +1,223 @@
+// `fovea sweep` end to end, through the real binary on the CPU: a tiny synthetic clip (64x48) and the
+// demo model run once per parameter value, each traced into its own folder; the multi-run report,
+// sweep.json and the "fastest:" line; a failing run does not stop the others; bad --param values
+// stop the sweep before anything runs; Ctrl-C finalizes the current run and skips the rest.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "io/synthetic_clip.h"
+#include "runtime/demo_model.h"
+#include "support/test_media.h"
+
+namespace fovea::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kFrames = 8;
+
+// Starts the CLI with `args`, stdout and stderr into `log`; returns its pid.
+pid_t start_cli(const std::vector<std::string>& args, const fs::path& log) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+      dup2(fd, STDOUT_FILENO);
+      dup2(fd, STDERR_FILENO);
+    }
+    std::vector<char*> argv{const_cast<char*>(FOVEA_CLI_PATH)};
+    for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
+    argv.push_back(nullptr);
+    execv(FOVEA_CLI_PATH, argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+// The exit code, or -1 when the process died of a signal.
+int wait_exit(pid_t pid) {
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+nlohmann::json read_json(const fs::path& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+}
+
+class CliSweep : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = test_temp_dir();
+    ASSERT_TRUE(io::write_synthetic_clip(clip(), {.width = 64, .height = 48, .frames = kFrames}).is_ok());
+    ASSERT_TRUE(runtime::write_demo_segmentation_model(dir_ / "demo.onnx").is_ok());
+    write_config(false);
+  }
+
+  fs::path clip() const { return dir_ / "clip.mp4"; }
+  fs::path config() const { return dir_ / "sweep.yaml"; }
+  fs::path out() const { return dir_ / "out"; }
+
+  void write_config(bool loop) const {
+    std::ofstream yaml(config());
+    yaml << "sources:\n  - uri: " << clip().string() << "\n    loop: " << (loop ? "true" : "false")
+         << "\nmux:\n  width: 64\n  height: 48\nmodel:\n  path: " << (dir_ / "demo.onnx").string()
+         << "\ntask:\n  classes: [" << runtime::kDemoSubjectClass
+         << "]\n  blur_kernel: 5\n  refine_mask: false\nsinks:\n  null: true\n";
+  }
+
+  // Runs `fovea sweep CONFIG --device cpu --out OUT ARGS...`; the exit code, the output in output_.
+  int sweep(const std::vector<std::string>& args) {
+    std::vector<std::string> all{"sweep", config().string(), "--device", "cpu", "--out", out().string()};
+    all.insert(all.end(), args.begin(), args.end());
+    const int code = wait_exit(start_cli(all, dir_ / "log.txt"));
+    output_ = read_text(dir_ / "log.txt");
+    return code;
+  }
+
+  fs::path dir_;
+  std::string output_;
+};
+
+TEST_F(CliSweep, RunsEachValueIntoItsFolderAndNamesTheFastest) {
+  ASSERT_EQ(sweep({"--param", "mux.batch_size=1,2", "--csv"}), 0) << output_;
+  for (const std::string label : {"mux.batch_size=1", "mux.batch_size=2"}) {
+    EXPECT_TRUE(fs::is_regular_file(out() / label / "report.json")) << label;
+    EXPECT_TRUE(fs::is_regular_file(out() / label / "trace.json")) << label;
+    EXPECT_TRUE(fs::is_regular_file(out() / label / "stats.json")) << label;
+    EXPECT_TRUE(fs::is_regular_file(out() / label / "nvtx_sum.csv")) << label;
+    // The trace is labelled as the sweep labels it, for `fovea report DIR/*`.
+    EXPECT_EQ(read_json(out() / label / "report.json").value("label", ""), label);
+    EXPECT_NE(output_.find("] " + label + ": "), std::string::npos) << output_;
+  }
+  EXPECT_TRUE(fs::is_regular_file(out() / "report.html"));
+  EXPECT_TRUE(fs::is_regular_file(out() / "nvtx_gpu_proj_sum_runs.csv"));
+
+  const nlohmann::json sweep = read_json(out() / "sweep.json");
+  ASSERT_FALSE(sweep.is_discarded());
+  ASSERT_EQ(sweep["runs"].size(), 2u);
+  double best_fps = -1;
+  std::string best;
+  for (const nlohmann::json& run : sweep["runs"]) {
+    EXPECT_EQ(run["status"], "ok");
+    EXPECT_EQ(run["frames"], kFrames);
+    EXPECT_GT(run["fps"].get<double>(), 0);
+    EXPECT_TRUE(run["bottleneck"].is_object());
+    if (run["fps"].get<double>() > best_fps) {
+      best_fps = run["fps"].get<double>();
+      best = run["label"].get<std::string>();
+    }
+  }
+  EXPECT_EQ(sweep["runs"][1]["values"]["mux.batch_size"], "2");
+  ASSERT_TRUE(sweep["fastest"].is_object());
+  EXPECT_EQ(sweep["fastest"]["label"], best);
+  EXPECT_NE(output_.find("fastest: " + best + " ("), std::string::npos) << output_;
+  EXPECT_NE(output_.find("its bottleneck: "), std::string::npos) << output_;
+  EXPECT_NE(output_.find("nvtx_gpu_proj_sum_runs"), std::string::npos) << output_;
+}
+
+TEST_F(CliSweep, RunsTheCartesianProductInOrderWithSafeFolderNames) {
+  ASSERT_EQ(sweep({"--param", "mux.batch_size=1,2", "--param", "model.mean=[0,0,0],[0.1,0,0]"}), 0)
+      << output_;
+  const nlohmann::json sweep = read_json(out() / "sweep.json");
+  ASSERT_EQ(sweep["runs"].size(), 4u);
+  const std::vector<std::string> labels = {
+      "mux.batch_size=1,model.mean=[0,0,0]", "mux.batch_size=1,model.mean=[0.1,0,0]",
+      "mux.batch_size=2,model.mean=[0,0,0]", "mux.batch_size=2,model.mean=[0.1,0,0]"};
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    EXPECT_EQ(sweep["runs"][i]["label"], labels[i]);
+    EXPECT_EQ(sweep["runs"][i]["status"], "ok");
+  }
+  // Brackets are not kept in folder names.
+  EXPECT_EQ(sweep["runs"][0]["folder"], "mux.batch_size=1,model.mean=_0,0,0_");
+  EXPECT_TRUE(fs::is_regular_file(out() / "mux.batch_size=1,model.mean=_0,0,0_" / "report.json"));
+}
+
+TEST_F(CliSweep, AFailingRunIsReportedAndTheOthersRun) {
+  const std::string missing = (dir_ / "missing.mp4").string();
+  ASSERT_EQ(sweep({"--param", "sources.0.uri=" + missing + "," + clip().string()}), 3) << output_;
+  const nlohmann::json sweep = read_json(out() / "sweep.json");
+  ASSERT_EQ(sweep["runs"].size(), 2u);
+  EXPECT_EQ(sweep["runs"][0]["status"], "failed");
+  EXPECT_EQ(sweep["runs"][1]["status"], "ok");
+  EXPECT_EQ(sweep["fastest"]["label"], "sources.0.uri=" + clip().string());
+  // Slashes in a value become underscores in the folder name.
+  const std::string folder = sweep["runs"][1]["folder"];
+  EXPECT_EQ(folder.find('/'), std::string::npos);
+  EXPECT_TRUE(fs::is_regular_file(out() / folder / "report.json")) << folder;
+  EXPECT_NE(output_.find("missing.mp4"), std::string::npos) << output_;
+}
+
+TEST_F(CliSweep, BadParamsStopTheSweepBeforeAnythingRuns) {
+  struct Case {
+    std::string param;
+    std::string named;  // what the message must name
+  };
+  const std::vector<Case> cases = {
+      {"mux.batch_size", "mux.batch_size"},         // no '='
+      {"mux.batch_size=", "mux.batch_size"},        // no values
+      {"mux.batch_size=1,,2", "mux.batch_size"},    // an empty value
+      {"mux.batchsize=1,2", "mux.batchsize"},       // unknown key
+      {"mux.batch_size=1,four", "mux.batch_size"},  // wrong type
+      {"mux.batch_size=1,0", "mux.batch_size"},     // out of range
+      {"mux.batch_size=1,1", "mux.batch_size"},     // listed twice
+      {"model.mean=[0,0", "model.mean"},            // unbalanced bracket
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(sweep({"--param", c.param}), 2) << c.param << "\n" << output_;
+    EXPECT_NE(output_.find(c.named), std::string::npos) << c.param << "\n" << output_;
+    EXPECT_FALSE(fs::exists(out())) << c.param << ": something ran";
+  }
+  // One key in two --param options.
+  EXPECT_EQ(sweep({"--param", "mux.batch_size=1,2", "--param", "mux.batch_size=4"}), 2) << output_;
+  EXPECT_NE(output_.find("given twice"), std::string::npos) << output_;
+  EXPECT_FALSE(fs::exists(out()));
+}
+
+TEST_F(CliSweep, CtrlCFinalizesTheCurrentRunAndSkipsTheRest) {
+  write_config(/*loop=*/true);  // the first run never ends on its own
+  const pid_t pid = start_cli({"sweep", config().string(), "--device", "cpu", "--out", out().string(),
+                               "--param", "mux.batch_size=1,2"},
+                              dir_ / "log.txt");
+  ASSERT_GT(pid, 0);
+  // The trace session creates the run's folder when the run starts; give it a few batches.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!fs::exists(out() / "mux.batch_size=1") && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(fs::exists(out() / "mux.batch_size=1")) << read_text(dir_ / "log.txt");
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_EQ(kill(pid, SIGINT), 0);
+  EXPECT_EQ(wait_exit(pid), 130) << read_text(dir_ / "log.txt");
+
+  const nlohmann::json sweep = read_json(out() / "sweep.json");
+  ASSERT_EQ(sweep["runs"].size(), 2u);
+  EXPECT_EQ(sweep["runs"][0]["status"], "interrupted");
+  EXPECT_EQ(sweep["runs"][1]["status"], "not run");
+  EXPECT_TRUE(fs::is_regular_file(out() / "mux.batch_size=1" / "report.json"));
+  EXPECT_FALSE(fs::exists(out() / "mux.batch_size=2"));
+}
+
+}  // namespace
+}  // namespace fovea::testing
