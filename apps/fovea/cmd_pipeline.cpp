@@ -275,7 +275,9 @@ void add_pipeline_commands(CLI::App& app, Action* action) {
   CLI::App* run =
       app.add_subcommand("run", "Run the pipeline a YAML configuration describes (docs/config.md)");
   run->add_option("config", run_args->config, "Configuration file")->required()->check(CLI::ExistingFile);
-  run->add_option("--set", run_args->overrides, "Override a key: --set mux.batch_size=8 (repeatable)");
+  // One value per --set, so that `--set k=v CONFIG.yaml` does not take the file for an override.
+  run->add_option("--set", run_args->overrides, "Override a key: --set mux.batch_size=8 (repeatable)")
+      ->allow_extra_args(false);
   add_common_options(run, &run_args->common);
   run->callback([action, run_args] { *action = [run_args] { return run_config(*run_args); }; });
 

@@ -153,9 +153,11 @@ void build_stages(Flow& flow) {
       "sink", *flow.queues.back(), [&flow](SegmentBatch&& batch) { return consume(flow, std::move(batch)); });
 }
 
-PipelineStats snapshot(const Flow& flow, Clock::time_point start) {
+// `end`: when the run ended, for the final figures; now while it runs.
+PipelineStats snapshot(const Flow& flow, Clock::time_point start,
+                       std::optional<Clock::time_point> end = std::nullopt) {
   PipelineStats stats;
-  stats.elapsed_s = std::chrono::duration<double>(Clock::now() - start).count();
+  stats.elapsed_s = std::chrono::duration<double>(end.value_or(Clock::now()) - start).count();
   stats.batches = flow.mux->batches();
   stats.sources = flow.mux->source_stats();
   const std::vector<SourceReport> reports = flow.sources->reports();
@@ -330,8 +332,11 @@ Result<FlowResult> run_segmentation_flow(const PipelineConfig& config, const Flo
   for (auto& stage : flow.work_stages) stage->start();
   flow.mux_stage->start();
   flow.sources->start();
+  // The end is when the sink has taken the last batch, not when the monitor next looks.
+  Clock::time_point end;
   std::thread watcher([&] {
     flow.sink_stage->join();
+    end = Clock::now();
     sink_done = true;
   });
   result.interrupted = monitor(flow, config, options, start, sink_done);
@@ -339,7 +344,7 @@ Result<FlowResult> run_segmentation_flow(const PipelineConfig& config, const Flo
   flow.abort();  // everything has ended; this only releases a mux stage that outlived the sink
   for (Stage* stage : flow.stages()) stage->join();
   flow.sources->join();
-  result.stats = snapshot(flow, start);
+  result.stats = snapshot(flow, start, end);
   if (session) {
     if (Result<trace::Report> traced = session->stop(); !traced.is_ok())
       log_error("{}", traced.status().to_string());
