@@ -311,6 +311,13 @@ Status SegmentationOps::allocate_slots() {
     }
 #endif
   }
+#if defined(FOVEA_HAVE_CUDA)
+  if (settings_.gpu) {
+    // The tensors' cudaMemset runs on the legacy stream, which the stages' non-blocking streams are
+    // not ordered after.
+    FOVEA_CUDA_TRY(cudaDeviceSynchronize());
+  }
+#endif
   slots_ = std::make_unique<SlotPool<BatchBuffers>>(std::move(buffers));
   return Status::ok();
 }

@@ -162,6 +162,10 @@ Status CudaExecutor::place_values() {
       value_data_[v] = static_cast<std::byte*>(arena_base) + memory.offsets[v];
     }
   }
+  // cudaMemcpy from pageable memory may return before its DMA lands, and fovea's streams are
+  // non-blocking (not ordered after the legacy stream): the weights must be in place before any
+  // kernel on them reads them.
+  FOVEA_CUDA_TRY(cudaDeviceSynchronize());
   // Views take their source's address; sources come first in topological order.
   for (const Node& node : graph.nodes) {
     const ValueId out = node.outputs[0];

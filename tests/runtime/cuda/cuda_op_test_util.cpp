@@ -72,6 +72,9 @@ Status run_cuda(const Node& node, const std::vector<Tensor>& inputs, const std::
     device_inputs.push_back(Tensor::borrow(in.dtype(), in.shape(), buffer.get()));
     buffers.push_back(std::move(buffer));
   }
+  // cudaMemcpy from pageable memory may return before its DMA lands, and the op runs on a
+  // non-blocking stream that is not ordered after it.
+  FOVEA_CUDA_TRY(cudaDeviceSynchronize());
   std::vector<Tensor> device_outputs;
   for (const ValueType& type : output_types) {
     if (!type.dims || !all_known(*type.dims)) {

@@ -256,7 +256,9 @@ Result<std::size_t> ConvState::prepare(CudaKernelContext& ctx, const ops::Activa
       const std::size_t bytes = static_cast<std::size_t>(channels) * data_type_size(dtype_);
       FOVEA_ASSIGN_OR_RETURN(zero_bias_,
                              DeviceMemory::allocate(bytes));  // plan time: this node's one allocation
-      FOVEA_CUDA_TRY(cudaMemset(zero_bias_.get(), 0, bytes));
+      // On the node's stream: a plain cudaMemset runs on the legacy stream, which fovea's
+      // non-blocking streams are not ordered after.
+      FOVEA_CUDA_TRY(cudaMemsetAsync(zero_bias_.get(), 0, bytes, ctx.stream()));
     }
   }
   return padded_bytes_ + algorithm_.workspace_bytes;
