@@ -139,6 +139,9 @@ void DeviceImage::upload(const HostImage& host) {
                              static_cast<std::size_t>(layout->planes[p].height),
                              cudaMemcpyHostToDevice) == cudaSuccess);
   }
+  // A copy from pageable memory may return before its DMA lands, and the ops run on non-blocking
+  // streams, which are not ordered after the legacy stream these copies use.
+  FOVEA_CHECK(cudaDeviceSynchronize() == cudaSuccess);
 }
 
 HostImage DeviceImage::download(int extra_pitch) const {

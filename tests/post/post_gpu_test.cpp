@@ -43,6 +43,8 @@ class DeviceBuffer {
   explicit DeviceBuffer(const std::vector<T>& host) : DeviceBuffer(host.size()) {
     FOVEA_CHECK(cudaMemcpy(data_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice) ==
                 cudaSuccess);
+    // The copy may return before its DMA lands; the ops run on streams not ordered after it.
+    FOVEA_CHECK(cudaDeviceSynchronize() == cudaSuccess);
   }
   ~DeviceBuffer() { cudaFree(data_); }
   DeviceBuffer(const DeviceBuffer&) = delete;
