@@ -294,13 +294,26 @@ std::pair<double, double> tolerances(const std::string& id) {
   return {kDefaultRtol, kDefaultAtol};
 }
 
-// Integer graph inputs become constants of the plan (see RunOptions::device), removed from `feed`.
-void bind_integer_inputs(Graph& graph, std::vector<Tensor>& feed) {
+// A parameter input at most this large may be bound as a constant (Resize's scales of a 4-D tensor
+// have 4 elements, its roi 8).
+constexpr std::int64_t kMaxBoundParameterElements = 16;
+
+// Whether graph input `id` is a parameter: integer, or small and never a node's first (data) input.
+bool is_parameter_input(const Graph& graph, ValueId id, const Tensor& value) {
+  if (value.dtype() == DataType::kInt64 || value.dtype() == DataType::kInt32) return true;
+  if (value.numel() > kMaxBoundParameterElements) return false;
+  for (const Node& node : graph.nodes) {
+    if (!node.inputs.empty() && node.inputs[0] == id) return false;
+  }
+  return std::none_of(graph.outputs.begin(), graph.outputs.end(), [id](ValueId out) { return out == id; });
+}
+
+// Parameter graph inputs become constants of the plan (see RunOptions::device), removed from `feed`.
+void bind_parameter_inputs(Graph& graph, std::vector<Tensor>& feed) {
   std::vector<ValueId> inputs;
   std::vector<Tensor> kept;
   for (std::size_t i = 0; i < graph.inputs.size(); ++i) {
-    const DataType dtype = feed[i].dtype();
-    if (dtype == DataType::kInt64 || dtype == DataType::kInt32) {
+    if (is_parameter_input(graph, graph.inputs[i], feed[i])) {
       graph.value(graph.inputs[i]).constant = feed[i];
     } else {
       inputs.push_back(graph.inputs[i]);
@@ -315,7 +328,7 @@ Result<std::vector<Tensor>> execute_plan(const Graph& model_graph, const std::ve
                                          const RunOptions& options) {
   Graph graph = model_graph;
   std::vector<Tensor> feed = model_feed;
-  if (options.device == Device::kCuda) bind_integer_inputs(graph, feed);
+  if (options.device == Device::kCuda) bind_parameter_inputs(graph, feed);
   InputShapes overrides;
   for (std::size_t i = 0; i < graph.inputs.size(); ++i) {
     overrides[graph.value(graph.inputs[i]).name] = feed[i].shape();

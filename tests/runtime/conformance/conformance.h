@@ -57,8 +57,10 @@ struct RunOptions {
   // False: load models whose IR version or opset is out of range anyway (informational only).
   bool check_versions = true;
   // kCuda: the CUDA executor runs the plan (builds with CUDA only). Its plans are static, so
-  // integer graph inputs (shapes, axes, indices: constants in exported models, inputs only in
-  // these test files) are bound as constants of the plan; ops without a CUDA kernel are skipped.
+  // parameter inputs are bound as constants of the plan: integer graph inputs (shapes, axes,
+  // indices) and the small float ones that no node reads as its data input (Clip's bounds,
+  // Resize's roi and scales): constants in exported models, inputs only in these test files.
+  // Ops without a CUDA kernel are skipped.
   Device device = Device::kCpu;
 };
 
