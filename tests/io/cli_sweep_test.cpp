@@ -2,15 +2,12 @@
 // demo model run once per parameter value, each traced into its own folder; the multi-run report,
 // sweep.json and the "fastest:" line; a failing run does not stop the others; bad --param values
 // stop the sweep before anything runs; Ctrl-C finalizes the current run and skips the rest.
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -20,6 +17,7 @@
 
 #include "io/synthetic_clip.h"
 #include "runtime/demo_model.h"
+#include "support/cli_process.h"
 #include "support/test_media.h"
 
 namespace fovea::testing {
@@ -28,38 +26,6 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr int kFrames = 8;
-
-// Starts the CLI with `args`, stdout and stderr into `log`; returns its pid.
-pid_t start_cli(const std::vector<std::string>& args, const fs::path& log) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) {
-      dup2(fd, STDOUT_FILENO);
-      dup2(fd, STDERR_FILENO);
-    }
-    std::vector<char*> argv{const_cast<char*>(FOVEA_CLI_PATH)};
-    for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
-    argv.push_back(nullptr);
-    execv(FOVEA_CLI_PATH, argv.data());
-    _exit(127);
-  }
-  return pid;
-}
-
-// The exit code, or -1 when the process died of a signal.
-int wait_exit(pid_t pid) {
-  int status = 0;
-  if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
-  return WEXITSTATUS(status);
-}
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 nlohmann::json read_json(const fs::path& path) {
   std::ifstream in(path);
@@ -91,7 +57,7 @@ class CliSweep : public ::testing::Test {
   int sweep(const std::vector<std::string>& args) {
     std::vector<std::string> all{"sweep", config().string(), "--device", "cpu", "--out", out().string()};
     all.insert(all.end(), args.begin(), args.end());
-    const int code = wait_exit(start_cli(all, dir_ / "log.txt"));
+    const int code = run_cli(FOVEA_CLI_PATH, all, dir_ / "log.txt");
     output_ = read_text(dir_ / "log.txt");
     return code;
   }
@@ -197,7 +163,8 @@ TEST_F(CliSweep, BadParamsStopTheSweepBeforeAnythingRuns) {
 
 TEST_F(CliSweep, CtrlCFinalizesTheCurrentRunAndSkipsTheRest) {
   write_config(/*loop=*/true);  // the first run never ends on its own
-  const pid_t pid = start_cli({"sweep", config().string(), "--device", "cpu", "--out", out().string(),
+  const pid_t pid = start_cli(FOVEA_CLI_PATH,
+                              {"sweep", config().string(), "--device", "cpu", "--out", out().string(),
                                "--param", "mux.batch_size=1,2"},
                               dir_ / "log.txt");
   ASSERT_GT(pid, 0);

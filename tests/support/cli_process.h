@@ -1,0 +1,27 @@
+// Running the fovea binary from tests (the CLI tests): start it with arguments, its stdout and
+// stderr into a file, and wait for its exit code.
+#pragma once
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace fovea::testing {
+
+// Starts `binary` with `args`, stdout and stderr into `log` (truncated); returns its pid.
+pid_t start_cli(const std::string& binary, const std::vector<std::string>& args,
+                const std::filesystem::path& log);
+
+// Waits for `pid`; its exit code, or -1 when it died of a signal.
+int wait_exit(pid_t pid);
+
+// start_cli, then wait_exit.
+int run_cli(const std::string& binary, const std::vector<std::string>& args,
+            const std::filesystem::path& log);
+
+// The whole file as text ("" when it cannot be read).
+std::string read_text(const std::filesystem::path& path);
+
+}  // namespace fovea::testing
