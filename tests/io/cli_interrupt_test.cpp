@@ -1,6 +1,5 @@
 // Ctrl-C during `fovea transcode`: the process stops early with exit code 130 and leaves a valid,
 // finalized output file (its moov atom written), as the issue requires of every output.
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "io/demuxer.h"
+#include "support/cli_process.h"
 #include "support/test_media.h"
 
 namespace fovea::testing {
@@ -19,18 +19,7 @@ namespace {
 
 // Starts `fovea transcode input output` with stdout/stderr silenced; returns its pid.
 pid_t start_transcode(const std::string& input, const std::string& output) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int null_fd = open("/dev/null", O_WRONLY);
-    if (null_fd >= 0) {
-      dup2(null_fd, STDOUT_FILENO);
-      dup2(null_fd, STDERR_FILENO);
-    }
-    execl(FOVEA_CLI_PATH, FOVEA_CLI_PATH, "transcode", input.c_str(), output.c_str(), "--decoder", "cpu",
-          static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  return pid;
+  return start_cli(FOVEA_CLI_PATH, {"transcode", input, output, "--decoder", "cpu"}, "/dev/null");
 }
 
 TEST(CliInterrupt, TranscodeFinalizesItsOutputOnSigint) {
