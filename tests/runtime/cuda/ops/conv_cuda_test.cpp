@@ -91,6 +91,24 @@ TEST(Cudafovea_FusedConv, OtherActivationsRunInTheEpilogue) {
   }
 }
 
+// More output elements than the epilogue's grid has threads (132 * 32 blocks of 256), so every
+// thread walks its bias channel along several strides; 13 channels divide no stride. NCHW and
+// NHWC (the layout of float16 plans).
+TEST(Cudafovea_FusedConv, EpilogueCoversOutputsLargerThanItsGrid) {
+  FOVEA_REQUIRE_GPU();
+  const Tensor w = random_tensor(kF32, {13, 4, 3, 3}, 9);
+  const Tensor b = random_tensor(kF32, {13}, 10);
+  EXPECT_TRUE(cuda_matches_cpu(
+      fused("").build(),
+      {random_tensor(kF32, {1, 4, 300, 301}, 11), w, b, random_tensor(kF32, {1, 13, 300, 301}, 12)},
+      accumulating(Precision::kFloat32)));
+  const Tensor w_nhwc = random_tensor(kF32, {13, 3, 3, 4}, 13);
+  EXPECT_TRUE(cuda_matches_cpu(
+      fused("LeakyRelu").attr("activation_alpha", 0.1f).attr("channels_last", 1).build(),
+      {random_tensor(kF32, {1, 300, 301, 4}, 14), w_nhwc, b, random_tensor(kF32, {1, 300, 301, 13}, 15)},
+      accumulating(Precision::kFloat16)));
+}
+
 TEST(CudaConvTranspose, Geometries) {
   FOVEA_REQUIRE_GPU();
   struct Case {
