@@ -36,25 +36,12 @@ image::ImageBatch first_images(const std::vector<ImageView>& views, std::size_t 
   return image::ImageBatch{.images = {views.begin(), views.begin() + static_cast<std::ptrdiff_t>(count)}};
 }
 
-TensorView tensor_view(const void* data, DataType dtype, MemoryKind memory, const runtime::Shape& shape) {
-  TensorView view;
-  view.data = const_cast<void*>(data);
-  view.dtype = dtype;
-  view.memory = memory;
-  view.rank = static_cast<int>(shape.size());
-  std::int64_t stride = 1;
-  for (int axis = view.rank - 1; axis >= 0; --axis) {
-    view.shape[static_cast<std::size_t>(axis)] = shape[static_cast<std::size_t>(axis)];
-    view.strides[static_cast<std::size_t>(axis)] = stride;
-    stride *= shape[static_cast<std::size_t>(axis)];
-  }
-  return view;
-}
-
-// The first `count` items of a dense [batch, ...] tensor.
-TensorView first_items(TensorView view, std::size_t count) {
-  view.shape[0] = static_cast<std::int64_t>(count);
-  return view;
+// The first `count` items of a dense [batch, C, H, W] tensor (the model's input and scores, whose
+// rank load_model checks), as core's contiguous view.
+TensorView first_items(const void* data, DataType dtype, MemoryKind memory, const runtime::Shape& shape,
+                       std::size_t count) {
+  return contiguous_tensor(const_cast<void*>(data), dtype, memory,
+                           {static_cast<std::int64_t>(count), shape[1], shape[2], shape[3]});
 }
 
 }  // namespace
@@ -356,9 +343,8 @@ Status SegmentationOps::preprocess(SegmentBatch& batch) {
   FOVEA_ASSIGN_OR_RETURN(image::PreprocessPlan plan, image::plan_preprocess(frames, preprocess_params_));
   buffers.placements = plan.placements;
   const TensorView tensor =
-      first_items(tensor_view(buffers.tensor, model_->input_dtype,
-                              settings_.gpu ? MemoryKind::kDevice : MemoryKind::kHost, model_->input_shape),
-                  n);
+      first_items(buffers.tensor, model_->input_dtype,
+                  settings_.gpu ? MemoryKind::kDevice : MemoryKind::kHost, model_->input_shape, n);
   const image::ImageBatch rgb = first_images(buffers.rgb, n);
   if (!settings_.gpu) {
     FOVEA_TRACE_RANGE("preprocess", static_cast<std::int64_t>(batch.number));
@@ -392,8 +378,8 @@ Status SegmentationOps::infer(SegmentBatch& batch) {
                                           model_->input_dtype, model_->input_shape, buffers.tensor)}));
     }
     FOVEA_TRACE_RANGE("postprocess", number);
-    const TensorView scores = first_items(
-        tensor_view(outputs[0].raw(), outputs[0].dtype(), MemoryKind::kHost, outputs[0].shape()), n);
+    const TensorView scores =
+        first_items(outputs[0].raw(), outputs[0].dtype(), MemoryKind::kHost, outputs[0].shape(), n);
     return post::run_class_map_cpu(scores, {}, class_maps);
   }
 #if defined(FOVEA_HAVE_CUDA)
@@ -411,8 +397,7 @@ Status SegmentationOps::infer(SegmentBatch& batch) {
   }
   FOVEA_TRACE_RANGE("postprocess", number, stream);
   const runtime::Tensor& output = model_->cuda->output(0);
-  const TensorView scores =
-      first_items(tensor_view(output.raw(), output.dtype(), MemoryKind::kDevice, output.shape()), n);
+  const TensorView scores = first_items(output.raw(), output.dtype(), MemoryKind::kDevice, output.shape(), n);
   FOVEA_TRY(post::run_class_map_cuda(stream, scores, {}, class_maps));
   return end(batch, stream);
 #else
