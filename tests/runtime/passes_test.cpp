@@ -116,6 +116,41 @@ TEST(PassFuseConv, LeavesAResidualThatIsReadElsewhere) {
   expect_same_results(graph, plan, inputs);
 }
 
+// ResNet's projection block: the main path's last conv and the shortcut conv, added, then ReLU. One
+// conv absorbs the Add and ReLU; the other reads as its residual and hands over its bias.
+TEST(PassFuseConv, MovesAResidualConvsBiasIntoItsReader) {
+  ModelBuilder m;
+  const std::vector<std::int64_t> shape = {2, 6, 7, 9};
+  m.input("x", DataType::kFloat32, {2, 3, 7, 9}).output("y", DataType::kFloat32, shape);
+  m.initializer("w_main", random_tensor(DataType::kFloat32, {6, 3, 3, 3}, 1));
+  m.initializer("b_main", random_tensor(DataType::kFloat32, {6}, 2));
+  m.initializer("w_short", random_tensor(DataType::kFloat32, {6, 3, 1, 1}, 3));
+  m.initializer("b_short", random_tensor(DataType::kFloat32, {6}, 4));
+  auto& main = m.node("Conv", {"x", "w_main", "b_main"}, {"main"}, "main");
+  m.attr(main, "pads", std::vector<std::int64_t>{1, 1, 1, 1});
+  m.node("Conv", {"x", "w_short", "b_short"}, {"short"}, "shortcut");
+  m.node("Add", {"main", "short"}, {"s"}, "add");
+  m.node("Relu", {"s"}, {"y"}, "relu");
+  const Graph graph = load_graph(m);
+  const std::vector<Tensor> inputs = {random_tensor(DataType::kFloat32, {2, 3, 7, 9}, 5)};
+  const ExecutionPlan plan = plan_for(graph, inputs);
+  ASSERT_EQ(plan.graph.nodes.size(), 2u);
+  const Node& bare = plan.graph.nodes[0];
+  const Node& reader = plan.graph.nodes[1];
+  EXPECT_EQ(bare.name, "main");
+  EXPECT_EQ(bare.inputs.size(), 2u) << "the conv read as a residual keeps no bias";
+  EXPECT_FALSE(bare.has_attribute("activation"));
+  ASSERT_EQ(reader.inputs.size(), 4u);
+  EXPECT_EQ(reader.inputs[3], bare.outputs[0]);
+  const Tensor& bias = *plan.graph.value(reader.inputs[2]).constant;
+  const Tensor& b_main = *graph.value(graph.find_value("b_main")).constant;
+  const Tensor& b_short = *graph.value(graph.find_value("b_short")).constant;
+  for (std::int64_t c = 0; c < 6; ++c) {
+    EXPECT_FLOAT_EQ(bias.data<float>()[c], b_main.data<float>()[c] + b_short.data<float>()[c]) << c;
+  }
+  expect_same_results(graph, plan, inputs);
+}
+
 // The chain PyTorch exports for x.view(x.size(0), -1).
 TEST(PassFoldConstants, ShapeChainsBecomeConstants) {
   ModelBuilder m;

@@ -65,6 +65,45 @@ bool take_activation(const Graph& graph, const Node& act, Node& fused) {
   return false;
 }
 
+bool is_fused_conv(const Node& node) {
+  return node.domain == "fovea" && node.op_type == "FusedConv";
+}
+
+// The bias constant of `conv` (float32, one value per output channel), or nullptr.
+const Tensor* channel_bias(const Graph& graph, const Node& conv) {
+  if (conv.inputs.size() < 3 || conv.inputs[2] == kNoValue || !graph.is_constant(conv.inputs[2]))
+    return nullptr;
+  const Tensor& bias = *graph.value(conv.inputs[2]).constant;
+  return bias.dtype() == DataType::kFloat32 && bias.rank() == 1 ? &bias : nullptr;
+}
+
+// A FusedConv that only adds its bias (no residual, no activation) and whose output is read by
+// nothing but another FusedConv's residual input: ResNet's shortcut and expansion convolutions,
+// one of which absorbed the block's Add and ReLU. Its bias moves into the reader's bias
+// (conv_a + b_a + (conv_b + b_b) = conv_a + (b_a + b_b) + conv_b), so it runs as a bare convolution
+// with no epilogue pass over its output, the largest tensors of the network.
+void move_residual_biases(Graph& graph) {
+  for (Node& conv : graph.nodes) {
+    const Tensor* bias = channel_bias(graph, conv);
+    if (!is_fused_conv(conv) || bias == nullptr || conv.inputs.size() > 3 || conv.has_attribute("activation"))
+      continue;
+    Node* reader = sole_consumer(graph, conv.outputs[0]);
+    if (reader == nullptr || !is_fused_conv(*reader) || reader->inputs.size() < 4 ||
+        reader->inputs[3] != conv.outputs[0] || reader->inputs[0] == conv.outputs[0]) {
+      continue;
+    }
+    Tensor sum = bias->clone();
+    if (const Tensor* reader_bias = channel_bias(graph, *reader)) {
+      if (reader_bias->numel() != sum.numel()) continue;
+      for (std::int64_t c = 0; c < sum.numel(); ++c) sum.data<float>()[c] += reader_bias->data<float>()[c];
+    } else if (reader->inputs[2] != kNoValue) {
+      continue;  // a bias that is not a float32 constant
+    }
+    reader->inputs[2] = graph.add_constant(reader->name + ".residual_bias", std::move(sum));
+    conv.inputs.resize(2);
+  }
+}
+
 }  // namespace
 
 void fuse_conv_epilogues(Graph& graph) {
@@ -102,6 +141,7 @@ void fuse_conv_epilogues(Graph& graph) {
     }
   }
   erase_nodes(graph, removed);
+  move_residual_biases(graph);
 }
 
 }  // namespace fovea::runtime

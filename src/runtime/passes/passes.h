@@ -21,7 +21,9 @@ void remove_identities(Graph& graph);
 Status fold_batchnorm_into_conv(Graph& graph);
 
 // Conv + (residual Add of a same-shape tensor) + (Relu, LeakyRelu, Clip, Sigmoid or HardSwish)
-// becomes one fovea.FusedConv node, so executors can run the epilogue inside the convolution.
+// becomes one fovea.FusedConv node, so executors can run the epilogue inside the convolution. A
+// conv with only a bias whose output is read only as another FusedConv's residual gives its bias
+// to that reader and runs with no epilogue at all.
 void fuse_conv_epilogues(Graph& graph);
 
 // Removes nodes none of whose outputs reach a graph output.
