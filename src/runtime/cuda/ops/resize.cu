@@ -96,10 +96,13 @@ __global__ void resize_kernel(const T* __restrict__ in, T* __restrict__ out, Res
 // The common layout, every axis before the last two untouched (NCHW resized in H and W): output
 // [outer, out_h, out_w] from input planes `plane` elements apart. The general kernel above keeps its
 // taps in per-thread arrays indexed at run time, which live in local memory, and is bound by
-// instructions: measured on an H200, a bilinear x8 float16 upsample ran at 88 GB/s. Here each
-// thread writes kVec neighbouring outputs of one row with one vector store, sharing the index math
-// and the row's taps, and kWidth (taps per axis: 1 nearest, 2 linear, 4 cubic; 0 for antialias's
-// wider kernels, read at run time) unrolls the tap loops. An untapped axis reads index c, weight 1.
+// instructions: measured on an H200, a bilinear x8 float16 upsample ran at 88 GB/s. Here a thread
+// owns kVec neighbouring columns: it loads their taps into registers once, then walks down the
+// output rows (the grid's y dimension strides over outer * out_h rows), writing each row's kVec
+// outputs with one 16-byte store. Reading the column taps once per row instead made the kernel
+// bound by L1 wavefronts on the tap tables (0.3 ms for FCN's x8 logits upsample, 1/7 of copy
+// bandwidth). kWidth (taps per axis: 1 nearest, 2 linear, 4 cubic; 0 for antialias's wider
+// kernels, read at run time) unrolls the tap loops. An untapped axis reads index c, weight 1.
 struct PlanarResize {
   std::int64_t plane = 0;
   ResizeAxis y, x;
@@ -110,9 +113,15 @@ struct alignas(sizeof(T) * kVec) OutputVector {
   T v[kVec];
 };
 
+// Columns per thread: a 16-byte store where the taps fit in registers (at most 8 columns of 1 or 2
+// taps), else 2.
+template <typename T, int kWidth>
+inline constexpr int kPlanarColumns = (kWidth == 1 || kWidth == 2)
+                                          ? (sizeof(T) >= 8 ? 2 : (sizeof(T) >= 4 ? 4 : 8))
+                                          : 2;
+
 // One output index's taps along an axis, in registers: kWidth of them, or 1 (index c itself,
-// weight 1) for an untapped axis. Read once and reused: the tables are read through L1, whose
-// wavefronts bound this kernel when every tap is re-read per combination.
+// weight 1) for an untapped axis.
 template <int kWidth, typename Acc>
 struct Taps {
   int count = 1;
@@ -150,54 +159,64 @@ __device__ __forceinline__ Acc sum_taps(const ResizeAxis& a, std::int64_t c, Rea
 }
 
 template <typename T, typename Index, bool kInterpolate, int kWidth, int kVec>
-__global__ void resize_planar(const T* __restrict__ in, T* __restrict__ out, PlanarResize p, Index n,
-                              ComputeType<T> extrapolation) {
+__global__ void resize_planar(const T* __restrict__ in, T* __restrict__ out, PlanarResize p, Index rows,
+                              bool aligned, ComputeType<T> extrapolation) {
   using Acc = ComputeType<T>;
   using Weight = std::conditional_t<kInterpolate, Acc, float>;  // nearest has none
   constexpr int kRegisterTaps = kWidth > 0 ? kWidth : 1;
-  const auto out_w = static_cast<Index>(p.x.out_dim);
+  const std::int64_t out_w = p.x.out_dim;
   const auto out_h = static_cast<Index>(p.y.out_dim);
-  const std::int64_t vectors = n / kVec;  // out_w is a multiple of kVec
-  for (std::int64_t v = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; v < vectors;
-       v += static_cast<std::int64_t>(blockDim.x) * gridDim.x) {
-    auto k = static_cast<Index>(v * kVec);
-    const Index x0 = k % out_w;
-    k /= out_w;
-    const auto y = static_cast<std::int64_t>(k % out_h);
-    const T* plane = in + static_cast<std::int64_t>(k / out_h) * p.plane;
-    const auto rows = load_taps<kRegisterTaps, Weight>(p.y, y);  // the first only, for kWidth 0
+  const std::int64_t x0 = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * kVec;
+  if (x0 >= out_w) return;
+  const int count = out_w - x0 < kVec ? static_cast<int>(out_w - x0) : kVec;
+  Taps<kRegisterTaps, Weight> columns[kVec];
+  bool column_outside[kVec];
+#pragma unroll
+  for (int j = 0; j < kVec; ++j) {
+    columns[j] = load_taps<kRegisterTaps, Weight>(p.x, j < count ? x0 + j : x0);
+    column_outside[j] = p.x.offsets != nullptr && columns[j].offset[0] < 0;
+  }
+  const bool vector_store = aligned && count == kVec;
+  for (Index r = blockIdx.y; r < rows; r += gridDim.y) {
+    const auto y = static_cast<std::int64_t>(r % out_h);
+    const T* plane = in + static_cast<std::int64_t>(r / out_h) * p.plane;
+    const auto row = load_taps<kRegisterTaps, Weight>(p.y, y);  // the first only, for kWidth 0
+    const bool row_outside = p.y.offsets != nullptr && row.offset[0] < 0;
     OutputVector<T, kVec> result;
 #pragma unroll
     for (int j = 0; j < kVec; ++j) {
-      const auto x = static_cast<std::int64_t>(x0) + j;
-      const auto columns = load_taps<kRegisterTaps, Weight>(p.x, x);
-      const bool outside =
-          (p.y.offsets != nullptr && rows.offset[0] < 0) || (p.x.offsets != nullptr && columns.offset[0] < 0);
+      const bool outside = row_outside || column_outside[j];
       if constexpr (!kInterpolate) {
-        result.v[j] = outside ? extrapolation : plane[rows.offset[0] + columns.offset[0]];
+        result.v[j] = outside ? extrapolation : plane[row.offset[0] + columns[j].offset[0]];
       } else {
         Acc sum = 0;
         if constexpr (kWidth > 0) {
 #pragma unroll
           for (int i = 0; i < kWidth; ++i) {
-            if (i >= rows.count) break;
+            if (i >= row.count) break;
             Acc line = 0;
 #pragma unroll
             for (int t = 0; t < kWidth; ++t) {
-              if (t >= columns.count) break;
-              line += columns.weight[t] * load_compute(plane, rows.offset[i] + columns.offset[t]);
+              if (t >= columns[j].count) break;
+              line += columns[j].weight[t] * load_compute(plane, row.offset[i] + columns[j].offset[t]);
             }
-            sum += rows.weight[i] * line;
+            sum += row.weight[i] * line;
           }
-        } else {
-          sum = sum_taps<Acc>(p.y, y, [&](std::int64_t r) {
-            return sum_taps<Acc>(p.x, x, [&](std::int64_t c) { return load_compute(plane, r + c); });
+        } else if (j < count) {
+          sum = sum_taps<Acc>(p.y, y, [&](std::int64_t r_offset) {
+            return sum_taps<Acc>(p.x, x0 + j,
+                                 [&](std::int64_t c) { return load_compute(plane, r_offset + c); });
           });
         }
         store_compute(result.v, j, outside ? extrapolation : sum);
       }
     }
-    *reinterpret_cast<OutputVector<T, kVec>*>(out + v * kVec) = result;
+    T* destination = out + static_cast<std::int64_t>(r) * out_w + x0;
+    if (vector_store) {
+      *reinterpret_cast<OutputVector<T, kVec>*>(destination) = result;
+    } else {
+      for (int j = 0; j < count; ++j) destination[j] = result.v[j];
+    }
   }
 }
 
@@ -307,26 +326,27 @@ Result<CudaPrepared> prepare_resize(CudaKernelContext& ctx) {
 template <int kValue>
 using Constant = std::integral_constant<int, kValue>;
 
-// The planar kernel for the state's tap width (unrolled for 2 and 4). Nearest writes 4 outputs per
-// thread where rows are a multiple of 4 and the output is aligned for the vector store; linear and
-// cubic write one, so that a warp's threads read neighbouring entries of the column taps table
-// (with 4 per thread, each table load spanned 2 KiB and the kernel was bound by L1 wavefronts).
+// Enough blocks to fill the GPU several times over; each thread then walks rows / grid.y rows, so
+// its column taps are loaded once for all of them.
+constexpr unsigned kPlanarBlocks = 4096;
+
+// The planar kernel for the state's tap width (unrolled for 1, 2 and 4).
 template <typename T, typename Index, bool kInterpolate>
 void launch_planar(const T* in, T* out, const ResizeState& state, Index n, ComputeType<T> extrapolation,
                    cudaStream_t stream) {
-  const bool vectors = !kInterpolate && state.planar_axes.x.out_dim % 4 == 0 &&
-                       reinterpret_cast<std::uintptr_t>(out) % (4 * sizeof(T)) == 0;
   const auto with_width = [&](auto width) {
-    const auto launch = [&](auto vector) {
-      constexpr int kVec = decltype(vector)::value;
-      resize_planar<T, Index, kInterpolate, decltype(width)::value, kVec>
-          <<<grid_for(n / kVec), kBlockSize, 0, stream>>>(in, out, state.planar_axes, n, extrapolation);
-    };
-    if (vectors) {
-      launch(Constant<4>{});
-    } else {
-      launch(Constant<1>{});
-    }
+    constexpr int kWidth = decltype(width)::value;
+    constexpr int kVec = kPlanarColumns<T, kWidth>;
+    const std::int64_t out_w = state.planar_axes.x.out_dim;
+    const auto rows = static_cast<Index>(n / out_w);
+    const std::int64_t threads = (out_w + kVec - 1) / kVec;
+    const auto block = static_cast<unsigned>(std::min<std::int64_t>(128, (threads + 31) / 32 * 32));
+    const auto blocks_x = static_cast<unsigned>((threads + block - 1) / block);
+    const auto blocks_y = static_cast<unsigned>(
+        std::clamp<std::int64_t>(kPlanarBlocks / blocks_x, 1, std::min<std::int64_t>(rows, 65535)));
+    const bool aligned = out_w % kVec == 0 && reinterpret_cast<std::uintptr_t>(out) % (kVec * sizeof(T)) == 0;
+    resize_planar<T, Index, kInterpolate, kWidth, kVec><<<dim3(blocks_x, blocks_y), block, 0, stream>>>(
+        in, out, state.planar_axes, rows, aligned, extrapolation);
   };
   if constexpr (!kInterpolate) {
     with_width(Constant<1>{});  // nearest reads the first tap only

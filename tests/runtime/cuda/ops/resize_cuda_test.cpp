@@ -82,6 +82,27 @@ TEST(CudaResize, LinearCoordinateModes) {
                            Precision::kFloat32));
 }
 
+// The planar kernel's thread owns a run of neighbouring columns (8 in float16, 4 in float32, 2 for
+// cubic) and walks down rows: rows a multiple of the run (one vector store each) and not (a partial
+// run at the row's end), and more rows than the grid has blocks in y (4096), so threads take
+// several rows. The x8 upsample is FCN's logits resize.
+TEST(CudaResize, PlanarRunsOfColumnsAndManyRows) {
+  FOVEA_REQUIRE_GPU();
+  const Tensor logits = random_tensor(DataType::kFloat32, {2, 3, 5, 12}, 14);
+  const Tensor tall = random_tensor(DataType::kFloat32, {3, 7, 50, 5}, 15);  // 3 * 7 * 200 rows
+  for (Precision p : kPrecisions) {
+    for (const char* mode : {"linear", "cubic", "nearest"}) {
+      const auto builder = NodeBuilder("Resize", 19).attr("mode", mode);
+      EXPECT_TRUE(scales_match(builder, logits, {1, 1, 8, 8}, p)) << mode;  // 96 columns
+      EXPECT_TRUE(sizes_match(builder, logits, {2, 3, 11, 93}, p)) << mode;
+      EXPECT_TRUE(scales_match(builder, tall, {1, 1, 4, 3.2f}, p)) << mode;  // 16 columns
+    }
+  }
+  const Tensor bytes = random_tensor(DataType::kUInt8, {2, 2, 5, 6}, 16, 0, 255);
+  EXPECT_TRUE(scales_match(NodeBuilder("Resize", 13).attr("mode", "nearest"), bytes, {1, 1, 2, 4},
+                           Precision::kFloat32));  // 24 columns, 8 per thread
+}
+
 TEST(CudaResize, CubicCoefficientsAndExcludeOutside) {
   FOVEA_REQUIRE_GPU();
   const Tensor x = random_tensor(DataType::kFloat32, {2, 3, 11, 14}, 5);
