@@ -161,6 +161,8 @@ Status SegmentationOps::load_model() {
   runtime::PlanOptions options;
   if (settings_.gpu) {
     options = runtime::device_plan_options(config.precision);
+    // In fp16 the preprocess writes float16 and the class map reads float16 scores: no Casts.
+    options.float16_interface = config.precision == runtime::Precision::kFloat16;
   } else if (config.precision == runtime::Precision::kFloat16) {
     log_info("model.precision fp16 applies to the GPU; the CPU path runs the model in fp32");
   }

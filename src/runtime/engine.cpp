@@ -49,6 +49,7 @@ std::map<std::string, std::string> EngineKey::fields() const {
           {"precision", std::string(precision_name(options.precision))},
           {"keep_float32", fmt::format("{}", fmt::join(options.keep_float32, ","))},
           {"channels_last", options.channels_last ? "1" : "0"},
+          {"float16_interface", options.float16_interface ? "1" : "0"},
           {"device", device}};
 }
 
@@ -66,6 +67,7 @@ std::filesystem::path engine_path(const std::filesystem::path& cache_dir, const 
                                   const EngineKey& key) {
   std::string name = safe(model.stem().string()) + "." + std::string(precision_name(key.options.precision));
   if (key.options.channels_last) name += ".nhwc";
+  if (key.options.float16_interface) name += ".f16io";
   for (const auto& [input, shape] : key.input_shapes)
     name += fmt::format(".{}-{}", safe(input), fmt::join(shape, "x"));
   return cache_dir / (name + "." + safe(key.device) + ".fovea-engine");

@@ -189,7 +189,8 @@ Result<ExecutionPlan> plan_graph(const Graph& model_graph, const InputShapes& in
     FOVEA_TRY(infer_shapes(graph, FoldConstants::kNo));
   }
   if (options.precision == Precision::kFloat16) {
-    convert_to_float16(graph, Float16Options{options.keep_float32});
+    convert_to_float16(graph, Float16Options{.keep_float32 = options.keep_float32,
+                                             .float16_interface = options.float16_interface});
     // Checks the rewritten types node by node; an op that cannot take float16 is named here.
     FOVEA_TRY(infer_shapes(graph, FoldConstants::kNo));
     graph.compact();

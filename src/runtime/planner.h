@@ -43,6 +43,10 @@ struct PlanOptions {
   // 2-D convolution chains in NHWC (convert_to_channels_last): what tensor cores want; the CUDA
   // plans for float16 use it.
   bool channels_last = false;
+  // kFloat16 only: the graph's float inputs and outputs are float16 themselves, with no Casts at the
+  // edges, for callers that produce and consume float16 (the segmentation flow's preprocess writes
+  // its tensor in float16; the Casts cost it a pass over the input and one over the scores).
+  bool float16_interface = false;
 };
 
 // How plans for the CUDA executor are made: `precision`, and NHWC convolutions for float16, whose

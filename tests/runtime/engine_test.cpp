@@ -68,8 +68,11 @@ TEST(Engine, AStaleEngineIsRefusedNamingWhatChanged) {
   other_model.model_digest = "fedcba9876543210";
   EngineKey other_device = key;
   other_device.device = "NVIDIA H200 sm90";
+  EngineKey other_interface = key;
+  other_interface.options.float16_interface = true;
   for (const auto& [changed, field] :
-       {std::pair{other_model, "model_digest"}, std::pair{other_device, "device"}}) {
+       {std::pair{other_model, "model_digest"}, std::pair{other_device, "device"},
+        std::pair{other_interface, "float16_interface"}}) {
     auto loaded = load_engine(path, changed);
     ASSERT_FALSE(loaded.is_ok());
     EXPECT_EQ(loaded.status().code(), StatusCode::kInvalidArgument);

@@ -102,6 +102,29 @@ TEST(PassConvertFloat16, NarrowsDataButNotTheScalesResizeTypesAsFloat32) {
   EXPECT_EQ(count_ops(plan->graph, "Cast"), 2);  // into float16 and back out
 }
 
+// With a float16 interface the caller hands over float16 and gets float16: no Casts at the edges,
+// only around a node kept in float32.
+TEST(PassConvertFloat16, Float16InterfaceHasNoCastsAtTheEdges) {
+  ModelBuilder m;
+  m.input("x", DataType::kFloat32, {1, 2, 3, 5}).output("y", DataType::kFloat32, {1, 2, 6, 10});
+  m.initializer("scales", float_tensor({4}, {1, 1, 2, 2}));
+  m.node("Relu", {"x"}, {"r"}, "relu");
+  m.node("Resize", {"r", "", "scales"}, {"y"}, "upsample");
+  const Graph graph = load_graph(m);
+  const InputShapes shapes = {{"x", {1, 2, 3, 5}}};
+  auto plan = plan_graph(graph, shapes, {.precision = Precision::kFloat16, .float16_interface = true});
+  ASSERT_TRUE(plan.is_ok()) << plan.status().to_string();
+  EXPECT_EQ(plan->graph.value(plan->graph.inputs[0]).type.dtype, DataType::kFloat16);
+  EXPECT_EQ(plan->graph.value(plan->graph.outputs[0]).type.dtype, DataType::kFloat16);
+  EXPECT_EQ(count_ops(plan->graph, "Cast"), 0);
+
+  auto kept = plan_graph(
+      graph, shapes, {.precision = Precision::kFloat16, .keep_float32 = {"relu"}, .float16_interface = true});
+  ASSERT_TRUE(kept.is_ok()) << kept.status().to_string();
+  EXPECT_EQ(kept->graph.value(kept->graph.inputs[0]).type.dtype, DataType::kFloat16);
+  EXPECT_EQ(count_ops(kept->graph, "Cast"), 2);  // into the float32 Relu and back out
+}
+
 TEST(PassFuseConv, LeavesAResidualThatIsReadElsewhere) {
   ModelBuilder m;
   m.input("x", DataType::kFloat32, {1, 2, 5, 5}).output("y", DataType::kFloat32, {1, 2, 5, 5});

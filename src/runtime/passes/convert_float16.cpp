@@ -59,15 +59,23 @@ class Float16Converter {
 
  private:
   // Every float32 value a node produces becomes float16, unless a kept node produces it or it is a
-  // graph output (the interface stays float32; widen_outputs adds the Cast).
+  // graph output (the interface stays float32; widen_outputs adds the Cast). With a float16
+  // interface, graph outputs and float32 graph inputs become float16 too.
   void narrow_intermediates() {
+    const bool interface = options_.float16_interface;
     for (const Node& node : graph_.nodes) {
       if (kept_in_float32(node, options_)) continue;
       for (ValueId out : node.outputs) {
-        if (out != kNoValue && !graph_.is_graph_output(out) &&
+        if (out != kNoValue && (interface || !graph_.is_graph_output(out)) &&
             graph_.value(out).type.dtype == DataType::kFloat32) {
           graph_.value(out).type.dtype = DataType::kFloat16;
         }
+      }
+    }
+    if (!interface) return;
+    for (ValueId in : graph_.inputs) {
+      if (!graph_.is_constant(in) && graph_.value(in).type.dtype == DataType::kFloat32) {
+        graph_.value(in).type.dtype = DataType::kFloat16;
       }
     }
   }

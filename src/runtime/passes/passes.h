@@ -35,11 +35,13 @@ Status optimize(Graph& graph);
 // Which nodes stay in float32 when a plan runs in float16: by node name or by op type.
 struct Float16Options {
   std::vector<std::string> keep_float32;
+  bool float16_interface = false;  // graph inputs and outputs in float16 too (PlanOptions)
 };
 
 // Stores every float32 intermediate and float32 weight in float16 ("half storage"; kernels still
 // accumulate in float32). Graph inputs and outputs keep float32, so callers see the same interface
-// in both precisions: Cast nodes convert at the edges and around the nodes kept in float32.
+// in both precisions: Cast nodes convert at the edges and around the nodes kept in float32. With
+// float16_interface, float32 graph inputs and the outputs computed in float16 become float16.
 // Inputs an op declares float32 whatever its data type (OpDef::float32_inputs: Resize's scales)
 // stay float32.
 void convert_to_float16(Graph& graph, const Float16Options& options);
