@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -75,6 +76,11 @@ struct Flow {
   std::unique_ptr<SourceStage<SegmentBatch>> mux_stage;
   std::vector<std::unique_ptr<TransformStage<SegmentBatch, SegmentBatch>>> work_stages;
   std::unique_ptr<SinkStage<SegmentBatch>> sink_stage;
+  // Set before any stage starts; the first output's time after it (-1 until then) and frames,
+  // written by the sink's thread and read by the monitor's.
+  Clock::time_point start;
+  std::atomic<std::int64_t> first_output_ns{-1};
+  std::atomic<std::uint64_t> first_output_frames{0};
 
   std::vector<Stage*> stages() const {
     std::vector<Stage*> all{mux_stage.get()};
@@ -121,6 +127,11 @@ Result<std::optional<SegmentBatch>> next_batch(Flow& flow) {
 
 Status consume(Flow& flow, SegmentBatch&& batch) {
   FOVEA_TRY(flow.ops->wait_for_outputs(batch));
+  if (flow.first_output_ns.load(std::memory_order_relaxed) < 0) {
+    flow.first_output_frames.store(batch.frames.size(), std::memory_order_relaxed);
+    const auto since_start = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - flow.start);
+    flow.first_output_ns.store(since_start.count(), std::memory_order_release);
+  }
   if (flow.metadata) FOVEA_TRY(flow.metadata->write(batch));
   if (flow.video) flow.video->write(std::make_shared<const SegmentBatch>(std::move(batch)));
   return Status::ok();
@@ -159,6 +170,10 @@ PipelineStats snapshot(const Flow& flow, Clock::time_point start,
   PipelineStats stats;
   stats.elapsed_s = std::chrono::duration<double>(end.value_or(Clock::now()) - start).count();
   stats.batches = flow.mux->batches();
+  if (const std::int64_t first_ns = flow.first_output_ns.load(std::memory_order_acquire); first_ns >= 0) {
+    stats.first_output_s = static_cast<double>(first_ns) * 1e-9;
+    stats.first_output_frames = flow.first_output_frames.load(std::memory_order_relaxed);
+  }
   stats.sources = flow.mux->source_stats();
   const std::vector<SourceReport> reports = flow.sources->reports();
   for (std::size_t s = 0; s < stats.sources.size() && s < reports.size(); ++s) {
@@ -327,6 +342,7 @@ Result<FlowResult> run_segmentation_flow(const PipelineConfig& config, const Flo
       std::optional<trace::Session> session,
       trace::start_session_if_requested({.dir = options.trace_dir, .label = names.front()}));
   const Clock::time_point start = Clock::now();
+  flow.start = start;
   std::atomic<bool> sink_done{false};
   flow.sink_stage->start();
   for (auto& stage : flow.work_stages) stage->start();

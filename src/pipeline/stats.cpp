@@ -74,6 +74,13 @@ double PipelineStats::fps(std::uint64_t frames) const {
   return elapsed_s > 0.0 ? static_cast<double>(frames) / elapsed_s : 0.0;
 }
 
+double PipelineStats::steady_fps() const {
+  const std::uint64_t frames = total_frames();
+  const double span = elapsed_s - first_output_s;
+  if (first_output_s < 0.0 || frames <= first_output_frames || span <= 0.0) return 0.0;
+  return static_cast<double>(frames - first_output_frames) / span;
+}
+
 namespace {
 
 std::string source_state(const SourceStats& source) {
@@ -164,8 +171,13 @@ std::string progress_line(const PipelineStats& stats) {
 }
 
 std::string format_table(const PipelineStats& stats) {
-  std::string text = fmt::format("{} frames in {} batches, {:.2f} s, {:.1f} fps\n\n", stats.total_frames(),
+  std::string text = fmt::format("{} frames in {} batches, {:.2f} s, {:.1f} fps", stats.total_frames(),
                                  stats.batches, stats.elapsed_s, stats.fps(stats.total_frames()));
+  if (stats.steady_fps() > 0.0) {
+    text += fmt::format(" ({:.1f} fps after the first output at {:.2f} s)", stats.steady_fps(),
+                        stats.first_output_s);
+  }
+  text += "\n\n";
   text += trace::format_aligned(source_table(stats));
   // One blank line between sections (appended apart: GCC 12 misreads "\n" + string as overlapping).
   for (const trace::TextTable& table : {stage_table(stats), queue_table(stats)}) {
@@ -209,6 +221,7 @@ nlohmann::json to_json(const PipelineStats& stats) {
             {"fps", stats.fps(stats.total_frames())},
             {"dropped", stats.total_dropped()},
             {"failed_sources", stats.failed_sources()}}},
+          {"startup", {{"first_output_s", stats.first_output_s}, {"steady_fps", stats.steady_fps()}}},
           {"sources", std::move(sources)},
           {"stages", std::move(stages)},
           {"queues", std::move(queues)}};

@@ -87,12 +87,20 @@ struct PipelineStats {
   std::vector<SourceStats> sources;
   std::vector<StageStats> stages;
   std::vector<QueueStats> queues;
+  // When the first batch left the pipeline (seconds after the start; negative until then) and its
+  // frames. Before it lies the start-up: sources opening, decoders' first frames, the first
+  // batch's trip through every stage.
+  double first_output_s = -1.0;
+  std::uint64_t first_output_frames = 0;
 
   std::uint64_t total_frames() const;
   std::uint64_t total_dropped() const;
   std::size_t failed_sources() const;
   // Frames per second of wall-clock time since the start; 0 before any time has passed.
   double fps(std::uint64_t frames) const;
+  // The steady state: frames after the first batch over the time after it, what a long run
+  // converges to (the start-up is a fixed cost); 0 until a batch after the first has left.
+  double steady_fps() const;
 };
 
 // One line without a newline, for a progress line redrawn in place:
@@ -103,8 +111,8 @@ std::string progress_line(const PipelineStats& stats);
 // (capacity, high-water mark), one aligned table per section, ending in a newline.
 std::string format_table(const PipelineStats& stats);
 
-// The same figures for report.json: {"elapsed_s", "batches", "total": {...}, "sources": [...],
-// "stages": [...], "queues": [...]}.
+// The same figures for report.json: {"elapsed_s", "batches", "total": {...}, "startup":
+// {"first_output_s", "steady_fps"}, "sources": [...], "stages": [...], "queues": [...]}.
 nlohmann::json to_json(const PipelineStats& stats);
 
 }  // namespace fovea::pipeline

@@ -124,6 +124,12 @@ TEST_F(FlowFixture, TwoSourcesComeOutWholeWithTheirTimestampsAndTheBackgroundBlu
   const nlohmann::json report = nlohmann::json::parse(report_file);
   EXPECT_EQ(report["total"]["frames"], kFramesA + kFramesB);
   EXPECT_EQ(report["outputs"].size(), 2u);
+  // The first batch came out after the start and before the end, with at most a batch of frames.
+  EXPECT_GT(result->stats.first_output_s, 0.0);
+  EXPECT_LT(result->stats.first_output_s, result->stats.elapsed_s);
+  EXPECT_GE(result->stats.first_output_frames, 1u);
+  EXPECT_LE(result->stats.first_output_frames, static_cast<std::uint64_t>(config.mux.batch_size));
+  EXPECT_EQ(report["startup"]["first_output_s"], result->stats.first_output_s);
 }
 
 TEST_F(FlowFixture, AFailingSourceIsReportedAndTheOthersComeOutWhole) {

@@ -99,6 +99,21 @@ TEST(PipelineStats, FinalTableIsAligned) {
             "mux        2         4           4      50\n");
 }
 
+// The first batch out at 0.75 s with 25 frames: the other 175 frames took the remaining 1.25 s.
+TEST(PipelineStats, SteadyStateStartsAfterTheFirstOutput) {
+  PipelineStats stats = known_stats();
+  EXPECT_EQ(stats.steady_fps(), 0.0) << "no output yet";
+  stats.first_output_s = 0.75;
+  stats.first_output_frames = 25;
+  EXPECT_DOUBLE_EQ(stats.steady_fps(), 140.0);
+  const std::string table = format_table(stats);
+  EXPECT_EQ(table.substr(0, table.find('\n')),
+            "200 frames in 50 batches, 2.00 s, 100.0 fps (140.0 fps after the first output at 0.75 s)");
+  EXPECT_EQ(to_json(stats)["startup"], (nlohmann::json{{"first_output_s", 0.75}, {"steady_fps", 140.0}}));
+  stats.first_output_frames = 200;  // everything came out in the first batch
+  EXPECT_EQ(stats.steady_fps(), 0.0);
+}
+
 TEST(PipelineStats, JsonShape) {
   const nlohmann::json json = to_json(known_stats());
   EXPECT_EQ(json["elapsed_s"], 2.0);
