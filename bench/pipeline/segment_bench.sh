@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The segmentation flow's figures (issue 6, docs/perf.md), on the GPU machine:
 #   bench/pipeline/segment_bench.sh FOVEA_BINARY OUT_DIR [SOURCES...]
-# Makes a 10 s 1080p30 H.264 clip at ~8 Mb/s (the workload of the reference figures), exports
+# Makes a 10 s 1080p30 H.264 clip at ~8 Mb/s (the workload of the reference figures) and the same
+# clip four times over (40 s, a stream copy) for fovea's runs, so that the start-up (sources
+# opening, the first batch's trip through the stages: ~0.25 s) is a small part of each run; exports
 # FCN-ResNet101 with dynamic axes (bench/models/compare_torch.py's export), then runs, in one go:
 #   - fovea model bench: FCN-ResNet101 544x960 fp16 batch 4 (the ceiling the flow is held to);
 #   - fovea segment with the null sink for 1, 4 and 16 sources (batch 4, or the sources up to 16);
@@ -21,6 +23,8 @@ clip="$out/clip_1080p.mp4"
 model="$out/fcn_resnet101.onnx"
 [ -f "$clip" ] || ffmpeg -loglevel error -y -f lavfi -i "testsrc2=size=1920x1080:rate=30,noise=alls=12:allf=t+u" \
   -t 10 -c:v libx264 -preset medium -profile:v high -b:v 8M -bf 2 -g 60 -pix_fmt yuv420p "$clip"
+long_clip="$out/clip_1080p_40s.mp4"
+[ -f "$long_clip" ] || ffmpeg -loglevel error -y -stream_loop 3 -i "$clip" -c copy "$long_clip"
 [ -f "$model" ] || (cd "$here/../models" && "$py" -c \
   "import compare_torch as c; c.export_dynamic('fcn_resnet101', '$model')") > "$out/export.log" 2>&1
 
@@ -43,20 +47,23 @@ segment() {  # name sources... -- extra args
   kill "$sampler" 2>/dev/null || true
   local fps gpu
   gpu=$(sort -n "$out/$name.gpumem" | tail -1)
-  fps=$("$py" -c "import json; print(round(json.load(open('$out/$name.json'))['total']['fps'], 1))" 2>/dev/null || echo "failed")
-  note "$name: $fps fps  (GPU memory ${gpu:-?} MiB, $(grep -E 'Maximum resident' "$out/$name.log" | awk '{print $6/1024 " MB RSS"}'))"
+  fps=$("$py" -c "import json; r = json.load(open('$out/$name.json')); \
+print(f\"{r['total']['fps']:.1f} fps, {r['startup']['steady_fps']:.1f} after the first output at {r['startup']['first_output_s']:.2f} s\")" \
+    2>/dev/null || echo "failed")
+  note "$name: $fps  (GPU memory ${gpu:-?} MiB, $(grep -E 'Maximum resident' "$out/$name.log" | awk '{print $6/1024 " MB RSS"}'))"
 }
 
 for n in ${counts[@]}; do
-  inputs=(); for _ in $(seq "$n"); do inputs+=("$clip"); done
+  inputs=(); for _ in $(seq "$n"); do inputs+=("$long_clip"); done
   batch=$(( n < 4 ? 4 : (n > 16 ? 16 : n) ))
   segment "null_${n}src_b${batch}" "${inputs[@]}" -- --batch "$batch"
 done
-segment "null_4src_b4_no_refine" "$clip" "$clip" "$clip" "$clip" -- --batch 4 --no-refine
-segment "null_4src_b4_traced" "$clip" "$clip" "$clip" "$clip" -- --batch 4 --trace "$out/trace_4src"
+four=("$long_clip" "$long_clip" "$long_clip" "$long_clip")
+segment "null_4src_b4_no_refine" "${four[@]}" -- --batch 4 --no-refine
+segment "null_4src_b4_traced" "${four[@]}" -- --batch 4 --trace "$out/trace_4src"
 "$fovea" report "$out/trace_4src" --top 20 > "$out/trace_4src_report.txt" 2>&1 || true
-segment "video_1src_b4" "$clip" -- --batch 4 -o "$out/video1" --preset veryfast
-segment "video_4src_b4" "$clip" "$clip" "$clip" "$clip" -- --batch 4 -o "$out/video4" --preset veryfast
+segment "video_1src_b4" "$long_clip" -- --batch 4 -o "$out/video1" --preset veryfast
+segment "video_4src_b4" "${four[@]}" -- --batch 4 -o "$out/video4" --preset veryfast
 
 if [ -f "$here/baseline_seed.py" ]; then
   "$py" "$here/baseline_seed.py" "$clip" --model "$model" --out "$out/baseline_fp32_b1.mp4" > "$out/baseline_fp32_b1.log" 2>&1 || true
