@@ -5,8 +5,12 @@
 //
 // The algorithm is searched at plan time (cudnnFindConvolutionForwardAlgorithmEx on the plan's
 // real buffers) and cached on disk (conv_algorithm_cache.h), keyed by GPU, driver, cuDNN and the
-// exact problem. cuDNN takes symmetric pads only; asymmetric ones (SAME_UPPER with even kernels)
-// are applied by copying the input into a padded workspace first.
+// exact problem. Find times the plain convolution; for the fused call each candidate is timed
+// again as that call, because an algorithm's fused kernel can differ from its plain one (measured
+// on an H200: at batch 1 the plain ranking chose algorithms whose fused form ran cuDNN's legacy
+// implicit_convolve_sgemm, ten times slower than the tensor-core kernels). cuDNN takes symmetric pads only;
+// asymmetric ones (SAME_UPPER with even kernels) are applied by copying the input into a padded workspace
+// first.
 #include <algorithm>
 #include <chrono>
 #include <vector>
@@ -141,6 +145,12 @@ class ConvState final : public CudaNodeState {
     return channels_last_ ? ops::permute_tensor_shape(shape, kToNchw) : shape;
   }
   Status choose_algorithm(CudaKernelContext& ctx, const std::string& key);
+  Status describe_fused_epilogue(CudaKernelContext& ctx);
+  // The fused call with the current algorithm, math type and workspace.
+  cudnnStatus_t run_fused(CudaKernelContext& ctx, const void* x, void* scratch) const;
+  // The fastest of `candidates` as the fused call; nullptr when none runs.
+  Result<const cudnnConvolutionFwdAlgoPerf_t*> fastest_fused(
+      CudaKernelContext& ctx, const std::vector<const cudnnConvolutionFwdAlgoPerf_t*>& candidates);
 
   DataType dtype_ = DataType::kFloat32;
   ops::Activation activation_;
@@ -223,27 +233,70 @@ Status ConvState::choose_algorithm(CudaKernelContext& ctx, const std::string& ke
     const std::size_t limit = std::min(kConvWorkspaceLimit, ctx.workspace_bytes() - padded_bytes_);
     void* x = padded_ ? ctx.workspace() : const_cast<void*>(ctx.input(kX).raw());
     void* scratch = static_cast<std::byte*>(ctx.workspace()) + padded_bytes_;
-    if (cache.search_allowed()) {
-      const auto started = std::chrono::steady_clock::now();
+    const bool search = cache.search_allowed();
+    const auto started = std::chrono::steady_clock::now();
+    if (search) {
       FOVEA_CUDNN_TRY(cudnnFindConvolutionForwardAlgorithmEx(
           ctx.libraries().cudnn, x_, x, w_, ctx.input(kW).raw(), conv_, y_, ctx.output(0).raw(),
           static_cast<int>(results.size()), &returned, results.data(), scratch, limit));
-      cache.charge_search(std::chrono::steady_clock::now() - started);
     } else {
       FOVEA_CUDNN_TRY(cudnnGetConvolutionForwardAlgorithm_v7(ctx.libraries().cudnn, x_, w_, conv_, y_,
                                                              static_cast<int>(results.size()), &returned,
                                                              results.data()));
     }
-    const auto best = std::find_if(results.begin(), results.begin() + returned,
-                                   [&](const auto& perf) { return acceptable(perf, dtype_, limit); });
-    if (best == results.begin() + returned) {
+    std::vector<const cudnnConvolutionFwdAlgoPerf_t*> candidates;
+    for (int i = 0; i < returned; ++i) {
+      if (acceptable(results[static_cast<std::size_t>(i)], dtype_, limit)) candidates.push_back(&results[i]);
+    }
+    if (candidates.empty()) {
       return ctx.error(StatusCode::kUnsupported, "cuDNN has no convolution algorithm for this problem");
     }
+    const cudnnConvolutionFwdAlgoPerf_t* best = candidates.front();
+    if (search && cudnn_epilogue_) {
+      FOVEA_ASSIGN_OR_RETURN(best, fastest_fused(ctx, candidates));
+      if (best == nullptr) {
+        return ctx.error(StatusCode::kUnsupported,
+                         "cuDNN runs none of its algorithms as a fused convolution");
+      }
+    }
+    if (search) cache.charge_search(std::chrono::steady_clock::now() - started);
     algorithm_ = ConvAlgorithm{static_cast<int>(best->algo), static_cast<int>(best->mathType), best->memory};
     cache.insert(key, algorithm_);
   }
   FOVEA_CUDNN_TRY(cudnnSetConvolutionMathType(conv_, static_cast<cudnnMathType_t>(algorithm_.math_type)));
   return Status::ok();
+}
+
+Result<const cudnnConvolutionFwdAlgoPerf_t*> ConvState::fastest_fused(
+    CudaKernelContext& ctx, const std::vector<const cudnnConvolutionFwdAlgoPerf_t*>& candidates) {
+  constexpr int kRuns = 3;  // after one warm-up run; the shortest counts
+  const void* x = padded_ ? ctx.workspace() : ctx.input(kX).raw();
+  void* scratch = static_cast<std::byte*>(ctx.workspace()) + padded_bytes_;
+  FOVEA_ASSIGN_OR_RETURN(CudaEvent begin, CudaEvent::create(true));
+  FOVEA_ASSIGN_OR_RETURN(CudaEvent end, CudaEvent::create(true));
+  const cudnnConvolutionFwdAlgoPerf_t* best = nullptr;
+  float best_ms = 0.0f;
+  for (const cudnnConvolutionFwdAlgoPerf_t* candidate : candidates) {
+    algorithm_ = ConvAlgorithm{static_cast<int>(candidate->algo), static_cast<int>(candidate->mathType),
+                               candidate->memory};
+    FOVEA_CUDNN_TRY(cudnnSetConvolutionMathType(conv_, candidate->mathType));
+    if (run_fused(ctx, x, scratch) != CUDNN_STATUS_SUCCESS) continue;  // not as a fused call
+    float shortest = 0.0f;
+    for (int run = 0; run < kRuns; ++run) {
+      FOVEA_CUDA_TRY(cudaEventRecord(begin.get(), ctx.stream()));
+      FOVEA_CUDNN_TRY(run_fused(ctx, x, scratch));
+      FOVEA_CUDA_TRY(cudaEventRecord(end.get(), ctx.stream()));
+      FOVEA_CUDA_TRY(cudaEventSynchronize(end.get()));
+      float ms = 0.0f;
+      FOVEA_CUDA_TRY(cudaEventElapsedTime(&ms, begin.get(), end.get()));
+      shortest = run == 0 ? ms : std::min(shortest, ms);
+    }
+    if (best == nullptr || shortest < best_ms) {
+      best = candidate;
+      best_ms = shortest;
+    }
+  }
+  return best;
 }
 
 Result<std::size_t> ConvState::prepare(CudaKernelContext& ctx, const ops::Activation& activation) {
@@ -265,30 +318,33 @@ Result<std::size_t> ConvState::prepare(CudaKernelContext& ctx, const ops::Activa
   if (padded_) {
     FOVEA_TRY(pad(ctx, ctx.workspace()));
   }
-  const std::string key =
-      conv_problem_key(ctx.node(), dtype_, x, w, window, groups) + (channels_last_ ? "|nhwc" : "");
-  FOVEA_TRY(choose_algorithm(ctx, key));
-
   cudnn_epilogue_ = dtype_ != DataType::kFloat64 && activation.kind == ops::Activation::Kind::kRelu;
-  if (cudnn_epilogue_) {
-    const std::int64_t channels = ctx.output(0).dim(channels_last_ ? 3 : 1);
-    std::vector<int> bias_dims(static_cast<std::size_t>(std::max(4, ctx.output(0).rank())), 1);
-    bias_dims[1] = static_cast<int>(channels);
-    FOVEA_CUDNN_TRY(cudnnCreateTensorDescriptor(&bias_));
-    FOVEA_ASSIGN_OR_RETURN(cudnnDataType_t type, cudnn_type(ctx, dtype_));
-    FOVEA_TRY(set_tensor(bias_, type, bias_dims));
-    FOVEA_CUDNN_TRY(cudnnCreateActivationDescriptor(&relu_));
-    FOVEA_CUDNN_TRY(cudnnSetActivationDescriptor(relu_, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
-    if (!ctx.has_input(kB)) {
-      const std::size_t bytes = static_cast<std::size_t>(channels) * data_type_size(dtype_);
-      FOVEA_ASSIGN_OR_RETURN(zero_bias_,
-                             DeviceMemory::allocate(bytes));  // plan time: this node's one allocation
-      // On the node's stream: a plain cudaMemset runs on the legacy stream, which fovea's
-      // non-blocking streams are not ordered after.
-      FOVEA_CUDA_TRY(cudaMemsetAsync(zero_bias_.get(), 0, bytes, ctx.stream()));
-    }
-  }
+  if (cudnn_epilogue_) FOVEA_TRY(describe_fused_epilogue(ctx));
+  // Fused and plain calls rank algorithms differently: each has its own cache entry.
+  const std::string key = conv_problem_key(ctx.node(), dtype_, x, w, window, groups) +
+                          (channels_last_ ? "|nhwc" : "") + (cudnn_epilogue_ ? "|fused" : "");
+  FOVEA_TRY(choose_algorithm(ctx, key));
   return padded_bytes_ + algorithm_.workspace_bytes;
+}
+
+Status ConvState::describe_fused_epilogue(CudaKernelContext& ctx) {
+  const std::int64_t channels = ctx.output(0).dim(channels_last_ ? 3 : 1);
+  std::vector<int> bias_dims(static_cast<std::size_t>(std::max(4, ctx.output(0).rank())), 1);
+  bias_dims[1] = static_cast<int>(channels);
+  FOVEA_CUDNN_TRY(cudnnCreateTensorDescriptor(&bias_));
+  FOVEA_ASSIGN_OR_RETURN(cudnnDataType_t type, cudnn_type(ctx, dtype_));
+  FOVEA_TRY(set_tensor(bias_, type, bias_dims));
+  FOVEA_CUDNN_TRY(cudnnCreateActivationDescriptor(&relu_));
+  FOVEA_CUDNN_TRY(cudnnSetActivationDescriptor(relu_, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
+  if (!ctx.has_input(kB)) {
+    const std::size_t bytes = static_cast<std::size_t>(channels) * data_type_size(dtype_);
+    FOVEA_ASSIGN_OR_RETURN(zero_bias_,
+                           DeviceMemory::allocate(bytes));  // plan time: this node's one allocation
+    // On the node's stream: a plain cudaMemset runs on the legacy stream, which fovea's
+    // non-blocking streams are not ordered after.
+    FOVEA_CUDA_TRY(cudaMemsetAsync(zero_bias_.get(), 0, bytes, ctx.stream()));
+  }
+  return Status::ok();
 }
 
 Status ConvState::pad(CudaKernelContext& ctx, void* padded) const {
@@ -304,6 +360,18 @@ Status ConvState::pad(CudaKernelContext& ctx, void* padded) const {
   return Status::ok();
 }
 
+cudnnStatus_t ConvState::run_fused(CudaKernelContext& ctx, const void* x, void* scratch) const {
+  // cuDNN reads alpha and beta as float for half and float data (double is never fused).
+  const float one = 1.0f, zero = 0.0f;
+  const bool residual = ctx.has_input(kZ);
+  const void* bias = ctx.has_input(kB) ? ctx.input(kB).raw() : zero_bias_.get();
+  void* y = ctx.output(0).raw();
+  return cudnnConvolutionBiasActivationForward(
+      ctx.libraries().cudnn, &one, x_, x, w_, ctx.input(kW).raw(), conv_,
+      static_cast<cudnnConvolutionFwdAlgo_t>(algorithm_.algo), scratch, algorithm_.workspace_bytes,
+      residual ? &one : &zero, y_, residual ? ctx.input(kZ).raw() : y, bias_, bias, relu_, y_, y);
+}
+
 Status ConvState::run(CudaKernelContext& ctx) const {
   const void* x = ctx.input(kX).raw();
   if (padded_) {
@@ -311,6 +379,10 @@ Status ConvState::run(CudaKernelContext& ctx) const {
     x = ctx.workspace();
   }
   void* scratch = static_cast<std::byte*>(ctx.workspace()) + padded_bytes_;
+  if (cudnn_epilogue_) {
+    FOVEA_CUDNN_TRY(run_fused(ctx, x, scratch));
+    return Status::ok();
+  }
   const auto algo = static_cast<cudnnConvolutionFwdAlgo_t>(algorithm_.algo);
   Tensor& y = ctx.output(0);
   const float one = 1.0f, zero = 0.0f;
@@ -318,15 +390,6 @@ Status ConvState::run(CudaKernelContext& ctx) const {
   const bool wide = dtype_ == DataType::kFloat64;
   const void* alpha = wide ? static_cast<const void*>(&one64) : &one;
   const void* beta = wide ? static_cast<const void*>(&zero64) : &zero;
-  if (cudnn_epilogue_) {
-    const bool residual = ctx.has_input(kZ);
-    const void* bias = ctx.has_input(kB) ? ctx.input(kB).raw() : zero_bias_.get();
-    FOVEA_CUDNN_TRY(cudnnConvolutionBiasActivationForward(
-        ctx.libraries().cudnn, alpha, x_, x, w_, ctx.input(kW).raw(), conv_, algo, scratch,
-        algorithm_.workspace_bytes, residual ? alpha : beta, y_, residual ? ctx.input(kZ).raw() : y.raw(),
-        bias_, bias, relu_, y_, y.raw()));
-    return Status::ok();
-  }
   FOVEA_CUDNN_TRY(cudnnConvolutionForward(ctx.libraries().cudnn, alpha, x_, x, w_, ctx.input(kW).raw(), conv_,
                                           algo, scratch, algorithm_.workspace_bytes, beta, y_, y.raw()));
   const bool has_bias = ctx.has_input(kB);
