@@ -1,5 +1,6 @@
 // Thread-per-pixel joint bilateral filter: each output pixel is the FOVEA_HD function the CPU
-// reference uses; neighboring threads read overlapping windows, which the L1 cache serves.
+// reference uses; neighboring threads read overlapping windows, which the L1 cache serves. A block
+// over which the mask is constant (with the filter's radius around it) skips the filter at once.
 #include <algorithm>
 
 #include "core/cuda_check.h"
@@ -21,12 +22,36 @@ struct BilateralLaunch {
   detail::BilateralKernel kernel;
 };
 
+// The mask's value when it is the same over the block's pixels and `radius` around them (read
+// through the border rule, as the pixels' discs are), else -1. Then every disc of the block is
+// constant and its pixels keep that value exactly (constant_mask_value): one read per window pixel
+// for the whole block instead of a disc per pixel. Most blocks of a segmentation mask lie away
+// from its edges. Every thread of the block must call it.
+__device__ int block_constant_value(const detail::BilateralJob& job, const detail::BilateralKernel& k) {
+  const int left = blockIdx.x * kBlockWidth, top = blockIdx.y * kBlockHeight;
+  const int right = min(left + kBlockWidth, job.width), bottom = min(top + kBlockHeight, job.height);
+  const int window_width = right - left + 2 * k.radius;
+  const int window_pixels = window_width * (bottom - top + 2 * k.radius);
+  const int value = job.mask[top * job.mask_pitch + left];
+  bool same = true;
+  for (int i = threadIdx.y * kBlockWidth + threadIdx.x; same && i < window_pixels;
+       i += kBlockWidth * kBlockHeight) {
+    const int wx = border_index(left - k.radius + i % window_width, job.width, k.border);
+    const int wy = border_index(top - k.radius + i / window_width, job.height, k.border);
+    same = job.mask[wy * job.mask_pitch + wx] == value;
+  }
+  return __syncthreads_and(same) ? value : -1;
+}
+
 __global__ void joint_bilateral_kernel(const __grid_constant__ BilateralLaunch launch) {
   const detail::BilateralJob& job = launch.jobs[blockIdx.z];
-  const int x = blockIdx.x * kBlockWidth + threadIdx.x;
-  const int y = blockIdx.y * kBlockHeight + threadIdx.y;
+  const int left = blockIdx.x * kBlockWidth, top = blockIdx.y * kBlockHeight;
+  if (left >= job.width || top >= job.height) return;  // the whole block: a smaller image of the batch
+  const int constant = block_constant_value(job, launch.kernel);
+  const int x = left + threadIdx.x, y = top + threadIdx.y;
   if (x >= job.width || y >= job.height) return;
-  job.out[y * job.out_pitch + x] = detail::joint_bilateral_pixel(job, launch.kernel, x, y);
+  job.out[y * job.out_pitch + x] = constant >= 0 ? static_cast<std::uint8_t>(constant)
+                                                 : detail::joint_bilateral_pixel(job, launch.kernel, x, y);
 }
 
 Status launch(cudaStream_t stream, const BilateralLaunch& args, int num_jobs) {

@@ -14,8 +14,24 @@ struct Size {
   int height;
 };
 
+// A segmentation-like mask: 255 inside an ellipse, 0 outside, so that most 32x8 blocks of the CUDA
+// kernel see a constant mask (its fast path) and those along the ellipse do not.
+void draw_ellipse_mask(ImageView& mask) {
+  const double cx = mask.width * 0.45, cy = mask.height * 0.55;
+  const double rx = mask.width * 0.3, ry = mask.height * 0.35;
+  auto* rows = static_cast<std::uint8_t*>(mask.planes[0].data);
+  for (int y = 0; y < mask.height; ++y) {
+    for (int x = 0; x < mask.width; ++x) {
+      const double u = (x - cx) / rx, v = (y - cy) / ry;
+      rows[y * mask.planes[0].pitch + x] = u * u + v * v <= 1.0 ? 255 : 0;
+    }
+  }
+}
+
+enum class MaskKind { kNoise, kEllipse };
+
 void expect_cuda_matches_cpu(PixelFormat guide_format, const std::vector<Size>& sizes,
-                             const BilateralParams& params) {
+                             const BilateralParams& params, MaskKind kind = MaskKind::kNoise) {
   std::vector<std::unique_ptr<HostImage>> hm, hg, ho;
   std::vector<std::unique_ptr<DeviceImage>> dm, dg, dout;
   ImageBatch bhm, bhg, bho, bdm, bdg, bdo;
@@ -25,6 +41,7 @@ void expect_cuda_matches_cpu(PixelFormat guide_format, const std::vector<Size>& 
     hg.push_back(std::make_unique<HostImage>(guide_format, w, h, 3, 7));
     ho.push_back(std::make_unique<HostImage>(PixelFormat::kGRAY8, w, h, 3, 1));
     hm.back()->fill_random(static_cast<std::uint32_t>(5 + i));
+    if (kind == MaskKind::kEllipse) draw_ellipse_mask(hm.back()->view());
     hg.back()->fill_random(static_cast<std::uint32_t>(50 + i));
     dm.push_back(std::make_unique<DeviceImage>(PixelFormat::kGRAY8, w, h));
     dg.push_back(std::make_unique<DeviceImage>(guide_format, w, h));
@@ -66,6 +83,21 @@ TEST(JointBilateralGpu, MatchesCpu) {
   std::vector<Size> many;
   for (int i = 0; i < 17; ++i) many.push_back({12 + i, 20 - i / 2});
   expect_cuda_matches_cpu(PixelFormat::kRGB8, many, params);
+}
+
+// Masks with large constant regions, as segmentation gives: blocks inside or outside the shape
+// take the kernel's constant-block path, blocks along its edge and at the image borders the filter.
+TEST(JointBilateralGpu, MatchesCpuOnMasksWithConstantRegions) {
+  FOVEA_REQUIRE_GPU();
+  BilateralParams params;
+  params.diameter = 9;
+  for (BorderMode border : {BorderMode::kReflect101, BorderMode::kReflect, BorderMode::kReplicate}) {
+    params.border = border;
+    expect_cuda_matches_cpu(PixelFormat::kRGB8, {{301, 171}, {96, 40}, {33, 9}, {250, 251}}, params,
+                            MaskKind::kEllipse);
+  }
+  params.diameter = 15;  // a halo wider than the block is tall
+  expect_cuda_matches_cpu(PixelFormat::kGRAY8, {{200, 97}, {65, 129}}, params, MaskKind::kEllipse);
 }
 
 }  // namespace
