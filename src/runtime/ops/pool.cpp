@@ -1,5 +1,11 @@
 // MaxPool (with the optional Indices output), AveragePool, GlobalMaxPool and GlobalAveragePool over
 // N-D inputs [N, C, spatial...]; windows follow the same geometry as Conv (conv_util.h).
+//
+// fovea.MaxPool is MaxPool over x [N, H, W, C] with channels_last=1 (its only form) and output 0
+// only (ONNX's Indices number NCHW planes). The channels-last pass makes it from a MaxPool whose input
+// a channels-last convolution produced, so that a convolution chain stays NHWC through its pools.
+// The CPU reference pools the NCHW view between transposes.
+#include <cstring>
 #include <limits>
 
 #include <fmt/format.h>
@@ -21,18 +27,23 @@ Status require_pool_dtype(const InferContext& ctx, PoolKind kind) {
   return ctx.require_dtype(0, {FOVEA_FLOAT_TYPES});
 }
 
+// The output dims [N, C, spatial...] of pooling input dims `x` [N, C, spatial...].
+Result<Dims> pooled_dims(const InferContext& ctx, const Dims& x) {
+  FOVEA_ASSIGN_OR_RETURN(WindowAttributes window,
+                         read_window_attributes(ctx, static_cast<int>(x.size()) - 2, std::nullopt));
+  FOVEA_ASSIGN_OR_RETURN(Dims spatial, window_output_spatial_dims(ctx, window, x));
+  Dims out{x[0], x[1]};
+  out.insert(out.end(), spatial.begin(), spatial.end());
+  return out;
+}
+
 Status infer_pool(InferContext& ctx, PoolKind kind) {
   FOVEA_TRY(require_pool_dtype(ctx, kind));
   FOVEA_TRY(ctx.require_rank(0, 3, kMaxTensorRank));
   FOVEA_TRY(read_pool_options(ctx).status());
-  const Dims* x = ctx.input_dims(0);
   std::optional<Dims> out;
-  if (x != nullptr) {
-    FOVEA_ASSIGN_OR_RETURN(WindowAttributes window,
-                           read_window_attributes(ctx, static_cast<int>(x->size()) - 2, std::nullopt));
-    FOVEA_ASSIGN_OR_RETURN(Dims spatial, window_output_spatial_dims(ctx, window, *x));
-    out = Dims{(*x)[0], (*x)[1]};
-    out->insert(out->end(), spatial.begin(), spatial.end());
+  if (const Dims* x = ctx.input_dims(0); x != nullptr) {
+    FOVEA_ASSIGN_OR_RETURN(out, pooled_dims(ctx, *x));
   }
   ctx.set_output(0, ctx.input_dtype(0), out);
   if (ctx.output_count() > 1) ctx.set_output(1, DataType::kInt64, out);  // MaxPool's Indices
@@ -100,18 +111,53 @@ void pool_range(PoolKind kind, const PoolPlan& plan, const T* x, T* y, std::int6
   }
 }
 
-Status run_pool(KernelContext& ctx, PoolKind kind) {
-  const InferContext concrete = ctx.inference();
-  const Tensor& x = ctx.input(0);
-  FOVEA_ASSIGN_OR_RETURN(const PoolPlan plan, plan_pool(concrete, x.shape()));
-  Tensor& y = ctx.output(0);
-  std::int64_t* indices = ctx.output_count() > 1 ? ctx.output(1).data<std::int64_t>() : nullptr;
+// Pools x into y, both [N, C, spatial...] as `plan` describes them; `indices` is MaxPool's optional
+// Indices output.
+void pool_tensor(PoolKind kind, const PoolPlan& plan, const Tensor& x, Tensor& y, std::int64_t* indices) {
   dispatch<FOVEA_FLOAT_TYPES, DataType::kInt8, DataType::kUInt8>(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     parallel_for(y.numel(), kPoolChunk, [&](std::int64_t begin, std::int64_t end) {
       pool_range<T>(kind, plan, x.data<T>(), y.data<T>(), indices, begin, end);
     });
   });
+}
+
+Status run_pool(KernelContext& ctx, PoolKind kind) {
+  const InferContext concrete = ctx.inference();
+  const Tensor& x = ctx.input(0);
+  FOVEA_ASSIGN_OR_RETURN(const PoolPlan plan, plan_pool(concrete, x.shape()));
+  std::int64_t* indices = ctx.output_count() > 1 ? ctx.output(1).data<std::int64_t>() : nullptr;
+  pool_tensor(kind, plan, x, ctx.output(0), indices);
+  return Status::ok();
+}
+
+Status infer_nhwc_max_pool(InferContext& ctx) {
+  FOVEA_ASSIGN_OR_RETURN(std::int64_t channels_last, ctx.node().attr_int("channels_last", 0));
+  if (channels_last != 1) {
+    return ctx.error(StatusCode::kInvalidArgument, fmt::format("channels_last={} is not 1: fovea.MaxPool "
+                                                               "pools NHWC only (ONNX's MaxPool is NCHW)",
+                                                               channels_last));
+  }
+  FOVEA_TRY(require_pool_dtype(ctx, PoolKind::kMax));
+  FOVEA_TRY(ctx.require_rank(0, 4, 4));
+  FOVEA_TRY(read_pool_options(ctx).status());
+  std::optional<Dims> out;
+  if (const Dims* x = ctx.input_dims(0); x != nullptr) {
+    FOVEA_ASSIGN_OR_RETURN(Dims nchw, pooled_dims(ctx, permute_dims(*x, kNhwcToNchw)));
+    out = permute_dims(nchw, kNchwToNhwc);
+  }
+  ctx.set_output(0, ctx.input_dtype(0), out);
+  return Status::ok();
+}
+
+Status run_nhwc_max_pool(KernelContext& ctx) {
+  FOVEA_ASSIGN_OR_RETURN(const PoolPlan plan, plan_nhwc_pool(ctx.inference(), ctx.input(0).shape()));
+  const Tensor x = permute_tensor(ctx.input(0), kNhwcToNchw);
+  Tensor& y = ctx.output(0);
+  Tensor pooled = Tensor::allocate(y.dtype(), permute_tensor_shape(y.shape(), kNhwcToNchw));
+  pool_tensor(PoolKind::kMax, plan, x, pooled, nullptr);
+  const Tensor nhwc = permute_tensor(pooled, kNchwToNhwc);
+  std::memcpy(y.raw(), nhwc.raw(), nhwc.bytes());
   return Status::ok();
 }
 
@@ -180,6 +226,11 @@ FOVEA_REGISTER_OP({.op_type = "MaxPool",
                    .max_outputs = 2,
                    .infer = infer_max_pool,
                    .run = run_max_pool,
+                   .flops = input_elements});
+FOVEA_REGISTER_OP({.domain = "fovea",
+                   .op_type = "MaxPool",
+                   .infer = infer_nhwc_max_pool,
+                   .run = run_nhwc_max_pool,
                    .flops = input_elements});
 FOVEA_REGISTER_OP({.op_type = "AveragePool",
                    .infer = infer_average_pool,

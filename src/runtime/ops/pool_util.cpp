@@ -39,4 +39,8 @@ Result<PoolPlan> plan_pool(const InferContext& ctx, const Shape& shape) {
   return make_pool_plan(std::move(dims), options);
 }
 
+Result<PoolPlan> plan_nhwc_pool(const InferContext& ctx, const Shape& nhwc) {
+  return plan_pool(ctx, permute_tensor_shape(nhwc, kNhwcToNchw));
+}
+
 }  // namespace fovea::runtime::ops

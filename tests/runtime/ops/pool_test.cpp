@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "runtime/op_test_util.h"
@@ -130,6 +131,89 @@ TEST(OpMaxPool, RejectsBadInput) {
   status = run_node_status(NodeBuilder("MaxPool").attr("kernel_shape", std::vector<std::int64_t>{2}).build(),
                            {random_tensor(DataType::kFloat32, {4, 4}, 4)});
   EXPECT_NE(status.message().find("rank"), std::string::npos) << status.message();
+}
+
+// x [N, C, H, W] as [N, H, W, C], in plain loops (not the op's own permute).
+Tensor to_nhwc(const Tensor& x) {
+  const std::int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3);
+  Tensor y = Tensor::allocate(DataType::kFloat32, {n, h, w, c});
+  for (std::int64_t b = 0; b < n; ++b) {
+    for (std::int64_t k = 0; k < c; ++k) {
+      for (std::int64_t i = 0; i < h; ++i) {
+        for (std::int64_t j = 0; j < w; ++j)
+          y.data<float>()[((b * h + i) * w + j) * c + k] = x.data<float>()[((b * c + k) * h + i) * w + j];
+      }
+    }
+  }
+  return y;
+}
+
+struct NhwcPoolCase {
+  std::vector<std::int64_t> kernel, strides, pads, dilations;
+  int ceil_mode = 0;
+};
+
+// ResNet's stem pool, VGG's 2x2 with ceil_mode on odd sizes, SSD's pool5, dilation 2 with uneven
+// pads and mixed strides, ceil_mode with dilation.
+const NhwcPoolCase kNhwcPoolCases[] = {
+    {{3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 0}, {{2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1},
+    {{3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 0}, {{3, 2}, {2, 1}, {1, 0, 2, 1}, {2, 2}, 0},
+    {{2, 3}, {1, 2}, {0, 1, 1, 0}, {2, 1}, 1},
+};
+
+NodeBuilder nhwc_pool_node(const NhwcPoolCase& c, const std::string& domain) {
+  NodeBuilder node("MaxPool");
+  node.domain(domain)
+      .attr("kernel_shape", c.kernel)
+      .attr("strides", c.strides)
+      .attr("pads", c.pads)
+      .attr("dilations", c.dilations)
+      .attr("ceil_mode", c.ceil_mode);
+  if (!domain.empty()) node.attr("channels_last", 1);
+  return node;
+}
+
+TEST(Opfovea_MaxPool, EqualsMaxPoolOnTheNchwView) {
+  std::uint32_t seed = 10;
+  for (const Shape& shape : {Shape{2, 5, 13, 11}, Shape{2, 16, 13, 11}}) {
+    for (const NhwcPoolCase& c : kNhwcPoolCases) {
+      const Tensor x = random_tensor(DataType::kFloat32, shape, seed++);
+      const Tensor expected = to_nhwc(run_node(nhwc_pool_node(c, "").build(), {x})[0]);
+      const auto out = run_node(nhwc_pool_node(c, "fovea").build(), {to_nhwc(x)});
+      // The same taps compared in the same order: exactly the same values.
+      EXPECT_TRUE(tensors_near(out[0], expected, 0, 0)) << shape_string(shape) << " kernel " << c.kernel[0]
+                                                        << "x" << c.kernel[1] << " ceil " << c.ceil_mode;
+    }
+  }
+}
+
+TEST(Opfovea_MaxPool, InfersNhwcShapesAndTakesTheFloat16OfPlans) {
+  const Node node = nhwc_pool_node(kNhwcPoolCases[0], "fovea").build();
+  const auto types =
+      infer_types(node, {ValueType{DataType::kFloat16, Dims{Dim::unknown("N"), Dim::known_size(13),
+                                                            Dim::known_size(11), Dim::known_size(5)}}});
+  ASSERT_TRUE(types.is_ok()) << types.status().to_string();
+  // (13 + 2 - 3) / 2 + 1 = 7 rows, (11 + 2 - 3) / 2 + 1 = 6 columns; channels last, unchanged.
+  EXPECT_EQ(dims_string(*(*types)[0].dims), "[N, 7, 6, 5]");
+  EXPECT_EQ((*types)[0].dtype, DataType::kFloat16);
+}
+
+TEST(Opfovea_MaxPool, RejectsBadInput) {
+  const Tensor x = random_tensor(DataType::kFloat32, {1, 4, 4, 3}, 20);
+  Node node = nhwc_pool_node(kNhwcPoolCases[0], "fovea").build();
+  node.attributes.erase("channels_last");
+  Status status = run_node_status(node, {x});
+  EXPECT_NE(status.message().find("channels_last=0 is not 1"), std::string::npos) << status.message();
+  status = run_node_status(nhwc_pool_node(kNhwcPoolCases[0], "fovea").build(),
+                           {random_tensor(DataType::kFloat32, {1, 4, 4, 3, 2}, 21)});
+  EXPECT_NE(status.message().find("rank"), std::string::npos) << status.message();
+  // No Indices: ONNX numbers them within NCHW planes.
+  status = run_node_status(nhwc_pool_node(kNhwcPoolCases[0], "fovea").outputs(2).build(), {x});
+  EXPECT_NE(status.message().find("at most 1 allowed"), std::string::npos) << status.message();
+  node = nhwc_pool_node(kNhwcPoolCases[0], "fovea").build();
+  node.attributes.erase("kernel_shape");
+  status = run_node_status(node, {x});
+  EXPECT_NE(status.message().find("kernel_shape"), std::string::npos) << status.message();
 }
 
 TEST(OpAveragePool, MatchesLoopsWithAndWithoutPadCounting) {

@@ -7,10 +7,15 @@
 //                      the taps. Taps, ties (first maximum in row-major tap order), the padded-tap
 //                      count of count_include_pad and the Indices follow the CPU reference exactly.
 //   Global*Pool        the reduction kernels (reduce.h): a Mean or a Max over each plane
+//   fovea.MaxPool      NHWC [N, H, W, C] (channels_last=1): a thread per group of consecutive
+//                      channels of one output pixel, so warps read and write whole channel runs;
+//                      a group is one 16-byte vector when C and both pointers allow, else one
+//                      channel. Taps and ties as MaxPool's.
 //
-//   dtypes: MaxPool float32/16/64, int8, uint8; the others float32/16/64
+//   dtypes: MaxPool and fovea.MaxPool float32/16/64, int8, uint8; the others float32/16/64
 #include <cuda/std/limits>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -231,6 +236,123 @@ Status run_pool(CudaKernelContext& ctx) {
   return Status::ok();
 }
 
+// fovea.MaxPool's 2-D window, from the plan of its NCHW view (dim 0 is H, dim 1 is W).
+struct NhwcPoolParams {
+  std::int64_t in_h = 0, in_w = 0, out_h = 0, out_w = 0, channels = 0;
+  std::int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
+  std::int64_t pad_top = 0, pad_left = 0;
+};
+
+// kVec consecutive channels, loaded and stored as one vector of their combined size.
+template <typename T, int kVec>
+struct alignas(sizeof(T) * kVec) Lanes {
+  T lane[kVec];
+};
+
+// Output element groups [N, out_h, out_w, C / kVec], channel groups fastest; `total` counts them.
+// Each lane keeps the first maximum in row-major tap order, as MaxPool's kernel and the CPU do.
+template <typename T, int kVec, typename Index>
+__global__ void __launch_bounds__(kBlockSize)
+    nhwc_max_pool_kernel(const T* __restrict__ x, T* __restrict__ y, Index total, NhwcPoolParams p) {
+  using C = ComputeType<T>;
+  const auto groups = static_cast<Index>(p.channels / kVec);
+  const auto in_h = static_cast<Index>(p.in_h), in_w = static_cast<Index>(p.in_w);
+  const auto out_h = static_cast<Index>(p.out_h), out_w = static_cast<Index>(p.out_w);
+  for (Index i =
+           static_cast<Index>(blockIdx.x) * static_cast<Index>(blockDim.x) + static_cast<Index>(threadIdx.x);
+       i < total; i += static_cast<Index>(blockDim.x) * static_cast<Index>(gridDim.x)) {
+    const Index group = i % groups;
+    Index pixel = i / groups;
+    const Index ow = pixel % out_w;
+    pixel /= out_w;
+    const Index oh = pixel % out_h;
+    const Index n = pixel / out_h;
+    C best[kVec];
+    for (int l = 0; l < kVec; ++l) best[l] = ::cuda::std::numeric_limits<C>::lowest();
+    for (Index kh = 0; kh < static_cast<Index>(p.kernel_h); ++kh) {
+      const Index ih = oh * static_cast<Index>(p.stride_h) - static_cast<Index>(p.pad_top) +
+                       kh * static_cast<Index>(p.dilation_h);
+      if (ih < 0 || ih >= in_h) continue;
+      for (Index kw = 0; kw < static_cast<Index>(p.kernel_w); ++kw) {
+        const Index iw = ow * static_cast<Index>(p.stride_w) - static_cast<Index>(p.pad_left) +
+                         kw * static_cast<Index>(p.dilation_w);
+        if (iw < 0 || iw >= in_w) continue;
+        const Index offset = ((n * in_h + ih) * in_w + iw) * groups + group;
+        const Lanes<T, kVec> v = reinterpret_cast<const Lanes<T, kVec>*>(x)[offset];
+        for (int l = 0; l < kVec; ++l) {
+          const C value = load_compute(v.lane, l);
+          if (value > best[l]) best[l] = value;
+        }
+      }
+    }
+    Lanes<T, kVec> out;
+    for (int l = 0; l < kVec; ++l) store_compute(out.lane, l, best[l]);
+    reinterpret_cast<Lanes<T, kVec>*>(y)[i] = out;
+  }
+}
+
+struct NhwcPoolState final : CudaNodeState {
+  NhwcPoolParams params;
+  std::int64_t largest = 0;  // elements of the larger of input and output, for the index type
+};
+
+Result<CudaPrepared> prepare_nhwc_max_pool(CudaKernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  FOVEA_ASSIGN_OR_RETURN(const ops::PoolPlan plan, ops::plan_nhwc_pool(ctx.inference(), x.shape()));
+  const ops::WindowDim& h = plan.dims[0];
+  const ops::WindowDim& w = plan.dims[1];
+  auto state = std::make_unique<NhwcPoolState>();
+  state->params = {.in_h = h.in,
+                   .in_w = w.in,
+                   .out_h = h.out,
+                   .out_w = w.out,
+                   .channels = x.dim(3),
+                   .kernel_h = h.kernel,
+                   .kernel_w = w.kernel,
+                   .stride_h = h.stride,
+                   .stride_w = w.stride,
+                   .dilation_h = h.dilation,
+                   .dilation_w = w.dilation,
+                   .pad_top = h.pad_begin,
+                   .pad_left = w.pad_begin};
+  state->largest = std::max(x.numel(), ctx.output(0).numel());
+  return CudaPrepared{std::move(state)};
+}
+
+template <typename T, int kVec>
+void launch_nhwc_max_pool(const NhwcPoolState& state, const T* x, T* y, std::int64_t outputs,
+                          cudaStream_t stream) {
+  dispatch_index(state.largest, [&](auto index_tag) {
+    using Index = typename decltype(index_tag)::type;
+    const std::int64_t total = outputs / kVec;
+    nhwc_max_pool_kernel<T, kVec, Index>
+        <<<grid_for(total), kBlockSize, 0, stream>>>(x, y, static_cast<Index>(total), state.params);
+  });
+}
+
+Status run_nhwc_max_pool(CudaKernelContext& ctx) {
+  const NhwcPoolState& state = ctx.state<NhwcPoolState>();
+  Tensor& y = ctx.output(0);
+  if (y.numel() == 0) return Status::ok();
+  const Tensor& x = ctx.input(0);
+  const bool known = dispatch_device<DataType::kFloat32, DataType::kFloat16, DataType::kFloat64,
+                                     DataType::kInt8, DataType::kUInt8>(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    constexpr int kVector = static_cast<int>(16 / sizeof(T));
+    const auto* in = static_cast<const T*>(x.raw());
+    auto* out = static_cast<T*>(y.raw());
+    if (vector_elements(sizeof(T), {state.params.channels}, {in, out}) == kVector) {
+      launch_nhwc_max_pool<T, kVector>(state, in, out, y.numel(), ctx.stream());
+    } else {
+      launch_nhwc_max_pool<T, 1>(state, in, out, y.numel(), ctx.stream());
+    }
+  });
+  if (!known)
+    return ctx.error(StatusCode::kUnsupported, "does not pool ", data_type_name(x.dtype()), " on CUDA");
+  FOVEA_CUDA_TRY_LAUNCH();
+  return Status::ok();
+}
+
 struct GlobalPoolState final : CudaNodeState {
   ops::ReduceGeometry geometry;
 };
@@ -254,6 +376,8 @@ Status run_global_pool(CudaKernelContext& ctx) {
 }  // namespace
 
 FOVEA_REGISTER_CUDA_OP({.op_type = "MaxPool", .prepare = prepare_pool, .run = run_pool<PoolKind::kMax>});
+FOVEA_REGISTER_CUDA_OP(
+    {.domain = "fovea", .op_type = "MaxPool", .prepare = prepare_nhwc_max_pool, .run = run_nhwc_max_pool});
 FOVEA_REGISTER_CUDA_OP({.op_type = "AveragePool",
                         .prepare = prepare_pool,
                         .run = run_pool<PoolKind::kAverage>});

@@ -1,7 +1,8 @@
 // MaxPool, AveragePool, GlobalMaxPool and GlobalAveragePool on CUDA against the CPU reference: 2-D
 // windows (the fast path) and 1-D / 3-D (the general one), strides, pads, dilations, ceil_mode,
 // auto_pad, count_include_pad, MaxPool's Indices in both storage orders, batch 1 and N, float32/16,
-// float64 and MaxPool's int8/uint8 (ties).
+// float64 and MaxPool's int8/uint8 (ties). fovea.MaxPool (NHWC) the same way, with channel counts
+// that take the vector path and channel counts that do not.
 #include <string>
 
 #include "runtime/cuda/cuda_op_test_util.h"
@@ -81,6 +82,55 @@ TEST(CudaMaxPool, IndicesInBothStorageOrders) {
           << shape_string(c.shape) << " storage_order " << order;
     }
   }
+}
+
+// fovea.MaxPool's [N, H, W, C] inputs: C = 5 (one channel per thread), 8 (a 16-byte vector of
+// float16, two of float32), 12 (vectors of float32 only), 16 and 64 (vectors of every dtype); ResNet's
+// stem pool, VGG's 2x2 with ceil_mode on odd sizes, SSD's pool5, dilations with uneven pads,
+// auto_pad; batch 1 and N.
+const WindowCase kNhwcCases[] = {
+    {{1, 13, 17, 5}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {}, "", 0},
+    {{2, 13, 11, 16}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {}, "", 0},
+    {{2, 13, 11, 5}, {2, 2}, {2, 2}, {}, {}, "", 1},
+    {{3, 13, 11, 8}, {2, 2}, {2, 2}, {}, {}, "", 1},
+    {{3, 19, 19, 12}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {}, "", 0},
+    {{2, 13, 11, 16}, {3, 2}, {2, 1}, {1, 0, 2, 1}, {2, 2}, "", 0},
+    {{2, 13, 11, 5}, {2, 3}, {1, 2}, {0, 1, 1, 0}, {2, 1}, "", 1},
+    {{1, 13, 17, 64}, {3, 3}, {2, 2}, {}, {}, "SAME_UPPER", 0},
+};
+
+NodeBuilder nhwc_node(const WindowCase& c) {
+  NodeBuilder b = window_node("MaxPool", c);
+  b.domain("fovea").attr("channels_last", 1);
+  return b;
+}
+
+TEST(Cudafovea_MaxPool, MatchesCpu) {
+  FOVEA_REQUIRE_GPU();
+  std::uint32_t seed = 400;
+  for (const WindowCase& c : kNhwcCases) {
+    const Node node = nhwc_node(c).build();
+    for (Precision p : kPrecisions) {
+      EXPECT_TRUE(cuda_matches_cpu(node, {random_tensor(kF32, c.shape, seed++)}, {.precision = p}))
+          << shape_string(c.shape);
+    }
+    EXPECT_TRUE(cuda_matches_cpu(node, {random_tensor(DataType::kFloat64, c.shape, seed++)}));
+    for (DataType dtype : {DataType::kInt8, DataType::kUInt8}) {
+      EXPECT_TRUE(cuda_matches_cpu(node, {random_tensor(dtype, c.shape, seed++, 0, 100)}))
+          << data_type_name(dtype) << " " << shape_string(c.shape);
+    }
+  }
+}
+
+// More channel groups than the grid has threads (132 * 32 blocks of 256), so every thread pools
+// several output pixels: one channel per thread, and 16-byte vectors of float16.
+TEST(Cudafovea_MaxPool, CoversOutputsLargerThanItsGrid) {
+  FOVEA_REQUIRE_GPU();
+  const WindowCase scalar{{2, 400, 401, 5}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {}, "", 0};
+  EXPECT_TRUE(cuda_matches_cpu(nhwc_node(scalar).build(), {random_tensor(kF32, scalar.shape, 500)}));
+  const WindowCase vector{{1, 300, 301, 128}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {}, "", 0};
+  EXPECT_TRUE(cuda_matches_cpu(nhwc_node(vector).build(), {random_tensor(kF32, vector.shape, 501)},
+                               {.precision = Precision::kFloat16}));
 }
 
 TEST(CudaAveragePool, MatchesCpu) {
