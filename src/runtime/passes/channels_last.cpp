@@ -3,8 +3,14 @@
 // (X, Z and Y in [N, H, W, C], W in [M, kH, kW, C/group]) between Transposes; a Transpose back to
 // NCHW followed by one to NHWC cancels, so a chain of convolutions (a ResNet body, where every
 // residual Add and ReLU is fused) keeps NHWC throughout and transposes only at its ends.
+//
+// A 2-D MaxPool that reads a value produced in NHWC (a converted convolution's or pool's output)
+// becomes fovea.MaxPool (channels_last=1) the same way, so the pools of ResNet's stem and of VGG and
+// SSD keep their chains in NHWC. A pool of any other value stays NCHW: converting it would only move
+// a Transpose, not remove one.
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "runtime/ops/conv_util.h"
 #include "runtime/passes/pass_util.h"
@@ -30,40 +36,71 @@ bool convertible(const Graph& graph, const Node& node) {
   return pads->size() == 4 && (*pads)[0] == (*pads)[2] && (*pads)[1] == (*pads)[3];
 }
 
+// An ONNX MaxPool with a rank-4 output and no Indices read (`uses` counts each value's readers).
+bool two_d_max_pool(const Graph& graph, const Node& node, const std::vector<int>& uses) {
+  if (!node.domain.empty() || node.op_type != "MaxPool") return false;
+  const auto& dims = graph.value(node.outputs[0]).type.dims;
+  const bool indices_read = node.outputs.size() > 1 && node.outputs[1] != kNoValue &&
+                            uses[static_cast<std::size_t>(node.outputs[1])] > 0;
+  return dims && dims->size() == 4 && !indices_read;
+}
+
 class ChannelsLast {
  public:
   explicit ChannelsLast(Graph& graph) : graph_(graph) {}
 
   void run() {
+    const std::vector<int> uses = graph_.use_counts();
     std::vector<Node> nodes;
     for (Node& node : graph_.nodes) {
-      if (!convertible(graph_, node)) {
+      if (convertible(graph_, node)) {
+        convert_conv(node, nodes);
+      } else if (two_d_max_pool(graph_, node, uses) && produced_in_nhwc_.count(node.inputs[0])) {
+        convert_pool(node, nodes);
+      } else {
         nodes.push_back(std::move(node));
-        continue;
       }
-      node.inputs[0] = transposed(node.inputs[0], kToNhwc, nodes);
-      node.inputs[1] =
-          graph_.add_constant(graph_.value(node.inputs[1]).name + "/nhwc",
-                              ops::permute_tensor(*graph_.value(node.inputs[1]).constant, kToNhwc));
-      if (node.inputs.size() > 3 && node.inputs[3] != kNoValue)
-        node.inputs[3] = transposed(node.inputs[3], kToNhwc, nodes);
-      Attribute flag;
-      flag.i = 1;
-      node.attributes["channels_last"] = flag;
-      const ValueId nchw = node.outputs[0];
-      ValueType type = graph_.value(nchw).type;
-      type.dims = ops::permute_dims(*type.dims, kToNhwc);
-      const ValueId nhwc = graph_.add_value(graph_.value(nchw).name + "/nhwc", type);
-      node.outputs[0] = nhwc;
-      nodes.push_back(std::move(node));
-      nodes.push_back(transpose_node(nhwc, nchw, kToNchw));
-      back_to_nhwc_[nchw] = nhwc;
     }
     graph_.nodes = std::move(nodes);
     graph_.index_producers();
   }
 
  private:
+  void convert_conv(Node& node, std::vector<Node>& nodes) {
+    node.inputs[0] = transposed(node.inputs[0], kToNhwc, nodes);
+    node.inputs[1] =
+        graph_.add_constant(graph_.value(node.inputs[1]).name + "/nhwc",
+                            ops::permute_tensor(*graph_.value(node.inputs[1]).constant, kToNhwc));
+    if (node.inputs.size() > 3 && node.inputs[3] != kNoValue)
+      node.inputs[3] = transposed(node.inputs[3], kToNhwc, nodes);
+    produce_nhwc(std::move(node), nodes);
+  }
+
+  // The pool reads the NHWC original of its input; Indices, which nothing reads, are dropped.
+  void convert_pool(Node& node, std::vector<Node>& nodes) {
+    node.domain = "fovea";
+    node.inputs[0] = back_to_nhwc_.at(node.inputs[0]);
+    node.outputs.resize(1);
+    produce_nhwc(std::move(node), nodes);
+  }
+
+  // Marks `node` channels_last and makes it write its output in NHWC, followed by a Transpose to the
+  // original NCHW value, which eliminate_dead_nodes removes when only converted nodes read it.
+  void produce_nhwc(Node node, std::vector<Node>& nodes) {
+    Attribute flag;
+    flag.i = 1;
+    node.attributes["channels_last"] = flag;
+    const ValueId nchw = node.outputs[0];
+    ValueType type = graph_.value(nchw).type;
+    type.dims = ops::permute_dims(*type.dims, kToNhwc);
+    const ValueId nhwc = graph_.add_value(graph_.value(nchw).name + "/nhwc", type);
+    node.outputs[0] = nhwc;
+    nodes.push_back(std::move(node));
+    nodes.push_back(transpose_node(nhwc, nchw, kToNchw));
+    back_to_nhwc_[nchw] = nhwc;
+    produced_in_nhwc_.insert(nchw);
+  }
+
   // `value` in NHWC: the NHWC original when `value` is a converted conv's output transposed back
   // (the two Transposes cancel), else a new Transpose (one per value).
   ValueId transposed(ValueId value, const std::vector<std::int64_t>& perm, std::vector<Node>& nodes) {
@@ -92,13 +129,14 @@ class ChannelsLast {
 
   Graph& graph_;
   std::map<ValueId, ValueId> back_to_nhwc_;  // NCHW value -> the same data in NHWC
+  std::set<ValueId> produced_in_nhwc_;       // NCHW values that are Transposes of a converted output
 };
 
 }  // namespace
 
 void convert_to_channels_last(Graph& graph) {
   ChannelsLast(graph).run();
-  eliminate_dead_nodes(graph);  // the Transposes back to NCHW that only fed other convolutions
+  eliminate_dead_nodes(graph);  // the Transposes back to NCHW that only fed converted nodes
 }
 
 }  // namespace fovea::runtime
