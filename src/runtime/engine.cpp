@@ -17,7 +17,8 @@ namespace fovea::runtime {
 namespace {
 
 // Bumped whenever what an engine holds changes meaning (passes, op attributes, the format).
-constexpr const char* kEngineFormat = "1";
+// 2: NHWC pools, residual biases moved into their readers, float16 interfaces.
+constexpr const char* kEngineFormat = "2";
 constexpr const char* kPrefix = "fovea.engine.";
 
 std::string shapes_text(const InputShapes& shapes) {

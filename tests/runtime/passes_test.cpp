@@ -75,7 +75,8 @@ TEST(PassChannelsLast, ConvolutionChainsTransposeOnlyAtTheirEnds) {
   const std::vector<Tensor> inputs = {random_tensor(DataType::kFloat32, {2, 4, 9, 11}, 9)};
   auto plan = plan_graph(graph, {{"x", {2, 4, 9, 11}}}, {.channels_last = true});
   ASSERT_TRUE(plan.is_ok()) << plan.status().to_string();
-  // Into NHWC before the first convolution, back to NCHW before the pool: nothing in between.
+  // Into NHWC before the first convolution, back to NCHW after the pool (NHWC too): nothing in
+  // between.
   EXPECT_EQ(count_ops(plan->graph, "Transpose"), 2);
   EXPECT_EQ(count_ops(plan->graph, "FusedConv"), 2);
   for (const Node& node : plan->graph.nodes) {
