@@ -68,7 +68,7 @@ void ConvAlgorithmCache::load() {
     if (tab == std::string::npos) continue;
     std::istringstream values(line.substr(tab + 1));
     ConvAlgorithm algorithm;
-    if (values >> algorithm.algo >> algorithm.math_type >> algorithm.workspace_bytes) {
+    if (values >> algorithm.algo >> algorithm.math_type >> algorithm.workspace_bytes >> algorithm.fused) {
       entries_[line.substr(0, tab)] = algorithm;
     }
   }
@@ -88,7 +88,7 @@ void ConvAlgorithmCache::insert(const std::string& key, const ConvAlgorithm& alg
   std::filesystem::create_directories(file_.parent_path(), ec);
   std::ofstream out(file_, std::ios::app);
   out << key << '\t' << algorithm.algo << ' ' << algorithm.math_type << ' ' << algorithm.workspace_bytes
-      << '\n';
+      << ' ' << algorithm.fused << '\n';
   if (!out) {
     log_warn("cannot write the cuDNN algorithm cache {}: the next run searches again", file_.string());
   }

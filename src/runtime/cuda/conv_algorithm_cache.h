@@ -4,7 +4,8 @@
 // (another GPU, a new cuDNN) is searched again and says so in the log: never a silent reuse.
 //
 // The file is <cache dir>/cudnn_conv_algorithms.tsv, where the cache dir is $FOVEA_CACHE_DIR, else
-// $XDG_CACHE_HOME/fovea, else ~/.cache/fovea. One line per problem: key, algo, math type, bytes.
+// $XDG_CACHE_HOME/fovea, else ~/.cache/fovea. One line per problem: key, algo, math type, bytes,
+// fused (0 or 1).
 #pragma once
 
 #include <chrono>
@@ -25,6 +26,9 @@ struct ConvAlgorithm {
   int algo = 0;
   int math_type = 0;
   std::size_t workspace_bytes = 0;
+  // A convolution with a ReLU epilogue: run as cuDNN's fused call (true) or as the plain call and
+  // fovea's epilogue pass (false). Ignored for the others.
+  bool fused = false;
 };
 
 // "NVIDIA H200|sm90|driver 13000|cudnn 91900": what a cached choice or engine depends on.

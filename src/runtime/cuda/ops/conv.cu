@@ -5,12 +5,14 @@
 //
 // The algorithm is searched at plan time (cudnnFindConvolutionForwardAlgorithmEx on the plan's
 // real buffers) and cached on disk (conv_algorithm_cache.h), keyed by GPU, driver, cuDNN and the
-// exact problem. Find times the plain convolution; for the fused call each candidate is timed
-// again as that call, because an algorithm's fused kernel can differ from its plain one (measured
-// on an H200: at batch 1 the plain ranking chose algorithms whose fused form ran cuDNN's legacy
-// implicit_convolve_sgemm, ten times slower than the tensor-core kernels). cuDNN takes symmetric pads only;
-// asymmetric ones (SAME_UPPER with even kernels) are applied by copying the input into a padded workspace
-// first.
+// exact problem. Find times the plain convolution. A convolution with a ReLU epilogue can run as
+// cuDNN's fused call or as the plain convolution followed by fovea's epilogue pass; both are timed
+// (the fused call for every candidate algorithm) and the faster kept, because an algorithm's fused
+// kernel can differ from its plain one: on an H200 with cuDNN 9 the fused NHWC float16 call at
+// batch 1 ran cuDNN's legacy implicit_convolve_sgemm for every algorithm of most ResNet
+// convolutions, ~50 us where the plain tensor-core kernel and the epilogue take under 10. cuDNN takes
+// symmetric pads only; asymmetric ones (SAME_UPPER with even kernels) are applied by copying the input into a
+// padded workspace first.
 #include <algorithm>
 #include <chrono>
 #include <vector>
@@ -148,13 +150,18 @@ class ConvState final : public CudaNodeState {
   Status describe_fused_epilogue(CudaKernelContext& ctx);
   // The fused call with the current algorithm, math type and workspace.
   cudnnStatus_t run_fused(CudaKernelContext& ctx, const void* x, void* scratch) const;
-  // The fastest of `candidates` as the fused call; nullptr when none runs.
-  Result<const cudnnConvolutionFwdAlgoPerf_t*> fastest_fused(
+  // The plain convolution with the current algorithm, then the epilogue pass when there is one.
+  Status run_plain(CudaKernelContext& ctx, const void* x, void* scratch) const;
+  // The faster way to run a ReLU convolution: the fused call with the fastest of `candidates`
+  // that runs fused, or the plain call with the first candidate (Find's fastest) and the epilogue.
+  Result<ConvAlgorithm> fastest_relu_form(
       CudaKernelContext& ctx, const std::vector<const cudnnConvolutionFwdAlgoPerf_t*>& candidates);
 
   DataType dtype_ = DataType::kFloat32;
   ops::Activation activation_;
-  bool cudnn_epilogue_ = false;  // bias + residual + ReLU inside cudnnConvolutionBiasActivationForward
+  // A ReLU epilogue, which cudnnConvolutionBiasActivationForward can run (algorithm_.fused says
+  // whether it does).
+  bool cudnn_epilogue_ = false;
   bool padded_ = false;
   bool channels_last_ = false;  // X, Z, Y in NHWC and W in [M, kH, kW, C/group] (channels_last.cpp)
   PadGeometry pad_;
@@ -251,49 +258,65 @@ Status ConvState::choose_algorithm(CudaKernelContext& ctx, const std::string& ke
     if (candidates.empty()) {
       return ctx.error(StatusCode::kUnsupported, "cuDNN has no convolution algorithm for this problem");
     }
-    const cudnnConvolutionFwdAlgoPerf_t* best = candidates.front();
+    const cudnnConvolutionFwdAlgoPerf_t* first = candidates.front();
+    algorithm_ = ConvAlgorithm{.algo = static_cast<int>(first->algo),
+                               .math_type = static_cast<int>(first->mathType),
+                               .workspace_bytes = first->memory,
+                               .fused = cudnn_epilogue_};
     if (search && cudnn_epilogue_) {
-      FOVEA_ASSIGN_OR_RETURN(best, fastest_fused(ctx, candidates));
-      if (best == nullptr) {
-        return ctx.error(StatusCode::kUnsupported,
-                         "cuDNN runs none of its algorithms as a fused convolution");
-      }
+      FOVEA_ASSIGN_OR_RETURN(algorithm_, fastest_relu_form(ctx, candidates));
     }
     if (search) cache.charge_search(std::chrono::steady_clock::now() - started);
-    algorithm_ = ConvAlgorithm{static_cast<int>(best->algo), static_cast<int>(best->mathType), best->memory};
     cache.insert(key, algorithm_);
   }
   FOVEA_CUDNN_TRY(cudnnSetConvolutionMathType(conv_, static_cast<cudnnMathType_t>(algorithm_.math_type)));
   return Status::ok();
 }
 
-Result<const cudnnConvolutionFwdAlgoPerf_t*> ConvState::fastest_fused(
-    CudaKernelContext& ctx, const std::vector<const cudnnConvolutionFwdAlgoPerf_t*>& candidates) {
-  constexpr int kRuns = 3;  // after one warm-up run; the shortest counts
-  const void* x = padded_ ? ctx.workspace() : ctx.input(kX).raw();
-  void* scratch = static_cast<std::byte*>(ctx.workspace()) + padded_bytes_;
+// The shortest of three runs of `work` on the node's stream, after one warm-up run.
+template <typename Work>
+Result<float> shortest_run_ms(CudaKernelContext& ctx, Work&& work) {
   FOVEA_ASSIGN_OR_RETURN(CudaEvent begin, CudaEvent::create(true));
   FOVEA_ASSIGN_OR_RETURN(CudaEvent end, CudaEvent::create(true));
-  const cudnnConvolutionFwdAlgoPerf_t* best = nullptr;
-  float best_ms = 0.0f;
+  FOVEA_TRY(work());
+  float shortest = 0.0f;
+  for (int run = 0; run < 3; ++run) {
+    FOVEA_CUDA_TRY(cudaEventRecord(begin.get(), ctx.stream()));
+    FOVEA_TRY(work());
+    FOVEA_CUDA_TRY(cudaEventRecord(end.get(), ctx.stream()));
+    FOVEA_CUDA_TRY(cudaEventSynchronize(end.get()));
+    float ms = 0.0f;
+    FOVEA_CUDA_TRY(cudaEventElapsedTime(&ms, begin.get(), end.get()));
+    shortest = run == 0 ? ms : std::min(shortest, ms);
+  }
+  return shortest;
+}
+
+Result<ConvAlgorithm> ConvState::fastest_relu_form(
+    CudaKernelContext& ctx, const std::vector<const cudnnConvolutionFwdAlgoPerf_t*>& candidates) {
+  const void* x = padded_ ? ctx.workspace() : ctx.input(kX).raw();
+  void* scratch = static_cast<std::byte*>(ctx.workspace()) + padded_bytes_;
+  const auto as_algorithm = [](const cudnnConvolutionFwdAlgoPerf_t& perf, bool fused) {
+    return ConvAlgorithm{.algo = static_cast<int>(perf.algo),
+                         .math_type = static_cast<int>(perf.mathType),
+                         .workspace_bytes = perf.memory,
+                         .fused = fused};
+  };
+  algorithm_ = as_algorithm(*candidates.front(), false);
+  FOVEA_CUDNN_TRY(cudnnSetConvolutionMathType(conv_, candidates.front()->mathType));
+  FOVEA_ASSIGN_OR_RETURN(float best_ms, shortest_run_ms(ctx, [&] { return run_plain(ctx, x, scratch); }));
+  ConvAlgorithm best = algorithm_;
   for (const cudnnConvolutionFwdAlgoPerf_t* candidate : candidates) {
-    algorithm_ = ConvAlgorithm{static_cast<int>(candidate->algo), static_cast<int>(candidate->mathType),
-                               candidate->memory};
+    algorithm_ = as_algorithm(*candidate, true);
     FOVEA_CUDNN_TRY(cudnnSetConvolutionMathType(conv_, candidate->mathType));
     if (run_fused(ctx, x, scratch) != CUDNN_STATUS_SUCCESS) continue;  // not as a fused call
-    float shortest = 0.0f;
-    for (int run = 0; run < kRuns; ++run) {
-      FOVEA_CUDA_TRY(cudaEventRecord(begin.get(), ctx.stream()));
-      FOVEA_CUDNN_TRY(run_fused(ctx, x, scratch));
-      FOVEA_CUDA_TRY(cudaEventRecord(end.get(), ctx.stream()));
-      FOVEA_CUDA_TRY(cudaEventSynchronize(end.get()));
-      float ms = 0.0f;
-      FOVEA_CUDA_TRY(cudaEventElapsedTime(&ms, begin.get(), end.get()));
-      shortest = run == 0 ? ms : std::min(shortest, ms);
-    }
-    if (best == nullptr || shortest < best_ms) {
-      best = candidate;
-      best_ms = shortest;
+    FOVEA_ASSIGN_OR_RETURN(float ms, shortest_run_ms(ctx, [&]() -> Status {
+                             FOVEA_CUDNN_TRY(run_fused(ctx, x, scratch));
+                             return Status::ok();
+                           }));
+    if (ms < best_ms) {
+      best = algorithm_;
+      best_ms = ms;
     }
   }
   return best;
@@ -320,9 +343,9 @@ Result<std::size_t> ConvState::prepare(CudaKernelContext& ctx, const ops::Activa
   }
   cudnn_epilogue_ = dtype_ != DataType::kFloat64 && activation.kind == ops::Activation::Kind::kRelu;
   if (cudnn_epilogue_) FOVEA_TRY(describe_fused_epilogue(ctx));
-  // Fused and plain calls rank algorithms differently: each has its own cache entry.
+  // A ReLU convolution's entry also says whether it runs fused: its own key.
   const std::string key = conv_problem_key(ctx.node(), dtype_, x, w, window, groups) +
-                          (channels_last_ ? "|nhwc" : "") + (cudnn_epilogue_ ? "|fused" : "");
+                          (channels_last_ ? "|nhwc" : "") + (cudnn_epilogue_ ? "|relu" : "");
   FOVEA_TRY(choose_algorithm(ctx, key));
   return padded_bytes_ + algorithm_.workspace_bytes;
 }
@@ -379,10 +402,14 @@ Status ConvState::run(CudaKernelContext& ctx) const {
     x = ctx.workspace();
   }
   void* scratch = static_cast<std::byte*>(ctx.workspace()) + padded_bytes_;
-  if (cudnn_epilogue_) {
+  if (cudnn_epilogue_ && algorithm_.fused) {
     FOVEA_CUDNN_TRY(run_fused(ctx, x, scratch));
     return Status::ok();
   }
+  return run_plain(ctx, x, scratch);
+}
+
+Status ConvState::run_plain(CudaKernelContext& ctx, const void* x, void* scratch) const {
   const auto algo = static_cast<cudnnConvolutionFwdAlgo_t>(algorithm_.algo);
   Tensor& y = ctx.output(0);
   const float one = 1.0f, zero = 0.0f;
