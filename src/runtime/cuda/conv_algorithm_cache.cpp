@@ -54,6 +54,10 @@ ConvAlgorithmCache& ConvAlgorithmCache::instance() {
   return cache;
 }
 
+void log_conv_search(const std::string& node, const std::string& key, const std::string& report) {
+  log_debug("cuDNN search for {} ({}):\n{}", node, key, report);
+}
+
 ConvAlgorithmCache::ConvAlgorithmCache() : file_(cache_directory() / "cudnn_conv_algorithms.tsv") {
   const char* seconds = std::getenv("FOVEA_CUDNN_SEARCH_SECONDS");
   budget_ = std::chrono::seconds(seconds != nullptr ? std::atoi(seconds) : 60);

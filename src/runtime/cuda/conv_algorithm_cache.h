@@ -41,6 +41,9 @@ std::filesystem::path cache_directory();
 std::string conv_problem_key(const Node& node, DataType dtype, const Shape& x, const Shape& w,
                              const std::vector<ops::WindowDim>& window, std::int64_t groups);
 
+// Logs at debug level what the search for `node` measured (`report`: a line per timing).
+void log_conv_search(const std::string& node, const std::string& key, const std::string& report);
+
 class ConvAlgorithmCache {
  public:
   static ConvAlgorithmCache& instance();
