@@ -49,6 +49,47 @@ DeviceMemory::~DeviceMemory() {
   if (data_ != nullptr) cudaFree(data_);
 }
 
+Result<CudaGraph> CudaGraph::capture(cudaStream_t stream, const std::function<Status()>& enqueue) {
+  FOVEA_CUDA_TRY(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  const Status enqueued = enqueue();
+  CudaGraph captured;
+  const cudaError_t ended = cudaStreamEndCapture(stream, &captured.graph_);  // ends it whatever happened
+  FOVEA_TRY(enqueued);
+  FOVEA_CUDA_TRY(ended);
+  FOVEA_CUDA_TRY(cudaGraphInstantiate(&captured.exec_, captured.graph_, 0));
+  return captured;
+}
+
+CudaGraph& CudaGraph::operator=(CudaGraph&& other) noexcept {
+  if (this != &other) {
+    reset();
+    graph_ = std::exchange(other.graph_, nullptr);
+    exec_ = std::exchange(other.exec_, nullptr);
+  }
+  return *this;
+}
+
+CudaGraph::~CudaGraph() {
+  reset();
+}
+
+void CudaGraph::reset() {
+  if (exec_ != nullptr) cudaGraphExecDestroy(exec_);
+  if (graph_ != nullptr) cudaGraphDestroy(graph_);
+  exec_ = nullptr;
+  graph_ = nullptr;
+}
+
+Status CudaGraph::upload(cudaStream_t stream) const {
+  FOVEA_CUDA_TRY(cudaGraphUpload(exec_, stream));
+  return Status::ok();
+}
+
+Status CudaGraph::launch(cudaStream_t stream) const {
+  FOVEA_CUDA_TRY(cudaGraphLaunch(exec_, stream));
+  return Status::ok();
+}
+
 Result<CudaEvent> CudaEvent::create(bool timing) {
   cudaEvent_t event = nullptr;
   FOVEA_CUDA_TRY(cudaEventCreateWithFlags(&event, timing ? cudaEventDefault : cudaEventDisableTiming));

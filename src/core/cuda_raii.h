@@ -1,9 +1,11 @@
-// RAII owners for CUDA streams and events. Non-copyable, movable. Only with FOVEA_HAVE_CUDA.
+// RAII owners for CUDA streams, events, graphs and device memory. Non-copyable, movable. Only with
+// FOVEA_HAVE_CUDA.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <functional>
 #include <utility>
 
 #include "core/status.h"
@@ -55,6 +57,31 @@ class CudaEvent {
  private:
   explicit CudaEvent(cudaEvent_t event) : event_(event) {}
   cudaEvent_t event_ = nullptr;
+};
+
+// A captured, instantiated CUDA graph: the work `enqueue` puts on `stream` (captured in thread-local
+// mode, so other threads' CUDA calls are unaffected), replayed by launch() with no host work per
+// kernel.
+class CudaGraph {
+ public:
+  static Result<CudaGraph> capture(cudaStream_t stream, const std::function<Status()>& enqueue);
+  CudaGraph() = default;
+  CudaGraph(CudaGraph&& other) noexcept
+      : graph_(std::exchange(other.graph_, nullptr)), exec_(std::exchange(other.exec_, nullptr)) {}
+  CudaGraph& operator=(CudaGraph&& other) noexcept;
+  CudaGraph(const CudaGraph&) = delete;
+  CudaGraph& operator=(const CudaGraph&) = delete;
+  ~CudaGraph();
+
+  explicit operator bool() const { return exec_ != nullptr; }
+  // Uploads the graph's work to the device ahead of the first launch.
+  Status upload(cudaStream_t stream) const;
+  Status launch(cudaStream_t stream) const;
+
+ private:
+  void reset();
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
 };
 
 // One cudaMalloc'd block, freed on destruction. For memory sized once at plan time (an executor's

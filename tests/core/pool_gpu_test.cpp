@@ -1,6 +1,8 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "core/cuda_raii.h"
 #include "core/pool.h"
 
@@ -71,6 +73,38 @@ TEST_F(PoolGpu, EventsOrderStreams) {
   Result<float> ms = done->elapsed_ms_since(*start);
   ASSERT_TRUE(ms.is_ok());
   EXPECT_GE(*ms, 0.0f);
+}
+
+// A captured graph replays its work each launch, and does nothing at capture time.
+TEST_F(PoolGpu, GraphsReplayWhatWasCaptured) {
+  Result<CudaStream> stream = CudaStream::create();
+  Result<DeviceMemory> memory = DeviceMemory::allocate(256);
+  ASSERT_TRUE(stream.is_ok() && memory.is_ok());
+  ASSERT_EQ(cudaMemsetAsync(memory->get(), 0, 256, stream->get()), cudaSuccess);
+  ASSERT_TRUE(stream->synchronize().is_ok());
+  unsigned char value = 0;
+  Result<CudaGraph> graph = CudaGraph::capture(stream->get(), [&]() -> Status {
+    ++value;  // host code runs once, at capture
+    if (cudaMemsetAsync(memory->get(), value, 256, stream->get()) != cudaSuccess) {
+      return make_error(StatusCode::kInternal, "memset");
+    }
+    return Status::ok();
+  });
+  ASSERT_TRUE(graph.is_ok()) << graph.status().to_string();
+  std::vector<unsigned char> bytes(256, 9);
+  ASSERT_EQ(cudaMemcpy(bytes.data(), memory->get(), 256, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(bytes[0], 0) << "captured work must not run at capture";
+  ASSERT_TRUE(graph->launch(stream->get()).is_ok());
+  ASSERT_TRUE(stream->synchronize().is_ok());
+  ASSERT_EQ(cudaMemcpy(bytes.data(), memory->get(), 256, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(bytes[255], 1);
+
+  // Work that fails while captured: its error comes back and the stream is usable afterwards.
+  Result<CudaGraph> failed =
+      CudaGraph::capture(stream->get(), [] { return make_error(StatusCode::kInternal, "no"); });
+  EXPECT_FALSE(failed.is_ok());
+  ASSERT_EQ(cudaMemsetAsync(memory->get(), 5, 256, stream->get()), cudaSuccess);
+  EXPECT_TRUE(stream->synchronize().is_ok());
 }
 
 }  // namespace

@@ -32,13 +32,7 @@ struct CudaExecutor::Device {
   std::unique_ptr<CudaLibraries> libraries;
   CudaStream capture_stream;
   std::vector<DeviceMemory> buffers;
-  cudaGraph_t graph = nullptr;
-  cudaGraphExec_t graph_exec = nullptr;
-
-  ~Device() {
-    if (graph_exec != nullptr) cudaGraphExecDestroy(graph_exec);
-    if (graph != nullptr) cudaGraphDestroy(graph);
-  }
+  CudaGraph graph;
 };
 
 struct CudaExecutor::NodeRun {
@@ -55,7 +49,7 @@ CudaExecutor::CudaExecutor(ExecutionPlan plan)
 CudaExecutor::~CudaExecutor() = default;
 
 bool CudaExecutor::uses_cuda_graph() const {
-  return device_->graph_exec != nullptr;
+  return static_cast<bool>(device_->graph);
 }
 
 Result<std::unique_ptr<CudaExecutor>> CudaExecutor::create(ExecutionPlan plan,
@@ -254,24 +248,14 @@ Status CudaExecutor::capture() {
   cudaStream_t stream = device_->capture_stream.get();
   FOVEA_TRY(enqueue(stream));
   FOVEA_CUDA_TRY(cudaStreamSynchronize(stream));
-  FOVEA_CUDA_TRY(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  const Status enqueued = enqueue(stream);
-  cudaGraph_t graph = nullptr;
-  const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
-  FOVEA_TRY(enqueued);
-  FOVEA_CUDA_TRY(ended);
-  device_->graph = graph;
-  FOVEA_CUDA_TRY(cudaGraphInstantiate(&device_->graph_exec, graph, 0));
-  FOVEA_CUDA_TRY(cudaGraphUpload(device_->graph_exec, stream));
+  FOVEA_ASSIGN_OR_RETURN(device_->graph, CudaGraph::capture(stream, [&] { return enqueue(stream); }));
+  FOVEA_TRY(device_->graph.upload(stream));
   FOVEA_CUDA_TRY(cudaStreamSynchronize(stream));
   return Status::ok();
 }
 
 Status CudaExecutor::run(cudaStream_t stream) {
-  if (device_->graph_exec != nullptr) {
-    FOVEA_CUDA_TRY(cudaGraphLaunch(device_->graph_exec, stream));
-    return Status::ok();
-  }
+  if (device_->graph) return device_->graph.launch(stream);
   return enqueue(stream);
 }
 

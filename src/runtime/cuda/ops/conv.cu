@@ -278,19 +278,23 @@ Status ConvState::choose_algorithm(CudaKernelContext& ctx, const std::string& ke
   return Status::ok();
 }
 
-// The shortest of three runs of `work` on the node's stream (already run once: warm).
+// The shortest of three replays of `work` captured as a CUDA graph, on the node's stream (`work`
+// has run once eagerly: warm). A graph, as the plan runs it: timed eagerly, cuDNN's host-side work
+// per call (tens of microseconds) lies between the events and swamps small problems; at batch 1 it
+// made every ResNet-50 convolution look 30-90 us long and ranked cuDNN's legacy kernels first.
 template <typename Work>
 Result<float> shortest_run_ms(CudaKernelContext& ctx, Work&& work) {
+  FOVEA_ASSIGN_OR_RETURN(CudaGraph graph, CudaGraph::capture(ctx.stream(), work));
   FOVEA_ASSIGN_OR_RETURN(CudaEvent begin, CudaEvent::create(true));
   FOVEA_ASSIGN_OR_RETURN(CudaEvent end, CudaEvent::create(true));
+  FOVEA_TRY(graph.launch(ctx.stream()));
   float shortest = 0.0f;
   for (int run = 0; run < 3; ++run) {
-    FOVEA_CUDA_TRY(cudaEventRecord(begin.get(), ctx.stream()));
-    FOVEA_TRY(work());
-    FOVEA_CUDA_TRY(cudaEventRecord(end.get(), ctx.stream()));
-    FOVEA_CUDA_TRY(cudaEventSynchronize(end.get()));
-    float ms = 0.0f;
-    FOVEA_CUDA_TRY(cudaEventElapsedTime(&ms, begin.get(), end.get()));
+    FOVEA_TRY(begin.record(ctx.stream()));
+    FOVEA_TRY(graph.launch(ctx.stream()));
+    FOVEA_TRY(end.record(ctx.stream()));
+    FOVEA_TRY(end.synchronize());
+    FOVEA_ASSIGN_OR_RETURN(const float ms, end.elapsed_ms_since(begin));
     shortest = run == 0 ? ms : std::min(shortest, ms);
   }
   return shortest;
@@ -308,11 +312,6 @@ Result<ConvAlgorithm> ConvState::fastest_form(
   };
   std::optional<ConvAlgorithm> best;
   float best_ms = 0.0f;
-  // What the plain form's time is compared at: it must beat the fused form by 10%. Timed alone, a
-  // plain convolution's epilogue pass looks cheaper than it is in the network: on an H200,
-  // FCN-ResNet101 (batch 4, 544x960) ran 5% slower when 14 convolutions took the plain form by
-  // smaller margins (515 against 542 images/s).
-  constexpr float kPlainHandicap = 1.0f / 0.9f;
   for (const cudnnConvolutionFwdAlgoPerf_t* candidate : candidates) {
     for (const bool fused : {false, true}) {
       if (fused && !cudnn_epilogue_) continue;
@@ -327,9 +326,8 @@ Result<ConvAlgorithm> ConvState::fastest_form(
         report += "does not run\n";
         continue;
       }
-      FOVEA_ASSIGN_OR_RETURN(const float measured_ms, shortest_run_ms(ctx, run_form));
-      report += "measured " + std::to_string(measured_ms) + " ms\n";
-      const float ms = !fused && cudnn_epilogue_ ? measured_ms * kPlainHandicap : measured_ms;
+      FOVEA_ASSIGN_OR_RETURN(const float ms, shortest_run_ms(ctx, run_form));
+      report += "measured " + std::to_string(ms) + " ms\n";
       if (!best || ms < best_ms) {
         best = algorithm_;
         best_ms = ms;
