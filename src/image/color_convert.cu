@@ -26,9 +26,10 @@ static_assert(sizeof(JobBatch) + sizeof(ConvertConstants) <= 4096, "kernel param
 constexpr int kBlockWidth = 32;
 constexpr int kBlockHeight = 8;
 
-// One thread per output pixel (packed and gray outputs); blockIdx.z is the image.
+// One thread per output pixel (packed and gray outputs); blockIdx.z is the image. The job batch is
+// __grid_constant__: indexing a by-value parameter at run time copies it into local memory.
 template <PixelFormat Src, PixelFormat Dst>
-__global__ void convert_pixels_kernel(JobBatch batch, ConvertConstants k) {
+__global__ void convert_pixels_kernel(const __grid_constant__ JobBatch batch, ConvertConstants k) {
   const ConvertJob& job = batch.jobs[blockIdx.z];
   const int x = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
   const int y = static_cast<int>(blockIdx.y * blockDim.y + threadIdx.y);
@@ -37,7 +38,7 @@ __global__ void convert_pixels_kernel(JobBatch batch, ConvertConstants k) {
 
 // One thread per 2x2 output block (4:2:0 outputs), which owns the block's chroma sample.
 template <PixelFormat Src, PixelFormat Dst>
-__global__ void convert_blocks_kernel(JobBatch batch, ConvertConstants k) {
+__global__ void convert_blocks_kernel(const __grid_constant__ JobBatch batch, ConvertConstants k) {
   const ConvertJob& job = batch.jobs[blockIdx.z];
   const int bx = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
   const int by = static_cast<int>(blockIdx.y * blockDim.y + threadIdx.y);

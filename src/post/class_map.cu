@@ -28,7 +28,10 @@ struct ScoreLayout {
 };
 
 template <typename T>
-__global__ void class_map_kernel(const T* scores, ScoreLayout layout, int first_image, OutputMaps maps) {
+// __grid_constant__: maps are picked by blockIdx.y, and indexing a by-value parameter at run time
+// copies the whole argument into each thread's local memory.
+__global__ void class_map_kernel(const T* scores, ScoreLayout layout, int first_image,
+                                 const __grid_constant__ OutputMaps maps) {
   const int pixel = blockIdx.x * kThreads + threadIdx.x;
   if (pixel >= layout.width * layout.height) return;
   const int y = pixel / layout.width, x = pixel % layout.width;

@@ -27,7 +27,10 @@ struct MaskJobs {
   MaskJob jobs[kImagesPerLaunch];
 };
 
-__global__ void class_mask_kernel(MaskJobs jobs, ClassSet set, MaskInterpolation interpolation) {
+// __grid_constant__: the job is picked by blockIdx.z, and indexing a by-value parameter at run time
+// copies the whole 2 KiB argument into each thread's local memory.
+__global__ void class_mask_kernel(const __grid_constant__ MaskJobs jobs, ClassSet set,
+                                  MaskInterpolation interpolation) {
   const MaskJob& job = jobs.jobs[blockIdx.z];
   const int x = blockIdx.x * kBlockX + threadIdx.x;
   const int y = blockIdx.y * kBlockY + threadIdx.y;
