@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""Trained weights for export_torchvision's models, without downloading any.
+
+The float16 criterion of the CUDA executor (issue 5: segmentation argmax agreeing on 99.5% of
+pixels, outputs within 2e-2 of float32) is about trained networks: their class scores are far apart
+where the input is clear. Seeded random weights give near-ties everywhere, so float16 rounding
+flips the argmax on a third of the pixels, for PyTorch as for fovea. torchvision's pretrained
+weights cannot be downloaded on the GPU machine, so each network is trained here, briefly and from
+scratch, on a synthetic task it can learn in a few hundred steps:
+
+  images   up to four filled rectangles and ellipses on a textured background; a shape's kind
+           (1..20) sets its colour and whether it is a rectangle or an ellipse;
+  segment  the kind of every pixel (0: background), for the 21-class segmentation heads;
+  classify the kind of the largest shape (0..19 of the 1000 logits);
+  detect   every shape's box and kind, through torchvision's own SSD loss (anchor matching).
+
+The U-Net generator is not trained (its criterion, the output error, holds with random weights).
+
+  trained(name) -> (model in eval mode, output names), as export_torchvision.build(name); None for
+                   the U-Net (the caller keeps its seeded weights)
+  test_input(name) -> one seeded synthetic image batch at INPUT_SHAPES[name], as the model's input
+"""
+
+import math
+
+import torch
+import torchvision
+
+import export_torchvision as tv_export
+
+KINDS = 20
+STEPS = 300
+TRAIN_SEED = 3
+TEST_SEED = 4
+# ImageNet's normalization, which torchvision's classification and segmentation models expect.
+MEAN = torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1)
+STD = torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1)
+
+
+def palette():
+    """A distinct colour per kind (index 0 unused): hues around the circle at two brightnesses."""
+    colours = [(0.0, 0.0, 0.0)]
+    for k in range(KINDS):
+        hue = (k % 10) / 10.0
+        value = 0.95 if k < 10 else 0.55
+        rgb = [value * (0.5 + 0.5 * math.cos(2 * math.pi * (hue - shift))) for shift in (0.0, 1 / 3, 2 / 3)]
+        colours.append(tuple(rgb))
+    return torch.tensor(colours)
+
+
+def synthetic_batch(n, h, w, generator, device):
+    """Images in [0, 1] [n, 3, h, w], labels [n, h, w] (kind per pixel), and per image the shapes'
+    boxes [k, 4] (x1, y1, x2, y2 in pixels) and kinds [k]."""
+    colours = palette().to(device)
+    g = generator
+    images = torch.rand(n, 3, h, w, generator=g, device=device) * 0.25 + 0.1  # textured background
+    labels = torch.zeros(n, h, w, dtype=torch.long, device=device)
+    ys = torch.arange(h, device=device).view(h, 1).float()
+    xs = torch.arange(w, device=device).view(1, w).float()
+    boxes, kinds = [], []
+    for i in range(n):
+        count = int(torch.randint(1, 5, (1,), generator=g, device=device))
+        image_boxes, image_kinds = [], []
+        for _ in range(count):
+            kind = int(torch.randint(1, KINDS + 1, (1,), generator=g, device=device))
+            size = torch.rand(2, generator=g, device=device) * 0.35 + 0.15
+            centre = torch.rand(2, generator=g, device=device) * (1 - size) + size / 2
+            cx, cy = float(centre[0]) * w, float(centre[1]) * h
+            rx, ry = float(size[0]) * w / 2, float(size[1]) * h / 2
+            if kind % 2 == 0:
+                inside = ((xs - cx).abs() <= rx) & ((ys - cy).abs() <= ry)
+            else:
+                inside = ((xs - cx) / rx) ** 2 + ((ys - cy) / ry) ** 2 <= 1.0
+            shade = torch.rand(1, generator=g, device=device) * 0.1 - 0.05
+            images[i][:, inside] = (colours[kind].view(3, 1) + shade).clamp(0, 1)
+            labels[i][inside] = kind
+            image_boxes.append([cx - rx, cy - ry, cx + rx, cy + ry])
+            image_kinds.append(kind)
+        boxes.append(torch.tensor(image_boxes, device=device).clamp(min=0).clamp(max=max(w, h) - 1))
+        kinds.append(torch.tensor(image_kinds, device=device))
+    return images, labels, boxes, kinds
+
+
+def normalized(images):
+    return (images - MEAN.to(images.device)) / STD.to(images.device)
+
+
+def largest_kind(labels):
+    """Per image, the kind covering the most pixels (0-based for the classifier's logits)."""
+    counts = torch.stack([torch.bincount(l.flatten(), minlength=KINDS + 1)[1:] for l in labels])
+    return counts.argmax(dim=1)
+
+
+def train_dense(model, name, batch, size, loss_of):
+    device = "cuda"
+    model.to(device).train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=1e-4)
+    g = torch.Generator(device=device).manual_seed(TRAIN_SEED)
+    for step in range(STEPS):
+        images, labels, _, _ = synthetic_batch(batch, size, size, g, device)
+        loss = loss_of(model(normalized(images)), labels)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        if step % 100 == 0 or step == STEPS - 1:
+            print(f"  {name} step {step}: loss {loss.item():.4f}", flush=True)
+    return model.eval().cpu()
+
+
+def train_detector(name):
+    """The whole torchvision SSD trained with its own loss, then the exported backbone + head."""
+    torch.manual_seed(tv_export.WEIGHT_SEED)
+    ssd = getattr(torchvision.models.detection, name)(weights=None, weights_backbone=None)
+    size = tv_export.INPUT_SHAPES[name][2]
+    device = "cuda"
+    ssd.to(device).train()
+    optimizer = torch.optim.AdamW(ssd.parameters(), lr=5e-4, weight_decay=1e-4)
+    g = torch.Generator(device=device).manual_seed(TRAIN_SEED)
+    for step in range(STEPS):
+        images, _, boxes, kinds = synthetic_batch(16, size, size, g, device)
+        targets = [{"boxes": b, "labels": k} for b, k in zip(boxes, kinds)]
+        losses = ssd(list(images), targets)
+        loss = sum(losses.values())
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        if step % 100 == 0 or step == STEPS - 1:
+            print(f"  {name} step {step}: loss {loss.item():.4f}", flush=True)
+    ssd.eval().cpu()
+    return ssd
+
+
+def trained(name):
+    """The model trained on the synthetic task, in eval mode, and its ONNX output names; None for a
+    model this does not train."""
+    torch.backends.cuda.matmul.allow_tf32 = True  # training only; the comparisons turn TF32 off
+    torch.backends.cudnn.allow_tf32 = True
+    if name in tv_export.DETECTION:
+        return tv_export.SSDBackboneHead(train_detector(name)), ["bbox_regression", "cls_logits"]
+    if name in tv_export.SEGMENTATION:
+        model, outputs = tv_export.build(name)
+        return train_dense(model, name, 8, 256, torch.nn.functional.cross_entropy), outputs
+    if name in tv_export.CLASSIFICATION:
+        model, outputs = tv_export.build(name)
+        loss = lambda logits, labels: torch.nn.functional.cross_entropy(logits, largest_kind(labels))  # noqa: E731
+        return train_dense(model, name, 32, 224, loss), outputs
+    return None
+
+
+def test_input(name):
+    """One seeded synthetic image at the model's export shape, normalized as the model expects."""
+    n, _, h, w = tv_export.INPUT_SHAPES[name]
+    g = torch.Generator(device="cpu").manual_seed(TEST_SEED)
+    images, _, _, _ = synthetic_batch(n, h, w, g, "cpu")
+    if name in tv_export.DETECTION:
+        torch.manual_seed(tv_export.WEIGHT_SEED)
+        ssd = getattr(torchvision.models.detection, name)(weights=None, weights_backbone=None)
+        return torch.stack([ssd.transform.normalize(image) for image in images])
+    if name == "unet_256":
+        return images * 2 - 1  # the generator's [-1, 1] range
+    return normalized(images)
