@@ -136,7 +136,8 @@ def trained(name):
     torch.backends.cuda.matmul.allow_tf32 = True  # training only; the comparisons turn TF32 off
     torch.backends.cudnn.allow_tf32 = True
     if name in tv_export.DETECTION:
-        return tv_export.SSDBackboneHead(train_detector(name)), ["bbox_regression", "cls_logits"]
+        # eval() on the wrapper too: export restores its mode, training, onto every child otherwise.
+        return tv_export.SSDBackboneHead(train_detector(name)).eval(), ["bbox_regression", "cls_logits"]
     if name in tv_export.SEGMENTATION:
         model, outputs = tv_export.build(name)
         return train_dense(model, name, 8, 256, torch.nn.functional.cross_entropy), outputs
