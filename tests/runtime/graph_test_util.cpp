@@ -37,6 +37,17 @@ std::vector<Tensor> run_unoptimized(const Graph& graph, const std::vector<Tensor
   return results;
 }
 
+void expect_same_results(const Graph& graph, const ExecutionPlan& plan, const std::vector<Tensor>& inputs) {
+  const auto reference = run_unoptimized(graph, inputs);
+  CpuExecutor executor(plan);
+  auto outputs = executor.run(inputs);
+  ASSERT_TRUE(outputs.is_ok()) << outputs.status().to_string();
+  ASSERT_EQ(outputs->size(), reference.size());
+  for (std::size_t i = 0; i < reference.size(); ++i) {
+    EXPECT_TRUE(tensors_near((*outputs)[i], reference[i], 1e-4, 1e-4)) << "output " << i;
+  }
+}
+
 ExecutionPlan plan_for(const Graph& graph, const std::vector<Tensor>& inputs) {
   InputShapes shapes;
   for (std::size_t i = 0; i < inputs.size(); ++i)

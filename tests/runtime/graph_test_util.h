@@ -13,6 +13,10 @@ namespace fovea::runtime::testing {
 Graph load_graph(const ModelBuilder& builder);
 std::vector<Tensor> run_unoptimized(const Graph& graph, const std::vector<Tensor>& inputs);
 ExecutionPlan plan_for(const Graph& graph, const std::vector<Tensor>& inputs);
+// The planned run (CpuExecutor) matches the node-by-node evaluation of the loaded graph. Passes
+// reassociate float math (folded BatchNorm, fused convolutions summed in another order), so the
+// tolerance is a few float32 ulps of the values involved (|y| ~ 10).
+void expect_same_results(const Graph& graph, const ExecutionPlan& plan, const std::vector<Tensor>& inputs);
 int count_ops(const Graph& graph, const std::string& op_type);
 
 // x [2, 4, 9, 11] -> conv -> relu -> conv + residual -> relu -> 2x2 max pool -> y [2, 6, 4, 5]:

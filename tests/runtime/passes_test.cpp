@@ -8,19 +8,6 @@
 namespace fovea::runtime::testing {
 namespace {
 
-// The planned run must match the unoptimized one; folding BatchNorm reassociates float math, so
-// the tolerance is a few float32 ulps of the values involved (|y| ~ 10).
-void expect_same_results(const Graph& graph, const ExecutionPlan& plan, const std::vector<Tensor>& inputs) {
-  const auto reference = run_unoptimized(graph, inputs);
-  CpuExecutor executor(plan);
-  auto outputs = executor.run(inputs);
-  ASSERT_TRUE(outputs.is_ok()) << outputs.status().to_string();
-  ASSERT_EQ(outputs->size(), reference.size());
-  for (std::size_t i = 0; i < reference.size(); ++i) {
-    EXPECT_TRUE(tensors_near((*outputs)[i], reference[i], 1e-4, 1e-4)) << "output " << i;
-  }
-}
-
 TEST(PassRemoveIdentities, BypassesIdentityAndDropout) {
   ModelBuilder m;
   m.input("x", DataType::kFloat32, {3, 5}).output("y", DataType::kFloat32, {3, 5});

@@ -48,21 +48,24 @@ NodeBuilder window_node(const std::string& op, const WindowCase& c) {
   return b;
 }
 
+// A max pool in every dtype MaxPool takes: float32 and float16 plans, float64, int8 and uint8.
+void expect_max_pool_matches_cpu(const Node& node, const Shape& shape, std::uint32_t& seed) {
+  for (Precision p : kPrecisions) {
+    EXPECT_TRUE(cuda_matches_cpu(node, {random_tensor(kF32, shape, seed++)}, {.precision = p}))
+        << shape_string(shape);
+  }
+  EXPECT_TRUE(cuda_matches_cpu(node, {random_tensor(DataType::kFloat64, shape, seed++)}));
+  for (DataType dtype : {DataType::kInt8, DataType::kUInt8}) {
+    EXPECT_TRUE(cuda_matches_cpu(node, {random_tensor(dtype, shape, seed++, 0, 100)}))
+        << data_type_name(dtype) << " " << shape_string(shape);
+  }
+}
+
 TEST(CudaMaxPool, MatchesCpu) {
   FOVEA_REQUIRE_GPU();
   std::uint32_t seed = 1;
-  for (const WindowCase& c : kWindowCases) {
-    const Node node = window_node("MaxPool", c).build();
-    for (Precision p : kPrecisions) {
-      EXPECT_TRUE(cuda_matches_cpu(node, {random_tensor(kF32, c.shape, seed++)}, {.precision = p}))
-          << shape_string(c.shape);
-    }
-    EXPECT_TRUE(cuda_matches_cpu(node, {random_tensor(DataType::kFloat64, c.shape, seed++)}));
-    for (DataType dtype : {DataType::kInt8, DataType::kUInt8}) {
-      EXPECT_TRUE(cuda_matches_cpu(node, {random_tensor(dtype, c.shape, seed++, 0, 100)}))
-          << data_type_name(dtype);
-    }
-  }
+  for (const WindowCase& c : kWindowCases)
+    expect_max_pool_matches_cpu(window_node("MaxPool", c).build(), c.shape, seed);
 }
 
 TEST(CudaMaxPool, IndicesInBothStorageOrders) {
@@ -108,18 +111,7 @@ NodeBuilder nhwc_node(const WindowCase& c) {
 TEST(Cudafovea_MaxPool, MatchesCpu) {
   FOVEA_REQUIRE_GPU();
   std::uint32_t seed = 400;
-  for (const WindowCase& c : kNhwcCases) {
-    const Node node = nhwc_node(c).build();
-    for (Precision p : kPrecisions) {
-      EXPECT_TRUE(cuda_matches_cpu(node, {random_tensor(kF32, c.shape, seed++)}, {.precision = p}))
-          << shape_string(c.shape);
-    }
-    EXPECT_TRUE(cuda_matches_cpu(node, {random_tensor(DataType::kFloat64, c.shape, seed++)}));
-    for (DataType dtype : {DataType::kInt8, DataType::kUInt8}) {
-      EXPECT_TRUE(cuda_matches_cpu(node, {random_tensor(dtype, c.shape, seed++, 0, 100)}))
-          << data_type_name(dtype) << " " << shape_string(c.shape);
-    }
-  }
+  for (const WindowCase& c : kNhwcCases) expect_max_pool_matches_cpu(nhwc_node(c).build(), c.shape, seed);
 }
 
 // More channel groups than the grid has threads (132 * 32 blocks of 256), so every thread pools
