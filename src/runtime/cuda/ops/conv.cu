@@ -1,17 +1,16 @@
-// Conv and fovea.FusedConv on cuDNN: cudnnConvolutionBiasActivationForward runs conv + bias +
-// residual + ReLU in one call (the ResNet case); other activations run conv, then one epilogue pass
-// (bias + residual + activation). float16 runs on tensor cores with float32 accumulation; float32
-// uses FMA math only (no TF32), so it matches the CPU reference to float32 precision.
+// Conv and fovea.FusedConv on cuDNN: the convolution, then one epilogue pass (bias + residual +
+// activation) when there is one; with a ReLU, cudnnConvolutionBiasActivationForward instead (conv +
+// bias + residual + ReLU in one call) where the search timed it faster. float16 runs on tensor cores with
+// float32 accumulation; float32 uses FMA math only (no TF32), so it matches the CPU reference to float32
+// precision.
 //
 // The algorithm is searched at plan time (cudnnFindConvolutionForwardAlgorithmEx on the plan's
 // real buffers) and cached on disk (conv_algorithm_cache.h), keyed by GPU, driver, cuDNN and the
 // exact problem. Find proposes the candidates; each is then timed as the calls the plan will make:
 // the plain convolution (plus fovea's epilogue pass, if any) and, with a ReLU epilogue, cuDNN's
-// fused call. Find's own ranking is not enough: its fastest plain algorithm may run another kernel
-// as the fused call (on an H200 with cuDNN 9, at batch 1, cuDNN's legacy implicit_convolve_sgemm,
-// ~50 us where tensor-core kernels take under 10). `fovea -v` logs every timing. cuDNN takes
-// symmetric pads only; asymmetric ones (SAME_UPPER with even kernels) are applied by copying the input into a
-// padded workspace first.
+// fused call, each replayed as a CUDA graph (shortest_run_ms says why). `fovea -v` logs every
+// timing. cuDNN takes symmetric pads only; asymmetric ones (SAME_UPPER with even kernels) are
+// applied by copying the input into a padded workspace first.
 #include <algorithm>
 #include <chrono>
 #include <optional>
@@ -270,8 +269,8 @@ Status ConvState::choose_algorithm(CudaKernelContext& ctx, const std::string& ke
       std::string report;
       FOVEA_ASSIGN_OR_RETURN(algorithm_, fastest_form(ctx, candidates, report));
       log_conv_search(ctx.node().name, key, report);
+      cache.charge_search(std::chrono::steady_clock::now() - started);
     }
-    if (search) cache.charge_search(std::chrono::steady_clock::now() - started);
     cache.insert(key, algorithm_);
   }
   FOVEA_CUDNN_TRY(cudnnSetConvolutionMathType(conv_, static_cast<cudnnMathType_t>(algorithm_.math_type)));
