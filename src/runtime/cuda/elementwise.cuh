@@ -29,15 +29,6 @@
 
 namespace fovea::runtime::cuda {
 
-// LDG.128/STG.128 are the widest accesses a thread issues; memory-bound kernels need them to get
-// near the H200's bandwidth.
-inline constexpr std::size_t kVectorBytes = 16;
-
-template <typename T, int V>
-struct alignas(sizeof(T) * V) Vector {
-  T v[V];
-};
-
 template <typename Out, typename... In>
 struct ElementwiseArgs {
   static constexpr int kInputs = sizeof...(In);

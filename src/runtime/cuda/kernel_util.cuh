@@ -159,12 +159,22 @@ bool dispatch_by_bytes(std::size_t bytes, F&& f) {
   }
 }
 
+// LDG.128/STG.128 are the widest accesses a thread issues; memory-bound kernels need them to get
+// near the H200's bandwidth.
+inline constexpr std::size_t kVectorBytes = 16;
+
+// V consecutive elements loaded or stored as one access of their combined size.
+template <typename T, int V>
+struct alignas(sizeof(T) * V) Vector {
+  T v[V];
+};
+
 // How many elements of `element_bytes` each can move as one vector of at most 16 bytes: the
 // largest power of two that divides every count in `counts` (in elements) and whose byte size
 // divides the address of every pointer in `pointers`.
 inline std::int64_t vector_elements(std::size_t element_bytes, const std::vector<std::int64_t>& counts,
                                     const std::vector<const void*>& pointers) {
-  for (auto k = static_cast<std::int64_t>(16 / element_bytes); k > 1; k /= 2) {
+  for (auto k = static_cast<std::int64_t>(kVectorBytes / element_bytes); k > 1; k /= 2) {
     const auto bytes = static_cast<std::uintptr_t>(k) * element_bytes;
     bool fits = true;
     for (std::int64_t count : counts) fits = fits && count % k == 0;

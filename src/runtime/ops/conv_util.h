@@ -97,7 +97,10 @@ Result<TransposeAttributes> read_transpose_attributes(const InferContext& ctx, i
 Result<WindowDim> transpose_dim(const InferContext& ctx, const TransposeAttributes& t, int d,
                                 std::int64_t in);
 
-// Rank-4 permutations for the channels_last form of fovea.FusedConv: out[d] = in[perm[d]].
+// Rank-4 permutations for the channels_last forms of fovea.FusedConv and fovea.MaxPool:
+// out[d] = in[perm[d]].
+inline const std::vector<std::int64_t> kNhwcToNchw = {0, 3, 1, 2};
+inline const std::vector<std::int64_t> kNchwToNhwc = {0, 2, 3, 1};
 Dims permute_dims(const Dims& dims, const std::vector<std::int64_t>& perm);
 Tensor permute_tensor(const Tensor& tensor, const std::vector<std::int64_t>& perm);
 Shape permute_tensor_shape(const Shape& shape, const std::vector<std::int64_t>& perm);

@@ -18,8 +18,6 @@ namespace fovea::runtime::ops {
 namespace {
 
 constexpr int kX = 0, kW = 1, kZ = 3;
-const std::vector<std::int64_t> kToNchw = {0, 3, 1, 2};
-const std::vector<std::int64_t> kToNhwc = {0, 2, 3, 1};
 
 Result<bool> channels_last(const Node& node) {
   FOVEA_ASSIGN_OR_RETURN(std::int64_t flag, node.attr_int("channels_last", 0));
@@ -32,7 +30,7 @@ std::vector<ValueType> nchw_types(const InferContext& ctx) {
   for (int i = 0; i < ctx.input_count(); ++i) {
     ValueType type = ctx.has_input(i) ? ctx.input_type(i) : ValueType{};
     if (ctx.has_input(i) && type.dims && type.dims->size() == 4 && (i == kX || i == kW || i == kZ)) {
-      type.dims = permute_dims(*type.dims, kToNchw);
+      type.dims = permute_dims(*type.dims, kNhwcToNchw);
     }
     types.push_back(std::move(type));
   }
@@ -50,7 +48,7 @@ Status infer_fused_conv(InferContext& ctx) {
                     std::vector<const Tensor*>(ctx.input_count(), nullptr));
   FOVEA_TRY(infer_conv(nchw));
   const ValueType& out = nchw.outputs()[0];
-  ctx.set_output(0, out.dtype, out.dims ? std::optional(permute_dims(*out.dims, kToNhwc)) : std::nullopt);
+  ctx.set_output(0, out.dtype, out.dims ? std::optional(permute_dims(*out.dims, kNchwToNhwc)) : std::nullopt);
   return Status::ok();
 }
 
@@ -64,11 +62,11 @@ Status run_fused_conv(KernelContext& ctx) {
   std::vector<Tensor> inputs;
   for (int i = 0; i < ctx.input_count(); ++i) {
     const bool permute = ctx.has_input(i) && (i == kX || i == kW || i == kZ);
-    inputs.push_back(permute ? permute_tensor(ctx.input(i), kToNchw) : ctx.input(i));
+    inputs.push_back(permute ? permute_tensor(ctx.input(i), kNhwcToNchw) : ctx.input(i));
   }
   FOVEA_ASSIGN_OR_RETURN(std::vector<Tensor> outputs,
                          evaluate_node(nullptr, nchw_node, inputs, heap_allocator()));
-  const Tensor nhwc_out = permute_tensor(outputs[0], kToNhwc);
+  const Tensor nhwc_out = permute_tensor(outputs[0], kNchwToNhwc);
   std::memcpy(ctx.output(0).raw(), nhwc_out.raw(), nhwc_out.bytes());
   return Status::ok();
 }

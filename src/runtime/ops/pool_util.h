@@ -32,10 +32,6 @@ PoolPlan make_pool_plan(std::vector<WindowDim> dims, PoolOptions options);
 // The plan for input `shape` [N, C, spatial...], which passed shape inference.
 Result<PoolPlan> plan_pool(const InferContext& ctx, const Shape& shape);
 
-// fovea.MaxPool's layout and ONNX's, for permute_tensor and permute_dims: out[d] = in[perm[d]].
-inline const std::vector<std::int64_t> kNhwcToNchw = {0, 3, 1, 2};
-inline const std::vector<std::int64_t> kNchwToNhwc = {0, 2, 3, 1};
-
 // fovea.MaxPool (channels_last=1) pools input `nhwc` [N, H, W, C]: the plan of the same window over
 // its NCHW view [N, C, H, W], which passed shape inference. Every dim, stride and size in it is
 // NCHW's; the kernels address the NHWC layout themselves.

@@ -20,9 +20,6 @@ namespace fovea::runtime {
 
 namespace {
 
-const std::vector<std::int64_t> kToNhwc = {0, 2, 3, 1};
-const std::vector<std::int64_t> kToNchw = {0, 3, 1, 2};
-
 // A 2-D FusedConv with constant weights and symmetric explicit pads (the NHWC kernels pad nothing
 // themselves), not yet converted.
 bool convertible(const Graph& graph, const Node& node) {
@@ -67,12 +64,12 @@ class ChannelsLast {
 
  private:
   void convert_conv(Node& node, std::vector<Node>& nodes) {
-    node.inputs[0] = transposed(node.inputs[0], kToNhwc, nodes);
+    node.inputs[0] = transposed(node.inputs[0], ops::kNchwToNhwc, nodes);
     node.inputs[1] =
         graph_.add_constant(graph_.value(node.inputs[1]).name + "/nhwc",
-                            ops::permute_tensor(*graph_.value(node.inputs[1]).constant, kToNhwc));
+                            ops::permute_tensor(*graph_.value(node.inputs[1]).constant, ops::kNchwToNhwc));
     if (node.inputs.size() > 3 && node.inputs[3] != kNoValue)
-      node.inputs[3] = transposed(node.inputs[3], kToNhwc, nodes);
+      node.inputs[3] = transposed(node.inputs[3], ops::kNchwToNhwc, nodes);
     produce_nhwc(std::move(node), nodes);
   }
 
@@ -92,11 +89,11 @@ class ChannelsLast {
     node.attributes["channels_last"] = flag;
     const ValueId nchw = node.outputs[0];
     ValueType type = graph_.value(nchw).type;
-    type.dims = ops::permute_dims(*type.dims, kToNhwc);
+    type.dims = ops::permute_dims(*type.dims, ops::kNchwToNhwc);
     const ValueId nhwc = graph_.add_value(graph_.value(nchw).name + "/nhwc", type);
     node.outputs[0] = nhwc;
     nodes.push_back(std::move(node));
-    nodes.push_back(transpose_node(nhwc, nchw, kToNchw));
+    nodes.push_back(transpose_node(nhwc, nchw, ops::kNhwcToNchw));
     back_to_nhwc_[nchw] = nhwc;
     produced_in_nhwc_.insert(nchw);
   }

@@ -28,7 +28,6 @@ namespace fovea::runtime::cuda {
 namespace {
 
 constexpr int kX = 0, kW = 1, kB = 2, kZ = 3;
-const std::vector<std::int64_t> kToNchw = {0, 3, 1, 2};
 
 // Scratch the chosen algorithm may use.
 constexpr std::size_t kConvWorkspaceLimit = std::size_t{256} << 20;
@@ -144,7 +143,7 @@ class ConvState final : public CudaNodeState {
                   const std::vector<ops::WindowDim>& window, std::int64_t groups);
   // A shape of this node's tensors in NCHW order (permuted back when the node is channels_last).
   Shape nchw(const Shape& shape) const {
-    return channels_last_ ? ops::permute_tensor_shape(shape, kToNchw) : shape;
+    return channels_last_ ? ops::permute_tensor_shape(shape, ops::kNhwcToNchw) : shape;
   }
   Status choose_algorithm(CudaKernelContext& ctx, const std::string& key);
   Status describe_fused_epilogue(CudaKernelContext& ctx);

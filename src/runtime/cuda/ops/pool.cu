@@ -243,12 +243,6 @@ struct NhwcPoolParams {
   std::int64_t pad_top = 0, pad_left = 0;
 };
 
-// kVec consecutive channels, loaded and stored as one vector of their combined size.
-template <typename T, int kVec>
-struct alignas(sizeof(T) * kVec) Lanes {
-  T lane[kVec];
-};
-
 // Output element groups [N, out_h, out_w, C / kVec], channel groups fastest; `total` counts them.
 // Each lane keeps the first maximum in row-major tap order, as MaxPool's kernel and the CPU do.
 template <typename T, int kVec, typename Index>
@@ -278,16 +272,16 @@ __global__ void __launch_bounds__(kBlockSize)
                          kw * static_cast<Index>(p.dilation_w);
         if (iw < 0 || iw >= in_w) continue;
         const Index offset = ((n * in_h + ih) * in_w + iw) * groups + group;
-        const Lanes<T, kVec> v = reinterpret_cast<const Lanes<T, kVec>*>(x)[offset];
+        const Vector<T, kVec> loaded = reinterpret_cast<const Vector<T, kVec>*>(x)[offset];
         for (int l = 0; l < kVec; ++l) {
-          const C value = load_compute(v.lane, l);
+          const C value = load_compute(loaded.v, l);
           if (value > best[l]) best[l] = value;
         }
       }
     }
-    Lanes<T, kVec> out;
-    for (int l = 0; l < kVec; ++l) store_compute(out.lane, l, best[l]);
-    reinterpret_cast<Lanes<T, kVec>*>(y)[i] = out;
+    Vector<T, kVec> out;
+    for (int l = 0; l < kVec; ++l) store_compute(out.v, l, best[l]);
+    reinterpret_cast<Vector<T, kVec>*>(y)[i] = out;
   }
 }
 
@@ -338,7 +332,7 @@ Status run_nhwc_max_pool(CudaKernelContext& ctx) {
   const bool known = dispatch_device<DataType::kFloat32, DataType::kFloat16, DataType::kFloat64,
                                      DataType::kInt8, DataType::kUInt8>(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    constexpr int kVector = static_cast<int>(16 / sizeof(T));
+    constexpr int kVector = static_cast<int>(kVectorBytes / sizeof(T));
     const auto* in = static_cast<const T*>(x.raw());
     auto* out = static_cast<T*>(y.raw());
     if (vector_elements(sizeof(T), {state.params.channels}, {in, out}) == kVector) {

@@ -108,17 +108,11 @@ struct PlanarResize {
   ResizeAxis y, x;
 };
 
-template <typename T, int kVec>
-struct alignas(sizeof(T) * kVec) OutputVector {
-  T v[kVec];
-};
-
-// Columns per thread: a 16-byte store where the taps fit in registers (at most 8 columns of 1 or 2
-// taps), else 2.
+// Columns per thread: one vector store of up to 16 bytes where the taps fit in registers (at most
+// 8 columns of 1 or 2 taps), else 2.
 template <typename T, int kWidth>
-inline constexpr int kPlanarColumns = (kWidth == 1 || kWidth == 2)
-                                          ? (sizeof(T) >= 8 ? 2 : (sizeof(T) >= 4 ? 4 : 8))
-                                          : 2;
+inline constexpr int kPlanarColumns =
+    (kWidth == 1 || kWidth == 2) ? static_cast<int>(std::min<std::size_t>(8, kVectorBytes / sizeof(T))) : 2;
 
 // One output index's taps along an axis, in registers: kWidth of them, or 1 (index c itself,
 // weight 1) for an untapped axis.
@@ -182,7 +176,7 @@ __global__ void resize_planar(const T* __restrict__ in, T* __restrict__ out, Pla
     const T* plane = in + static_cast<std::int64_t>(r / out_h) * p.plane;
     const auto row = load_taps<kRegisterTaps, Weight>(p.y, y);  // the first only, for kWidth 0
     const bool row_outside = p.y.offsets != nullptr && row.offset[0] < 0;
-    OutputVector<T, kVec> result;
+    Vector<T, kVec> result;
 #pragma unroll
     for (int j = 0; j < kVec; ++j) {
       const bool outside = row_outside || column_outside[j];
@@ -213,7 +207,7 @@ __global__ void resize_planar(const T* __restrict__ in, T* __restrict__ out, Pla
     }
     T* destination = out + static_cast<std::int64_t>(r) * out_w + x0;
     if (vector_store) {
-      *reinterpret_cast<OutputVector<T, kVec>*>(destination) = result;
+      *reinterpret_cast<Vector<T, kVec>*>(destination) = result;
     } else {
       for (int j = 0; j < count; ++j) destination[j] = result.v[j];
     }
