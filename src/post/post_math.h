@@ -4,34 +4,28 @@
 //     FMA, so IoUs and bilinear weights round the same way on both sides;
 //   - float16 inputs are read through an exact bit conversion rather than the CUDA intrinsic;
 //   - ranking uses 64-bit keys that order (value, index) totally, so sorts agree on ties.
+// The ranking keys and the box IoU are shared with ONNX NonMaxSuppression, so they live once in
+// runtime/ops/nms_util.h (post sits above runtime) and are named here.
 #pragma once
 
-#include <cmath>
 #include <cstdint>
-#include <cstring>
 
 #include "core/host_device.h"
+#include "runtime/ops/nms_util.h"
 
 namespace fovea::post {
 
-FOVEA_HD float bits_to_float(std::uint32_t bits) {
-#if defined(__CUDA_ARCH__)
-  return __uint_as_float(bits);
-#else
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-#endif
-}
-FOVEA_HD std::uint32_t float_to_bits(float f) {
-#if defined(__CUDA_ARCH__)
-  return __float_as_uint(f);
-#else
-  std::uint32_t bits;
-  std::memcpy(&bits, &f, sizeof f);
-  return bits;
-#endif
-}
+using runtime::ops::bits_to_float;
+using runtime::ops::Box;
+using runtime::ops::box_iou;
+using runtime::ops::descending_score_key;
+using runtime::ops::float_from_order_bits;
+using runtime::ops::float_order_bits;
+using runtime::ops::float_to_bits;
+using runtime::ops::is_nan;
+using runtime::ops::key_index;
+using runtime::ops::key_score;
+using runtime::ops::normalized_box;
 
 // IEEE binary16 bits to float. Every half is exactly representable as a float, so this is exact.
 FOVEA_HD float half_bits_to_float(std::uint16_t h) {
@@ -58,63 +52,10 @@ FOVEA_HD float load_float(const std::uint16_t* p) {
   return half_bits_to_float(*p);
 }
 
-FOVEA_HD bool is_nan(float f) {
-  return f != f;
-}
-
-// Maps floats to unsigned integers in the same order (-inf lowest, +inf highest); -0 and +0 both
-// map to +0's value so that equal scores compare equal.
-FOVEA_HD std::uint32_t float_order_bits(float f) {
-  const std::uint32_t bits = f == 0.0f ? 0u : float_to_bits(f);
-  return (bits & 0x80000000u) != 0 ? ~bits : bits | 0x80000000u;
-}
-FOVEA_HD float float_from_order_bits(std::uint32_t order) {
-  return bits_to_float((order & 0x80000000u) != 0 ? order & 0x7fffffffu : ~order);
-}
-
-// Ascending order of these keys is descending score, then ascending index: the tie rule of every
-// ranking in src/post. The score must not be NaN (callers drop NaN first).
-FOVEA_HD std::uint64_t descending_score_key(float score, std::uint32_t index) {
-  return static_cast<std::uint64_t>(~float_order_bits(score)) << 32 | index;
-}
-FOVEA_HD float key_score(std::uint64_t key) {
-  return float_from_order_bits(~static_cast<std::uint32_t>(key >> 32));
-}
-FOVEA_HD std::uint32_t key_index(std::uint64_t key) {
-  return static_cast<std::uint32_t>(key & 0xffffffffu);
-}
-
 // Argmax's comparison: a beats b when it is larger, and any number beats NaN. Callers scan in
 // ascending index and replace only when strictly better, so ties go to the lower index.
 FOVEA_HD bool beats(float a, float b) {
   return a > b || (is_nan(b) && !is_nan(a));
-}
-
-// Boxes are corners in pixels or normalized units: (x1, y1) top-left, (x2, y2) bottom-right.
-struct Box {
-  float x1 = 0.0f;
-  float y1 = 0.0f;
-  float x2 = 0.0f;
-  float y2 = 0.0f;
-};
-
-// NMS normalizes boxes given with x1 > x2 or y1 > y2 by swapping the corners (a decoder with a
-// negative width produces them) instead of treating them as negative areas.
-FOVEA_HD Box normalized_box(Box b) {
-  return Box{fminf(b.x1, b.x2), fminf(b.y1, b.y2), fmaxf(b.x1, b.x2), fmaxf(b.y1, b.y2)};
-}
-
-// Intersection over union of two normalized boxes, in float with every operation rounded on its
-// own. Zero-area pairs (union 0) have IoU 0, so they never suppress each other; a NaN union (NaN
-// coordinates) also gives 0.
-FOVEA_HD float box_iou(Box a, Box b) {
-  const float inter_w = fmaxf(0.0f, sub_rn(fminf(a.x2, b.x2), fmaxf(a.x1, b.x1)));
-  const float inter_h = fmaxf(0.0f, sub_rn(fminf(a.y2, b.y2), fmaxf(a.y1, b.y1)));
-  const float inter = mul_rn(inter_w, inter_h);
-  const float area_a = mul_rn(sub_rn(a.x2, a.x1), sub_rn(a.y2, a.y1));
-  const float area_b = mul_rn(sub_rn(b.x2, b.x1), sub_rn(b.y2, b.y1));
-  const float union_area = sub_rn(add_rn(area_a, area_b), inter);
-  return union_area > 0.0f ? div_rn(inter, union_area) : 0.0f;
 }
 
 // A box suppresses a lower-ranked one when their IoU is strictly above the threshold (as

@@ -1,5 +1,7 @@
 // TopK and NonMaxSuppression: ops that select elements by value. NonMaxSuppression's output size
-// depends on the data, so its kernel allocates the output itself.
+// depends on the data, so its kernel allocates the output itself. Its ranking and IoU are
+// nms_util.h's, which the CUDA kernel (cuda/ops/nms.cu) shares, so both select the same boxes; NaN
+// scores, which ONNX leaves unranked, are dropped on both.
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -7,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "runtime/ops/movement_util.h"
+#include "runtime/ops/nms_util.h"
 #include "runtime/ops/reduce_util.h"
 
 namespace fovea::runtime::ops {
@@ -127,29 +130,6 @@ Status infer_nms(InferContext& ctx) {
   return Status::ok();
 }
 
-// A box as (y1, x1, y2, x2) with y1 <= y2 and x1 <= x2, whichever way the model wrote it.
-struct Box {
-  float y1, x1, y2, x2;
-  float area() const { return (y2 - y1) * (x2 - x1); }
-};
-
-Box box_at(const float* b, bool center_point_box) {
-  if (center_point_box) {  // [x_center, y_center, width, height]
-    return Box{b[1] - b[3] / 2, b[0] - b[2] / 2, b[1] + b[3] / 2, b[0] + b[2] / 2};
-  }
-  return Box{std::min(b[0], b[2]), std::min(b[1], b[3]), std::max(b[0], b[2]), std::max(b[1], b[3])};
-}
-
-// Whether `b` overlaps `a` by more than the threshold; empty boxes never suppress.
-bool suppresses(const Box& a, const Box& b, float iou_threshold) {
-  if (a.area() <= 0 || b.area() <= 0) return false;
-  const float h = std::max(0.0f, std::min(a.y2, b.y2) - std::max(a.y1, b.y1));
-  const float w = std::max(0.0f, std::min(a.x2, b.x2) - std::max(a.x1, b.x1));
-  const float intersection = h * w;
-  const float union_area = a.area() + b.area() - intersection;
-  return union_area > 0 && intersection / union_area > iou_threshold;
-}
-
 NmsParams nms_params(const KernelContext& ctx) {
   NmsParams params;
   auto given = [&](int i) { return ctx.has_input(i) && ctx.input(i).numel() > 0; };
@@ -160,6 +140,20 @@ NmsParams nms_params(const KernelContext& ctx) {
   return params;
 }
 
+// The candidates of one (batch, class) in rank order, as keys: descending score, then ascending
+// box index (nms_util.h). NaN scores are dropped (see onnx_nms_candidate).
+void rank_candidates(const float* scores, std::int64_t n, const NmsParams& params,
+                     std::vector<std::uint64_t>& keys) {
+  keys.clear();
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (onnx_nms_candidate(scores[i], params.score_threshold.has_value(),
+                           params.score_threshold.value_or(0))) {
+      keys.push_back(descending_score_key(scores[i], static_cast<std::uint32_t>(i)));
+    }
+  }
+  std::sort(keys.begin(), keys.end());
+}
+
 Status run_nms(KernelContext& ctx) {
   const Tensor& boxes = ctx.input(0);
   const Tensor& scores = ctx.input(1);
@@ -168,25 +162,19 @@ Status run_nms(KernelContext& ctx) {
   const std::int64_t classes = scores.dim(1);
   const std::int64_t n = scores.dim(2);
   std::vector<std::int64_t> selected;  // (batch, class, box) triples
-  std::vector<std::int64_t> candidates;
+  std::vector<std::uint64_t> candidates;
   std::vector<Box> kept;
   for (std::int64_t b = 0; b < batches; ++b) {
     const float* batch_boxes = boxes.data<float>() + b * n * 4;
     for (std::int64_t c = 0; c < classes; ++c) {
-      const float* s = scores.data<float>() + (b * classes + c) * n;
-      candidates.clear();
-      for (std::int64_t i = 0; i < n; ++i) {
-        if (!params.score_threshold || s[i] > *params.score_threshold) candidates.push_back(i);
-      }
-      // Descending score; equal scores keep the lower box index first.
-      std::stable_sort(candidates.begin(), candidates.end(),
-                       [&](std::int64_t x, std::int64_t y) { return s[x] > s[y]; });
+      rank_candidates(scores.data<float>() + (b * classes + c) * n, n, params, candidates);
       kept.clear();
-      for (std::int64_t i : candidates) {
+      for (std::uint64_t key : candidates) {
         if (static_cast<std::int64_t>(kept.size()) >= params.max_per_class) break;
-        const Box box = box_at(batch_boxes + i * 4, params.center_point_box);
+        const std::int64_t i = key_index(key);
+        const Box box = onnx_nms_box(batch_boxes + i * 4, params.center_point_box);
         if (std::any_of(kept.begin(), kept.end(),
-                        [&](const Box& k) { return suppresses(k, box, params.iou_threshold); })) {
+                        [&](const Box& k) { return onnx_nms_suppresses(k, box, params.iou_threshold); })) {
           continue;
         }
         kept.push_back(box);

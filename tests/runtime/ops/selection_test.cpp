@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "runtime/op_test_util.h"
@@ -138,6 +139,16 @@ TEST(OpNonMaxSuppression, BatchesClassesAndIdenticalBoxes) {
   EXPECT_TRUE(tensors_near(nms(float_tensor({1, 10, 4}, identical),
                                float_tensor({1, 1, 10}, std::vector<float>(10, 0.9f)), 3, 0.5f, 0.0f)[0],
                            int64_tensor({1, 3}, {0, 0, 0})));
+}
+
+// ONNX leaves NaN scores unranked; fovea drops them, threshold or not (the CUDA kernel agrees).
+TEST(OpNonMaxSuppression, DropsNaNScores) {
+  std::vector<float> scores = kScores;
+  scores[0] = std::numeric_limits<float>::quiet_NaN();
+  const Tensor expected = int64_tensor({3, 3}, {0, 0, 3, 0, 0, 1, 0, 0, 5});
+  const Tensor boxes = float_tensor({1, 6, 4}, kCornerBoxes);
+  EXPECT_TRUE(tensors_near(nms(boxes, float_tensor({1, 1, 6}, scores), 10, 0.5f, std::nullopt)[0], expected));
+  EXPECT_TRUE(tensors_near(nms(boxes, float_tensor({1, 1, 6}, scores), 10, 0.5f, 0.0f)[0], expected));
 }
 
 TEST(OpNonMaxSuppression, InfersUnknownCountAndRejectsBadBoxes) {
