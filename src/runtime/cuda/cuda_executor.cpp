@@ -21,9 +21,20 @@ std::size_t align_up(std::size_t bytes) {
   return (bytes + MemoryPlan::kAlignment - 1) / MemoryPlan::kAlignment * MemoryPlan::kAlignment;
 }
 
-std::size_t value_bytes(const Value& value) {
-  return static_cast<std::size_t>(element_count(shape_of(*value.type.dims))) *
-         data_type_size(value.type.dtype);
+std::size_t shape_bytes(const Shape& shape, DataType dtype) {
+  return static_cast<std::size_t>(element_count(shape)) * data_type_size(dtype);
+}
+
+bool is_data_dependent(const Value& value) {
+  return !value.type.dims || !all_known(*value.type.dims);
+}
+
+// The first node reading `id`, or nullptr.
+const Node* first_reader(const Graph& graph, ValueId id) {
+  for (const Node& node : graph.nodes) {
+    if (std::find(node.inputs.begin(), node.inputs.end(), id) != node.inputs.end()) return &node;
+  }
+  return nullptr;
 }
 
 }  // namespace
@@ -68,20 +79,19 @@ Result<void*> CudaExecutor::allocate(std::size_t bytes) {
 
 Status CudaExecutor::build(const CudaExecutorOptions& options) {
   FOVEA_TRY(check_kernels());
+  FOVEA_TRY(resolve_shapes());
   FOVEA_ASSIGN_OR_RETURN(device_->libraries, CudaLibraries::create());
   FOVEA_ASSIGN_OR_RETURN(device_->capture_stream, CudaStream::create());
   FOVEA_TRY(place_values());
   FOVEA_TRY(make_node_runs());
   FOVEA_TRY(prepare_nodes());
-  const bool capturable =
-      std::all_of(nodes_.begin(), nodes_.end(), [](const auto& n) { return n->def->capturable; });
-  if (options.use_cuda_graph && capturable) {
+  if (options.use_cuda_graph) {
     FOVEA_TRY(capture());
   }
   return Status::ok();
 }
 
-// Every node has a CUDA kernel and static shapes; the error lists every node that does not.
+// Every node has a CUDA kernel; the error lists every node that does not.
 Status CudaExecutor::check_kernels() const {
   const Graph& graph = plan_.graph;
   std::set<std::string> missing;
@@ -89,20 +99,55 @@ Status CudaExecutor::check_kernels() const {
     if (find_cuda_op(node.domain, node.op_type) == nullptr) {
       missing.insert(node.domain.empty() ? node.op_type : node.domain + "." + node.op_type);
     }
-    for (ValueId out : node.outputs) {
-      const ValueType& type = graph.value(out == kNoValue ? node.outputs[0] : out).type;
-      if (out != kNoValue && (!type.dims || !all_known(*type.dims))) {
-        return make_error(
-            StatusCode::kUnsupported, graph.where(), node.describe(), ": output '", graph.value(out).name,
-            "' has a shape that depends on the data; the CUDA executor runs static shapes only");
-      }
-    }
   }
   if (!missing.empty()) {
     return make_error(StatusCode::kUnsupported, graph.where(), "no CUDA kernel for ",
                       fmt::format("{}", fmt::join(missing, ", ")));
   }
   return Status::ok();
+}
+
+// Each value's shape: the plan's, or for a data-dependent output its op's bound. Such an output
+// must be a graph output that no node reads, since the nodes after it are planned with static
+// shapes and captured in the graph.
+Status CudaExecutor::resolve_shapes() {
+  const Graph& graph = plan_.graph;
+  value_shapes_.assign(graph.values.size(), Shape());
+  for (std::size_t v = 0; v < graph.values.size(); ++v) {
+    if (!is_data_dependent(graph.values[v])) value_shapes_[v] = shape_of(*graph.values[v].type.dims);
+  }
+  for (const Node& node : graph.nodes) {
+    for (std::size_t o = 0; o < node.outputs.size(); ++o) {
+      const ValueId out = node.outputs[o];
+      if (out == kNoValue || !is_data_dependent(graph.value(out))) continue;
+      FOVEA_ASSIGN_OR_RETURN(value_shapes_[static_cast<std::size_t>(out)],
+                             bound_shape(node, static_cast<int>(o)));
+    }
+  }
+  return Status::ok();
+}
+
+Result<Shape> CudaExecutor::bound_shape(const Node& node, int output) const {
+  const Graph& graph = plan_.graph;
+  const ValueId out = node.outputs[static_cast<std::size_t>(output)];
+  auto refuse = [&](const std::string& why) {
+    return make_error(StatusCode::kUnsupported, graph.where(), "output '", graph.value(out).name, "' of ",
+                      node.op_type, " '", node.name, "' has a shape that depends on the data", why);
+  };
+  const CudaOpDef* def = find_cuda_op(node.domain, node.op_type);
+  if (def->bound_output == nullptr) return refuse("; the CUDA executor runs static shapes only");
+  if (const Node* reader = first_reader(graph, out)) {
+    return refuse(fmt::format(" and is read by {}; on CUDA a data-dependent output must be a graph output",
+                              reader->describe()));
+  }
+  if (!graph.is_graph_output(out)) return refuse("; on CUDA a data-dependent output must be a graph output");
+  std::vector<ValueType> types;
+  std::vector<const Tensor*> constants;
+  for (ValueId in : node.inputs) {
+    types.push_back(in == kNoValue ? ValueType{} : graph.value(in).type);
+    constants.push_back(graph.is_constant(in) ? &*graph.value(in).constant : nullptr);
+  }
+  return def->bound_output(InferContext(&graph, node, std::move(types), std::move(constants)), output);
 }
 
 // Device addresses for every value: weights in one buffer, graph inputs and outputs in another,
@@ -131,7 +176,15 @@ Status CudaExecutor::place_values() {
     } else if (graph.is_graph_output(id) ||
                std::find(graph.inputs.begin(), graph.inputs.end(), id) != graph.inputs.end()) {
       io_offsets[v] = io;
-      io += align_up(value_bytes(graph.values[v]));
+      io += align_up(shape_bytes(value_shapes_[v], graph.values[v].type.dtype));
+    }
+  }
+  // One device row count per data-dependent output, after the tensors.
+  std::vector<std::size_t> rows_offsets(graph.values.size(), 0);
+  for (std::size_t v = 0; v < graph.values.size(); ++v) {
+    if (is_data_dependent(graph.values[v])) {
+      rows_offsets[v] = io;
+      io += align_up(sizeof(std::int64_t));
     }
   }
   FOVEA_ASSIGN_OR_RETURN(void* weight_base, allocate(weights));
@@ -142,9 +195,13 @@ Status CudaExecutor::place_values() {
   memory_use_.arena = memory.arena_bytes;
 
   value_data_.assign(graph.values.size(), nullptr);
+  value_rows_.assign(graph.values.size(), nullptr);
   for (std::size_t v = 0; v < graph.values.size(); ++v) {
     const Value& value = graph.values[v];
     const auto id = static_cast<ValueId>(v);
+    if (is_data_dependent(value)) {
+      value_rows_[v] = reinterpret_cast<std::int64_t*>(static_cast<std::byte*>(io_base) + rows_offsets[v]);
+    }
     if (value.constant) {
       value_data_[v] = static_cast<std::byte*>(weight_base) + weight_offsets[v];
       FOVEA_CUDA_TRY(
@@ -167,24 +224,22 @@ Status CudaExecutor::place_values() {
       value_data_[static_cast<std::size_t>(out)] = value_data_[static_cast<std::size_t>(node.inputs[0])];
     }
   }
-  auto device_tensor = [&](ValueId id) {
-    const Value& value = graph.value(id);
-    return Tensor::borrow(value.type.dtype, shape_of(*value.type.dims),
-                          value_data_[static_cast<std::size_t>(id)]);
-  };
   for (ValueId id : graph.inputs) inputs_.push_back(device_tensor(id));
-  for (ValueId id : graph.outputs) outputs_.push_back(device_tensor(id));
+  for (ValueId id : graph.outputs) {
+    outputs_.push_back(device_tensor(id));
+    output_rows_.push_back(value_rows_[static_cast<std::size_t>(id)]);
+  }
   return Status::ok();
+}
+
+Tensor CudaExecutor::device_tensor(ValueId id) const {
+  if (id == kNoValue) return Tensor();
+  const auto v = static_cast<std::size_t>(id);
+  return Tensor::borrow(plan_.graph.value(id).type.dtype, value_shapes_[v], value_data_[v]);
 }
 
 Status CudaExecutor::make_node_runs() {
   const Graph& graph = plan_.graph;
-  auto tensor_of = [&](ValueId id) {
-    if (id == kNoValue) return Tensor();
-    const Value& value = graph.value(id);
-    return Tensor::borrow(value.type.dtype, shape_of(*value.type.dims),
-                          value_data_[static_cast<std::size_t>(id)]);
-  };
   for (const Node& node : graph.nodes) {
     auto run = std::make_unique<NodeRun>();
     run->node = &node;
@@ -193,13 +248,17 @@ Status CudaExecutor::make_node_runs() {
     std::vector<Tensor> inputs;
     std::vector<const Tensor*> constants;
     for (ValueId in : node.inputs) {
-      inputs.push_back(tensor_of(in));
+      inputs.push_back(device_tensor(in));
       constants.push_back(graph.is_constant(in) ? &*graph.value(in).constant : nullptr);
     }
     std::vector<Tensor> outputs;
-    for (ValueId out : node.outputs) outputs.push_back(tensor_of(out));
+    std::vector<std::int64_t*> rows;
+    for (ValueId out : node.outputs) {
+      outputs.push_back(device_tensor(out));
+      rows.push_back(out == kNoValue ? nullptr : value_rows_[static_cast<std::size_t>(out)]);
+    }
     run->context = std::make_unique<CudaKernelContext>(&graph, node, std::move(inputs), std::move(constants),
-                                                       std::move(outputs));
+                                                       std::move(outputs), std::move(rows));
     nodes_.push_back(std::move(run));
   }
   return Status::ok();
@@ -266,14 +325,40 @@ Result<std::vector<Tensor>> CudaExecutor::run_host(const std::vector<Tensor>& in
                                    cudaMemcpyHostToDevice, stream));
   }
   FOVEA_TRY(run(stream));
+  FOVEA_ASSIGN_OR_RETURN(const std::vector<Shape> shapes, output_shapes(stream));
   std::vector<Tensor> results;
-  for (const Tensor& out : outputs_) {
-    Tensor host = Tensor::allocate(out.dtype(), out.shape());
-    FOVEA_CUDA_TRY(cudaMemcpyAsync(host.raw(), out.raw(), host.bytes(), cudaMemcpyDeviceToHost, stream));
+  for (std::size_t i = 0; i < outputs_.size(); ++i) {
+    Tensor host = Tensor::allocate(outputs_[i].dtype(), shapes[i]);
+    FOVEA_CUDA_TRY(
+        cudaMemcpyAsync(host.raw(), outputs_[i].raw(), host.bytes(), cudaMemcpyDeviceToHost, stream));
     results.push_back(std::move(host));
   }
   FOVEA_CUDA_TRY(cudaStreamSynchronize(stream));
   return results;
+}
+
+// The outputs' true shapes after the run enqueued on `stream`: a data-dependent output's row count
+// is read back, which waits for the run.
+Result<std::vector<Shape>> CudaExecutor::output_shapes(cudaStream_t stream) const {
+  std::vector<Shape> shapes;
+  for (const Tensor& out : outputs_) shapes.push_back(out.shape());
+  if (std::all_of(output_rows_.begin(), output_rows_.end(),
+                  [](const auto* rows) { return rows == nullptr; })) {
+    return shapes;
+  }
+  std::vector<std::int64_t> rows(outputs_.size(), 0);
+  for (std::size_t i = 0; i < outputs_.size(); ++i) {
+    if (output_rows_[i] == nullptr) continue;
+    FOVEA_CUDA_TRY(
+        cudaMemcpyAsync(&rows[i], output_rows_[i], sizeof(std::int64_t), cudaMemcpyDeviceToHost, stream));
+  }
+  FOVEA_CUDA_TRY(cudaStreamSynchronize(stream));
+  for (std::size_t i = 0; i < outputs_.size(); ++i) {
+    if (output_rows_[i] == nullptr) continue;
+    FOVEA_CHECK_MSG(rows[i] >= 0 && rows[i] <= shapes[i][0], "a kernel wrote more rows than its bound");
+    shapes[i][0] = rows[i];
+  }
+  return shapes;
 }
 
 }  // namespace fovea::runtime::cuda

@@ -16,13 +16,16 @@ Registry& registry() {
 }  // namespace
 
 CudaKernelContext::CudaKernelContext(const Graph* graph, const Node& node, std::vector<Tensor> inputs,
-                                     std::vector<const Tensor*> host_constants, std::vector<Tensor> outputs)
+                                     std::vector<const Tensor*> host_constants, std::vector<Tensor> outputs,
+                                     std::vector<std::int64_t*> output_rows)
     : graph_(graph),
       node_(node),
       inputs_(std::move(inputs)),
       host_constants_(std::move(host_constants)),
-      outputs_(std::move(outputs)) {
+      outputs_(std::move(outputs)),
+      output_rows_(std::move(output_rows)) {
   host_constants_.resize(inputs_.size(), nullptr);
+  output_rows_.resize(outputs_.size(), nullptr);
 }
 
 bool CudaKernelContext::has_input(int i) const {
@@ -41,6 +44,11 @@ const Tensor* CudaKernelContext::host_constant(int i) const {
 Tensor& CudaKernelContext::output(int i) {
   FOVEA_CHECK(i >= 0 && i < output_count());
   return outputs_[static_cast<std::size_t>(i)];
+}
+
+std::int64_t* CudaKernelContext::output_rows(int i) const {
+  FOVEA_CHECK(i >= 0 && i < output_count());
+  return output_rows_[static_cast<std::size_t>(i)];
 }
 
 InferContext CudaKernelContext::inference() const {

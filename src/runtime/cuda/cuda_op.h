@@ -9,8 +9,10 @@
 // picks algorithms, builds descriptors and states how much workspace run() needs. Run time: run()
 // only enqueues work on ctx.stream(). It must not allocate, synchronize the host or read device
 // memory on the host, because the executor captures the whole run in a CUDA graph and replays it.
-// Ops whose output shape depends on the data (NonMaxSuppression) say so with `capturable = false`;
-// a plan holding one runs without a graph.
+// An output whose shape depends on the data (NonMaxSuppression's selection) is planned at the
+// largest shape it can take, which the op's bound_output() gives; run() writes the rows it filled
+// to output_rows(i), a device count, so that the run stays in the graph with no host round trip.
+// Only the first dimension varies.
 //
 // Inputs and outputs are Tensors whose data() is device memory, laid out densely in row-major
 // order like the CPU executor's. Inputs that are plan-time constants (weights, folded shape
@@ -19,6 +21,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -40,7 +43,8 @@ class CudaNodeState {
 class CudaKernelContext {
  public:
   CudaKernelContext(const Graph* graph, const Node& node, std::vector<Tensor> inputs,
-                    std::vector<const Tensor*> host_constants, std::vector<Tensor> outputs);
+                    std::vector<const Tensor*> host_constants, std::vector<Tensor> outputs,
+                    std::vector<std::int64_t*> output_rows = {});
 
   const Node& node() const { return node_; }
   int opset() const { return node_.opset; }
@@ -51,8 +55,12 @@ class CudaKernelContext {
   // The host copy of input i when it is a plan-time constant; nullptr otherwise.
   const Tensor* host_constant(int i) const;
   int output_count() const { return static_cast<int>(outputs_.size()); }
-  // Device memory, already allocated with the shape inference gave.
+  // Device memory, already allocated with the shape inference gave (bound_output()'s for a
+  // data-dependent output).
   Tensor& output(int i);
+  // For a data-dependent output: one device int64 where run() writes how many rows of output(i)
+  // it filled. nullptr for outputs of static shape.
+  std::int64_t* output_rows(int i) const;
   // Shape inference's view of the node (dtypes, concrete shapes, constant values), so that kernels
   // derive their parameters through the checks the CPU op already made.
   InferContext inference() const;
@@ -85,6 +93,7 @@ class CudaKernelContext {
   std::vector<Tensor> inputs_;
   std::vector<const Tensor*> host_constants_;
   std::vector<Tensor> outputs_;
+  std::vector<std::int64_t*> output_rows_;
   cudaStream_t stream_ = nullptr;
   CudaLibraries* libraries_ = nullptr;
   void* workspace_ = nullptr;
@@ -105,7 +114,10 @@ struct CudaOpDef {
   // Output 0 is input 0's bytes under another shape (Reshape, Flatten, Squeeze, Unsqueeze,
   // Identity, Dropout): the executor places it there and never calls run().
   bool aliases_input = false;
-  bool capturable = true;
+  // For ops with a data-dependent output: the largest shape output `output` can take, from the
+  // node's input shapes and plan-time constants. The executor places the output at this shape;
+  // without the hook such an op cannot run on CUDA.
+  Result<Shape> (*bound_output)(const InferContext& ctx, int output) = nullptr;
 };
 
 bool register_cuda_op(const CudaOpDef& def);

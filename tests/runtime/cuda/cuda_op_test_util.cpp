@@ -76,16 +76,31 @@ Status run_cuda(const Node& node, const std::vector<Tensor>& inputs, const std::
   // non-blocking stream that is not ordered after it.
   FOVEA_CUDA_TRY(cudaDeviceSynchronize());
   std::vector<Tensor> device_outputs;
-  for (const ValueType& type : output_types) {
-    if (!type.dims || !all_known(*type.dims)) {
+  std::vector<std::int64_t*> output_rows;  // a device row count per data-dependent output
+  for (std::size_t o = 0; o < output_types.size(); ++o) {
+    const ValueType& type = output_types[o];
+    const bool data_dependent = !type.dims || !all_known(*type.dims);
+    if (data_dependent && def->bound_output == nullptr) {
       return make_error(StatusCode::kUnsupported, node.describe(), ": data-dependent output shape");
     }
-    const Shape shape = shape_of(*type.dims);
+    Shape shape;
+    if (data_dependent) {
+      FOVEA_ASSIGN_OR_RETURN(
+          shape, def->bound_output(InferContext(nullptr, node, types, values), static_cast<int>(o)));
+    } else {
+      shape = shape_of(*type.dims);
+    }
     FOVEA_ASSIGN_OR_RETURN(
         DeviceMemory buffer,
         DeviceMemory::allocate(static_cast<std::size_t>(element_count(shape)) * data_type_size(type.dtype)));
     device_outputs.push_back(Tensor::borrow(type.dtype, shape, buffer.get()));
     buffers.push_back(std::move(buffer));
+    output_rows.push_back(nullptr);
+    if (data_dependent) {
+      FOVEA_ASSIGN_OR_RETURN(DeviceMemory rows, DeviceMemory::allocate(sizeof(std::int64_t)));
+      output_rows.back() = static_cast<std::int64_t*>(rows.get());
+      buffers.push_back(std::move(rows));
+    }
   }
   if (def->run == nullptr) {  // a pure view: the executor places the output on the input's bytes
     FOVEA_CUDA_TRY(cudaMemcpy(device_outputs[0].raw(), device_inputs[0].raw(), device_outputs[0].bytes(),
@@ -93,7 +108,7 @@ Status run_cuda(const Node& node, const std::vector<Tensor>& inputs, const std::
   } else {
     std::vector<const Tensor*> host_constants;
     for (std::size_t i = 0; i < inputs.size(); ++i) host_constants.push_back(values[i]);
-    CudaKernelContext context(nullptr, node, device_inputs, host_constants, device_outputs);
+    CudaKernelContext context(nullptr, node, device_inputs, host_constants, device_outputs, output_rows);
     FOVEA_ASSIGN_OR_RETURN(CudaStream stream, CudaStream::create());
     FOVEA_ASSIGN_OR_RETURN(CudaLibraries * libraries, shared_libraries());
     FOVEA_TRY(libraries->set_stream(stream.get()));
@@ -111,8 +126,17 @@ Status run_cuda(const Node& node, const std::vector<Tensor>& inputs, const std::
     FOVEA_TRY(stream.synchronize());
   }
   results->clear();
-  for (const Tensor& out : device_outputs) {
-    Tensor host = Tensor::allocate(out.dtype(), out.shape());
+  for (std::size_t o = 0; o < device_outputs.size(); ++o) {
+    const Tensor& out = device_outputs[o];
+    Shape shape = out.shape();
+    if (output_rows[o] != nullptr) {  // only the rows the op says it filled
+      FOVEA_CUDA_TRY(cudaMemcpy(&shape[0], output_rows[o], sizeof(std::int64_t), cudaMemcpyDeviceToHost));
+      if (shape[0] < 0 || shape[0] > out.dim(0)) {
+        return make_error(StatusCode::kInternal, node.describe(), ": ", std::to_string(shape[0]),
+                          " rows written, the bound is ", std::to_string(out.dim(0)));
+      }
+    }
+    Tensor host = Tensor::allocate(out.dtype(), shape);
     FOVEA_CUDA_TRY(cudaMemcpy(host.raw(), out.raw(), host.bytes(), cudaMemcpyDeviceToHost));
     results->push_back(std::move(host));
   }

@@ -47,7 +47,8 @@ inline CudaCheck accumulating(Precision p) {
 }
 
 // Runs `node` through its CUDA kernel (prepare() and run() as the executor calls them) on host
-// inputs, returning host outputs. Fails the test on an error.
+// inputs, returning host outputs (a data-dependent output holds the rows the op says it filled,
+// planned at its bound_output() as in the executor). Fails the test on an error.
 std::vector<Tensor> run_cuda_node(const Node& node, const std::vector<Tensor>& inputs,
                                   const std::vector<int>& constant_inputs = {});
 // The Status of the same, for tests of rejected input.
