@@ -12,10 +12,6 @@
 namespace fovea::runtime::testing {
 namespace {
 
-// Ops whose output shape depends on the data: the CUDA executor plans static shapes and captures
-// a graph, so these run on the CPU (fovea's own post::nms is the GPU path for detections).
-const std::set<std::string> kCpuOnly = {"NonMaxSuppression"};
-
 std::string qualified(const OpDef& def) {
   return def.domain.empty() ? std::string(def.op_type)
                             : std::string(def.domain) + "_" + std::string(def.op_type);
@@ -26,7 +22,6 @@ TEST(CudaCoverage, EveryRegisteredOpHasACudaKernelAndATestSuite) {
   const ::testing::UnitTest& unit = *::testing::UnitTest::GetInstance();
   for (int i = 0; i < unit.total_test_suite_count(); ++i) suites.insert(unit.GetTestSuite(i)->name());
   for (const OpDef* def : registered_ops()) {
-    if (kCpuOnly.count(std::string(def->op_type))) continue;
     EXPECT_NE(cuda::find_cuda_op(def->domain, def->op_type), nullptr)
         << qualified(*def) << " has no CUDA kernel";
     EXPECT_TRUE(suites.count("Cuda" + qualified(*def)))

@@ -115,20 +115,90 @@ TEST(CudaExecutor, RejectsInputsThatDoNotMatchThePlan) {
   EXPECT_NE(out.status().message().find("'x'"), std::string::npos) << out.status().to_string();
 }
 
-TEST(CudaExecutor, RefusesDataDependentShapesNamingTheNode) {
+// boxes [1, 40, 4] and scores [1, 3, 40] into NonMaxSuppression (parameters as initializers, so
+// the output's bound is [3 * max_per_class, 3]); `reader` adds a Cast node reading the selection.
+ExecutionPlan nms_plan(bool reader) {
+  ModelBuilder m(17);
+  m.input("boxes", kF32, {1, 40, 4}).input("scores", kF32, {1, 3, 40});
+  m.initializer("max", int64_tensor({1}, {6})).initializer("iou", float_tensor({1}, {0.3f}));
+  m.initializer("threshold", float_tensor({1}, {0.2f}));
+  m.node("NonMaxSuppression", {"boxes", "scores", "max", "iou", "threshold"}, {"selected"}, "nms");
+  if (reader) {
+    m.attr(m.node("Cast", {"selected"}, {"selected_f"}, "cast1"), "to", std::int64_t{1});
+    m.output("selected_f", kF32, {-1, 3});
+  } else {
+    m.output("selected", DataType::kInt64, {-1, 3});
+  }
+  auto model = parse_onnx(m.serialize(), "nms.onnx", ".");
+  EXPECT_TRUE(model.is_ok()) << model.status().to_string();
+  auto plan = plan_graph(model->graph, {{"boxes", {1, 40, 4}}, {"scores", {1, 3, 40}}});
+  EXPECT_TRUE(plan.is_ok()) << plan.status().to_string();
+  return std::move(plan).value();
+}
+
+// Boxes of 0.3 on a side at random places in the unit square, so that some overlap.
+Tensor nms_boxes(std::uint32_t seed) {
+  Tensor boxes = random_tensor(kF32, {1, 40, 4}, seed, 0.0, 0.7);
+  for (std::int64_t i = 0; i < 40; ++i) {
+    float* b = boxes.data<float>() + i * 4;
+    b[2] = b[0] + 0.3f;
+    b[3] = b[1] + 0.3f;
+  }
+  return boxes;
+}
+
+TEST(CudaExecutor, RunsDataDependentGraphOutputsInTheGraph) {
+  FOVEA_REQUIRE_GPU();
+  auto executor = CudaExecutor::create(nms_plan(false));
+  ASSERT_TRUE(executor.is_ok()) << executor.status().to_string();
+  EXPECT_TRUE((*executor)->uses_cuda_graph());
+  EXPECT_EQ((*executor)->output(0).shape(), (Shape{18, 3}));  // 3 classes x max_per_class 6
+  EXPECT_NE((*executor)->output_rows_device(0), nullptr);
+  auto stream = CudaStream::create();
+  ASSERT_TRUE(stream.is_ok());
+  CpuExecutor cpu(nms_plan(false));
+  const int allocations = (*executor)->device_allocations();
+  std::vector<std::int64_t> rows;
+  // Scores below the threshold on more and more boxes: fewer rows each run, from the same graph.
+  for (double low : {0.19, 0.15, 0.0}) {
+    const std::vector<Tensor> inputs = {nms_boxes(static_cast<std::uint32_t>(rows.size() + 1)),
+                                        random_tensor(kF32, {1, 3, 40}, 9, low, 0.21)};
+    auto expected = cpu.run(inputs);
+    auto got = (*executor)->run_host(inputs, stream->get());
+    ASSERT_TRUE(expected.is_ok() && got.is_ok()) << got.status().to_string();
+    EXPECT_TRUE(outputs_within((*got)[0], (*expected)[0], Tolerance{}));
+    rows.push_back((*got)[0].dim(0));
+  }
+  EXPECT_EQ((*executor)->device_allocations(), allocations);
+  EXPECT_GT(rows[0], rows[2]) << "the row count must come from the run, not the plan";
+}
+
+TEST(CudaExecutor, RefusesDataDependentOutputsThatANodeReads) {
+  FOVEA_REQUIRE_GPU();
+  auto executor = CudaExecutor::create(nms_plan(true));
+  ASSERT_FALSE(executor.is_ok());
+  const std::string message = executor.status().message();
+  EXPECT_NE(message.find("'nms'"), std::string::npos) << message;
+  EXPECT_NE(message.find("'cast1'"), std::string::npos) << message;
+  EXPECT_NE(message.find("must be a graph output"), std::string::npos) << message;
+}
+
+// TopK with K from a graph input: its shape depends on the data and TopK has no bound.
+TEST(CudaExecutor, RefusesDataDependentShapesOfOpsWithoutABound) {
   FOVEA_REQUIRE_GPU();
   ModelBuilder m(17);
-  m.input("boxes", kF32, {1, 6, 4})
-      .input("scores", kF32, {1, 1, 6})
-      .output("selected", DataType::kInt64, {-1, 3});
-  m.node("NonMaxSuppression", {"boxes", "scores"}, {"selected"}, "nms");
-  auto model = parse_onnx(m.serialize(), "nms.onnx", ".");
+  m.input("x", kF32, {2, 30}).input("k", DataType::kInt64, {1});
+  m.output("values", kF32, {2, -1}).output("indices", DataType::kInt64, {2, -1});
+  m.node("TopK", {"x", "k"}, {"values", "indices"}, "topk");
+  auto model = parse_onnx(m.serialize(), "topk.onnx", ".");
   ASSERT_TRUE(model.is_ok()) << model.status().to_string();
-  auto plan = plan_graph(model->graph, {{"boxes", {1, 6, 4}}, {"scores", {1, 1, 6}}});
+  auto plan = plan_graph(model->graph, {{"x", {2, 30}}, {"k", {1}}});
   ASSERT_TRUE(plan.is_ok()) << plan.status().to_string();
   auto executor = CudaExecutor::create(std::move(plan).value());
   ASSERT_FALSE(executor.is_ok());
-  EXPECT_NE(executor.status().message().find("'nms'"), std::string::npos) << executor.status().to_string();
+  EXPECT_NE(executor.status().message().find("'topk'"), std::string::npos) << executor.status().to_string();
+  EXPECT_NE(executor.status().message().find("static shapes only"), std::string::npos)
+      << executor.status().to_string();
 }
 
 }  // namespace
