@@ -1,9 +1,25 @@
-// Background blur in one kernel: each block stages a tile of the frame plus the blur's halo in shared
-// memory as bytes (once, with 4-byte loads), runs the horizontal pass from it into a float tile,
-// slides the vertical pass down each thread's column in registers, and blends the sharp byte with
-// the blurred one by the mask in the epilogue. The blurred frame never reaches global memory, so the
-// kernel moves the minimum: the frame and the mask read once (halos are L2 hits), the output written
-// once. Tiles whose mask is all 255 show only the sharp frame and are copied without blurring.
+// Background blur in one kernel, the blur on the tensor cores. A separable blur is two banded matrix
+// products. Each warp multiplies, from a tile of the frame staged in shared memory as halves:
+//   vertical:   V = Wv · X    Wv the 16 x K band of the vertical taps (registers), X the staged rows
+//                             (ldmatrix.trans): 16 output rows of 8 columns;
+//   horizontal: Y = V · Wh    V's accumulators become the A operand directly (no trip through
+//                             shared memory), Wh the band of the horizontal taps, which treats an
+//                             interleaved row (RGB, RGBA) as one signal whose taps are C bytes apart.
+// The epilogue blends the sharp byte with the blurred one by the mask into a shared output tile that
+// leaves in 16-byte stores. The blurred frame never reaches global memory: the frame and the mask are
+// read once (halos are L2 hits), the output written once.
+//
+// Blocks are persistent (two per SM) and pipelined: while a block blurs one tile, cp.async brings the
+// next tile's bytes into a raw buffer, so the memory latency hides behind the arithmetic. Tiles whose
+// mask is all 255 show only the sharp frame and are copied from that buffer without blurring.
+//
+// Precision: bytes are exact in half; the weights (11 significant bits) and V (rounded to half for
+// the second product) move a result by at most 255 * 2^-11 per pass plus 1/16, ~0.3 in all, with
+// float accumulation, so it rounds to the float reference's byte or its neighbour (the tests'
+// kU8HalfPrecisionTolerance). In float the two passes cost ~30 multiply-adds per output byte, the
+// whole time budget of a bandwidth-bound kernel on this GPU; on the tensor cores they are cheap.
+#include <cuda_fp16.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -19,16 +35,14 @@ namespace {
 // 16 images per launch keep the launch parameters (jobs + weights, ~1.2 KiB) under the 4 KiB that
 // kernel arguments may take; larger batches take several launches.
 constexpr int kJobsPerLaunch = 16;
-// A 64x32-pixel output tile: 64 RGB pixels are 192 bytes = 48 four-byte columns (RGBA: 64), and 32
-// rows keep the horizontal pass's halo rows (2 * radius) at 44% extra work for the 15-tap kernel
-// while the float tile stays ~35 KiB, so 4 blocks fit on an SM.
-constexpr int kTileWidth = 64;
-constexpr int kTileHeight = 32;
-// Each thread owns 4 consecutive bytes of 8 output rows: 4 row groups per tile. 8 rows per thread
-// reuse each shared float4 of the vertical pass up to 8 times from registers.
-constexpr int kVec = 4;
-constexpr int kRowGroups = 4;
-constexpr int kRowsPerThread = kTileHeight / kRowGroups;
+// An output tile of 64 rows x 192 bytes (64 RGB or 48 RGBA pixels: 192 is a multiple of 3, 4 and
+// 16). Its 8 warps each own 16 rows (an MMA's M) x 96 bytes.
+constexpr int kTileRows = 64;
+constexpr int kTileBytes = 192;
+constexpr int kWarpRows = 16;
+constexpr int kWarpBytes = 96;
+constexpr int kWarpsAcross = kTileBytes / kWarpBytes;
+constexpr int kThreads = 32 * (kTileRows / kWarpRows) * kWarpsAcross;
 // Blocks above the 48 KiB default shared memory must opt in.
 constexpr std::size_t kDefaultSharedLimit = 48 * 1024;
 
@@ -41,15 +55,21 @@ struct FusedJob {
   std::size_t out_pitch = 0;
   int width = 0;
   int height = 0;
-  bool frame_aligned = false;  // base and pitch multiples of 4: 4-byte row accesses are aligned
+  int tiles_across = 0;
+  // Base and pitch multiples of 16: rows move as 16-byte vectors.
+  bool frame_aligned = false;
+  bool mask_aligned = false;
   bool out_aligned = false;
 };
 
 struct FusedLaunch {
   FusedJob jobs[kJobsPerLaunch];
+  int first_tile[kJobsPerLaunch + 1];  // job j owns tiles first_tile[j] .. first_tile[j + 1] - 1
   // Zero-padded to the kernel's radius, centered: padding taps add exact zeros.
   float wx[kMaxBlurCompositeKernelSize];
   float wy[kMaxBlurCompositeKernelSize];
+  // -1024 times the sum of wy rounded to halves: the vertical product's start (see the bias, above).
+  float vertical_start;
   BorderMode border;
   std::uint8_t border_value;
 };
@@ -58,257 +78,455 @@ constexpr int round_up(int v, int m) {
   return (v + m - 1) / m * m;
 }
 
-// Shared memory of one block for C channels and radius R: the float tile of horizontal results
-// (every row the vertical pass reaches), the staged frame bytes, the mask tile.
+// The shapes for C bytes per pixel and radius R (taps 2R + 1 on both axes).
 template <int C, int R>
-struct Tile {
-  static constexpr int kHaloRows = kTileHeight + 2 * R;
-  static constexpr int kOutBytes = kTileWidth * C;  // bytes (= floats) per output row
-  static constexpr int kColumns = kOutBytes / kVec;
-  static constexpr int kThreads = kColumns * kRowGroups;
-  static constexpr int kInBytes = (kTileWidth + 2 * R) * C;
-  // One horizontal item is kVec pixels: it reads (kVec + 2R) * C bytes, as 16-byte loads when its
-  // start is 16-byte aligned (RGBA) and as 4-byte loads otherwise.
-  static constexpr int kItemBytes = (kVec + 2 * R) * C;
-  static constexpr int kItemWords = round_up((kItemBytes + 3) / 4, C % 4 == 0 ? 4 : 1);
-  // 16 bytes of slack for the last item's over-read; rows 64 bytes off a multiple of 128 so the two
-  // rows one warp reads at 12-byte steps (RGB) fall into disjoint banks.
-  static constexpr int kInPitch = round_up(kInBytes + 16, 128) + 64;
-  static constexpr std::size_t kInOffset = static_cast<std::size_t>(kHaloRows) * kOutBytes * sizeof(float);
-  static constexpr std::size_t kMaskOffset = kInOffset + static_cast<std::size_t>(kHaloRows) * kInPitch;
-  static constexpr std::size_t kSharedBytes = kMaskOffset + kTileHeight * kTileWidth;
+struct Geometry {
+  // Staged bytes each side of the tile: the horizontal taps reach C * R bytes; whole 16-byte
+  // vectors keep the staged rows' loads aligned.
+  static constexpr int kPadStaged = round_up(C * R, 16);
+  // A horizontal product makes 16 outputs from the V tiles (8 columns each) its taps reach:
+  // kPadWindow bytes each side, so 16 + 2 * kPadWindow columns, kChunksH k-steps of 16.
+  static constexpr int kPadWindow = round_up(C * R, 8);
+  static constexpr int kChunksH = 1 + kPadWindow / 8;
+  // A vertical product makes 16 rows from the 16 + 2R its taps reach, kChunksV k-steps of 16.
+  static constexpr int kChunksV = round_up(kWarpRows + 2 * R, 16) / 16;
+  static constexpr int kBlocks = kWarpBytes / 16;  // horizontal products per warp
+  static constexpr int kVTiles = 2 * (kBlocks + kChunksH - 1);
+  static constexpr int kStagedRows = kTileRows - kWarpRows + 16 * kChunksV;
+  static constexpr int kStagedBytes = kTileBytes + 2 * kPadStaged;  // also the raw rows' pitch
+  // In halves. An odd multiple of 16 bytes: ldmatrix's 8 rows fall into disjoint banks.
+  static constexpr int kPitch = kStagedBytes + 8;
+  static constexpr int kMaskPixels = kTileBytes / C;  // pixels across a tile
+  // The mask spread to one byte per frame byte, which the epilogue overwrites with the output.
+  // Rows g and g + 2 of a fragment fall into other banks.
+  static constexpr int kOutPitch = kTileBytes + 16;
+  // Shared memory: the staged halves, the raw frame and mask bytes cp.async brings, the spread mask.
+  static constexpr std::size_t kRawOffset = static_cast<std::size_t>(kStagedRows) * kPitch * sizeof(__half);
+  static constexpr std::size_t kRawMaskOffset =
+      kRawOffset + static_cast<std::size_t>(kStagedRows) * kStagedBytes;
+  static constexpr std::size_t kOutOffset = kRawMaskOffset + kTileRows * kMaskPixels;
+  static constexpr std::size_t kSharedBytes = kOutOffset + kTileRows * kOutPitch;
 };
 
-// Byte k of `word` as a float, exactly: 2^23 + b has b in its mantissa (a permute and an add, where
-// an int-to-float conversion runs at a quarter of the FMA rate).
-__device__ __forceinline__ float byte_value(std::uint32_t word, int k) {
-  return __uint_as_float(__byte_perm(word, 0x4B000000u, 0x7440 + k)) - 8388608.0f;
+// ---- tensor-core primitives (mma.sync m16n8k16, half inputs, float accumulators) ----
+
+__device__ __forceinline__ std::uint32_t pack_half2(float lo, float hi) {
+  const __half2 h = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<const std::uint32_t*>(&h);
 }
 
-// to_u8(v) for every float v, without the quarter-rate float-to-int conversion: adding 2^23 rounding
-// toward zero leaves floor(clamped + 0.5) in the low mantissa bits.
-__device__ __forceinline__ std::uint32_t round_to_u8(float v) {
-  const float clamped = fminf(fmaxf(v, 0.0f), 255.0f);
-  return __float_as_uint(__fadd_rz(clamped + 0.5f, 8388608.0f)) & 0xFFu;
+// D += A (16x16, row-major fragments a[4]) * B (16x8, b0 b1).
+__device__ __forceinline__ void mma_16x8x16(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
+                                            std::uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// The 4 bytes at e of a tile row (`row` = the tile's first byte in its image row), `limit` bytes of
-// which lie inside the image.
-__device__ __forceinline__ std::uint32_t load4(const std::uint8_t* row, int e, int limit, bool aligned) {
-  if (aligned && e + kVec <= limit) return __ldg(reinterpret_cast<const std::uint32_t*>(row + e));
-  std::uint32_t packed = 0;
-  for (int i = 0; i < kVec && e + i < limit; ++i) packed |= static_cast<std::uint32_t>(row[e + i]) << (8 * i);
-  return packed;
+// Four 8x8 half matrices, transposed: lane l names row l (matrix l / 8) of a row-major source; the
+// results are the B fragments of two k-steps of 16 rows x 8 columns.
+__device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], const __half* row) {
+  const auto address = static_cast<std::uint32_t>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(address));
 }
 
-__device__ __forceinline__ void store4(std::uint8_t* row, int e, int limit, std::uint32_t packed,
-                                       bool aligned) {
-  if (aligned && e + kVec <= limit) {
-    *reinterpret_cast<std::uint32_t*>(row + e) = packed;
-    return;
+__device__ __forceinline__ void ldmatrix_x2_trans(std::uint32_t (&r)[2], const __half* row) {
+  const auto address = static_cast<std::uint32_t>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n"
+               : "=r"(r[0]), "=r"(r[1])
+               : "r"(address));
+}
+
+// ---- bytes and halves ----
+//
+// Bytes live in shared memory as halves biased by 1024: the half 0x64XX is 1024 + XX exactly, so a
+// byte becomes a half with one byte permute, and a half in 1024..2047 rounds to an integer whose low
+// bits are the byte. The vertical product starts from -1024 * (sum of its weights), which takes the
+// bias out again; the horizontal one starts from +1024, so its rounding to half is the rounding to
+// an integer.
+
+// Bytes 2i and 2i + 1 of `word` as biased halves: each takes 0x64, the high byte of 1024.0, above it.
+__device__ __forceinline__ std::uint32_t biased_half2(std::uint32_t word, int i) {
+  return __byte_perm(word, 0x64646464u, i == 0 ? 0x4140 : 0x4342);
+}
+
+// Two biased accumulators as biased halves rounded to integers, at most 1024 + 255.
+__device__ __forceinline__ std::uint32_t rounded_biased_half2(float lo, float hi) {
+  const __half2 h = __hmin2(__floats2half2_rn(lo, hi), __float2half2_rn(1024.0f + 255.0f));
+  return *reinterpret_cast<const std::uint32_t*>(&h);
+}
+
+// blend_u8 (composite.h) of two neighbouring bytes at once: `sharp` and `blurred` hold them as biased
+// halves, whose bits read as integers are 0x6400 + byte, `mask` in its low two bytes. dp2a forms
+// m * (0x6400 + s) + (255 - m) * (0x6400 + b) per byte, so 255 * 0x6400 comes off with blend_u8's +127.
+__device__ __forceinline__ std::uint32_t blend_pair(std::uint32_t sharp, std::uint32_t blurred,
+                                                    std::uint32_t mask) {
+  constexpr std::uint32_t kOffset = 127u - 255u * 0x6400u;         // modulo 2^32
+  const std::uint32_t weights = __byte_perm(mask, ~mask, 0x5140);  // m0, 255 - m0, m1, 255 - m1
+  const std::uint32_t lo = __dp2a_lo(__byte_perm(sharp, blurred, 0x5410), weights, kOffset);
+  const std::uint32_t hi = __dp2a_hi(__byte_perm(sharp, blurred, 0x7632), weights, kOffset);
+  return lo / 255 | (hi / 255) << 8;
+}
+
+// Where staged byte e (a byte offset in the image row, may lie outside it) comes from: -1 for the
+// constant border.
+__device__ int source_byte(int e, int width, int channels, BorderMode border) {
+  const int pixel = e >= 0 ? e / channels : -((-e + channels - 1) / channels);
+  const int x = border_index(pixel, width, border);
+  return x < 0 ? -1 : x * channels + (e - pixel * channels);
+}
+
+// ---- the block's stages ----
+
+__device__ __forceinline__ void copy16_async(void* shared, const void* global) {
+  const auto address = static_cast<std::uint32_t>(__cvta_generic_to_shared(shared));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(address), "l"(global));
+}
+
+__device__ __forceinline__ void wait_async_copies() {
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+}
+
+struct TileAt {
+  int job = -1;  // -1: no tile
+  int x0 = 0;    // first pixel
+  int y0 = 0;
+};
+
+__device__ TileAt tile_at(const FusedLaunch& launch, int tile, int num_jobs, int pixels_across) {
+  TileAt at;
+  if (tile >= launch.first_tile[num_jobs]) return at;
+  at.job = 0;
+  while (tile >= launch.first_tile[at.job + 1]) ++at.job;
+  const int local = tile - launch.first_tile[at.job];
+  const int across = launch.jobs[at.job].tiles_across;
+  at.x0 = local % across * pixels_across;
+  at.y0 = local / across * kTileRows;
+  return at;
+}
+
+// Starts bringing a tile's bytes into the raw buffers: the frame rows its blur reads (rows mapped
+// through the border, 16-byte cp.async where a vector lies inside an aligned row, bytes mapped one
+// by one near the left and right edges) and its mask (255 beyond the image).
+template <int C, int R>
+__device__ void fetch_tile(const FusedLaunch& launch, const TileAt& at, std::uint8_t* raw,
+                           std::uint8_t* raw_mask) {
+  using G = Geometry<C, R>;
+  const FusedJob& job = launch.jobs[at.job];
+  const int first = at.x0 * C - G::kPadStaged;
+  const int row_bytes = job.width * C;
+  const std::uint32_t fill = launch.border_value * 0x01010101u;
+  constexpr int kVectors = G::kStagedBytes / 16;
+  for (int i = threadIdx.x; i < G::kStagedRows * kVectors; i += kThreads) {
+    const int r = i / kVectors;
+    const int e = i % kVectors * 16;
+    std::uint8_t* dst = raw + r * G::kStagedBytes + e;
+    const int sy = border_index(at.y0 - R + r, job.height, launch.border);
+    const int b = first + e;
+    if (sy < 0) {
+      *reinterpret_cast<uint4*>(dst) = make_uint4(fill, fill, fill, fill);
+    } else if (job.frame_aligned && b >= 0 && b + 16 <= row_bytes) {
+      copy16_async(dst, job.frame + sy * job.frame_pitch + b);
+    } else {
+      const std::uint8_t* row = job.frame + sy * job.frame_pitch;
+      for (int k = 0; k < 16; ++k) {
+        const int sx = source_byte(b + k, job.width, C, launch.border);
+        dst[k] = sx < 0 ? launch.border_value : row[sx];
+      }
+    }
   }
-  for (int i = 0; i < kVec && e + i < limit; ++i) row[e + i] = static_cast<std::uint8_t>(packed >> (8 * i));
+  constexpr int kMaskVectors = G::kMaskPixels / 16;
+  for (int i = threadIdx.x; i < kTileRows * kMaskVectors; i += kThreads) {
+    const int y = at.y0 + i / kMaskVectors;
+    const int x = at.x0 + i % kMaskVectors * 16;
+    std::uint8_t* dst = raw_mask + i * 16;
+    const std::uint8_t* row = job.mask + y * job.mask_pitch;
+    if (y >= job.height) {
+      *reinterpret_cast<uint4*>(dst) = make_uint4(~0u, ~0u, ~0u, ~0u);
+    } else if (job.mask_aligned && x + 16 <= job.width) {
+      copy16_async(dst, row + x);
+    } else {
+      for (int k = 0; k < 16; ++k) dst[k] = x + k < job.width ? row[x + k] : 255;
+    }
+  }
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
 
-// Stages the tile's mask (255 beyond the image) and says whether all of it is 255.
-template <int kThreads>
-__device__ bool stage_mask(const FusedJob& job, int x0, int y0, std::uint8_t* s_mask) {
+// Spreads the raw mask to one byte per frame byte (4 pixels at a time: C words) and says whether the
+// whole tile is 255.
+template <int C, int R>
+__device__ bool spread_mask(const std::uint8_t* raw_mask, std::uint8_t* s_out) {
+  using G = Geometry<C, R>;
+  constexpr int kWordsAcross = G::kMaskPixels / 4;
   bool opaque = true;
-  for (int i = threadIdx.x; i < kTileHeight * kTileWidth; i += kThreads) {
-    const int x = x0 + i % kTileWidth;
-    const int y = y0 + i / kTileWidth;
-    const std::uint8_t m = x < job.width && y < job.height ? job.mask[y * job.mask_pitch + x] : 255;
-    s_mask[i] = m;
-    opaque = opaque && m == 255;
+  for (int i = threadIdx.x; i < kTileRows * kWordsAcross; i += kThreads) {
+    const int r = i / kWordsAcross;
+    const int w = i % kWordsAcross;
+    const std::uint32_t m = reinterpret_cast<const std::uint32_t*>(raw_mask)[i];
+    opaque = opaque && m == ~0u;
+    auto* dst = reinterpret_cast<std::uint32_t*>(s_out + r * G::kOutPitch + w * 4 * C);
+    if constexpr (C == 3) {
+      dst[0] = __byte_perm(m, 0, 0x1000);
+      dst[1] = __byte_perm(m, 0, 0x2211);
+      dst[2] = __byte_perm(m, 0, 0x3332);
+    } else {
+      *reinterpret_cast<uint4*>(dst) = make_uint4(__byte_perm(m, 0, 0x0000), __byte_perm(m, 0, 0x1111),
+                                                  __byte_perm(m, 0, 0x2222), __byte_perm(m, 0, 0x3333));
+    }
   }
   return __syncthreads_and(opaque) != 0;
 }
 
-// Stages the frame bytes the tile's blur reads, border applied. Tiles whose halo lies inside the
-// image load 4-byte words (realigned with a funnel shift, since a row may start at any byte); edge
-// tiles map every byte through border_index.
+// The raw frame bytes as halves, 16 at a time.
 template <int C, int R>
-__device__ void stage_frame(const FusedLaunch& launch, const FusedJob& job, int x0, int y0,
-                            std::uint8_t* s_in) {
-  using T = Tile<C, R>;
-  const bool interior =
-      x0 >= R && x0 + kTileWidth + R <= job.width && y0 >= R && y0 + kTileHeight + R <= job.height;
-  if (interior) {
-    constexpr int kWords = (T::kInBytes + 3) / 4;
-    for (int i = threadIdx.x; i < T::kHaloRows * kWords; i += T::kThreads) {
-      const int r = i / kWords;
-      const int w = i - r * kWords;
-      const std::uint8_t* row = job.frame + (y0 - R + r) * job.frame_pitch + (x0 - R) * C;
-      const auto start = reinterpret_cast<std::uintptr_t>(row);
-      const auto* base = reinterpret_cast<const std::uint32_t*>(start & ~std::uintptr_t{3});
-      // Word w always holds a byte of the row; word w + 1 only near its end may not (then it is
-      // not read: it could lie past the allocation).
-      const std::uint32_t lo = __ldg(base + w);
-      const bool hi_inside = reinterpret_cast<const std::uint8_t*>(base + w + 1) < row + T::kInBytes;
-      const std::uint32_t hi = hi_inside ? __ldg(base + w + 1) : 0u;
-      reinterpret_cast<std::uint32_t*>(s_in + r * T::kInPitch)[w] =
-          __funnelshift_r(lo, hi, static_cast<unsigned>(start & 3) * 8);
-    }
-    return;
-  }
-  // Each staged row and column maps through border_index once (-1: the constant border).
-  constexpr int kInPixels = kTileWidth + 2 * R;
-  __shared__ int s_source_row[T::kHaloRows];
-  __shared__ int s_source_column[kInPixels];
-  for (int i = threadIdx.x; i < T::kHaloRows + kInPixels; i += T::kThreads) {
-    if (i < T::kHaloRows) {
-      s_source_row[i] = border_index(y0 - R + i, job.height, launch.border);
-    } else {
-      s_source_column[i - T::kHaloRows] = border_index(x0 - R + i - T::kHaloRows, job.width, launch.border);
-    }
-  }
-  __syncthreads();
-  for (int i = threadIdx.x; i < T::kHaloRows * T::kInBytes; i += T::kThreads) {
-    const int r = i / T::kInBytes;
-    const int e = i - r * T::kInBytes;
-    const int sy = s_source_row[r];
-    const int sx = s_source_column[e / C];
-    s_in[r * T::kInPitch + e] =
-        sy >= 0 && sx >= 0 ? job.frame[sy * job.frame_pitch + sx * C + e % C] : launch.border_value;
+__device__ void convert_frame(const std::uint8_t* raw, __half* s_in) {
+  using G = Geometry<C, R>;
+  constexpr int kVectors = G::kStagedBytes / 16;
+  for (int i = threadIdx.x; i < G::kStagedRows * kVectors; i += kThreads) {
+    const uint4 v = reinterpret_cast<const uint4*>(raw)[i];
+    auto* dst = reinterpret_cast<uint4*>(s_in + i / kVectors * G::kPitch + i % kVectors * 16);
+    dst[0] =
+        make_uint4(biased_half2(v.x, 0), biased_half2(v.x, 1), biased_half2(v.y, 0), biased_half2(v.y, 1));
+    dst[1] =
+        make_uint4(biased_half2(v.z, 0), biased_half2(v.z, 1), biased_half2(v.w, 0), biased_half2(v.w, 1));
   }
 }
 
-// Horizontal pass: each item filters kVec pixels of one staged row into the float tile, taps in
-// ascending order as the CPU reference sums them.
+// The band fragments, built once per thread. Vertical (the A operand, 16 output rows x K staged
+// rows from the strip's first): A[m][k] = wy[k - m]. Horizontal (the B operand for the outputs
+// 8h..8h+7 of a 16-byte block, K staged bytes from kPadWindow before it): B[k][n] = wx[j] where
+// byte k is tap j's input for output n, i.e. k - kPadWindow - 8h - n = C (j - R).
 template <int C, int R>
-__device__ void horizontal_pass(const FusedLaunch& launch, const std::uint8_t* s_in, float* s_h) {
-  using T = Tile<C, R>;
-  constexpr int kItemsPerRow = kTileWidth / kVec;
-  for (int i = threadIdx.x; i < T::kHaloRows * kItemsPerRow; i += T::kThreads) {
-    const int r = i / kItemsPerRow;
-    const int q = i - r * kItemsPerRow;
-    const std::uint8_t* src = s_in + r * T::kInPitch + q * kVec * C;
-    std::uint32_t words[T::kItemWords];
-    if constexpr (C % 4 == 0) {
-#pragma unroll
-      for (int k = 0; k < T::kItemWords / 4; ++k) {
-        const uint4 v = reinterpret_cast<const uint4*>(src)[k];
-        words[4 * k] = v.x;
-        words[4 * k + 1] = v.y;
-        words[4 * k + 2] = v.z;
-        words[4 * k + 3] = v.w;
-      }
-    } else {
-#pragma unroll
-      for (int k = 0; k < T::kItemWords; ++k) words[k] = reinterpret_cast<const std::uint32_t*>(src)[k];
-    }
-    float in[T::kItemBytes];
-#pragma unroll
-    for (int n = 0; n < T::kItemBytes; ++n) in[n] = byte_value(words[n / 4], n % 4);
-    float out[kVec * C];
-#pragma unroll
-    for (int o = 0; o < kVec * C; ++o) {
-      float sum = 0.0f;
-#pragma unroll
-      for (int k = 0; k <= 2 * R; ++k) sum = fmaf(launch.wx[k], in[o + k * C], sum);
-      out[o] = sum;
-    }
-    auto* dst = reinterpret_cast<float4*>(s_h + r * T::kOutBytes + q * kVec * C);
-#pragma unroll
-    for (int k = 0; k < C; ++k)
-      dst[k] = make_float4(out[4 * k], out[4 * k + 1], out[4 * k + 2], out[4 * k + 3]);
-  }
+struct Bands {
+  float vertical_start;
+  std::uint32_t vertical[Geometry<C, R>::kChunksV][4];
+  std::uint32_t horizontal[2][Geometry<C, R>::kChunksH][2];
+};
+
+template <int C, int R>
+__device__ float vertical_weight(const FusedLaunch& launch, int m, int k) {
+  const int j = k - m;
+  return j >= 0 && j <= 2 * R ? launch.wy[j] : 0.0f;
 }
 
-// Vertical pass and blend: the thread's kVec bytes of kRowsPerThread rows. Each float4 of the tile is
-// loaded once and added into every output row it reaches (taps in ascending order per row).
 template <int C, int R>
-__device__ void vertical_blend(const FusedLaunch& launch, const FusedJob& job, int x0, int y0,
-                               const float* s_h, const std::uint8_t* s_in, const std::uint8_t* s_mask) {
-  using T = Tile<C, R>;
-  const int column = threadIdx.x % T::kColumns;
-  const int r0 = threadIdx.x / T::kColumns * kRowsPerThread;
-  const int e = column * kVec;
-  const int limit = (job.width - x0) * C;
-  if (e >= limit) return;
-  float acc[kRowsPerThread][kVec] = {};
-  const float4* src = reinterpret_cast<const float4*>(s_h) + r0 * T::kColumns + column;
+__device__ float horizontal_weight(const FusedLaunch& launch, int h, int k, int n) {
+  const int d = k - Geometry<C, R>::kPadWindow - 8 * h - n;
+  const int j = d / C + R;
+  return d % C == 0 && j >= 0 && j <= 2 * R ? launch.wx[j] : 0.0f;
+}
+
+template <int C, int R>
+__device__ void make_bands(const FusedLaunch& launch, Bands<C, R>& bands) {
+  using G = Geometry<C, R>;
+  const int g = (threadIdx.x & 31) / 4;  // the fragment layouts' groupID and threadID_in_group
+  const int t = threadIdx.x & 3;
+  bands.vertical_start = launch.vertical_start;
 #pragma unroll
-  for (int k = 0; k < kRowsPerThread + 2 * R; ++k) {
-    const float4 v = src[k * T::kColumns];
+  for (int c = 0; c < G::kChunksV; ++c) {
 #pragma unroll
-    for (int o = 0; o < kRowsPerThread; ++o) {
-      const int tap = k - o;
-      if (tap >= 0 && tap <= 2 * R) {
-        const float w = launch.wy[tap];
-        acc[o][0] = fmaf(w, v.x, acc[o][0]);
-        acc[o][1] = fmaf(w, v.y, acc[o][1]);
-        acc[o][2] = fmaf(w, v.z, acc[o][2]);
-        acc[o][3] = fmaf(w, v.w, acc[o][3]);
+    for (int q = 0; q < 4; ++q) {  // rows g, g + 8 at k 2t, then at k 2t + 8
+      const int m = g + 8 * (q & 1);
+      const int k = 16 * c + 2 * t + 8 * (q >> 1);
+      bands.vertical[c][q] =
+          pack_half2(vertical_weight<C, R>(launch, m, k), vertical_weight<C, R>(launch, m, k + 1));
+    }
+  }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+#pragma unroll
+    for (int c = 0; c < G::kChunksH; ++c) {
+#pragma unroll
+      for (int q = 0; q < 2; ++q) {  // k 2t and 2t + 1, then 2t + 8 and 2t + 9, at column g
+        const int k = 16 * c + 2 * t + 8 * q;
+        bands.horizontal[h][c][q] = pack_half2(horizontal_weight<C, R>(launch, h, k, g),
+                                               horizontal_weight<C, R>(launch, h, k + 1, g));
       }
     }
   }
-  std::uint8_t* out_row = job.out + (y0 + r0) * job.out_pitch + x0 * C;
+}
+
+// Two V tiles: the vertical blur of 16 rows (from staged row `row`) x 8 staged columns each (from
+// `column` and `column + 8`), each as the two half2 registers of an A fragment's rows g and g + 8.
+// The two accumulation chains interleave so that one's MMAs run while the other's wait.
+template <int C, int R>
+__device__ void vertical_tiles(const Bands<C, R>& bands, const __half* s_in, int row, int column,
+                               std::uint32_t (&v0)[2], std::uint32_t (&v1)[2]) {
+  using G = Geometry<C, R>;
+  const int lane = threadIdx.x & 31;
+  const float start = bands.vertical_start;
+  float acc[2][4] = {{start, start, start, start}, {start, start, start, start}};
 #pragma unroll
-  for (int o = 0; o < kRowsPerThread; ++o, out_row += job.out_pitch) {
-    const int r = r0 + o;
-    if (y0 + r >= job.height) break;
-    std::uint32_t packed = 0;
+  for (int c = 0; c < G::kChunksV; c += 2) {
+    if (c + 1 < G::kChunksV) {
+      std::uint32_t b[2][4];
+      const __half* rows = s_in + (row + 16 * c + lane) * G::kPitch + column;
+      ldmatrix_x4_trans(b[0], rows);
+      ldmatrix_x4_trans(b[1], rows + 8);
 #pragma unroll
-    for (int i = 0; i < kVec; ++i) {
-      const int m = s_mask[r * kTileWidth + (e + i) / C];
-      const int sharp = s_in[(r + R) * T::kInPitch + R * C + e + i];
-      const int blurred = static_cast<int>(round_to_u8(acc[o][i]));
-      packed |= static_cast<std::uint32_t>(detail::blend_u8(m, sharp, blurred)) << (8 * i);
+      for (int k = 0; k < 2; ++k) {
+        mma_16x8x16(acc[0], bands.vertical[c + k], b[0][2 * k], b[0][2 * k + 1]);
+        mma_16x8x16(acc[1], bands.vertical[c + k], b[1][2 * k], b[1][2 * k + 1]);
+      }
+    } else {
+      std::uint32_t b[2][2];
+      const __half* rows = s_in + (row + 16 * c + (lane & 15)) * G::kPitch + column;
+      ldmatrix_x2_trans(b[0], rows);
+      ldmatrix_x2_trans(b[1], rows + 8);
+      mma_16x8x16(acc[0], bands.vertical[c], b[0][0], b[0][1]);
+      mma_16x8x16(acc[1], bands.vertical[c], b[1][0], b[1][1]);
     }
-    store4(out_row, e, limit, packed, job.out_aligned);
+  }
+  v0[0] = pack_half2(acc[0][0], acc[0][1]);
+  v0[1] = pack_half2(acc[0][2], acc[0][3]);
+  v1[0] = pack_half2(acc[1][0], acc[1][1]);
+  v1[1] = pack_half2(acc[1][2], acc[1][3]);
+}
+
+// One warp's 16 rows x 96 bytes: V tiles left to right, each block of 16 outputs (two horizontal
+// products, interleaved) as soon as its window's V tiles exist, so only a window's worth stays live.
+// The epilogue blends with the sharp bytes by the spread mask, whose bytes in s_out the output
+// replaces (each thread reads and writes its own), all reads before the writes so that they overlap.
+template <int C, int R>
+__device__ void blur_blend_strip(const Bands<C, R>& bands, const __half* s_in, std::uint8_t* s_out) {
+  using G = Geometry<C, R>;
+  const int warp = threadIdx.x / 32;
+  const int r0 = warp / kWarpsAcross * kWarpRows;
+  const int e0 = warp % kWarpsAcross * kWarpBytes;
+  const int g = (threadIdx.x & 31) / 4;
+  const int t = threadIdx.x & 3;
+  const int first_column = e0 + G::kPadStaged - G::kPadWindow;
+  std::uint32_t v[G::kVTiles][2];
+#pragma unroll
+  for (int i = 0; i < 2 * G::kChunksH - 2; i += 2)
+    vertical_tiles(bands, s_in, r0, first_column + 8 * i, v[i], v[i + 1]);
+#pragma unroll
+  for (int b = 0; b < G::kBlocks; ++b) {
+    const int next = 2 * (b + G::kChunksH - 1);
+    vertical_tiles(bands, s_in, r0, first_column + 8 * next, v[next], v[next + 1]);
+    float acc[2][4];
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      for (float& a : acc[h]) a = 1024.0f;
+#pragma unroll
+    for (int c = 0; c < G::kChunksH; ++c) {
+      const int i = 2 * (b + c);
+      const std::uint32_t a[4] = {v[i][0], v[i][1], v[i + 1][0], v[i + 1][1]};
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        mma_16x8x16(acc[h], a, bands.horizontal[h][c][0], bands.horizontal[h][c][1]);
+    }
+    std::uint32_t sharp[2][2];
+    std::uint32_t mask[2][2];
+    std::uint16_t* out[2][2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+#pragma unroll
+      for (int half_row = 0; half_row < 2; ++half_row) {
+        const int r = r0 + g + 8 * half_row;
+        const int e = e0 + 16 * b + 8 * h + 2 * t;
+        sharp[h][half_row] =
+            *reinterpret_cast<const std::uint32_t*>(s_in + (r + R) * G::kPitch + G::kPadStaged + e);
+        out[h][half_row] = reinterpret_cast<std::uint16_t*>(s_out + r * G::kOutPitch + e);
+        mask[h][half_row] = *out[h][half_row];
+      }
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+#pragma unroll
+      for (int half_row = 0; half_row < 2; ++half_row) {
+        const std::uint32_t blurred = rounded_biased_half2(acc[h][2 * half_row], acc[h][2 * half_row + 1]);
+        *out[h][half_row] =
+            static_cast<std::uint16_t>(blend_pair(sharp[h][half_row], blurred, mask[h][half_row]));
+      }
+    }
   }
 }
 
-// Where the mask is all 255 the output is the frame itself (blend_u8(255, f, b) == f exactly).
-template <int C, int R>
-__device__ void copy_tile(const FusedJob& job, int x0, int y0) {
-  using T = Tile<C, R>;
-  const int e = threadIdx.x % T::kColumns * kVec;
-  const int r0 = threadIdx.x / T::kColumns * kRowsPerThread;
-  const int limit = (job.width - x0) * C;
-  if (e >= limit) return;
-  for (int y = y0 + r0; y < y0 + r0 + kRowsPerThread && y < job.height; ++y) {
-    const std::uint32_t packed = load4(job.frame + y * job.frame_pitch + x0 * C, e, limit, job.frame_aligned);
-    store4(job.out + y * job.out_pitch + x0 * C, e, limit, packed, job.out_aligned);
+// Copies the tile's rows from shared memory (`src`, 16-byte aligned rows) to the output, clipped to
+// the image; 16-byte stores where the output row is aligned.
+__device__ void write_tile(const FusedJob& job, int x0, int y0, int channels, const std::uint8_t* src,
+                           int src_pitch) {
+  const int rows = min(kTileRows, job.height - y0);
+  const int bytes = min(kTileBytes, (job.width - x0) * channels);
+  std::uint8_t* out = job.out + y0 * job.out_pitch + x0 * channels;
+  constexpr int kVectors = kTileBytes / 16;
+  for (int i = threadIdx.x; i < rows * kVectors; i += kThreads) {
+    const int r = i / kVectors;
+    const int e = i % kVectors * 16;
+    if (e >= bytes) continue;
+    const std::uint8_t* from = src + r * src_pitch + e;
+    std::uint8_t* to = out + r * job.out_pitch + e;
+    if (job.out_aligned && e + 16 <= bytes) {
+      *reinterpret_cast<uint4*>(to) = *reinterpret_cast<const uint4*>(from);
+    } else {
+      for (int k = 0; k < 16 && e + k < bytes; ++k) to[k] = from[k];
+    }
   }
 }
 
+// A persistent block: tiles blockIdx.x, + gridDim.x, ...; the next tile's bytes arrive while this
+// one is blurred.
 template <int C, int R>
-__global__ void __launch_bounds__(Tile<C, R>::kThreads)
-    blur_composite_kernel(const __grid_constant__ FusedLaunch launch) {
-  using T = Tile<C, R>;
-  const FusedJob& job = launch.jobs[blockIdx.z];
-  const int x0 = blockIdx.x * kTileWidth;
-  const int y0 = blockIdx.y * kTileHeight;
-  if (x0 >= job.width || y0 >= job.height) return;
+__global__ void __launch_bounds__(kThreads, 2)
+    blur_composite_kernel(const __grid_constant__ FusedLaunch launch, int num_jobs) {
+  using G = Geometry<C, R>;
   extern __shared__ __align__(16) std::uint8_t shared[];
-  auto* s_h = reinterpret_cast<float*>(shared);
-  std::uint8_t* s_in = shared + T::kInOffset;
-  std::uint8_t* s_mask = shared + T::kMaskOffset;
-  if (stage_mask<T::kThreads>(job, x0, y0, s_mask)) {
-    copy_tile<C, R>(job, x0, y0);
-    return;
+  auto* s_in = reinterpret_cast<__half*>(shared);
+  std::uint8_t* raw = shared + G::kRawOffset;
+  std::uint8_t* raw_mask = shared + G::kRawMaskOffset;
+  std::uint8_t* s_out = shared + G::kOutOffset;
+  Bands<C, R> bands;
+  make_bands(launch, bands);
+  TileAt at = tile_at(launch, blockIdx.x, num_jobs, G::kMaskPixels);
+  if (at.job >= 0) fetch_tile<C, R>(launch, at, raw, raw_mask);
+  for (int tile = blockIdx.x; at.job >= 0; tile += gridDim.x) {
+    const FusedJob& job = launch.jobs[at.job];
+    wait_async_copies();
+    __syncthreads();  // the raw tile is complete; the previous tile's output has left s_out
+    const TileAt next = tile_at(launch, tile + gridDim.x, num_jobs, G::kMaskPixels);
+    if (spread_mask<C, R>(raw_mask, s_out)) {
+      write_tile(job, at.x0, at.y0, C, raw + R * G::kStagedBytes + G::kPadStaged, G::kStagedBytes);
+      __syncthreads();  // the raw buffer is read
+      if (next.job >= 0) fetch_tile<C, R>(launch, next, raw, raw_mask);
+    } else {
+      convert_frame<C, R>(raw, s_in);
+      __syncthreads();  // the raw buffer is read, the staged halves are complete
+      if (next.job >= 0) fetch_tile<C, R>(launch, next, raw, raw_mask);
+      blur_blend_strip(bands, s_in, s_out);
+      __syncthreads();
+      write_tile(job, at.x0, at.y0, C, s_out, G::kOutPitch);
+    }
+    at = next;
   }
-  stage_frame<C, R>(launch, job, x0, y0, s_in);
-  __syncthreads();
-  horizontal_pass<C, R>(launch, s_in, s_h);
-  __syncthreads();
-  vertical_blend<C, R>(launch, job, x0, y0, s_h, s_in, s_mask);
+}
+
+// Blocks per SM the kernel's registers and shared memory allow, times the SMs.
+template <int C, int R>
+Result<int> resident_blocks() {
+  int device = 0;
+  int sms = 0;
+  int per_sm = 0;
+  FOVEA_CUDA_TRY(cudaGetDevice(&device));
+  FOVEA_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  FOVEA_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, blur_composite_kernel<C, R>, kThreads,
+                                                               Geometry<C, R>::kSharedBytes));
+  return std::max(1, per_sm) * sms;
 }
 
 template <int C, int R>
-Status launch_tiles(cudaStream_t stream, const FusedLaunch& launch, int num_jobs, int max_width,
-                    int max_height) {
-  using T = Tile<C, R>;
-  if (T::kSharedBytes > kDefaultSharedLimit) {
-    FOVEA_CUDA_TRY(cudaFuncSetAttribute(blur_composite_kernel<C, R>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        static_cast<int>(T::kSharedBytes)));
-  }
-  const dim3 grid((max_width + kTileWidth - 1) / kTileWidth, (max_height + kTileHeight - 1) / kTileHeight,
-                  num_jobs);
-  blur_composite_kernel<C, R><<<grid, T::kThreads, T::kSharedBytes, stream>>>(launch);
+Status launch_tiles(cudaStream_t stream, const FusedLaunch& launch, int num_jobs) {
+  using G = Geometry<C, R>;
+  static_assert(G::kSharedBytes > kDefaultSharedLimit);
+  FOVEA_CUDA_TRY(cudaFuncSetAttribute(blur_composite_kernel<C, R>,
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      static_cast<int>(G::kSharedBytes)));
+  FOVEA_ASSIGN_OR_RETURN(const int resident, (resident_blocks<C, R>()));
+  const int blocks = std::min(resident, launch.first_tile[num_jobs]);
+  blur_composite_kernel<C, R><<<blocks, kThreads, G::kSharedBytes, stream>>>(launch, num_jobs);
   FOVEA_CUDA_TRY_LAUNCH();
   return Status::ok();
 }
@@ -319,13 +537,21 @@ int padded_radius(const BlurParams& params) {
   return radius <= 3 ? 3 : (radius <= 7 ? 7 : 15);
 }
 
+// Numbers the launch's tiles (C bytes per pixel) and launches its radius's kernel.
 template <int C>
-Status launch_for_radius(cudaStream_t stream, int radius, const FusedLaunch& launch, int num_jobs,
-                         int max_width, int max_height) {
+Status launch_for_radius(cudaStream_t stream, int radius, FusedLaunch& launch, int num_jobs) {
+  constexpr int kPixelsAcross = kTileBytes / C;
+  launch.first_tile[0] = 0;
+  for (int j = 0; j < num_jobs; ++j) {
+    FusedJob& job = launch.jobs[j];
+    job.tiles_across = (job.width + kPixelsAcross - 1) / kPixelsAcross;
+    launch.first_tile[j + 1] =
+        launch.first_tile[j] + job.tiles_across * ((job.height + kTileRows - 1) / kTileRows);
+  }
   switch (radius) {
-    case 3: return launch_tiles<C, 3>(stream, launch, num_jobs, max_width, max_height);
-    case 7: return launch_tiles<C, 7>(stream, launch, num_jobs, max_width, max_height);
-    default: return launch_tiles<C, 15>(stream, launch, num_jobs, max_width, max_height);
+    case 3: return launch_tiles<C, 3>(stream, launch, num_jobs);
+    case 7: return launch_tiles<C, 7>(stream, launch, num_jobs);
+    default: return launch_tiles<C, 15>(stream, launch, num_jobs);
   }
 }
 
@@ -335,8 +561,8 @@ void pad_weights(const std::vector<float>& weights, int radius, float* out) {
   std::copy(weights.begin(), weights.end(), out + radius - static_cast<int>(weights.size()) / 2);
 }
 
-bool aligned4(const void* p, std::size_t pitch) {
-  return reinterpret_cast<std::uintptr_t>(p) % 4 == 0 && pitch % 4 == 0;
+bool aligned16(const void* p, std::size_t pitch) {
+  return reinterpret_cast<std::uintptr_t>(p) % 16 == 0 && pitch % 16 == 0;
 }
 
 FusedJob fused_job(const ImageBatch& frame, const ImageBatch& mask, const ImageBatch& output, int i) {
@@ -352,8 +578,9 @@ FusedJob fused_job(const ImageBatch& frame, const ImageBatch& mask, const ImageB
   job.out_pitch = o.planes[0].pitch;
   job.width = f.width;
   job.height = f.height;
-  job.frame_aligned = aligned4(job.frame, job.frame_pitch);
-  job.out_aligned = aligned4(job.out, job.out_pitch);
+  job.frame_aligned = aligned16(job.frame, job.frame_pitch);
+  job.mask_aligned = aligned16(job.mask, job.mask_pitch);
+  job.out_aligned = aligned16(job.out, job.out_pitch);
   return job;
 }
 
@@ -368,28 +595,26 @@ Status run_blur_composite_cuda(cudaStream_t stream, const ImageBatch& frame, con
   const double sigma_y = params.sigma_y > 0.0 ? params.sigma_y : params.sigma_x;
   pad_weights(blur_weights(params.kind, params.kernel_width, params.sigma_x), radius, launch.wx);
   pad_weights(blur_weights(params.kind, params.kernel_height, sigma_y), radius, launch.wy);
+  double half_sum = 0.0;
+  for (float w : launch.wy) half_sum += __half2float(__float2half_rn(w));
+  launch.vertical_start = static_cast<float>(-1024.0 * half_sum);
   launch.border = params.border;
   launch.border_value = static_cast<std::uint8_t>(params.border_value);
   // One launch covers up to kJobsPerLaunch images of one channel count; a change starts a new one.
   const auto channels = [&](int i) { return pixel_bytes(frame.images[i].format); };
-  const auto flush = [&](int c, int num_jobs, int max_width, int max_height) {
-    return c == 4 ? launch_for_radius<4>(stream, radius, launch, num_jobs, max_width, max_height)
-                  : launch_for_radius<3>(stream, radius, launch, num_jobs, max_width, max_height);
+  const auto flush = [&](int c, int num_jobs) {
+    return c == 4 ? launch_for_radius<4>(stream, radius, launch, num_jobs)
+                  : launch_for_radius<3>(stream, radius, launch, num_jobs);
   };
   int num_jobs = 0;
-  int max_width = 0;
-  int max_height = 0;
   for (int i = 0; i < frame.size(); ++i) {
     if (num_jobs == kJobsPerLaunch || (num_jobs > 0 && channels(i) != channels(i - 1))) {
-      FOVEA_TRY(flush(channels(i - 1), num_jobs, max_width, max_height));
-      num_jobs = max_width = max_height = 0;
+      FOVEA_TRY(flush(channels(i - 1), num_jobs));
+      num_jobs = 0;
     }
-    launch.jobs[num_jobs] = fused_job(frame, mask, output, i);
-    max_width = std::max(max_width, launch.jobs[num_jobs].width);
-    max_height = std::max(max_height, launch.jobs[num_jobs].height);
-    ++num_jobs;
+    launch.jobs[num_jobs++] = fused_job(frame, mask, output, i);
   }
-  return flush(channels(frame.size() - 1), num_jobs, max_width, max_height);
+  return flush(channels(frame.size() - 1), num_jobs);
 }
 
 }  // namespace fovea::image

@@ -7,6 +7,10 @@ namespace fovea::image::testing {
 // uint8 outputs of ops that compute in float and round once: a CUDA and a CPU run may round a
 // value that lies within float error of .5 differently, so they may differ by one step.
 inline constexpr double kU8RoundingTolerance = 1.0;
+// The fused background blur (blur_composite.h) filters on the tensor cores in half precision:
+// weights with 11 significant bits move each pass by at most 255 * 2^-11 = 0.125 and the half
+// intermediate by 1/16 more, ~0.31 in all, so its bytes are the float reference's or one step off.
+inline constexpr double kU8HalfPrecisionTolerance = 1.0;
 // Parity with OpenCV / libswscale on uint8 (the issue's ±1): they use fixed-point arithmetic with
 // their own rounding, fovea rounds float math once.
 inline constexpr double kU8ParityTolerance = 1.0;
