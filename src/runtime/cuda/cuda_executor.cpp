@@ -25,8 +25,8 @@ std::size_t shape_bytes(const Shape& shape, DataType dtype) {
   return static_cast<std::size_t>(element_count(shape)) * data_type_size(dtype);
 }
 
-bool is_data_dependent(const Value& value) {
-  return !value.type.dims || !all_known(*value.type.dims);
+bool has_static_shape(const Value& value) {
+  return value.type.dims && all_known(*value.type.dims);
 }
 
 // The first node reading `id`, or nullptr.
@@ -109,17 +109,28 @@ Status CudaExecutor::check_kernels() const {
 
 // Each value's shape: the plan's, or for a data-dependent output its op's bound. Such an output
 // must be a graph output that no node reads, since the nodes after it are planned with static
-// shapes and captured in the graph.
+// shapes and captured in the graph. Every output of an op with a bound is data-dependent, even
+// where the model declares its shape (ONNX's test models declare the expected selection's): the
+// data decides its rows.
 Status CudaExecutor::resolve_shapes() {
   const Graph& graph = plan_.graph;
   value_shapes_.assign(graph.values.size(), Shape());
+  data_dependent_.assign(graph.values.size(), false);
+  for (const Node& node : graph.nodes) {
+    const CudaOpDef* def = find_cuda_op(node.domain, node.op_type);
+    for (ValueId out : node.outputs) {
+      if (out == kNoValue) continue;
+      data_dependent_[static_cast<std::size_t>(out)] =
+          def->bound_output != nullptr || !has_static_shape(graph.value(out));
+    }
+  }
   for (std::size_t v = 0; v < graph.values.size(); ++v) {
-    if (!is_data_dependent(graph.values[v])) value_shapes_[v] = shape_of(*graph.values[v].type.dims);
+    if (!data_dependent_[v]) value_shapes_[v] = shape_of(*graph.values[v].type.dims);
   }
   for (const Node& node : graph.nodes) {
     for (std::size_t o = 0; o < node.outputs.size(); ++o) {
       const ValueId out = node.outputs[o];
-      if (out == kNoValue || !is_data_dependent(graph.value(out))) continue;
+      if (out == kNoValue || !data_dependent_[static_cast<std::size_t>(out)]) continue;
       FOVEA_ASSIGN_OR_RETURN(value_shapes_[static_cast<std::size_t>(out)],
                              bound_shape(node, static_cast<int>(o)));
     }
@@ -182,7 +193,7 @@ Status CudaExecutor::place_values() {
   // One device row count per data-dependent output, after the tensors.
   std::vector<std::size_t> rows_offsets(graph.values.size(), 0);
   for (std::size_t v = 0; v < graph.values.size(); ++v) {
-    if (is_data_dependent(graph.values[v])) {
+    if (data_dependent_[v]) {
       rows_offsets[v] = io;
       io += align_up(sizeof(std::int64_t));
     }
@@ -199,7 +210,7 @@ Status CudaExecutor::place_values() {
   for (std::size_t v = 0; v < graph.values.size(); ++v) {
     const Value& value = graph.values[v];
     const auto id = static_cast<ValueId>(v);
-    if (is_data_dependent(value)) {
+    if (data_dependent_[v]) {
       value_rows_[v] = reinterpret_cast<std::int64_t*>(static_cast<std::byte*>(io_base) + rows_offsets[v]);
     }
     if (value.constant) {

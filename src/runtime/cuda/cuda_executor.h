@@ -95,6 +95,7 @@ class CudaExecutor {
   ExecutionPlan plan_;
   std::unique_ptr<Device> device_;
   std::vector<Shape> value_shapes_;         // each value's shape; its bound if data-dependent
+  std::vector<bool> data_dependent_;        // per value: its rows are decided at run time
   std::vector<void*> value_data_;           // device address of each value id
   std::vector<std::int64_t*> value_rows_;   // per value id: its device row count, or nullptr
   std::vector<std::int64_t*> output_rows_;  // per graph output: its device row count, or nullptr

@@ -117,7 +117,8 @@ TEST(CudaExecutor, RejectsInputsThatDoNotMatchThePlan) {
 
 // boxes [1, 40, 4] and scores [1, 3, 40] into NonMaxSuppression (parameters as initializers, so
 // the output's bound is [3 * max_per_class, 3]); `reader` adds a Cast node reading the selection.
-ExecutionPlan nms_plan(bool reader) {
+// `declared_rows`: the selection's rows as the model declares them (-1: unknown).
+ExecutionPlan nms_plan(bool reader, std::int64_t declared_rows = -1) {
   ModelBuilder m(17);
   m.input("boxes", kF32, {1, 40, 4}).input("scores", kF32, {1, 3, 40});
   m.initializer("max", int64_tensor({1}, {6})).initializer("iou", float_tensor({1}, {0.3f}));
@@ -127,7 +128,7 @@ ExecutionPlan nms_plan(bool reader) {
     m.attr(m.node("Cast", {"selected"}, {"selected_f"}, "cast1"), "to", std::int64_t{1});
     m.output("selected_f", kF32, {-1, 3});
   } else {
-    m.output("selected", DataType::kInt64, {-1, 3});
+    m.output("selected", DataType::kInt64, {declared_rows, 3});
   }
   auto model = parse_onnx(m.serialize(), "nms.onnx", ".");
   EXPECT_TRUE(model.is_ok()) << model.status().to_string();
@@ -171,6 +172,23 @@ TEST(CudaExecutor, RunsDataDependentGraphOutputsInTheGraph) {
   }
   EXPECT_EQ((*executor)->device_allocations(), allocations);
   EXPECT_GT(rows[0], rows[2]) << "the row count must come from the run, not the plan";
+}
+
+// ONNX's test models declare the expected selection's shape; the rows still come from the run.
+TEST(CudaExecutor, ADeclaredSelectionShapeStillTakesItsRowsFromTheRun) {
+  FOVEA_REQUIRE_GPU();
+  auto executor = CudaExecutor::create(nms_plan(false, 2));
+  ASSERT_TRUE(executor.is_ok()) << executor.status().to_string();
+  EXPECT_NE((*executor)->output_rows_device(0), nullptr);
+  auto stream = CudaStream::create();
+  ASSERT_TRUE(stream.is_ok());
+  CpuExecutor cpu(nms_plan(false));
+  const std::vector<Tensor> inputs = {nms_boxes(5), random_tensor(kF32, {1, 3, 40}, 9, 0.0, 0.21)};
+  auto expected = cpu.run(inputs);
+  auto got = (*executor)->run_host(inputs, stream->get());
+  ASSERT_TRUE(expected.is_ok() && got.is_ok()) << got.status().to_string();
+  EXPECT_GT((*got)[0].dim(0), 2);
+  EXPECT_TRUE(outputs_within((*got)[0], (*expected)[0], Tolerance{}));
 }
 
 TEST(CudaExecutor, RefusesDataDependentOutputsThatANodeReads) {
