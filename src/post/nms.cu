@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include <cub/device/device_segmented_sort.cuh>
+#include <cub/device/device_segmented_radix_sort.cuh>
 
 #include "core/cuda_check.h"
 #include "core/nvtx.h"
@@ -47,11 +47,14 @@ std::int64_t candidate_items(const NmsShape& shape) {
   return static_cast<std::int64_t>(shape.batch) * shape.classes * shape.boxes;
 }
 
+// CUB's segmented radix sort, not DeviceSegmentedSort: past a few hundred segments (SSD300 has
+// 16 x 81) the latter copies its partition sizes to the host and synchronizes the stream, a host
+// round trip inside the run that also breaks CUDA graph capture.
 Status sort_keys(void* d_temp, std::size_t& temp_bytes, cub::DoubleBuffer<std::uint64_t>& keys,
                  std::int64_t items, int segments, const int* d_begin, const int* d_end,
                  cudaStream_t stream) {
-  FOVEA_CUDA_TRY(
-      cub::DeviceSegmentedSort::SortKeys(d_temp, temp_bytes, keys, items, segments, d_begin, d_end, stream));
+  FOVEA_CUDA_TRY(cub::DeviceSegmentedRadixSort::SortKeys(d_temp, temp_bytes, keys, static_cast<int>(items),
+                                                         segments, d_begin, d_end, 0, 64, stream));
   return Status::ok();
 }
 

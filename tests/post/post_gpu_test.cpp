@@ -16,6 +16,8 @@
 #include <gtest/gtest.h>
 
 #include "core/check.h"
+#include "core/cuda_raii.h"
+#include "core/cuda_stream.h"
 #include "image/image_test_util.h"
 #include "image/tolerances.h"
 #include "post/box_decode.h"
@@ -113,7 +115,10 @@ NmsInput random_nms_input(const NmsShape& shape, std::uint32_t seed) {
   return in;
 }
 
-void expect_same_nms(const NmsShape& shape, const NmsParams& params, std::uint32_t seed) {
+// `in_graph`: the run is captured into a CUDA graph and replayed, which fails if it reads device
+// memory on the host or synchronizes (no host round trip).
+void expect_same_nms(const NmsShape& shape, const NmsParams& params, std::uint32_t seed,
+                     bool in_graph = false) {
   const NmsInput in = random_nms_input(shape, seed);
   const std::size_t capacity = static_cast<std::size_t>(shape.batch) * params.top_k;
   std::vector<Detection> cpu(capacity);
@@ -127,9 +132,21 @@ void expect_same_nms(const NmsShape& shape, const NmsParams& params, std::uint32
   DeviceBuffer<std::uint8_t> workspace(plan->workspace_bytes);
   DeviceBuffer<Detection> d_detections(capacity);
   DeviceBuffer<std::int32_t> d_counts(static_cast<std::size_t>(shape.batch));
-  const Status status = run_nms_cuda(nullptr, shape, params, d_boxes.get(), d_scores.get(), workspace.get(),
-                                     plan->workspace_bytes, {d_detections.get(), d_counts.get()});
-  ASSERT_TRUE(status.is_ok()) << status.to_string();
+  auto stream = CudaStream::create();
+  ASSERT_TRUE(stream.is_ok());
+  const auto run = [&] {
+    return run_nms_cuda(stream->get(), shape, params, d_boxes.get(), d_scores.get(), workspace.get(),
+                        plan->workspace_bytes, {d_detections.get(), d_counts.get()});
+  };
+  if (in_graph) {
+    auto graph = CudaGraph::capture(stream->get(), run);
+    ASSERT_TRUE(graph.is_ok()) << graph.status().to_string();
+    ASSERT_TRUE(graph->launch(stream->get()).is_ok());
+  } else {
+    const Status status = run();
+    ASSERT_TRUE(status.is_ok()) << status.to_string();
+  }
+  ASSERT_EQ(cudaStreamSynchronize(stream->get()), cudaSuccess);
   std::vector<Detection> gpu(capacity);
   std::vector<std::int32_t> gpu_counts(static_cast<std::size_t>(shape.batch));
   ASSERT_TRUE(copy_detections_to_host(nullptr, shape, params, {d_detections.get(), d_counts.get()},
@@ -177,6 +194,14 @@ TEST(NmsGpu, MatchesReferenceAtTheSsd300Shape) {
   NmsParams params;
   params.background_class = 0;
   expect_same_nms({16, 8732, 81}, params, 4);
+}
+
+// 16 x 81 segments: CUB's DeviceSegmentedSort would copy its partition sizes to the host here.
+TEST(NmsGpu, RunsInACudaGraphWithNoHostRoundTrip) {
+  FOVEA_REQUIRE_GPU();
+  NmsParams params;
+  params.background_class = 0;
+  expect_same_nms({16, 2000, 81}, params, 6, true);
 }
 
 TEST(NmsGpu, MatchesReferenceWithManyCandidatesPerClass) {
