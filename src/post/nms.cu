@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include <cub/device/device_segmented_radix_sort.cuh>
+#include <cub/device/device_segmented_sort.cuh>
 
 #include "core/cuda_check.h"
 #include "core/nvtx.h"
@@ -47,14 +47,30 @@ std::int64_t candidate_items(const NmsShape& shape) {
   return static_cast<std::int64_t>(shape.batch) * shape.classes * shape.boxes;
 }
 
-// CUB's segmented radix sort, not DeviceSegmentedSort: past a few hundred segments (SSD300 has
-// 16 x 81) the latter copies its partition sizes to the host and synchronizes the stream, a host
-// round trip inside the run that also breaks CUDA graph capture.
+// CUB's DeviceSegmentedSort, at most kSegmentsPerSort segments per call: past a few hundred
+// segments (300 to 500 by its tuning; SSD300 has 16 x 81) it partitions them by size, which copies
+// the partition sizes to the host and synchronizes the stream, a host round trip that also breaks
+// CUDA graph capture (NmsGpu.RunsInACudaGraphWithNoHostRoundTrip fails if a call synchronizes). Its
+// radix sort, which never synchronizes, was 0.23 ms slower at the SSD300 shape. Each chunk starts
+// from the same buffer and CUB picks the final one from the key size alone, so all end together.
+constexpr int kSegmentsPerSort = 256;
+
 Status sort_keys(void* d_temp, std::size_t& temp_bytes, cub::DoubleBuffer<std::uint64_t>& keys,
                  std::int64_t items, int segments, const int* d_begin, const int* d_end,
                  cudaStream_t stream) {
-  FOVEA_CUDA_TRY(cub::DeviceSegmentedRadixSort::SortKeys(d_temp, temp_bytes, keys, static_cast<int>(items),
-                                                         segments, d_begin, d_end, 0, 64, stream));
+  cub::DoubleBuffer<std::uint64_t> chunk = keys;
+  if (d_temp == nullptr) {  // sizing: every chunk has at most kSegmentsPerSort segments
+    FOVEA_CUDA_TRY(cub::DeviceSegmentedSort::SortKeys(
+        d_temp, temp_bytes, chunk, items, std::min(segments, kSegmentsPerSort), d_begin, d_end, stream));
+    return Status::ok();
+  }
+  for (int first = 0; first < segments; first += kSegmentsPerSort) {
+    chunk = keys;
+    FOVEA_CUDA_TRY(cub::DeviceSegmentedSort::SortKeys(d_temp, temp_bytes, chunk, items,
+                                                      std::min(kSegmentsPerSort, segments - first),
+                                                      d_begin + first, d_end + first, stream));
+  }
+  keys = chunk;
   return Status::ok();
 }
 
