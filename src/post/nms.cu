@@ -4,10 +4,9 @@
 #include <cstdint>
 #include <string>
 
-#include <cub/device/device_segmented_sort.cuh>
-
 #include "core/cuda_check.h"
 #include "core/nvtx.h"
+#include "core/segmented_sort.cuh"
 #include "post/nms.h"
 
 namespace fovea::post {
@@ -47,33 +46,6 @@ std::int64_t candidate_items(const NmsShape& shape) {
   return static_cast<std::int64_t>(shape.batch) * shape.classes * shape.boxes;
 }
 
-// CUB's DeviceSegmentedSort, at most kSegmentsPerSort segments per call: past a few hundred
-// segments (300 to 500 by its tuning; SSD300 has 16 x 81) it partitions them by size, which copies
-// the partition sizes to the host and synchronizes the stream, a host round trip that also breaks
-// CUDA graph capture (NmsGpu.RunsInACudaGraphWithNoHostRoundTrip fails if a call synchronizes). Its
-// radix sort, which never synchronizes, was 0.23 ms slower at the SSD300 shape. Each chunk starts
-// from the same buffer and CUB picks the final one from the key size alone, so all end together.
-constexpr int kSegmentsPerSort = 256;
-
-Status sort_keys(void* d_temp, std::size_t& temp_bytes, cub::DoubleBuffer<std::uint64_t>& keys,
-                 std::int64_t items, int segments, const int* d_begin, const int* d_end,
-                 cudaStream_t stream) {
-  cub::DoubleBuffer<std::uint64_t> chunk = keys;
-  if (d_temp == nullptr) {  // sizing: every chunk has at most kSegmentsPerSort segments
-    FOVEA_CUDA_TRY(cub::DeviceSegmentedSort::SortKeys(
-        d_temp, temp_bytes, chunk, items, std::min(segments, kSegmentsPerSort), d_begin, d_end, stream));
-    return Status::ok();
-  }
-  for (int first = 0; first < segments; first += kSegmentsPerSort) {
-    chunk = keys;
-    FOVEA_CUDA_TRY(cub::DeviceSegmentedSort::SortKeys(d_temp, temp_bytes, chunk, items,
-                                                      std::min(kSegmentsPerSort, segments - first),
-                                                      d_begin + first, d_end + first, stream));
-  }
-  keys = chunk;
-  return Status::ok();
-}
-
 Result<NmsLayout> nms_layout(const NmsShape& shape, const NmsParams& params) {
   NmsLayout layout;
   layout.segments = shape.batch * shape.classes;
@@ -81,10 +53,10 @@ Result<NmsLayout> nms_layout(const NmsShape& shape, const NmsParams& params) {
   layout.words = mask_words(layout.capacity);
   layout.kept_slot = static_cast<std::int64_t>(shape.classes) * layout.capacity;
   cub::DoubleBuffer<std::uint64_t> no_keys(nullptr, nullptr);
-  FOVEA_TRY(sort_keys(nullptr, layout.candidate_sort_bytes, no_keys, candidate_items(shape), layout.segments,
-                      nullptr, nullptr, nullptr));
-  FOVEA_TRY(sort_keys(nullptr, layout.kept_sort_bytes, no_keys, shape.batch * layout.kept_slot, shape.batch,
-                      nullptr, nullptr, nullptr));
+  FOVEA_TRY(sort_segments(nullptr, layout.candidate_sort_bytes, no_keys, candidate_items(shape),
+                          layout.segments, nullptr, nullptr, nullptr));
+  FOVEA_TRY(sort_segments(nullptr, layout.kept_sort_bytes, no_keys, shape.batch * layout.kept_slot,
+                          shape.batch, nullptr, nullptr, nullptr));
   std::size_t offset = 0;
   auto place = [&offset](std::size_t bytes) {
     const std::size_t at = offset;
@@ -319,8 +291,9 @@ Status run_nms_cuda(cudaStream_t stream, const NmsShape& shape, const NmsParams&
   slot_ranges_kernel<<<blocks_for(layout.segments, 256), 256, 0, stream>>>(
       segment_counts, layout.segments, shape.boxes, segment_begin, segment_end);
   FOVEA_CUDA_TRY_LAUNCH();
-  FOVEA_TRY(sort_keys(at<void>(d_workspace, layout.candidate_sort), layout.candidate_sort_bytes, candidates,
-                      candidate_items(shape), layout.segments, segment_begin, segment_end, stream));
+  FOVEA_TRY(sort_segments(at<void>(d_workspace, layout.candidate_sort), layout.candidate_sort_bytes,
+                          candidates, candidate_items(shape), layout.segments, segment_begin, segment_end,
+                          stream));
 
   const dim3 mask_grid(layout.words, layout.segments);
   iou_masks_kernel<<<mask_grid, kMaskBits, 0, stream>>>(d_boxes, candidates.Current(), segment_counts,
@@ -339,8 +312,8 @@ Status run_nms_cuda(cudaStream_t stream, const NmsShape& shape, const NmsParams&
   slot_ranges_kernel<<<blocks_for(shape.batch, 256), 256, 0, stream>>>(
       image_counts, shape.batch, layout.kept_slot, image_begin, image_end);
   FOVEA_CUDA_TRY_LAUNCH();
-  FOVEA_TRY(sort_keys(at<void>(d_workspace, layout.kept_sort), layout.kept_sort_bytes, kept,
-                      shape.batch * layout.kept_slot, shape.batch, image_begin, image_end, stream));
+  FOVEA_TRY(sort_segments(at<void>(d_workspace, layout.kept_sort), layout.kept_sort_bytes, kept,
+                          shape.batch * layout.kept_slot, shape.batch, image_begin, image_end, stream));
 
   write_detections_kernel<<<shape.batch, kWriteThreads, 0, stream>>>(
       d_boxes, d_scores, kept.Current(), image_counts, shape.boxes, shape.classes, layout.kept_slot,

@@ -3,9 +3,8 @@
 // its order (selection.cpp; ranking and IoU are nms_util.h's, shared with it):
 //   1. one key per (batch, class, box): descending score then ascending box index, or a key that
 //      sorts last when the box is no candidate (score not above the threshold, NaN);
-//   2. CUB's segmented radix sort orders each (batch, class) segment, one block per segment. Not
-//      cub::DeviceSegmentedSort (post/nms.cu's): past a few hundred segments it copies its
-//      partition sizes to the host and synchronizes the stream, which a CUDA graph cannot hold;
+//   2. a segmented sort orders each (batch, class) segment (core/segmented_sort.cuh: CUB's, in
+//      chunks of segments small enough that it never synchronizes the host);
 //   3. one block per segment walks its candidates in rank order, a tile of 256 at a time: each
 //      thread checks its candidate against the boxes kept so far, computes which later candidates
 //      of the tile its box would suppress (a 256-bit mask), and one thread then decides the tile in
@@ -23,8 +22,8 @@
 #include <string>
 
 #include <cub/block/block_scan.cuh>
-#include <cub/device/device_segmented_radix_sort.cuh>
 
+#include "core/segmented_sort.cuh"
 #include "runtime/cuda/cuda_op.h"
 #include "runtime/cuda/kernel_util.cuh"
 #include "runtime/ops/nms_util.h"
@@ -42,7 +41,6 @@ constexpr std::uint64_t kNoCandidate = ~std::uint64_t{0};
 // (256 x 256 bits) and boxes in 12 KiB of shared memory, and the serial decision per tile short.
 constexpr int kTile = 256;
 constexpr int kTileWords = kTile / 64;
-constexpr int kKeyBits = 64;        // the sort orders the whole key: score, then box index
 constexpr int kScanThreads = 1024;  // the largest block: the scan walks the segments in few chunks
 
 struct NmsState final : CudaNodeState {
@@ -252,13 +250,11 @@ T* at(void* base, std::size_t offset) {
   return reinterpret_cast<T*>(static_cast<char*>(base) + offset);
 }
 
+// Segment s is keys [offsets[s], offsets[s + 1]).
 Status sort_keys(void* temp, std::size_t& temp_bytes, cub::DoubleBuffer<std::uint64_t>& keys,
                  const NmsState& state, const int* offsets, cudaStream_t stream) {
   const int* ends = offsets == nullptr ? nullptr : offsets + 1;
-  FOVEA_CUDA_TRY(cub::DeviceSegmentedRadixSort::SortKeys(temp, temp_bytes, keys,
-                                                         static_cast<int>(state.items()), state.segments(),
-                                                         offsets, ends, 0, kKeyBits, stream));
-  return Status::ok();
+  return sort_segments(temp, temp_bytes, keys, state.items(), state.segments(), offsets, ends, stream);
 }
 
 Status place_workspace(NmsState& state) {
