@@ -32,8 +32,8 @@ namespace fovea::image {
 
 namespace {
 
-// 16 images per launch keep the launch parameters (jobs + weights, ~1.2 KiB) under the 4 KiB that
-// kernel arguments may take; larger batches take several launches.
+// 16 images per launch keep the launch parameters (jobs, tile numbers, weights: ~1.4 KiB) under
+// the 4 KiB that kernel arguments may take; larger batches take several launches.
 constexpr int kJobsPerLaunch = 16;
 // An output tile of 64 rows x 192 bytes (64 RGB or 48 RGBA pixels: 192 is a multiple of 3, 4 and
 // 16). Its 8 warps each own 16 rows (an MMA's M) x 96 bytes.
