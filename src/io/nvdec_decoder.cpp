@@ -1,11 +1,10 @@
 // The nvdec backend: nvcuvid's bitstream parser feeding an NVDEC hardware decoder, loaded at run time
 // through FFmpeg's ffnvcodec loader so that fovea has no link-time dependency on the NVIDIA driver.
 // Decoded pictures are copied out of the decoder's surfaces into pooled device memory on the
-// caller's stream, by a mapping thread per decoder; nothing touches host memory.
+// caller's stream; nothing touches host memory.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <condition_variable>
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
@@ -14,8 +13,6 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <system_error>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -42,16 +39,11 @@ void append_loader_message(void* sink, const char* format, ...) __attribute__((f
 namespace fovea::io {
 namespace {
 
-// Surfaces beyond the stream's minimum when DecoderOptions::decode_surfaces is 0: the display
-// delay keeps up to that many decoded pictures waiting outside the DPB, the mapping thread holds
-// up to kOutputSurfaces mapped pictures until their copies finish, and two more cover the pictures
-// queued for it. More would not spare the decode callback its short waits (see handle_decode).
-constexpr int kSurfaceHeadroom = 2;
 // The parser's picture indices, and the SDK sample's per-picture tables (MAX_FRM_CNT), stop at 32.
 constexpr int kMaxDecodeSurfaces = 32;
 // Pictures mapped at once. A picture stays mapped until the copies out of it have finished on the
-// caller's stream (an event tells), so the mapping thread waits for a copy only when it laps this
-// ring or runs out of queued pictures, not after every frame; one slot is always free for the next
+// caller's stream (an event tells), so the decoder waits for a copy only when it laps this ring or
+// decodes into a surface still mapped, not after every frame; one slot is always free for the next
 // map.
 constexpr unsigned int kOutputSurfaces = 4;
 // Call the decode callback even for pictures the parser finds corrupt, so the hardware conceals
@@ -422,9 +414,12 @@ Result<OutputGeometry> plan_geometry(const CUVIDEOFORMAT& format, const DecoderO
   return geometry;
 }
 
+// When DecoderOptions::decode_surfaces is 0, the stream's minimum and more: the display
+// delay keeps up to that many decoded pictures waiting outside the DPB, and up to kOutputSurfaces
+// displayed pictures stay mapped until their copies finish.
 int decode_surface_count(const CUVIDEOFORMAT& format, int requested, int display_delay) {
   const int needed = format.min_num_decode_surfaces;
-  const int automatic = needed + display_delay + static_cast<int>(kOutputSurfaces) + kSurfaceHeadroom;
+  const int automatic = needed + display_delay + static_cast<int>(kOutputSurfaces);
   const int wanted = requested > 0 ? std::max(needed, requested) : automatic;
   return std::min(wanted, kMaxDecodeSurfaces);
 }
@@ -461,27 +456,21 @@ Status copy_plane(CUdeviceptr d_source, std::size_t source_pitch, std::size_t x_
 // ---------------------------------------------------------------------------------------------
 // The decoder.
 //
-// Two threads per decoder, as the Video Codec SDK's programming guide recommends: mapping a
-// picture waits for its decode to finish, and on the parser's thread that wait holds back the
-// submission of the pictures after it.
-//   - The caller's thread runs the parser. Its callbacks create the hardware decoder, submit
-//     pictures (cuvidDecodePicture) and queue the pictures released for display.
-//   - The mapping thread maps each queued picture, copies it into a pooled block on the caller's
-//     stream, unmaps it once the copies have run, and puts the frame in ready_ for receive().
-// A decode surface is held from its display until its unmap; the decode callback waits before it
-// decodes into a held surface.
+// Everything runs on the caller's thread, inside the parser's callbacks, as in the Video Codec
+// SDK's own decoder class: the sequence callback creates the hardware decoder, the decode callback
+// submits a picture (cuvidDecodePicture), and the display callback maps the picture, queues its
+// copies into a pooled block on the caller's stream and keeps it mapped until they have run.
+//
+// Why no mapping thread of its own, as the SDK's programming guide suggests so that mapping's wait
+// for a decode does not hold back the next submission: fovea had one until 2026-11-21, and it bought
+// nothing. Measured on the H200 (docs/perf.md), this single-threaded decoder runs 1 session at the
+// same rate (607 frames/s against 613 for nvcuvid alone) and 8 sessions at the same rate as the
+// threaded one (2,900-3,100), with a third less code and no locks between threads.
 
-// What the decode callback learned about the picture now in a decode surface (caller's thread).
+// What the decode callback learned about the picture now in a decode surface.
 struct SurfaceState {
   bool keyframe = false;
   bool decode_failed = false;
-};
-
-// A picture the parser released for display, queued for the mapping thread.
-struct PendingPicture {
-  CUVIDPARSERDISPINFO display{};
-  bool keyframe = false;
-  bool has_pts = false;
 };
 
 class NvdecDecoder final : public Decoder {
@@ -497,8 +486,8 @@ class NvdecDecoder final : public Decoder {
   NvdecDecoder& operator=(const NvdecDecoder&) = delete;
   ~NvdecDecoder() override;
 
-  // Creates the context lock, the parser, the copy events and the mapping thread, and feeds the
-  // stream's parameter sets.
+  // Creates the context lock, the parser and the copy events, and feeds the stream's parameter
+  // sets.
   Status start();
 
   Result<IoState> send(const Packet& packet) override;
@@ -511,45 +500,33 @@ class NvdecDecoder final : public Decoder {
   static int CUDAAPI on_sequence(void* self, CUVIDEOFORMAT* format);
   static int CUDAAPI on_decode(void* self, CUVIDPICPARAMS* picture);
   static int CUDAAPI on_display(void* self, CUVIDPARSERDISPINFO* display);
-  // Keeps the first error raised inside a callback (send/receive return it) and tells the parser to
-  // stop: callbacks answer 0 for failure.
+  // Keeps the first error raised inside a callback (send/receive return it; the decoder is
+  // unusable after it) and tells the parser to stop: callbacks answer 0 for failure.
   int callback_result(Status status);
-  // Either thread: keeps the first error (the decoder is unusable after it) and wakes both threads.
-  void fail(const Status& status);
-  bool failed() const;
 
   Status create_parser();
   Status create_copy_events();
-  Status start_mapping_thread();
   // Feeds one chunk to the parser, whose callbacks run inside. False when the parser refused it.
   Result<bool> parse(const std::uint8_t* data, std::size_t size, unsigned long flags, std::int64_t timestamp);
 
-  // The caller's thread, inside the parser's callbacks.
+  // Inside the parser's callbacks.
   Result<int> handle_sequence(const CUVIDEOFORMAT& format);
   Status create_decoder(const CUVIDEOFORMAT& format, const OutputGeometry& geometry, int surfaces);
   Status prepare_output(int bit_depth, const OutputGeometry& geometry, int surfaces);
   Status handle_decode(CUVIDPICPARAMS& picture);
   Status handle_display(const CUVIDPARSERDISPINFO& display);
   Status check_picture_index(int picture_index) const;
-  // Waits, with mutex_ held through `lock`, until `done()` or an error; the mapping thread may fill
-  // ready_ past its bound meanwhile (see caller_waiting_).
-  template <typename Done>
-  void wait_for_mapping(std::unique_lock<std::mutex>& lock, Done done);
-
-  // The mapping thread.
-  void run_mapping_thread();
-  Status map_pictures();
-  bool can_map() const;  // with mutex_ held
-  Result<Frame> map_picture(const PendingPicture& picture);
+  Result<Frame> map_picture(const CUVIDPARSERDISPINFO& display);
   Result<PooledBuffer> acquire_output_block();
   Status copy_surface(CUdeviceptr d_surface, unsigned int pitch, void* d_frame) const;
-  // Unmaps the oldest mapped pictures (after their copies finished) until at most `keep` remain,
-  // and releases their surfaces to the decode callback.
+  // Unmaps the oldest mapped pictures (after their copies finished) until at most `keep` remain.
   Status retire_mapped(std::size_t keep);
+  // Unmaps mapped pictures, oldest first, until none is in decode surface `picture_index`.
+  Status release_surface(int picture_index);
   bool reported_damage(int picture_index) const;
-  Frame make_frame(PooledBuffer block, const PendingPicture& picture, bool damaged) const;
+  Frame make_frame(PooledBuffer block, const CUVIDPARSERDISPINFO& display, bool damaged) const;
 
-  bool all_surfaces_free() const;  // with mutex_ held
+  void count(std::int64_t DecoderStats::*counter);
 
   const StreamInfo stream_;
   const DecoderOptions options_;
@@ -564,61 +541,39 @@ class NvdecDecoder final : public Decoder {
   DecoderHandle decoder_;
   ParserHandle parser_;
 
-  // Written by the sequence callback only while no picture is queued or mapped (handle_sequence
-  // waits for that), read by the mapping thread for the pictures queued after.
+  // The current sequence's output.
+  CUVIDEOFORMAT format_{};
   OutputGeometry geometry_;
   ImageAllocation allocation_;
   PixelFormat output_format_ = PixelFormat::kNV12;
   int bit_depth_ = 8;
 
-  // The caller's thread only.
-  CUVIDEOFORMAT format_{};
   std::vector<SurfaceState> surfaces_;
-  std::int64_t surface_waits_ = 0;  // decode callbacks that waited for the mapping thread
+  std::size_t next_copy_event_ = 0;
+  std::deque<MappedPicture> mapped_;
+  std::int64_t surface_waits_ = 0;  // decode callbacks that waited for a mapped picture's copies
+  std::deque<Frame> ready_;
   bool timestamps_seen_ = false;
   bool eof_requested_ = false;
   bool drained_ = false;  // the parser has released its last picture
-
-  // The mapping thread only.
-  std::size_t next_copy_event_ = 0;
-  std::deque<MappedPicture> mapped_;
-
-  // Shared by both threads, under mutex_.
-  mutable std::mutex mutex_;
-  std::condition_variable mapper_wake_;  // for the mapping thread: a picture queued, room in ready_, stop
-  std::condition_variable progress_;     // for the caller's thread: a surface released, a frame, an error
-  std::deque<PendingPicture> pending_;
-  std::vector<int> surface_holds_;  // per decode surface: pictures queued or mapped, not yet unmapped
-  std::deque<Frame> ready_;
-  // The caller's thread waits for the mapping thread. It cannot take frames from ready_ meanwhile,
-  // so the mapping thread fills ready_ past its bound instead of waiting for room; otherwise each
-  // thread would wait for the other.
-  bool caller_waiting_ = false;
-  bool stopping_ = false;
-  DecoderStats stats_;
   Status error_;
 
-  std::thread mapper_;
+  // stats() may be called from another thread.
+  mutable std::mutex stats_mutex_;
+  DecoderStats stats_;
 };
 
 NvdecDecoder::~NvdecDecoder() {
-  {
-    const std::lock_guard lock(mutex_);
-    stopping_ = true;
-  }
-  mapper_wake_.notify_one();
-  // The mapping thread finishes the picture in hand, unmaps what it holds and ends; it never waits
-  // for the caller.
-  if (mapper_.joinable()) {
-    mapper_.join();
-  }
   if (surface_waits_ > 0) {
-    log_debug("{}: NVDEC's decode callback waited {} times for a surface the mapping thread held",
+    log_debug("{}: NVDEC's decode callback waited {} times for the copies out of a mapped picture",
               stream_.url, surface_waits_);
   }
-  // cuvidDestroyDecoder needs the decoder's context current. The parser goes first: it refers to
-  // the decoder's pictures.
+  // Unmapping and cuvidDestroyDecoder need the decoder's context current. The parser goes before
+  // the decoder: it refers to the decoder's pictures.
   const bool pushed = cu().cuCtxPushCurrent(context_.get()) == CUDA_SUCCESS;
+  if (pushed) {
+    static_cast<void>(retire_mapped(0));
+  }
   parser_.reset();
   decoder_.reset();
   if (pushed) {
@@ -630,7 +585,6 @@ NvdecDecoder::~NvdecDecoder() {
 Status NvdecDecoder::start() {
   FOVEA_TRY(create_parser());
   FOVEA_TRY(create_copy_events());
-  FOVEA_TRY(start_mapping_thread());
   if (stream_.extradata.empty()) {
     return Status::ok();
   }
@@ -645,8 +599,7 @@ Status NvdecDecoder::start() {
 Status NvdecDecoder::create_parser() {
   FOVEA_CU_TRY(cu().cuCtxPushCurrent(context_.get()));
   const ContextPop pop;
-  // One lock per decoder, handed to the driver, which takes it around its own use of the context;
-  // it is what lets the mapping thread map while the caller's thread decodes.
+  // One lock per decoder, handed to the driver, which takes it around its own use of the context.
   CUvideoctxlock lock = nullptr;
   FOVEA_CUVID_TRY(cuvid().cuvidCtxLockCreate(&lock, context_.get()));
   lock_.reset(lock);
@@ -678,30 +631,17 @@ Status NvdecDecoder::create_copy_events() {
   return Status::ok();
 }
 
-Status NvdecDecoder::start_mapping_thread() {
-  try {
-    mapper_ = std::thread([this] { run_mapping_thread(); });
-  } catch (const std::system_error& error) {
-    return make_error(StatusCode::kResourceExhausted, stream_.url,
-                      ": cannot start NVDEC's mapping thread: ", error.what());
-  }
-  return Status::ok();
-}
-
 Result<IoState> NvdecDecoder::send(const Packet& packet) {
-  {
-    const std::lock_guard lock(mutex_);
-    FOVEA_TRY(error_);
-    if (eof_requested_) {
-      return make_error(StatusCode::kInvalidArgument, stream_.url, ": packet sent to NVDEC after send_eof()");
-    }
-    // ready_ holds as many frames as the caller may: past that, the caller takes frames first, which
-    // bounds the pool (see prepare_output).
-    if (ready_.size() >= static_cast<std::size_t>(options_.max_frames_in_flight)) {
-      return IoState::kAgain;
-    }
-    ++stats_.packets_sent;
+  FOVEA_TRY(error_);
+  if (eof_requested_) {
+    return make_error(StatusCode::kInvalidArgument, stream_.url, ": packet sent to NVDEC after send_eof()");
   }
+  // ready_ holds as many frames as the caller may: past that, the caller takes frames first, which
+  // bounds the pool (see prepare_output).
+  if (ready_.size() >= static_cast<std::size_t>(options_.max_frames_in_flight)) {
+    return IoState::kAgain;
+  }
+  count(&DecoderStats::packets_sent);
   if (packet.data.empty()) {
     return IoState::kOk;
   }
@@ -717,9 +657,8 @@ Result<IoState> NvdecDecoder::send(const Packet& packet) {
   if (!accepted) {
     // Damaged data, not a failure: the parser resynchronizes at the next start code and the
     // picture resumes at the next keyframe.
-    const std::lock_guard lock(mutex_);
-    ++stats_.packets_rejected;
-    log_debug("{}: NVDEC's parser rejected packet {} (pts {})", stream_.url, stats_.packets_sent, packet.pts);
+    count(&DecoderStats::packets_rejected);
+    log_debug("{}: NVDEC's parser rejected a packet (pts {})", stream_.url, packet.pts);
   }
   return IoState::kOk;
 }
@@ -728,32 +667,20 @@ Status NvdecDecoder::send_eof() {
   // The parser is drained from receive() once the frames already queued are taken, for the same
   // reason send() answers kAgain while ready_ is full.
   eof_requested_ = true;
-  const std::lock_guard lock(mutex_);
   return error_;
 }
 
 Result<IoState> NvdecDecoder::receive(Frame& frame) {
-  std::unique_lock lock(mutex_);
   if (ready_.empty() && eof_requested_ && !drained_ && error_.is_ok()) {
     drained_ = true;
-    lock.unlock();
     FOVEA_ASSIGN_OR_RETURN(const bool accepted, parse(nullptr, 0, CUVID_PKT_ENDOFSTREAM, 0));
     if (!accepted) {
       log_debug("{}: NVDEC's parser reported an error while draining", stream_.url);
     }
-    lock.lock();
-  }
-  if (drained_) {
-    // After send_eof the caller gets frames and then kEof, never kAgain: wait for the mapping thread
-    // to finish the pictures the parser has released.
-    wait_for_mapping(lock, [this] { return !ready_.empty() || all_surfaces_free(); });
   }
   if (!ready_.empty()) {
     frame = std::move(ready_.front());
     ready_.pop_front();
-    if (ready_.size() + 1 == static_cast<std::size_t>(options_.max_frames_in_flight)) {
-      mapper_wake_.notify_one();  // ready_ was full
-    }
     return IoState::kOk;
   }
   FOVEA_TRY(error_);
@@ -761,8 +688,13 @@ Result<IoState> NvdecDecoder::receive(Frame& frame) {
 }
 
 DecoderStats NvdecDecoder::stats() const {
-  const std::lock_guard lock(mutex_);
+  const std::lock_guard lock(stats_mutex_);
   return stats_;
+}
+
+void NvdecDecoder::count(std::int64_t DecoderStats::*counter) {
+  const std::lock_guard lock(stats_mutex_);
+  ++(stats_.*counter);
 }
 
 Result<bool> NvdecDecoder::parse(const std::uint8_t* data, std::size_t size, unsigned long flags,
@@ -780,40 +712,23 @@ Result<bool> NvdecDecoder::parse(const std::uint8_t* data, std::size_t size, uns
     parsed = cuvid().cuvidParseVideoData(parser_.get(), &packet);
   }
   // cuvidParseVideoData does not reliably report a callback's failure; the stored error does.
-  {
-    const std::lock_guard lock(mutex_);
-    FOVEA_TRY(error_);
-  }
+  FOVEA_TRY(error_);
   return parsed == CUDA_SUCCESS;
-}
-
-void NvdecDecoder::fail(const Status& status) {
-  {
-    const std::lock_guard lock(mutex_);
-    if (error_.is_ok()) {
-      error_ = status.with_context(stream_.url);
-    }
-  }
-  mapper_wake_.notify_one();
-  progress_.notify_all();
-}
-
-bool NvdecDecoder::failed() const {
-  const std::lock_guard lock(mutex_);
-  return !error_.is_ok();
 }
 
 int NvdecDecoder::callback_result(Status status) {
   if (status.is_ok()) {
     return 1;
   }
-  fail(status);
+  if (error_.is_ok()) {
+    error_ = status.with_context(stream_.url);
+  }
   return 0;
 }
 
 int CUDAAPI NvdecDecoder::on_sequence(void* self, CUVIDEOFORMAT* format) {
   auto* decoder = static_cast<NvdecDecoder*>(self);
-  if (decoder->failed()) {
+  if (!decoder->error_.is_ok()) {
     return 0;
   }
   Result<int> surfaces = decoder->handle_sequence(*format);
@@ -823,12 +738,12 @@ int CUDAAPI NvdecDecoder::on_sequence(void* self, CUVIDEOFORMAT* format) {
 
 int CUDAAPI NvdecDecoder::on_decode(void* self, CUVIDPICPARAMS* picture) {
   auto* decoder = static_cast<NvdecDecoder*>(self);
-  return decoder->failed() ? 0 : decoder->callback_result(decoder->handle_decode(*picture));
+  return decoder->error_.is_ok() ? decoder->callback_result(decoder->handle_decode(*picture)) : 0;
 }
 
 int CUDAAPI NvdecDecoder::on_display(void* self, CUVIDPARSERDISPINFO* display) {
   auto* decoder = static_cast<NvdecDecoder*>(self);
-  return decoder->failed() ? 0 : decoder->callback_result(decoder->handle_display(*display));
+  return decoder->error_.is_ok() ? decoder->callback_result(decoder->handle_display(*display)) : 0;
 }
 
 Result<int> NvdecDecoder::handle_sequence(const CUVIDEOFORMAT& format) {
@@ -839,23 +754,15 @@ Result<int> NvdecDecoder::handle_sequence(const CUVIDEOFORMAT& format) {
   FOVEA_ASSIGN_OR_RETURN(const OutputGeometry geometry, plan_geometry(format, options_));
   const int surfaces = decode_surface_count(format, options_.decode_surfaces, options_.display_delay);
   const int bit_depth = format.bit_depth_luma_minus8 + 8;
-  {
-    // A new sequence replaces the decoder, the pool and the geometry that the mapping thread uses
-    // for the old sequence's pictures; the parser has already released all of those.
-    std::unique_lock lock(mutex_);
-    wait_for_mapping(lock, [this] { return all_surfaces_free(); });
-    FOVEA_TRY(error_);
-  }
+  // A new sequence replaces the decoder: no picture of the old one may stay mapped. Frames already
+  // copied out keep their pool blocks.
+  FOVEA_TRY(retire_mapped(0));
   FOVEA_TRY(create_decoder(format, geometry, surfaces));
   FOVEA_TRY(prepare_output(bit_depth, geometry, surfaces));
   format_ = format;
   geometry_ = geometry;
   bit_depth_ = bit_depth;
   surfaces_.assign(static_cast<std::size_t>(surfaces), SurfaceState{});
-  {
-    const std::lock_guard lock(mutex_);
-    surface_holds_.assign(static_cast<std::size_t>(surfaces), 0);
-  }
   log_debug("{}: NVDEC on {}: {} coded {}x{} {}-bit, {} decode surfaces, output {} {}x{}", stream_.url,
             gpu_name_, video_codec_name(stream_.codec), format.coded_width, format.coded_height, bit_depth,
             surfaces, pixel_format_name(output_format_), geometry.width, geometry.height);
@@ -896,9 +803,8 @@ Status NvdecDecoder::prepare_output(int bit_depth, const OutputGeometry& geometr
   output_format_ = output_format_for(bit_depth);
   FOVEA_ASSIGN_OR_RETURN(allocation_, plan_image_allocation(output_format_, geometry.width, geometry.height));
   // Blocks in use at once: up to max_frames_in_flight that the caller holds, as many in ready_
-  // (send() answers kAgain past that), and, while the caller's thread waits inside the parser for
-  // the mapping thread, the queued pictures the mapping thread finishes past that bound: at most
-  // one per decode surface.
+  // (send() answers kAgain past that), and the pictures that one parse call displays past that
+  // bound: at most one per decode surface, when the end of the stream flushes the parser.
   const auto capacity = static_cast<std::size_t>(2 * options_.max_frames_in_flight + surfaces);
   FOVEA_ASSIGN_OR_RETURN(BufferPool pool, BufferPool::create("nvdec-output", MemoryKind::kDevice,
                                                              allocation_.total_bytes, capacity));
@@ -914,43 +820,19 @@ Status NvdecDecoder::check_picture_index(int picture_index) const {
   return Status::ok();
 }
 
-template <typename Done>
-void NvdecDecoder::wait_for_mapping(std::unique_lock<std::mutex>& lock, Done done) {
-  if (done() || !error_.is_ok()) {
-    return;
-  }
-  caller_waiting_ = true;
-  mapper_wake_.notify_one();
-  progress_.wait(lock, [&] { return done() || !error_.is_ok(); });
-  caller_waiting_ = false;
-}
-
 Status NvdecDecoder::handle_decode(CUVIDPICPARAMS& picture) {
   FOVEA_TRY(check_picture_index(picture.CurrPicIdx));
-  const auto index = static_cast<std::size_t>(picture.CurrPicIdx);
-  {
-    // The parser reuses a surface once it has displayed the picture in it and needs it no longer
-    // for reference, often for the very next picture, so the mapping thread may still be copying
-    // that picture out. Measured (1080p H.264, H200, 2026-11-21): two pictures in three wait (four in
-    // five with 32 surfaces), for ~0.04 ms each; cuvidDecodePicture itself blocks ~1.6 ms.
-    std::unique_lock lock(mutex_);
-    if (surface_holds_[index] > 0) {
-      ++surface_waits_;
-      wait_for_mapping(lock, [this, index] { return surface_holds_[index] == 0; });
-    }
-    FOVEA_TRY(error_);
-  }
-  SurfaceState& surface = surfaces_[index];
+  // The parser reuses a surface once it has displayed the picture in it and needs it no longer for
+  // reference, sometimes while that picture is still mapped for its copies.
+  FOVEA_TRY(release_surface(picture.CurrPicIdx));
+  SurfaceState& surface = surfaces_[static_cast<std::size_t>(picture.CurrPicIdx)];
   surface.keyframe = picture.intra_pic_flag != 0;
   const CUresult decoded = cuvid().cuvidDecodePicture(decoder_.get(), &picture);
   surface.decode_failed = decoded != CUDA_SUCCESS;
   if (surface.decode_failed) {
     // Picture parameters the hardware refuses come from a damaged bitstream, not a failing device:
     // the picture is lost (counted), and decoding resumes cleanly at the next keyframe.
-    {
-      const std::lock_guard lock(mutex_);
-      ++stats_.packets_rejected;
-    }
+    count(&DecoderStats::packets_rejected);
     log_debug("{}: NVDEC refused a picture: {}", stream_.url, cu_message(decoded));
   }
   return Status::ok();
@@ -958,74 +840,23 @@ Status NvdecDecoder::handle_decode(CUVIDPICPARAMS& picture) {
 
 Status NvdecDecoder::handle_display(const CUVIDPARSERDISPINFO& display) {
   FOVEA_TRY(check_picture_index(display.picture_index));
-  const auto index = static_cast<std::size_t>(display.picture_index);
-  const SurfaceState& surface = surfaces_[index];
-  if (surface.decode_failed) {
+  if (surfaces_[static_cast<std::size_t>(display.picture_index)].decode_failed) {
     return Status::ok();  // already counted as rejected; there is nothing to show
   }
+  FOVEA_ASSIGN_OR_RETURN(Frame frame, map_picture(display));
   {
-    const std::lock_guard lock(mutex_);
-    pending_.push_back({display, surface.keyframe, timestamps_seen_});
-    ++surface_holds_[index];
-  }
-  mapper_wake_.notify_one();
-  return Status::ok();
-}
-
-bool NvdecDecoder::all_surfaces_free() const {
-  return std::all_of(surface_holds_.begin(), surface_holds_.end(), [](int holds) { return holds == 0; });
-}
-
-void NvdecDecoder::run_mapping_thread() {
-  Status status = [this]() -> Status {
-    // Mapping, copying and unmapping need the decoder's context current on this thread too.
-    FOVEA_CU_TRY(cu().cuCtxPushCurrent(context_.get()));
-    const ContextPop pop;
-    const Status mapped = map_pictures();
-    // Stopping or failing, no picture stays mapped: the decoder is destroyed next.
-    const Status retired = retire_mapped(0);
-    return mapped.is_ok() ? retired : mapped;
-  }();
-  if (!status.is_ok()) {
-    fail(status);
-  }
-}
-
-Status NvdecDecoder::map_pictures() {
-  std::unique_lock lock(mutex_);
-  while (true) {
-    if (!can_map()) {
-      // Before sleeping, hand every mapped surface back: the parser may be about to decode into one.
-      lock.unlock();
-      FOVEA_TRY(retire_mapped(0));
-      lock.lock();
-      mapper_wake_.wait(lock, [this] { return stopping_ || !error_.is_ok() || can_map(); });
-    }
-    if (stopping_ || !error_.is_ok()) {
-      return Status::ok();
-    }
-    const PendingPicture picture = pending_.front();
-    pending_.pop_front();
-    lock.unlock();
-    FOVEA_ASSIGN_OR_RETURN(Frame frame, map_picture(picture));
-    lock.lock();
+    const std::lock_guard lock(stats_mutex_);
     frame.index = stats_.frames_decoded++;
     if (frame.damaged) {
       ++stats_.frames_damaged;
     }
-    ready_.push_back(std::move(frame));
-    progress_.notify_all();
   }
+  ready_.push_back(std::move(frame));
+  return Status::ok();
 }
 
-bool NvdecDecoder::can_map() const {
-  return !pending_.empty() &&
-         (ready_.size() < static_cast<std::size_t>(options_.max_frames_in_flight) || caller_waiting_);
-}
-
-Result<Frame> NvdecDecoder::map_picture(const PendingPicture& picture) {
+Result<Frame> NvdecDecoder::map_picture(const CUVIDPARSERDISPINFO& display) {
   FOVEA_NVTX_RANGE("decode");
-  const CUVIDPARSERDISPINFO& display = picture.display;
   FOVEA_ASSIGN_OR_RETURN(PooledBuffer block, acquire_output_block());
   FOVEA_TRY(retire_mapped(kOutputSurfaces - 1));
   CUVIDPROCPARAMS params{};
@@ -1035,6 +866,7 @@ Result<Frame> NvdecDecoder::map_picture(const PendingPicture& picture) {
   params.output_stream = options_.stream;
   CUdeviceptr d_surface = 0;
   unsigned int pitch = 0;
+  // Waits until the picture has been decoded.
   FOVEA_CUVID_TRY(
       cuvid().cuvidMapVideoFrame(decoder_.get(), display.picture_index, &d_surface, &pitch, &params));
   const CUevent copy_event = copy_events_[next_copy_event_].get();
@@ -1042,8 +874,7 @@ Result<Frame> NvdecDecoder::map_picture(const PendingPicture& picture) {
   mapped_.push_back({display.picture_index, d_surface, copy_event});
   FOVEA_TRY(copy_surface(d_surface, pitch, block.data()));
   FOVEA_CU_TRY(cu().cuEventRecord(copy_event, options_.stream));
-  const bool damaged = reported_damage(display.picture_index);
-  return make_frame(std::move(block), picture, damaged);
+  return make_frame(std::move(block), display, reported_damage(display.picture_index));
 }
 
 Result<PooledBuffer> NvdecDecoder::acquire_output_block() {
@@ -1082,13 +913,19 @@ Status NvdecDecoder::retire_mapped(std::size_t keep) {
     mapped_.pop_front();
     FOVEA_CU_TRY(cu().cuEventSynchronize(oldest.copied));
     FOVEA_CUVID_TRY(cuvid().cuvidUnmapVideoFrame(decoder_.get(), oldest.d_surface));
-    {
-      const std::lock_guard lock(mutex_);
-      --surface_holds_[static_cast<std::size_t>(oldest.picture_index)];
-    }
-    progress_.notify_all();
   }
   return Status::ok();
+}
+
+Status NvdecDecoder::release_surface(int picture_index) {
+  const auto last = std::find_if(
+      mapped_.rbegin(), mapped_.rend(),
+      [picture_index](const MappedPicture& mapped) { return mapped.picture_index == picture_index; });
+  if (last == mapped_.rend()) {
+    return Status::ok();
+  }
+  ++surface_waits_;
+  return retire_mapped(static_cast<std::size_t>(last - mapped_.rbegin()));
 }
 
 bool NvdecDecoder::reported_damage(int picture_index) const {
@@ -1103,16 +940,16 @@ bool NvdecDecoder::reported_damage(int picture_index) const {
 }
 
 // The frame's index is set when it joins ready_, in display order.
-Frame NvdecDecoder::make_frame(PooledBuffer block, const PendingPicture& picture, bool damaged) const {
+Frame NvdecDecoder::make_frame(PooledBuffer block, const CUVIDPARSERDISPINFO& display, bool damaged) const {
   Frame frame;
   frame.image = image_view_in(block.data(), allocation_, output_format_, geometry_.width, geometry_.height,
                               MemoryKind::kDevice);
   frame.owner = std::make_shared<PooledBuffer>(std::move(block));
   // The parser hands each picture the timestamp of the packet it started in.
-  frame.pts = picture.display.timestamp;
-  frame.has_pts = picture.has_pts;
+  frame.pts = display.timestamp;
+  frame.has_pts = timestamps_seen_;
   frame.time_base = stream_.time_base;
-  frame.keyframe = picture.keyframe;
+  frame.keyframe = surfaces_[static_cast<std::size_t>(display.picture_index)].keyframe;
   frame.damaged = damaged;
   frame.bit_depth = bit_depth_;
   return frame;
