@@ -3,6 +3,7 @@
 // the same run on the same file.
 //
 //   nvdec_ceiling FILE [--sessions N] [--repeat R] [--mode replay|parse|parse-map] [--contexts shared|own]
+//                 [--display-delay D] [--surfaces S] [--end-of-picture] [--decode-status] [--create-on-main]
 //
 // Modes, from the hardware's own rate to what an application sees:
 //   replay     The clip is parsed once before timing and every picture's parameters and slice data
@@ -13,8 +14,17 @@
 //   parse-map  As parse, and each displayed picture is mapped, copied into device memory and
 //              unmapped inside the display callback (the SDK sample NvDecoder's way).
 // Sessions run on their own threads in this process, all started together; --contexts own gives
-// each session a CUDA context of its own instead of the device's primary context.
+// each session a CUDA context of its own instead of the device's primary context, and
+// --create-on-main creates every session's decoder on the main thread instead of its own.
+// The parser's settings default to the SDK sample's (display delay 1, the stream's minimum number
+// of decode surfaces); --display-delay and --surfaces change them, --end-of-picture marks every
+// packet as a whole picture (CUVID_PKT_ENDOFPICTURE) and --decode-status asks
+// cuvidGetDecodeStatus about every displayed picture, as fovea's decoder does.
+#include <cuda_runtime_api.h>
 #include <ffnvcodec/dynlink_loader.h>
+
+#include <array>
+#include <deque>
 
 #include <algorithm>
 #include <barrier>
@@ -30,6 +40,7 @@
 #include <thread>
 #include <vector>
 
+#include "io/decoder.h"
 #include "io/demuxer.h"
 
 namespace {
@@ -47,7 +58,7 @@ void check(CUresult result, const char* what) {
   }
 }
 
-enum class Mode { kReplay, kParse, kParseMap };
+enum class Mode { kReplay, kParse, kParseMap, kFovea };
 
 struct Options {
   std::string file;
@@ -55,6 +66,16 @@ struct Options {
   int repeat = 1;
   Mode mode = Mode::kReplay;
   bool own_contexts = false;
+  int display_delay = 1;
+  int surfaces = 0;  // 0: the stream's minimum
+  bool end_of_picture = false;
+  bool decode_status = false;
+  bool create_on_main = false;
+  bool runtime = false;
+  bool hold_maps = false;
+  bool push_per_packet = false;
+  bool timestamps = false;
+  int error_threshold = 0;
 };
 
 // One picture as the parser handed it to the decode callback, with the slice data and offsets the
@@ -66,6 +87,7 @@ struct RecordedPicture {
 };
 
 struct Clip {
+  fovea::io::StreamInfo info;
   std::vector<fovea::io::Packet> packets;
   std::vector<std::uint8_t> extradata;
   cudaVideoCodec codec = cudaVideoCodec_H264;
@@ -91,6 +113,7 @@ Clip read_clip(const std::string& file) {
   Clip clip;
   clip.codec = cuvid_codec((*demuxer)->info().codec);
   clip.extradata = (*demuxer)->info().extradata;
+  clip.info = (*demuxer)->info();
   while (true) {
     fovea::io::Packet packet;
     auto more = (*demuxer)->read(packet);
@@ -106,30 +129,44 @@ Clip read_clip(const std::string& file) {
 }
 
 // Runs nvcuvid's parser over the clip; the callbacks are the caller's.
-void parse_clip(const Clip& clip, CUVIDPARSERPARAMS params) {
+void parse_clip(const Clip& clip, const Options& options, CUVIDPARSERPARAMS params) {
   CUvideoparser parser = nullptr;
   params.CodecType = clip.codec;
   params.ulMaxNumDecodeSurfaces = 1;  // raised by the sequence callback's answer
-  params.ulMaxDisplayDelay = 1;       // the SDK sample's default
+  params.ulMaxDisplayDelay = static_cast<unsigned int>(options.display_delay);
+  params.ulErrorThreshold = static_cast<unsigned int>(options.error_threshold);
   check(g_cuvid->cuvidCreateVideoParser(&parser, &params), "cuvidCreateVideoParser");
-  auto feed = [&](const std::uint8_t* data, std::size_t size, unsigned long flags) {
+  auto feed = [&](const std::uint8_t* data, std::size_t size, unsigned long flags, std::int64_t pts = 0) {
     CUVIDSOURCEDATAPACKET packet{};
     packet.payload = data;
     packet.payload_size = static_cast<unsigned long>(size);
     packet.flags = flags;
+    packet.timestamp = pts;
+    if (options.push_per_packet) {
+      // fovea pushes the context for each packet and pops it after.
+      CUcontext current = nullptr;
+      g_cu->cuCtxPopCurrent(&current);
+      check(g_cu->cuCtxPushCurrent(current), "cuCtxPushCurrent");
+    }
     check(g_cuvid->cuvidParseVideoData(parser, &packet), "cuvidParseVideoData");
   };
   if (!clip.extradata.empty()) {
     feed(clip.extradata.data(), clip.extradata.size(), 0);
   }
   for (const auto& packet : clip.packets) {
-    feed(packet.data.data(), packet.data.size(), 0);
+    const unsigned long flags = (options.end_of_picture ? unsigned{CUVID_PKT_ENDOFPICTURE} : 0u) |
+                                (options.timestamps ? unsigned{CUVID_PKT_TIMESTAMP} : 0u);
+    feed(packet.data.data(), packet.data.size(), flags, packet.pts);
   }
   feed(nullptr, 0, CUVID_PKT_ENDOFSTREAM);
   g_cuvid->cuvidDestroyVideoParser(parser);
 }
 
-void record_pictures(Clip& clip) {
+int surface_count(const CUVIDEOFORMAT& format, const Options& options) {
+  return std::max<int>({format.min_num_decode_surfaces, options.surfaces, 1});
+}
+
+void record_pictures(Clip& clip, const Options& options) {
   struct Recorder {
     static int CUDAAPI sequence(void* user, CUVIDEOFORMAT* format) {
       static_cast<Clip*>(user)->format = *format;
@@ -150,18 +187,18 @@ void record_pictures(Clip& clip) {
   params.pfnSequenceCallback = Recorder::sequence;
   params.pfnDecodePicture = Recorder::decode;
   params.pfnDisplayPicture = Recorder::display;
-  parse_clip(clip, params);
+  parse_clip(clip, options, params);
   for (auto& picture : clip.pictures) {
     picture.params.pBitstreamData = picture.bitstream.data();
     picture.params.pSliceDataOffsets = picture.slice_offsets.data();
   }
 }
 
-CUvideodecoder create_decoder(const CUVIDEOFORMAT& format, CUvideoctxlock lock) {
+CUvideodecoder create_decoder(const CUVIDEOFORMAT& format, const Options& options, CUvideoctxlock lock) {
   CUVIDDECODECREATEINFO info{};
   info.ulWidth = format.coded_width;
   info.ulHeight = format.coded_height;
-  info.ulNumDecodeSurfaces = std::max<unsigned long>(format.min_num_decode_surfaces, 1);
+  info.ulNumDecodeSurfaces = static_cast<unsigned long>(surface_count(format, options));
   info.CodecType = format.codec;
   info.ChromaFormat = format.chroma_format;
   info.ulCreationFlags = cudaVideoCreate_PreferCUVID;
@@ -171,7 +208,7 @@ CUvideodecoder create_decoder(const CUVIDEOFORMAT& format, CUvideoctxlock lock) 
   info.DeinterlaceMode = cudaVideoDeinterlaceMode_Weave;
   info.ulTargetWidth = format.coded_width;
   info.ulTargetHeight = format.coded_height;
-  info.ulNumOutputSurfaces = 2;
+  info.ulNumOutputSurfaces = options.hold_maps ? 4 : 2;
   info.vidLock = lock;
   CUvideodecoder decoder = nullptr;
   check(g_cuvid->cuvidCreateDecoder(&decoder, &info), "cuvidCreateDecoder");
@@ -195,16 +232,46 @@ class Session {
       : clip_(clip), options_(options), context_(context) {}
 
   void prepare() {
+    if (options_.mode == Mode::kFovea) {
+      cudaStream_t stream = nullptr;
+      cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+      fovea::io::DecoderOptions decoder_options;
+      decoder_options.backend = fovea::io::DecoderBackend::kNvdec;
+      decoder_options.stream = stream;
+      auto opened = fovea::io::open_decoder(clip_.info, decoder_options);
+      if (!opened.is_ok()) {
+        throw std::runtime_error(opened.status().to_string());
+      }
+      fovea_decoder_ = std::move(opened->decoder);
+      stream_ = reinterpret_cast<CUstream>(stream);
+      return;
+    }
     check(g_cuvid->cuvidCtxLockCreate(&lock_, context_), "cuvidCtxLockCreate");
-    decoder_ = create_decoder(clip_.format, lock_);
+    decoder_ = create_decoder(clip_.format, options_, lock_);
     if (options_.mode == Mode::kParseMap) {
       const std::size_t bytes = std::size_t{clip_.format.coded_width} * clip_.format.coded_height * 3 / 2;
-      check(g_cu->cuMemAlloc(&d_frame_, bytes), "cuMemAlloc");
-      check(g_cu->cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+      if (options_.runtime) {
+        void* frame = nullptr;
+        cudaMalloc(&frame, bytes);
+        d_frame_ = reinterpret_cast<CUdeviceptr>(frame);
+        cudaStream_t stream = nullptr;
+        cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+        stream_ = reinterpret_cast<CUstream>(stream);
+      } else {
+        check(g_cu->cuMemAlloc(&d_frame_, bytes), "cuMemAlloc");
+        check(g_cu->cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+      }
+      for (auto& event : events_) {
+        check(g_cu->cuEventCreate(&event, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+      }
     }
   }
 
   void run() {
+    if (options_.mode == Mode::kFovea) {
+      run_fovea();
+      return;
+    }
     for (int pass = 0; pass < options_.repeat; ++pass) {
       if (options_.mode == Mode::kReplay) {
         replay();
@@ -215,6 +282,14 @@ class Session {
   }
 
   void release() {
+    if (fovea_decoder_) {
+      fovea_decoder_.reset();
+      return;
+    }
+    for (const auto& [surface, event] : held_) {
+      g_cu->cuEventSynchronize(event);
+      g_cuvid->cuvidUnmapVideoFrame(decoder_, surface);
+    }
     if (d_frame_ != 0) {
       g_cu->cuMemFree(d_frame_);
       g_cu->cuStreamDestroy(stream_);
@@ -226,6 +301,23 @@ class Session {
   std::int64_t frames() const { return frames_; }
 
  private:
+  void run_fovea() {
+    const auto count = [this](fovea::Frame&&) { ++frames_; };
+    for (int pass = 0; pass < options_.repeat; ++pass) {
+      for (const auto& packet : clip_.packets) {
+        throw_if(fovea::io::send_and_receive(*fovea_decoder_, packet, count));
+      }
+    }
+    throw_if(fovea::io::finish_and_receive(*fovea_decoder_, count));
+    check(g_cu->cuStreamSynchronize(stream_), "cuStreamSynchronize");
+  }
+
+  static void throw_if(const fovea::Status& status) {
+    if (!status.is_ok()) {
+      throw std::runtime_error(status.to_string());
+    }
+  }
+
   void replay() {
     for (const auto& picture : clip_.pictures) {
       CUVIDPICPARAMS params = picture.params;
@@ -238,8 +330,8 @@ class Session {
   void parse() {
     CUVIDPARSERPARAMS params{};
     params.pUserData = this;
-    params.pfnSequenceCallback = [](void*, CUVIDEOFORMAT* format) -> int {
-      return std::max<int>(format->min_num_decode_surfaces, 1);
+    params.pfnSequenceCallback = [](void* user, CUVIDEOFORMAT* format) -> int {
+      return surface_count(*format, static_cast<Session*>(user)->options_);
     };
     params.pfnDecodePicture = [](void* user, CUVIDPICPARAMS* picture) -> int {
       auto* self = static_cast<Session*>(user);
@@ -254,7 +346,7 @@ class Session {
       }
       return 1;
     };
-    parse_clip(clip_, params);
+    parse_clip(clip_, options_, params);
   }
 
   void copy_out(const CUVIDPARSERDISPINFO& display) {
@@ -275,8 +367,24 @@ class Session {
     copy.WidthInBytes = clip_.format.coded_width;
     copy.Height = std::size_t{clip_.format.coded_height} * 3 / 2;  // luma and chroma are contiguous
     check(g_cu->cuMemcpy2DAsync(&copy, stream_), "cuMemcpy2DAsync");
-    check(g_cu->cuStreamSynchronize(stream_), "cuStreamSynchronize");
-    check(g_cuvid->cuvidUnmapVideoFrame(decoder_, surface), "cuvidUnmapVideoFrame");
+    if (options_.decode_status) {
+      CUVIDGETDECODESTATUS status{};
+      g_cuvid->cuvidGetDecodeStatus(decoder_, display.picture_index, &status);
+    }
+    if (!options_.hold_maps) {
+      check(g_cu->cuStreamSynchronize(stream_), "cuStreamSynchronize");
+      check(g_cuvid->cuvidUnmapVideoFrame(decoder_, surface), "cuvidUnmapVideoFrame");
+      return;
+    }
+    // fovea's pattern: up to three pictures stay mapped until their copy events complete.
+    const CUevent event = events_[next_event_++ % events_.size()];
+    check(g_cu->cuEventRecord(event, stream_), "cuEventRecord");
+    held_.push_back({surface, event});
+    while (held_.size() > events_.size() - 1) {
+      check(g_cu->cuEventSynchronize(held_.front().second), "cuEventSynchronize");
+      check(g_cuvid->cuvidUnmapVideoFrame(decoder_, held_.front().first), "cuvidUnmapVideoFrame");
+      held_.pop_front();
+    }
   }
 
   const Clip& clip_;
@@ -286,7 +394,11 @@ class Session {
   CUvideodecoder decoder_ = nullptr;
   CUdeviceptr d_frame_ = 0;
   CUstream stream_ = nullptr;
+  std::array<CUevent, 4> events_{};
+  std::size_t next_event_ = 0;
+  std::deque<std::pair<CUdeviceptr, CUevent>> held_;
   std::int64_t frames_ = 0;
+  std::unique_ptr<fovea::io::Decoder> fovea_decoder_;
 };
 
 Options parse_options(int argc, char** argv) {
@@ -302,7 +414,9 @@ Options parse_options(int argc, char** argv) {
     if (arg == "--help" || arg == "-h") {
       std::puts(
           "usage: nvdec_ceiling FILE [--sessions N] [--repeat R] [--mode replay|parse|parse-map] "
-          "[--contexts shared|own]\n(see the comment at the top of bench/nvdec_ceiling.cpp)");
+          "[--contexts shared|own]\n       [--display-delay D] [--surfaces S] [--end-of-picture] "
+          "[--decode-status]\n       [--create-on-main]\n(see the comment at the top of "
+          "bench/nvdec_ceiling.cpp)");
       std::exit(0);
     } else if (arg == "--sessions") {
       options.sessions = std::stoi(value());
@@ -316,6 +430,8 @@ Options parse_options(int argc, char** argv) {
         options.mode = Mode::kParse;
       } else if (mode == "parse-map") {
         options.mode = Mode::kParseMap;
+      } else if (mode == "fovea") {
+        options.mode = Mode::kFovea;
       } else {
         throw std::runtime_error("--mode is replay, parse or parse-map, not " + mode);
       }
@@ -325,6 +441,26 @@ Options parse_options(int argc, char** argv) {
         throw std::runtime_error("--contexts is shared or own, not " + contexts);
       }
       options.own_contexts = contexts == "own";
+    } else if (arg == "--display-delay") {
+      options.display_delay = std::stoi(value());
+    } else if (arg == "--surfaces") {
+      options.surfaces = std::stoi(value());
+    } else if (arg == "--end-of-picture") {
+      options.end_of_picture = true;
+    } else if (arg == "--error-threshold") {
+      options.error_threshold = std::stoi(value());
+    } else if (arg == "--runtime") {
+      options.runtime = true;
+    } else if (arg == "--hold-maps") {
+      options.hold_maps = true;
+    } else if (arg == "--push-per-packet") {
+      options.push_per_packet = true;
+    } else if (arg == "--timestamps") {
+      options.timestamps = true;
+    } else if (arg == "--create-on-main") {
+      options.create_on_main = true;
+    } else if (arg == "--decode-status") {
+      options.decode_status = true;
     } else if (options.file.empty() && !arg.starts_with("--")) {
       options.file = arg;
     } else {
@@ -342,6 +478,7 @@ const char* mode_name(Mode mode) {
     case Mode::kReplay: return "replay";
     case Mode::kParse: return "parse";
     case Mode::kParseMap: return "parse-map";
+    case Mode::kFovea: return "fovea";
   }
   return "?";
 }
@@ -351,6 +488,10 @@ void run(const Options& options) {
     throw std::runtime_error("cannot load libcuda / libnvcuvid");
   }
   check(g_cu->cuInit(0), "cuInit");
+  if (options.runtime) {
+    cudaSetDevice(0);
+    cudaFree(nullptr);
+  }
   CUdevice device = 0;
   check(g_cu->cuDeviceGet(&device, 0), "cuDeviceGet");
   CUcontext primary = nullptr;
@@ -358,7 +499,7 @@ void run(const Options& options) {
   check(g_cu->cuCtxPushCurrent(primary), "cuCtxPushCurrent");
 
   Clip clip = read_clip(options.file);
-  record_pictures(clip);
+  record_pictures(clip, options);
   if (clip.pictures.empty()) {
     throw std::runtime_error(options.file + ": the parser found no pictures");
   }
@@ -381,10 +522,20 @@ void run(const Options& options) {
   std::vector<Clock::time_point> ends(sessions.size());
   std::barrier start(static_cast<std::ptrdiff_t>(sessions.size()));
   std::vector<std::thread> threads;
+  if (options.create_on_main) {
+    for (std::size_t i = 0; i < sessions.size(); ++i) {
+      check(g_cu->cuCtxPushCurrent(contexts[i]), "cuCtxPushCurrent");
+      sessions[i]->prepare();
+      CUcontext popped = nullptr;
+      g_cu->cuCtxPopCurrent(&popped);
+    }
+  }
   for (std::size_t i = 0; i < sessions.size(); ++i) {
     threads.emplace_back([&, i] {
       check(g_cu->cuCtxPushCurrent(contexts[i]), "cuCtxPushCurrent");
-      sessions[i]->prepare();
+      if (!options.create_on_main) {
+        sessions[i]->prepare();
+      }
       start.arrive_and_wait();
       begins[i] = Clock::now();
       sessions[i]->run();
@@ -404,10 +555,12 @@ void run(const Options& options) {
                           .count();
   std::printf(
       "{\"mode\": \"%s\", \"contexts\": \"%s\", \"sessions\": %d, \"frames\": %lld, \"seconds\": %.3f, "
-      "\"aggregate_fps\": %.1f, \"per_session_fps\": %.1f}\n",
+      "\"aggregate_fps\": %.1f, \"per_session_fps\": %.1f, \"display_delay\": %d, \"surfaces\": %d, "
+      "\"end_of_picture\": %d, \"decode_status\": %d}\n",
       mode_name(options.mode), options.own_contexts ? "own" : "shared", options.sessions,
       static_cast<long long>(frames), wall, static_cast<double>(frames) / wall,
-      static_cast<double>(frames) / wall / options.sessions);
+      static_cast<double>(frames) / wall / options.sessions, options.display_delay,
+      surface_count(clip.format, options), options.end_of_picture ? 1 : 0, options.decode_status ? 1 : 0);
 }
 
 }  // namespace
