@@ -7,13 +7,16 @@
 #   - FFmpeg's own decoders as peers: CPU (-threads 16) and NVDEC (-hwaccel cuda, frames kept on
 #     the GPU), one process and 8 concurrent processes;
 #   - fovea decode-bench with cpu and nvdec, 1, 8, 12 and 16 sessions in one process, and 8
-#     processes with one session each (and HEVC when a clip is given).
+#     processes with one session each (and HEVC when a clip is given);
+#   - the raw NVDEC ceiling on the same clips (bench/nvdec_ceiling: nvcuvid alone, pre-parsed
+#     pictures submitted back to back), the denominator of the nvdec rows.
 # Each fovea result is also written as JSON next to the log.
 set -euo pipefail
 build=$1
 out=$2
 hevc=${3:-}
 fovea=$build/apps/fovea/fovea
+ceiling=$build/bench/nvdec_ceiling
 mkdir -p "$out"
 clip=$out/clip_h264_1080p.mp4
 [ -s "$clip" ] || ffmpeg -loglevel error -y -f lavfi -i "testsrc2=size=1920x1080:rate=30,noise=alls=12:allf=t+u" \
@@ -52,6 +55,13 @@ ffmpeg_fps() {
   echo "$n $count $start $end" | awk '{printf "%.1f", $1 * $2 / ($4 - $3)}'
 }
 
+# Prints the raw nvcuvid rate of N sessions in one process on a clip (nvdec_ceiling's replay mode).
+ceiling_fps() {
+  local n=$1 repeat=$2 input=$3 name=$4
+  "$ceiling" "$input" --mode replay --sessions "$n" --repeat "$repeat" >"$out/$name.json" 2>"$out/$name.log"
+  python3 -c "import json,sys; print('%.1f' % json.load(open(sys.argv[1]))['aggregate_fps'])" "$out/$name.json"
+}
+
 row() { printf '| %-58s | %12s |\n' "$1" "$2"; }
 
 fovea_fps() {
@@ -84,9 +94,11 @@ fovea_processes_fps() {
   row "fovea decode-bench cpu, threads 16, 1 session" "$(fovea_fps cpu1 "$clip" --decoder cpu --threads 16 --sessions 1 --repeat 3)"
   row "ffmpeg NVDEC (-hwaccel cuda, device frames), 1 process" \
     "$(ffmpeg_fps 1 5 "$clip" -hwaccel cuda -hwaccel_output_format cuda)"
+  row "raw NVDEC ceiling (nvdec_ceiling replay), 1 session" "$(ceiling_fps 1 5 "$clip" ceiling1)"
   row "fovea decode-bench nvdec, 1 session, display delay 2" "$(fovea_fps nvdec1d2 "$clip" --decoder nvdec --sessions 1 --repeat 5 --display-delay 2)"
   row "fovea decode-bench nvdec, 1 session (display delay 4)" "$(fovea_fps nvdec1 "$clip" --decoder nvdec --sessions 1 --repeat 5)"
   row "ffmpeg NVDEC, 8 processes" "$(ffmpeg_fps 8 3 "$clip" -hwaccel cuda -hwaccel_output_format cuda)"
+  row "raw NVDEC ceiling (nvdec_ceiling replay), 8 sessions" "$(ceiling_fps 8 3 "$clip" ceiling8)"
   row "fovea decode-bench nvdec, 8 sessions, display delay 2" "$(fovea_fps nvdec8d2 "$clip" --decoder nvdec --sessions 8 --repeat 3 --display-delay 2)"
   row "fovea decode-bench nvdec, 8 sessions (display delay 4)" "$(fovea_fps nvdec8 "$clip" --decoder nvdec --sessions 8 --repeat 3)"
   row "fovea decode-bench nvdec, 12 sessions" "$(fovea_fps nvdec12 "$clip" --decoder nvdec --sessions 12 --repeat 2)"
@@ -95,6 +107,7 @@ fovea_processes_fps() {
     "$(fovea_processes_fps 8 nvdec8p "$clip" --decoder nvdec --sessions 1 --repeat 10)"
   if [ -n "$hevc" ] && [ -s "$hevc" ]; then
     row "ffmpeg NVDEC HEVC, 8 processes" "$(ffmpeg_fps 8 3 "$hevc" -hwaccel cuda -hwaccel_output_format cuda)"
+    row "raw NVDEC ceiling HEVC, 8 sessions" "$(ceiling_fps 8 3 "$hevc" ceiling_hevc8)"
     row "fovea decode-bench nvdec HEVC, 8 sessions" "$(fovea_fps hevc8 "$hevc" --decoder nvdec --sessions 8 --repeat 3)"
   fi
 } | tee "$out/decode_bench.md"
