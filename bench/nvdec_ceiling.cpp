@@ -2,8 +2,11 @@
 // decoder, so that `fovea decode-bench --decoder nvdec` can be compared with a ceiling measured in
 // the same run on the same file.
 //
-//   nvdec_ceiling FILE [--sessions N] [--repeat R] [--mode replay|parse|parse-map] [--contexts shared|own]
+//   nvdec_ceiling FILE [--sessions N] [--repeat R] [--mode replay|parse|parse-map|fovea] [--contexts
+//   shared|own]
 //                 [--display-delay D] [--surfaces S] [--end-of-picture] [--decode-status] [--create-on-main]
+//                 [--runtime] [--hold-maps] [--push-per-packet] [--timestamps] [--error-threshold P]
+//                 [--two-copies] [--pool-blocks N] [--one-parser] [--nvtx]
 //
 // Modes, from the hardware's own rate to what an application sees:
 //   replay     The clip is parsed once before timing and every picture's parameters and slice data
@@ -13,15 +16,21 @@
 //              do, submitting each picture from the parser's decode callback; nothing is mapped.
 //   parse-map  As parse, and each displayed picture is mapped, copied into device memory and
 //              unmapped inside the display callback (the SDK sample NvDecoder's way).
+//   fovea      fovea's own NVDEC decoder (io::open_decoder, send_and_receive) in this harness.
 // Sessions run on their own threads in this process, all started together; --contexts own gives
 // each session a CUDA context of its own instead of the device's primary context, and
 // --create-on-main creates every session's decoder on the main thread instead of its own.
 // The parser's settings default to the SDK sample's (display delay 1, the stream's minimum number
 // of decode surfaces); --display-delay and --surfaces change them, --end-of-picture marks every
 // packet as a whole picture (CUVID_PKT_ENDOFPICTURE) and --decode-status asks
-// cuvidGetDecodeStatus about every displayed picture, as fovea's decoder does.
+// cuvidGetDecodeStatus about every displayed picture, as fovea's decoder does. The options after
+// those make one more of fovea's choices at a time (docs/perf.md, "Run D"): the CUDA runtime's
+// memory and stream, pictures kept mapped until their copy events, the context pushed per packet,
+// packet timestamps, the parser's error threshold, two 2-D copies per frame into pitched blocks,
+// N destination blocks in turn, one parser for all passes, NVTX ranges.
 #include <cuda_runtime_api.h>
 #include <ffnvcodec/dynlink_loader.h>
+#include <nvtx3/nvToolsExt.h>
 
 #include <array>
 #include <deque>
@@ -76,6 +85,10 @@ struct Options {
   bool push_per_packet = false;
   bool timestamps = false;
   int error_threshold = 0;
+  bool two_copies = false;
+  int pool_blocks = 1;
+  bool one_parser = false;
+  bool nvtx = false;
 };
 
 // One picture as the parser handed it to the decode callback, with the slice data and offsets the
@@ -128,8 +141,37 @@ Clip read_clip(const std::string& file) {
   return clip;
 }
 
-// Runs nvcuvid's parser over the clip; the callbacks are the caller's.
-void parse_clip(const Clip& clip, const Options& options, CUVIDPARSERPARAMS params) {
+// An NVTX range in a domain of its own, as fovea's FOVEA_NVTX_RANGE, when --nvtx asks for it.
+class Range {
+ public:
+  Range(bool enabled, const char* name) : enabled_(enabled) {
+    if (enabled_) {
+      nvtxEventAttributes_t attributes{};
+      attributes.version = NVTX_VERSION;
+      attributes.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+      attributes.messageType = NVTX_MESSAGE_TYPE_ASCII;
+      attributes.message.ascii = name;
+      nvtxDomainRangePushEx(domain(), &attributes);
+    }
+  }
+  ~Range() {
+    if (enabled_) {
+      nvtxDomainRangePop(domain());
+    }
+  }
+  Range(const Range&) = delete;
+  Range& operator=(const Range&) = delete;
+
+ private:
+  static nvtxDomainHandle_t domain() {
+    static nvtxDomainHandle_t handle = nvtxDomainCreateA("nvdec_ceiling");
+    return handle;
+  }
+  bool enabled_;
+};
+
+// Runs nvcuvid's parser over the clip `passes` times; the callbacks are the caller's.
+void parse_clip(const Clip& clip, const Options& options, CUVIDPARSERPARAMS params, int passes = 1) {
   CUvideoparser parser = nullptr;
   params.CodecType = clip.codec;
   params.ulMaxNumDecodeSurfaces = 1;  // raised by the sequence callback's answer
@@ -148,15 +190,18 @@ void parse_clip(const Clip& clip, const Options& options, CUVIDPARSERPARAMS para
       g_cu->cuCtxPopCurrent(&current);
       check(g_cu->cuCtxPushCurrent(current), "cuCtxPushCurrent");
     }
+    const Range range(options.nvtx, "decode");
     check(g_cuvid->cuvidParseVideoData(parser, &packet), "cuvidParseVideoData");
   };
   if (!clip.extradata.empty()) {
     feed(clip.extradata.data(), clip.extradata.size(), 0);
   }
-  for (const auto& packet : clip.packets) {
-    const unsigned long flags = (options.end_of_picture ? unsigned{CUVID_PKT_ENDOFPICTURE} : 0u) |
-                                (options.timestamps ? unsigned{CUVID_PKT_TIMESTAMP} : 0u);
-    feed(packet.data.data(), packet.data.size(), flags, packet.pts);
+  for (int pass = 0; pass < passes; ++pass) {
+    for (const auto& packet : clip.packets) {
+      const unsigned long flags = (options.end_of_picture ? unsigned{CUVID_PKT_ENDOFPICTURE} : 0u) |
+                                  (options.timestamps ? unsigned{CUVID_PKT_TIMESTAMP} : 0u);
+      feed(packet.data.data(), packet.data.size(), flags, packet.pts);
+    }
   }
   feed(nullptr, 0, CUVID_PKT_ENDOFSTREAM);
   g_cuvid->cuvidDestroyVideoParser(parser);
@@ -249,16 +294,25 @@ class Session {
     check(g_cuvid->cuvidCtxLockCreate(&lock_, context_), "cuvidCtxLockCreate");
     decoder_ = create_decoder(clip_.format, options_, lock_);
     if (options_.mode == Mode::kParseMap) {
-      const std::size_t bytes = std::size_t{clip_.format.coded_width} * clip_.format.coded_height * 3 / 2;
+      // fovea's pooled frames have rows of a 256-byte multiple; the plain copy packs them.
+      frame_pitch_ = options_.two_copies ? (std::size_t{clip_.format.coded_width} + 255) / 256 * 256
+                                         : std::size_t{clip_.format.coded_width};
+      const std::size_t bytes = frame_pitch_ * clip_.format.coded_height * 3 / 2;
+      frames_d_.resize(static_cast<std::size_t>(options_.pool_blocks));
+      for (CUdeviceptr& frame : frames_d_) {
+        if (options_.runtime) {
+          void* block = nullptr;
+          cudaMalloc(&block, bytes);
+          frame = reinterpret_cast<CUdeviceptr>(block);
+        } else {
+          check(g_cu->cuMemAlloc(&frame, bytes), "cuMemAlloc");
+        }
+      }
       if (options_.runtime) {
-        void* frame = nullptr;
-        cudaMalloc(&frame, bytes);
-        d_frame_ = reinterpret_cast<CUdeviceptr>(frame);
         cudaStream_t stream = nullptr;
         cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
         stream_ = reinterpret_cast<CUstream>(stream);
       } else {
-        check(g_cu->cuMemAlloc(&d_frame_, bytes), "cuMemAlloc");
         check(g_cu->cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
       }
       for (auto& event : events_) {
@@ -272,11 +326,15 @@ class Session {
       run_fovea();
       return;
     }
+    if (options_.one_parser && options_.mode != Mode::kReplay) {
+      parse(options_.repeat);
+      return;
+    }
     for (int pass = 0; pass < options_.repeat; ++pass) {
       if (options_.mode == Mode::kReplay) {
         replay();
       } else {
-        parse();
+        parse(1);
       }
     }
   }
@@ -290,8 +348,10 @@ class Session {
       g_cu->cuEventSynchronize(event);
       g_cuvid->cuvidUnmapVideoFrame(decoder_, surface);
     }
-    if (d_frame_ != 0) {
-      g_cu->cuMemFree(d_frame_);
+    for (CUdeviceptr frame : frames_d_) {
+      g_cu->cuMemFree(frame);
+    }
+    if (stream_ != nullptr) {
       g_cu->cuStreamDestroy(stream_);
     }
     g_cuvid->cuvidDestroyDecoder(decoder_);
@@ -327,7 +387,7 @@ class Session {
     wait_for_picture(decoder_, clip_.pictures.back().params.CurrPicIdx);
   }
 
-  void parse() {
+  void parse(int passes) {
     CUVIDPARSERPARAMS params{};
     params.pUserData = this;
     params.pfnSequenceCallback = [](void* user, CUVIDEOFORMAT* format) -> int {
@@ -346,10 +406,11 @@ class Session {
       }
       return 1;
     };
-    parse_clip(clip_, options_, params);
+    parse_clip(clip_, options_, params, passes);
   }
 
   void copy_out(const CUVIDPARSERDISPINFO& display) {
+    const Range range(options_.nvtx, "map");
     CUVIDPROCPARAMS params{};
     params.progressive_frame = display.progressive_frame;
     params.output_stream = stream_;
@@ -357,16 +418,17 @@ class Session {
     unsigned int pitch = 0;
     check(g_cuvid->cuvidMapVideoFrame(decoder_, display.picture_index, &surface, &pitch, &params),
           "cuvidMapVideoFrame");
-    CUDA_MEMCPY2D copy{};
-    copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
-    copy.srcDevice = surface;
-    copy.srcPitch = pitch;
-    copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-    copy.dstDevice = d_frame_;
-    copy.dstPitch = clip_.format.coded_width;
-    copy.WidthInBytes = clip_.format.coded_width;
-    copy.Height = std::size_t{clip_.format.coded_height} * 3 / 2;  // luma and chroma are contiguous
-    check(g_cu->cuMemcpy2DAsync(&copy, stream_), "cuMemcpy2DAsync");
+    const CUdeviceptr d_frame = frames_d_[next_frame_++ % frames_d_.size()];
+    if (options_.two_copies) {
+      // fovea's way: the visible luma rows, then the chroma plane that follows the coded rows.
+      const auto rows =
+          static_cast<std::size_t>(clip_.format.display_area.bottom - clip_.format.display_area.top);
+      copy_rows(surface, pitch, d_frame, rows);
+      copy_rows(surface + std::size_t{pitch} * clip_.format.coded_height, pitch,
+                d_frame + frame_pitch_ * rows, rows / 2);
+    } else {
+      copy_rows(surface, pitch, d_frame, std::size_t{clip_.format.coded_height} * 3 / 2);  // luma and chroma
+    }
     if (options_.decode_status) {
       CUVIDGETDECODESTATUS status{};
       g_cuvid->cuvidGetDecodeStatus(decoder_, display.picture_index, &status);
@@ -387,12 +449,27 @@ class Session {
     }
   }
 
+  void copy_rows(CUdeviceptr source, unsigned int pitch, CUdeviceptr destination, std::size_t rows) {
+    CUDA_MEMCPY2D copy{};
+    copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    copy.srcDevice = source;
+    copy.srcPitch = pitch;
+    copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    copy.dstDevice = destination;
+    copy.dstPitch = frame_pitch_;
+    copy.WidthInBytes = clip_.format.coded_width;
+    copy.Height = rows;
+    check(g_cu->cuMemcpy2DAsync(&copy, stream_), "cuMemcpy2DAsync");
+  }
+
   const Clip& clip_;
   const Options& options_;
   CUcontext context_ = nullptr;
   CUvideoctxlock lock_ = nullptr;
   CUvideodecoder decoder_ = nullptr;
-  CUdeviceptr d_frame_ = 0;
+  std::vector<CUdeviceptr> frames_d_;
+  std::size_t next_frame_ = 0;
+  std::size_t frame_pitch_ = 0;
   CUstream stream_ = nullptr;
   std::array<CUevent, 4> events_{};
   std::size_t next_event_ = 0;
@@ -413,9 +490,11 @@ Options parse_options(int argc, char** argv) {
     };
     if (arg == "--help" || arg == "-h") {
       std::puts(
-          "usage: nvdec_ceiling FILE [--sessions N] [--repeat R] [--mode replay|parse|parse-map] "
+          "usage: nvdec_ceiling FILE [--sessions N] [--repeat R] [--mode replay|parse|parse-map|fovea] "
           "[--contexts shared|own]\n       [--display-delay D] [--surfaces S] [--end-of-picture] "
-          "[--decode-status]\n       [--create-on-main]\n(see the comment at the top of "
+          "[--decode-status]\n       [--create-on-main]\n       [--runtime] [--hold-maps] "
+          "[--push-per-packet] [--timestamps] [--error-threshold P]\n       [--two-copies] [--pool-blocks N] "
+          "[--one-parser] [--nvtx]\n(see the comment at the top of "
           "bench/nvdec_ceiling.cpp)");
       std::exit(0);
     } else if (arg == "--sessions") {
@@ -447,6 +526,14 @@ Options parse_options(int argc, char** argv) {
       options.surfaces = std::stoi(value());
     } else if (arg == "--end-of-picture") {
       options.end_of_picture = true;
+    } else if (arg == "--two-copies") {
+      options.two_copies = true;
+    } else if (arg == "--pool-blocks") {
+      options.pool_blocks = std::max(1, std::stoi(value()));
+    } else if (arg == "--one-parser") {
+      options.one_parser = true;
+    } else if (arg == "--nvtx") {
+      options.nvtx = true;
     } else if (arg == "--error-threshold") {
       options.error_threshold = std::stoi(value());
     } else if (arg == "--runtime") {
