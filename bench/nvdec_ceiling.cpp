@@ -30,7 +30,6 @@
 // N destination blocks in turn, one parser for all passes, NVTX ranges.
 #include <cuda_runtime_api.h>
 #include <ffnvcodec/dynlink_loader.h>
-#include <nvtx3/nvToolsExt.h>
 
 #include <array>
 #include <deque>
@@ -43,12 +42,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
 
+#include "core/nvtx.h"
 #include "io/decoder.h"
 #include "io/demuxer.h"
 
@@ -141,35 +142,6 @@ Clip read_clip(const std::string& file) {
   return clip;
 }
 
-// An NVTX range in a domain of its own, as fovea's FOVEA_NVTX_RANGE, when --nvtx asks for it.
-class Range {
- public:
-  Range(bool enabled, const char* name) : enabled_(enabled) {
-    if (enabled_) {
-      nvtxEventAttributes_t attributes{};
-      attributes.version = NVTX_VERSION;
-      attributes.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
-      attributes.messageType = NVTX_MESSAGE_TYPE_ASCII;
-      attributes.message.ascii = name;
-      nvtxDomainRangePushEx(domain(), &attributes);
-    }
-  }
-  ~Range() {
-    if (enabled_) {
-      nvtxDomainRangePop(domain());
-    }
-  }
-  Range(const Range&) = delete;
-  Range& operator=(const Range&) = delete;
-
- private:
-  static nvtxDomainHandle_t domain() {
-    static nvtxDomainHandle_t handle = nvtxDomainCreateA("nvdec_ceiling");
-    return handle;
-  }
-  bool enabled_;
-};
-
 // Runs nvcuvid's parser over the clip `passes` times; the callbacks are the caller's.
 void parse_clip(const Clip& clip, const Options& options, CUVIDPARSERPARAMS params, int passes = 1) {
   CUvideoparser parser = nullptr;
@@ -190,7 +162,10 @@ void parse_clip(const Clip& clip, const Options& options, CUVIDPARSERPARAMS para
       g_cu->cuCtxPopCurrent(&current);
       check(g_cu->cuCtxPushCurrent(current), "cuCtxPushCurrent");
     }
-    const Range range(options.nvtx, "decode");
+    std::optional<fovea::NvtxRange> range;  // fovea's NVTX range, only when --nvtx asks for it
+    if (options.nvtx) {
+      range.emplace("decode");
+    }
     check(g_cuvid->cuvidParseVideoData(parser, &packet), "cuvidParseVideoData");
   };
   if (!clip.extradata.empty()) {
@@ -410,7 +385,10 @@ class Session {
   }
 
   void copy_out(const CUVIDPARSERDISPINFO& display) {
-    const Range range(options_.nvtx, "map");
+    std::optional<fovea::NvtxRange> range;
+    if (options_.nvtx) {
+      range.emplace("map");
+    }
     CUVIDPROCPARAMS params{};
     params.progressive_frame = display.progressive_frame;
     params.output_stream = stream_;
