@@ -315,10 +315,7 @@ class Session {
   }
 
   void release() {
-    if (fovea_decoder_) {
-      fovea_decoder_.reset();
-      return;
-    }
+    fovea_decoder_.reset();  // before the stream its copies run on
     for (const auto& [surface, event] : held_) {
       g_cu->cuEventSynchronize(event);
       g_cuvid->cuvidUnmapVideoFrame(decoder_, surface);
@@ -329,8 +326,10 @@ class Session {
     if (stream_ != nullptr) {
       g_cu->cuStreamDestroy(stream_);
     }
-    g_cuvid->cuvidDestroyDecoder(decoder_);
-    g_cuvid->cuvidCtxLockDestroy(lock_);
+    if (decoder_ != nullptr) {
+      g_cuvid->cuvidDestroyDecoder(decoder_);
+      g_cuvid->cuvidCtxLockDestroy(lock_);
+    }
   }
 
   std::int64_t frames() const { return frames_; }
@@ -490,7 +489,7 @@ Options parse_options(int argc, char** argv) {
       } else if (mode == "fovea") {
         options.mode = Mode::kFovea;
       } else {
-        throw std::runtime_error("--mode is replay, parse or parse-map, not " + mode);
+        throw std::runtime_error("--mode is replay, parse, parse-map or fovea, not " + mode);
       }
     } else if (arg == "--contexts") {
       const std::string contexts = value();
