@@ -9,10 +9,12 @@
 #include <cstdint>
 #include <cstdio>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -306,14 +308,33 @@ Status check_limits(const CUVIDDECODECAPS& caps, const StreamShape& shape, std::
   return Status::ok();
 }
 
-// Needs a context current on the calling thread.
-Status check_capabilities(const StreamShape& shape, std::string_view gpu) {
-  FOVEA_TRY(check_shape(shape));
+// The decoder's capabilities for a codec, chroma format and bit depth on a device, asked of the
+// driver once per process and remembered. Why remember them: on the H200, one cuvidGetDecoderCaps
+// call made while other sessions of the process are decoding slowed every session for the rest of
+// the run, by about a quarter (8 sessions: 2,941 frames/s with the query in each decoder's sequence
+// callback, 3,759-3,872 without; docs/perf.md, "Run E"). Needs a context on `device` current.
+Result<CUVIDDECODECAPS> decoder_caps(CUdevice device, const StreamShape& shape) {
+  using Key = std::tuple<CUdevice, cudaVideoCodec, int, int>;
+  static std::mutex mutex;
+  static std::map<Key, CUVIDDECODECAPS> known;
+  const Key key{device, shape.cuvid_codec, shape.chroma_format, shape.bit_depth};
+  const std::lock_guard lock(mutex);
+  if (const auto found = known.find(key); found != known.end()) {
+    return found->second;
+  }
   CUVIDDECODECAPS caps{};
   caps.eCodecType = shape.cuvid_codec;
   caps.eChromaFormat = static_cast<cudaVideoChromaFormat>(shape.chroma_format);
   caps.nBitDepthMinus8 = static_cast<unsigned int>(shape.bit_depth - 8);
   FOVEA_CUVID_TRY(cuvid().cuvidGetDecoderCaps(&caps));
+  known.emplace(key, caps);
+  return caps;
+}
+
+// Needs a context on `device` current on the calling thread.
+Status check_capabilities(CUdevice device, const StreamShape& shape, std::string_view gpu) {
+  FOVEA_TRY(check_shape(shape));
+  FOVEA_ASSIGN_OR_RETURN(const CUVIDDECODECAPS caps, decoder_caps(device, shape));
   return check_limits(caps, shape, gpu);
 }
 
@@ -750,7 +771,7 @@ Result<int> NvdecDecoder::handle_sequence(const CUVIDEOFORMAT& format) {
   if (decoder_ && same_sequence(format, format_)) {
     return static_cast<int>(surfaces_.size());
   }
-  FOVEA_TRY(check_capabilities(shape_of(format, stream_.codec), gpu_name_));
+  FOVEA_TRY(check_capabilities(context_.device(), shape_of(format, stream_.codec), gpu_name_));
   FOVEA_ASSIGN_OR_RETURN(const OutputGeometry geometry, plan_geometry(format, options_));
   const int surfaces = decode_surface_count(format, options_.decode_surfaces, options_.display_delay);
   const int bit_depth = format.bit_depth_luma_minus8 + 8;
@@ -988,7 +1009,7 @@ Status check_stream_capabilities(const PrimaryContext& context, const StreamShap
                                  std::string_view gpu) {
   FOVEA_CU_TRY(cu().cuCtxPushCurrent(context.get()));
   const ContextPop pop;
-  return check_capabilities(shape, gpu);
+  return check_capabilities(context.device(), shape, gpu);
 }
 
 }  // namespace
