@@ -6,7 +6,7 @@
 //   shared|own]
 //                 [--display-delay D] [--surfaces S] [--end-of-picture] [--decode-status] [--create-on-main]
 //                 [--runtime] [--hold-maps] [--push-per-packet] [--timestamps] [--error-threshold P]
-//                 [--two-copies] [--pool-blocks N] [--one-parser] [--nvtx]
+//                 [--two-copies] [--pool-blocks N] [--one-parser] [--nvtx] [--create-in-callback]
 //
 // Modes, from the hardware's own rate to what an application sees:
 //   replay     The clip is parsed once before timing and every picture's parameters and slice data
@@ -27,7 +27,9 @@
 // those make one more of fovea's choices at a time (docs/perf.md, "Run D"): the CUDA runtime's
 // memory and stream, pictures kept mapped until their copy events, the context pushed per packet,
 // packet timestamps, the parser's error threshold, two 2-D copies per frame into pitched blocks,
-// N destination blocks in turn, one parser for all passes, NVTX ranges.
+// N destination blocks in turn, one parser for all passes, NVTX ranges. --create-in-callback
+// creates each decoder in the parser's sequence callback, as fovea does, once timing has started,
+// instead of before: the cost of creating a decoder while other sessions decode.
 #include <cuda_runtime_api.h>
 #include <ffnvcodec/dynlink_loader.h>
 
@@ -90,6 +92,7 @@ struct Options {
   int pool_blocks = 1;
   bool one_parser = false;
   bool nvtx = false;
+  bool create_in_callback = false;
 };
 
 // One picture as the parser handed it to the decode callback, with the slice data and offsets the
@@ -264,10 +267,15 @@ class Session {
       }
       fovea_decoder_ = std::move(opened->decoder);
       stream_ = reinterpret_cast<CUstream>(stream);
+      // fovea creates the hardware decoder at the first picture; like the other modes' decoders, it
+      // is created before timing (the pass below sends this packet again, a keyframe).
+      throw_if(fovea::io::send_and_receive(*fovea_decoder_, clip_.packets.front(), [](fovea::Frame&&) {}));
       return;
     }
     check(g_cuvid->cuvidCtxLockCreate(&lock_, context_), "cuvidCtxLockCreate");
-    decoder_ = create_decoder(clip_.format, options_, lock_);
+    if (!options_.create_in_callback) {
+      decoder_ = create_decoder(clip_.format, options_, lock_);
+    }
     if (options_.mode == Mode::kParseMap) {
       // fovea's pooled frames have rows of a 256-byte multiple; the plain copy packs them.
       frame_pitch_ = options_.two_copies ? (std::size_t{clip_.format.coded_width} + 255) / 256 * 256
@@ -365,7 +373,11 @@ class Session {
     CUVIDPARSERPARAMS params{};
     params.pUserData = this;
     params.pfnSequenceCallback = [](void* user, CUVIDEOFORMAT* format) -> int {
-      return surface_count(*format, static_cast<Session*>(user)->options_);
+      auto* self = static_cast<Session*>(user);
+      if (self->decoder_ == nullptr) {
+        self->decoder_ = create_decoder(*format, self->options_, self->lock_);
+      }
+      return surface_count(*format, self->options_);
     };
     params.pfnDecodePicture = [](void* user, CUVIDPICPARAMS* picture) -> int {
       auto* self = static_cast<Session*>(user);
@@ -471,7 +483,7 @@ Options parse_options(int argc, char** argv) {
           "[--contexts shared|own]\n       [--display-delay D] [--surfaces S] [--end-of-picture] "
           "[--decode-status]\n       [--create-on-main]\n       [--runtime] [--hold-maps] "
           "[--push-per-packet] [--timestamps] [--error-threshold P]\n       [--two-copies] [--pool-blocks N] "
-          "[--one-parser] [--nvtx]\n(see the comment at the top of "
+          "[--one-parser] [--nvtx] [--create-in-callback]\n(see the comment at the top of "
           "bench/nvdec_ceiling.cpp)");
       std::exit(0);
     } else if (arg == "--sessions") {
@@ -509,6 +521,8 @@ Options parse_options(int argc, char** argv) {
       options.pool_blocks = std::max(1, std::stoi(value()));
     } else if (arg == "--one-parser") {
       options.one_parser = true;
+    } else if (arg == "--create-in-callback") {
+      options.create_in_callback = true;
     } else if (arg == "--nvtx") {
       options.nvtx = true;
     } else if (arg == "--error-threshold") {
@@ -530,6 +544,9 @@ Options parse_options(int argc, char** argv) {
     } else {
       throw std::runtime_error("unknown argument " + std::string(arg));
     }
+  }
+  if (options.create_in_callback && options.mode != Mode::kParse && options.mode != Mode::kParseMap) {
+    throw std::runtime_error("--create-in-callback needs --mode parse or parse-map");
   }
   if (options.file.empty() || options.sessions < 1 || options.repeat < 1) {
     throw std::runtime_error("give a FILE, --sessions >= 1 and --repeat >= 1 (--help)");
