@@ -486,7 +486,8 @@ Status copy_plane(CUdeviceptr d_source, std::size_t source_pitch, std::size_t x_
 // for a decode does not hold back the next submission: fovea had one until 2026-11-21, and it bought
 // nothing. Measured on the H200 (docs/perf.md), this single-threaded decoder runs 1 session at the
 // same rate (607 frames/s against 613 for nvcuvid alone) and 8 sessions at the same rate as the
-// threaded one (2,900-3,100), with a third less code and no locks between threads.
+// threaded one (2,900-3,100 then, before decoder_caps was remembered), with a third less code and
+// no locks between threads.
 
 // What the decode callback learned about the picture now in a decode surface.
 struct SurfaceState {
