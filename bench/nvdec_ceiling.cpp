@@ -7,6 +7,7 @@
 //                 [--display-delay D] [--surfaces S] [--end-of-picture] [--decode-status] [--create-on-main]
 //                 [--runtime] [--hold-maps] [--push-per-packet] [--timestamps] [--error-threshold P]
 //                 [--two-copies] [--pool-blocks N] [--one-parser] [--nvtx] [--create-in-callback]
+//                 [--decoder-per-pass]
 //
 // Modes, from the hardware's own rate to what an application sees:
 //   replay     The clip is parsed once before timing and every picture's parameters and slice data
@@ -29,7 +30,8 @@
 // packet timestamps, the parser's error threshold, two 2-D copies per frame into pitched blocks,
 // N destination blocks in turn, one parser for all passes, NVTX ranges. --create-in-callback
 // creates each decoder in the parser's sequence callback, as fovea does, once timing has started,
-// instead of before: the cost of creating a decoder while other sessions decode.
+// instead of before: the cost of creating a decoder while other sessions decode; with
+// --decoder-per-pass a new one each pass, as fovea's pipeline does when it loops a file.
 #include <cuda_runtime_api.h>
 #include <ffnvcodec/dynlink_loader.h>
 
@@ -93,6 +95,7 @@ struct Options {
   bool one_parser = false;
   bool nvtx = false;
   bool create_in_callback = false;
+  bool decoder_per_pass = false;
 };
 
 // One picture as the parser handed it to the decode callback, with the slice data and offsets the
@@ -318,24 +321,23 @@ class Session {
         replay();
       } else {
         parse(1);
+        if (options_.decoder_per_pass) {
+          destroy_decoder();  // the next pass's sequence callback creates another
+        }
       }
     }
   }
 
   void release() {
     fovea_decoder_.reset();  // before the stream its copies run on
-    for (const auto& [surface, event] : held_) {
-      g_cu->cuEventSynchronize(event);
-      g_cuvid->cuvidUnmapVideoFrame(decoder_, surface);
-    }
+    destroy_decoder();
     for (CUdeviceptr frame : frames_d_) {
       g_cu->cuMemFree(frame);
     }
     if (stream_ != nullptr) {
       g_cu->cuStreamDestroy(stream_);
     }
-    if (decoder_ != nullptr) {
-      g_cuvid->cuvidDestroyDecoder(decoder_);
+    if (lock_ != nullptr) {
       g_cuvid->cuvidCtxLockDestroy(lock_);
     }
   }
@@ -352,6 +354,18 @@ class Session {
     }
     throw_if(fovea::io::finish_and_receive(*fovea_decoder_, count));
     check(g_cu->cuStreamSynchronize(stream_), "cuStreamSynchronize");
+  }
+
+  void destroy_decoder() {
+    for (const auto& [surface, event] : held_) {
+      g_cu->cuEventSynchronize(event);
+      g_cuvid->cuvidUnmapVideoFrame(decoder_, surface);
+    }
+    held_.clear();
+    if (decoder_ != nullptr) {
+      g_cuvid->cuvidDestroyDecoder(decoder_);
+      decoder_ = nullptr;
+    }
   }
 
   static void throw_if(const fovea::Status& status) {
@@ -483,7 +497,8 @@ Options parse_options(int argc, char** argv) {
           "[--contexts shared|own]\n       [--display-delay D] [--surfaces S] [--end-of-picture] "
           "[--decode-status]\n       [--create-on-main]\n       [--runtime] [--hold-maps] "
           "[--push-per-packet] [--timestamps] [--error-threshold P]\n       [--two-copies] [--pool-blocks N] "
-          "[--one-parser] [--nvtx] [--create-in-callback]\n(see the comment at the top of "
+          "[--one-parser] [--nvtx] [--create-in-callback] [--decoder-per-pass]\n(see the comment at the top "
+          "of "
           "bench/nvdec_ceiling.cpp)");
       std::exit(0);
     } else if (arg == "--sessions") {
@@ -523,6 +538,8 @@ Options parse_options(int argc, char** argv) {
       options.one_parser = true;
     } else if (arg == "--create-in-callback") {
       options.create_in_callback = true;
+    } else if (arg == "--decoder-per-pass") {
+      options.decoder_per_pass = true;
     } else if (arg == "--nvtx") {
       options.nvtx = true;
     } else if (arg == "--error-threshold") {
@@ -547,6 +564,9 @@ Options parse_options(int argc, char** argv) {
   }
   if (options.create_in_callback && options.mode != Mode::kParse && options.mode != Mode::kParseMap) {
     throw std::runtime_error("--create-in-callback needs --mode parse or parse-map");
+  }
+  if (options.decoder_per_pass && (!options.create_in_callback || options.one_parser)) {
+    throw std::runtime_error("--decoder-per-pass needs --create-in-callback and one parser per pass");
   }
   if (options.file.empty() || options.sessions < 1 || options.repeat < 1) {
     throw std::runtime_error("give a FILE, --sessions >= 1 and --repeat >= 1 (--help)");
