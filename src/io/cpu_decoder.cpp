@@ -137,6 +137,15 @@ class CpuDecoder final : public Decoder {
     }
   }
 
+  // libavcodec accepts packets again after a drain, or drops what it holds before a seek, once
+  // its buffers are flushed.
+  Status restart() override {
+    avcodec_flush_buffers(context_.get());
+    eof_sent_ = false;
+    flush_sent_ = false;
+    return Status::ok();
+  }
+
   DecoderBackend backend() const override { return DecoderBackend::kCpu; }
   DecoderStats stats() const override { return stats_; }
 

@@ -3,6 +3,9 @@
 //   send(packet)   -> kOk: accepted; kAgain: output is full, receive() frames first, then resend
 //   send_eof()     -> no more packets; the decoder drains what it holds
 //   receive(frame) -> kOk: `frame` is set; kAgain: needs more input; kEof: fully drained
+//   restart()      -> the stream starts again (a loop, a seek): frames not yet received are
+//                     dropped and the next packet must begin at a keyframe; the decoder keeps what
+//                     it allocated, so sending packets again is cheaper than opening a new one
 //
 // Backends: `cpu` (libavcodec, host frames) and `nvdec` (NVDEC through nvcuvid, device frames in
 // pooled memory, on a stream the caller gives). open_decoder() picks one, checks the hardware's
@@ -70,6 +73,11 @@ class Decoder {
   virtual Result<IoState> send(const Packet& packet) = 0;
   virtual Status send_eof() = 0;
   virtual Result<IoState> receive(Frame& frame) = 0;
+  // Starts the same source's stream again at a keyframe, keeping the decoder's resources. Why not
+  // open a new decoder instead: an NVDEC decoder created while other sessions decode slows every
+  // session of the process (8 sessions: 42% when each made a new decoder per pass of a 300-frame
+  // clip; docs/perf.md, "Run E"). An error that made the decoder unusable stays.
+  virtual Status restart() = 0;
 
   virtual DecoderBackend backend() const = 0;
   virtual DecoderStats stats() const = 0;

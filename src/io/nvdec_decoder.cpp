@@ -511,6 +511,7 @@ class NvdecDecoder final : public Decoder {
   // Creates the context lock, the parser and the copy events, and feeds the stream's parameter
   // sets.
   Status start();
+  Status restart() override;
 
   Result<IoState> send(const Packet& packet) override;
   Status send_eof() override;
@@ -526,8 +527,10 @@ class NvdecDecoder final : public Decoder {
   // unusable after it) and tells the parser to stop: callbacks answer 0 for failure.
   int callback_result(Status status);
 
+  Status create_lock();
   Status create_parser();
   Status create_copy_events();
+  Status feed_parameter_sets();
   // Feeds one chunk to the parser, whose callbacks run inside. False when the parser refused it.
   Result<bool> parse(const std::uint8_t* data, std::size_t size, unsigned long flags, std::int64_t timestamp);
 
@@ -605,8 +608,30 @@ NvdecDecoder::~NvdecDecoder() {
 }
 
 Status NvdecDecoder::start() {
+  FOVEA_CU_TRY(cu().cuCtxPushCurrent(context_.get()));
+  const ContextPop pop;
+  FOVEA_TRY(create_lock());
   FOVEA_TRY(create_parser());
   FOVEA_TRY(create_copy_events());
+  return feed_parameter_sets();
+}
+
+Status NvdecDecoder::restart() {
+  FOVEA_TRY(error_);
+  FOVEA_CU_TRY(cu().cuCtxPushCurrent(context_.get()));
+  const ContextPop pop;
+  FOVEA_TRY(retire_mapped(0));
+  ready_.clear();
+  // A new parser forgets the old stream's pictures. The hardware decoder stays: the new parser's
+  // sequence callback finds the same sequence and keeps it.
+  parser_.reset();
+  FOVEA_TRY(create_parser());
+  eof_requested_ = false;
+  drained_ = false;
+  return feed_parameter_sets();
+}
+
+Status NvdecDecoder::feed_parameter_sets() {
   if (stream_.extradata.empty()) {
     return Status::ok();
   }
@@ -618,14 +643,15 @@ Status NvdecDecoder::start() {
   return Status::ok();
 }
 
-Status NvdecDecoder::create_parser() {
-  FOVEA_CU_TRY(cu().cuCtxPushCurrent(context_.get()));
-  const ContextPop pop;
-  // One lock per decoder, handed to the driver, which takes it around its own use of the context.
+// One lock per decoder, handed to the driver, which takes it around its own use of the context.
+Status NvdecDecoder::create_lock() {
   CUvideoctxlock lock = nullptr;
   FOVEA_CUVID_TRY(cuvid().cuvidCtxLockCreate(&lock, context_.get()));
   lock_.reset(lock);
+  return Status::ok();
+}
 
+Status NvdecDecoder::create_parser() {
   CUVIDPARSERPARAMS params{};
   params.CodecType = codec_;
   // Replaced by what the sequence callback returns once the stream's needs are known.
@@ -643,8 +669,6 @@ Status NvdecDecoder::create_parser() {
 }
 
 Status NvdecDecoder::create_copy_events() {
-  FOVEA_CU_TRY(cu().cuCtxPushCurrent(context_.get()));
-  const ContextPop pop;
   while (copy_events_.size() < kOutputSurfaces) {
     CUevent event = nullptr;
     FOVEA_CU_TRY(cu().cuEventCreate(&event, CU_EVENT_DISABLE_TIMING));

@@ -112,6 +112,53 @@ TEST(CpuDecoder, ThreadCountDoesNotChangeOutput) {
   }
 }
 
+// Sends the first `count` packets of the demuxer's stream, dropping any frame that comes out.
+void send_some_packets(Demuxer& demuxer, Decoder& decoder, int count) {
+  Packet packet;
+  for (int i = 0; i < count && demuxer.read(packet).value(); ++i) {
+    ASSERT_TRUE(send_and_receive(decoder, packet, [](Frame&&) {}).is_ok());
+  }
+}
+
+// A looping source decodes its file again after the end (a restart after the drain), and a seek
+// restarts in mid-stream: either way the next pass gives exactly the file's frames, nothing stale.
+TEST(CpuDecoder, RestartDecodesTheStreamAgainWithNothingStale) {
+  testing::ClipSpec spec;
+  spec.width = 96;
+  spec.height = 64;
+  spec.frames = 12;
+  spec.qp = 0;
+  spec.max_b_frames = 2;
+  const std::string path = testing::test_temp_dir() + "/restart.mp4";
+  ASSERT_TRUE(testing::write_clip(path, spec).is_ok());
+  Result<std::unique_ptr<Demuxer>> demuxer = Demuxer::open(path);
+  ASSERT_TRUE(demuxer.is_ok()) << demuxer.status().to_string();
+  DecoderOptions options;
+  options.backend = DecoderBackend::kCpu;
+  Result<std::unique_ptr<Decoder>> decoder = open_cpu_decoder((*demuxer)->info(), options);
+  ASSERT_TRUE(decoder.is_ok()) << decoder.status().to_string();
+  const auto expect_whole_file = [&](const char* pass) {
+    const testing::DecodeOutcome outcome = testing::decode_file(**demuxer, **decoder);
+    ASSERT_TRUE(outcome.status.is_ok()) << pass << ": " << outcome.status.to_string();
+    ASSERT_EQ(outcome.frames.size(), 12u) << pass;
+    for (int i = 0; i < 12; ++i) {
+      const Frame source = testing::synthetic_frame(spec.width, spec.height, i);
+      EXPECT_EQ(count_mismatches(outcome.frames[i].image, source.image), 0) << pass << ", frame " << i;
+    }
+  };
+  expect_whole_file("first pass");
+  ASSERT_TRUE((*decoder)->restart().is_ok());
+  ASSERT_TRUE((*demuxer)->seek(0.0).is_ok());
+  expect_whole_file("after the end");
+  // A seek 7 packets in: the frames the decoder holds then are dropped.
+  ASSERT_TRUE((*decoder)->restart().is_ok());
+  ASSERT_TRUE((*demuxer)->seek(0.0).is_ok());
+  send_some_packets(**demuxer, **decoder, 7);
+  ASSERT_TRUE((*decoder)->restart().is_ok());
+  ASSERT_TRUE((*demuxer)->seek(0.0).is_ok());
+  expect_whole_file("after a restart in mid-stream");
+}
+
 TEST(CpuDecoder, SendReturnsAgainWhenOutputIsFullAndResumes) {
   const std::string path = lossless_clip(64, 48, 30);
   Result<std::unique_ptr<Demuxer>> demuxer = Demuxer::open(path);

@@ -225,17 +225,24 @@ class NvdecTest : public ::testing::Test {
     ASSERT_TRUE(cpu.is_ok()) << cpu.status().to_string();
     Result<Decoded> gpu = decode_file(path, nvdec_options());
     ASSERT_TRUE(gpu.is_ok()) << gpu.status().to_string();
-    ASSERT_EQ(gpu->frames.size(), cpu->frames.size());
     EXPECT_EQ(gpu->stats.frames_damaged, 0);
     EXPECT_EQ(gpu->stats.packets_rejected, 0);
-    for (std::size_t i = 0; i < gpu->frames.size(); ++i) {
-      const Frame& frame = gpu->frames[i];
-      EXPECT_EQ(frame.pts, cpu->frames[i].pts) << "frame " << i;
-      EXPECT_EQ(frame.index, static_cast<std::int64_t>(i));
+    ASSERT_FALSE(gpu->frames.empty());
+    EXPECT_EQ(gpu->frames.front().index, 0);
+    expect_frames_match(gpu->frames, cpu->frames);
+  }
+
+  // NVDEC's frames against libavcodec's, in order, bit for bit, numbered consecutively.
+  void expect_frames_match(const std::vector<Frame>& gpu, const std::vector<Frame>& cpu) {
+    ASSERT_EQ(gpu.size(), cpu.size());
+    for (std::size_t i = 0; i < gpu.size(); ++i) {
+      const Frame& frame = gpu[i];
+      EXPECT_EQ(frame.pts, cpu[i].pts) << "frame " << i;
+      EXPECT_EQ(frame.index - gpu.front().index, static_cast<std::int64_t>(i));
       EXPECT_EQ(frame.image.memory, MemoryKind::kDevice);
       Result<HostImage> host = download_nv12(frame, stream_.get());
       ASSERT_TRUE(host.is_ok()) << host.status().to_string();
-      expect_same_image(cpu->frames[i], *host, i);
+      expect_same_image(cpu[i], *host, i);
       if (HasFatalFailure()) {
         return;
       }
@@ -312,6 +319,40 @@ TEST_F(NvdecTest, EightConcurrentSessionsEachDecodeTheWholeClip) {
     EXPECT_TRUE(statuses[s].is_ok()) << "session " << s << ": " << statuses[s].to_string();
     EXPECT_EQ(counts[s], kClipFrames) << "session " << s;
   }
+}
+
+// A looping source decodes its file again with the same hardware decoder (a restart after the
+// end), and a seek restarts in mid-stream, dropping the pictures the decoder held.
+TEST_F(NvdecTest, RestartDecodesTheClipAgainBitForBitWithNothingStale) {
+  const std::string path = clip("restart.mp4", clip_spec(352, 288));
+  ASSERT_FALSE(path.empty());
+  Result<Decoded> cpu = decode_file(path, cpu_options());
+  ASSERT_TRUE(cpu.is_ok()) << cpu.status().to_string();
+  Result<std::unique_ptr<Demuxer>> demuxer = Demuxer::open(path);
+  ASSERT_TRUE(demuxer.is_ok()) << demuxer.status().to_string();
+  Result<std::unique_ptr<Decoder>> decoder = open_nvdec_decoder((*demuxer)->info(), nvdec_options());
+  ASSERT_TRUE(decoder.is_ok()) << decoder.status().to_string();
+  const auto expect_whole_clip = [&](const char* pass) {
+    SCOPED_TRACE(pass);
+    Result<std::vector<Frame>> frames = decode_all(**decoder, **demuxer);
+    ASSERT_TRUE(frames.is_ok()) << frames.status().to_string();
+    expect_frames_match(*frames, cpu->frames);
+  };
+  const auto restart = [&] {
+    ASSERT_TRUE((*decoder)->restart().is_ok());
+    ASSERT_TRUE((*demuxer)->seek(0.0).is_ok());
+  };
+  expect_whole_clip("first pass");
+  restart();
+  expect_whole_clip("after the end");
+  restart();
+  Packet packet;
+  for (int i = 0; i < 10 && (*demuxer)->read(packet).value(); ++i) {
+    ASSERT_TRUE(send_and_receive(**decoder, packet, [](Frame&&) {}).is_ok());
+  }
+  restart();
+  expect_whole_clip("after a restart in mid-stream");
+  EXPECT_EQ((*decoder)->stats().frames_damaged, 0);
 }
 
 // ---------------------------------------------------------------------------------------------
