@@ -175,6 +175,7 @@ struct VideoSources::Source {
       report.frame_rate = info.frame_rate;
     }
     Timeline timeline(info.time_base, info.frame_rate, config.start, config.duration);
+    std::unique_ptr<io::Decoder> decoder;
     for (int pass = 0;; ++pass) {
       if (pass > 0 || config.start > 0.0) {
         const Status sought = demuxer->seek(config.start);
@@ -185,7 +186,8 @@ struct VideoSources::Source {
         }
       }
       timeline.begin_pass();
-      FOVEA_ASSIGN_OR_RETURN(PassEnd end, run_pass(*demuxer, timeline));
+      FOVEA_TRY(start_decoding(info, decoder));
+      FOVEA_ASSIGN_OR_RETURN(PassEnd end, run_pass(*demuxer, *decoder, timeline));
       if (end == PassEnd::kStopped) {
         return Status::ok();
       }
@@ -210,8 +212,7 @@ struct VideoSources::Source {
 
   io::DecoderOptions decoder_options(const io::StreamInfo& info) const {
     io::DecoderOptions decoder;
-    // Later passes reuse the first pass's choice, so that a fallback is logged and counted once.
-    decoder.backend = decided_backend.value_or(options.gpu ? config.decoder : io::DecoderBackend::kCpu);
+    decoder.backend = options.gpu ? config.decoder : io::DecoderBackend::kCpu;
     decoder.cpu_output = PixelFormat::kNV12;
     // Scale only when the sizes differ: NVDEC's scaler costs time even at 1:1, and unscaled frames
     // are bit-exact with a software decode.
@@ -227,23 +228,29 @@ struct VideoSources::Source {
     return decoder;
   }
 
-  // One pass with a fresh decoder: reads until the end of the file (draining the decoder), the end
-  // of `duration`, or a stop.
-  Result<PassEnd> run_pass(io::Demuxer& demuxer, Timeline& timeline) {
-    FOVEA_ASSIGN_OR_RETURN(io::OpenedDecoder opened,
-                           io::open_decoder(demuxer.info(), decoder_options(demuxer.info())));
-    io::Decoder& decoder = *opened.decoder;
-    if (!decided_backend) {
-      decided_backend = decoder.backend();
-      const std::lock_guard lock(mutex);
-      report.backend = decoder.backend();
-      const bool nvdec_refused = !options.gpu && config.decoder == io::DecoderBackend::kNvdec;
-      report.fallback_reason = nvdec_refused ? "nvdec needs the GPU path" : opened.fallback_reason;
+  // Opens the decoder for the first pass and restarts it for the next ones. One decoder serves every
+  // pass of a looping source: an NVDEC decoder created while other sources decode slows them all
+  // (8 sessions making a new one per pass of a 300-frame clip: 42%; docs/perf.md, "Run E").
+  Status start_decoding(const io::StreamInfo& info, std::unique_ptr<io::Decoder>& decoder) {
+    if (decoder) {
+      return decoder->restart();
     }
+    FOVEA_ASSIGN_OR_RETURN(io::OpenedDecoder opened, io::open_decoder(info, decoder_options(info)));
+    decoder = std::move(opened.decoder);
+    const std::lock_guard lock(mutex);
+    report.backend = decoder->backend();
+    const bool nvdec_refused = !options.gpu && config.decoder == io::DecoderBackend::kNvdec;
+    report.fallback_reason = nvdec_refused ? "nvdec needs the GPU path" : opened.fallback_reason;
+    return Status::ok();
+  }
+
+  // One pass: reads until the end of the file (draining the decoder), the end of `duration`, or a
+  // stop.
+  Result<PassEnd> run_pass(io::Demuxer& demuxer, io::Decoder& decoder, Timeline& timeline) {
     std::vector<Frame> decoded;
     const auto collect = [&decoded](Frame&& frame) { decoded.push_back(std::move(frame)); };
     const auto result = [&](PassEnd end) {
-      add_decoder_stats(decoder.stats(), true);
+      record_decoder_stats(decoder.stats());
       return end;
     };
     io::Packet packet;
@@ -254,7 +261,7 @@ struct VideoSources::Source {
         FOVEA_TRY(got ? io::send_and_receive(decoder, packet, collect)
                       : io::finish_and_receive(decoder, collect));
       }
-      add_decoder_stats(decoder.stats(), false);
+      record_decoder_stats(decoder.stats());
       for (Frame& frame : decoded) {
         FOVEA_ASSIGN_OR_RETURN(Step step, deliver(std::move(frame), timeline));
         if (step != Step::kNext) {
@@ -268,15 +275,11 @@ struct VideoSources::Source {
     }
   }
 
-  // Decoder counters: the finished passes' plus the running one's.
-  void add_decoder_stats(const io::DecoderStats& stats, bool pass_done) {
+  // The decoder's counters, over every pass so far.
+  void record_decoder_stats(const io::DecoderStats& stats) {
     const std::lock_guard lock(mutex);
-    report.frames_decoded = finished_passes.frames_decoded + stats.frames_decoded;
-    report.frames_damaged = finished_passes.frames_damaged + stats.frames_damaged;
-    if (pass_done) {
-      finished_passes.frames_decoded = report.frames_decoded;
-      finished_passes.frames_damaged = report.frames_damaged;
-    }
+    report.frames_decoded = stats.frames_decoded;
+    report.frames_damaged = stats.frames_damaged;
   }
 
   Result<Step> deliver(Frame&& frame, Timeline& timeline) {
@@ -398,9 +401,7 @@ struct VideoSources::Source {
   StreamMux<SourceFrame>& mux;
   std::thread thread;
   std::atomic<bool> finished{false};
-  std::optional<io::DecoderBackend> decided_backend;  // by the first pass's open_decoder
-  std::int64_t delivered = 0;                         // frames pushed, over every pass
-  io::DecoderStats finished_passes;
+  std::int64_t delivered = 0;  // frames pushed, over every pass
 
   mutable std::mutex mutex;  // guards report
   SourceReport report;
