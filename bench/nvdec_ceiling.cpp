@@ -7,7 +7,7 @@
 //                 [--display-delay D] [--surfaces S] [--end-of-picture] [--decode-status] [--create-on-main]
 //                 [--runtime] [--hold-maps] [--push-per-packet] [--timestamps] [--error-threshold P]
 //                 [--two-copies] [--pool-blocks N] [--one-parser] [--nvtx] [--create-in-callback]
-//                 [--decoder-per-pass]
+//                 [--decoder-per-pass] [--restart-per-pass]
 //
 // Modes, from the hardware's own rate to what an application sees:
 //   replay     The clip is parsed once before timing and every picture's parameters and slice data
@@ -31,7 +31,9 @@
 // N destination blocks in turn, one parser for all passes, NVTX ranges. --create-in-callback
 // creates each decoder in the parser's sequence callback, as fovea does, once timing has started,
 // instead of before: the cost of creating a decoder while other sessions decode; with
-// --decoder-per-pass a new one each pass, as fovea's pipeline does when it loops a file.
+// --decoder-per-pass a new one each pass, as fovea's pipeline did when it looped a file (in fovea
+// mode too). --restart-per-pass ends the stream each pass and restarts fovea's decoder, as the
+// pipeline does now.
 #include <cuda_runtime_api.h>
 #include <ffnvcodec/dynlink_loader.h>
 
@@ -96,6 +98,7 @@ struct Options {
   bool nvtx = false;
   bool create_in_callback = false;
   bool decoder_per_pass = false;
+  bool restart_per_pass = false;
 };
 
 // One picture as the parser handed it to the decode callback, with the slice data and offsets the
@@ -261,15 +264,8 @@ class Session {
     if (options_.mode == Mode::kFovea) {
       cudaStream_t stream = nullptr;
       cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
-      fovea::io::DecoderOptions decoder_options;
-      decoder_options.backend = fovea::io::DecoderBackend::kNvdec;
-      decoder_options.stream = stream;
-      auto opened = fovea::io::open_decoder(clip_.info, decoder_options);
-      if (!opened.is_ok()) {
-        throw std::runtime_error(opened.status().to_string());
-      }
-      fovea_decoder_ = std::move(opened->decoder);
       stream_ = reinterpret_cast<CUstream>(stream);
+      open_fovea_decoder();
       // fovea creates the hardware decoder at the first picture; like the other modes' decoders, it
       // is created before timing (the pass below sends this packet again, a keyframe).
       throw_if(fovea::io::send_and_receive(*fovea_decoder_, clip_.packets.front(), [](fovea::Frame&&) {}));
@@ -345,9 +341,29 @@ class Session {
   std::int64_t frames() const { return frames_; }
 
  private:
+  void open_fovea_decoder() {
+    fovea::io::DecoderOptions decoder_options;
+    decoder_options.backend = fovea::io::DecoderBackend::kNvdec;
+    decoder_options.stream = reinterpret_cast<cudaStream_t>(stream_);
+    auto opened = fovea::io::open_decoder(clip_.info, decoder_options);
+    if (!opened.is_ok()) {
+      throw std::runtime_error(opened.status().to_string());
+    }
+    fovea_decoder_ = std::move(opened->decoder);
+  }
+
   void run_fovea() {
     const auto count = [this](fovea::Frame&&) { ++frames_; };
     for (int pass = 0; pass < options_.repeat; ++pass) {
+      if (pass > 0 && (options_.decoder_per_pass || options_.restart_per_pass)) {
+        // Each pass ends the stream, as a looping source's does; the next one starts afresh.
+        throw_if(fovea::io::finish_and_receive(*fovea_decoder_, count));
+        if (options_.restart_per_pass) {
+          throw_if(fovea_decoder_->restart());
+        } else {
+          open_fovea_decoder();
+        }
+      }
       for (const auto& packet : clip_.packets) {
         throw_if(fovea::io::send_and_receive(*fovea_decoder_, packet, count));
       }
@@ -497,7 +513,8 @@ Options parse_options(int argc, char** argv) {
           "[--contexts shared|own]\n       [--display-delay D] [--surfaces S] [--end-of-picture] "
           "[--decode-status]\n       [--create-on-main]\n       [--runtime] [--hold-maps] "
           "[--push-per-packet] [--timestamps] [--error-threshold P]\n       [--two-copies] [--pool-blocks N] "
-          "[--one-parser] [--nvtx] [--create-in-callback] [--decoder-per-pass]\n(see the comment at the top "
+          "[--one-parser] [--nvtx] [--create-in-callback] [--decoder-per-pass] "
+          "[--restart-per-pass]\n(see the comment at the top "
           "of "
           "bench/nvdec_ceiling.cpp)");
       std::exit(0);
@@ -540,6 +557,8 @@ Options parse_options(int argc, char** argv) {
       options.create_in_callback = true;
     } else if (arg == "--decoder-per-pass") {
       options.decoder_per_pass = true;
+    } else if (arg == "--restart-per-pass") {
+      options.restart_per_pass = true;
     } else if (arg == "--nvtx") {
       options.nvtx = true;
     } else if (arg == "--error-threshold") {
@@ -565,8 +584,14 @@ Options parse_options(int argc, char** argv) {
   if (options.create_in_callback && options.mode != Mode::kParse && options.mode != Mode::kParseMap) {
     throw std::runtime_error("--create-in-callback needs --mode parse or parse-map");
   }
-  if (options.decoder_per_pass && (!options.create_in_callback || options.one_parser)) {
-    throw std::runtime_error("--decoder-per-pass needs --create-in-callback and one parser per pass");
+  const bool per_pass_decoder_ok =
+      options.mode == Mode::kFovea || (options.create_in_callback && !options.one_parser);
+  if (options.decoder_per_pass && !per_pass_decoder_ok) {
+    throw std::runtime_error(
+        "--decoder-per-pass needs --mode fovea, or --create-in-callback and one parser per pass");
+  }
+  if (options.restart_per_pass && options.mode != Mode::kFovea) {
+    throw std::runtime_error("--restart-per-pass needs --mode fovea");
   }
   if (options.file.empty() || options.sessions < 1 || options.repeat < 1) {
     throw std::runtime_error("give a FILE, --sessions >= 1 and --repeat >= 1 (--help)");
