@@ -117,12 +117,16 @@ class Session {
     result_.backend = std::string(io::decoder_backend_name(decoder_->backend()));
     result_.fallback_reason = opened.fallback_reason;
     result_.expected_frames = static_cast<std::int64_t>(file_.packets.size()) * args_.repeat;
-    return io::send_and_receive(*decoder_, file_.packets.front(), frame_counter(result_.frames));
+    // A decoder that fails on the first packet fails its session, not the others: run() reports it.
+    result_.status = io::send_and_receive(*decoder_, file_.packets.front(), frame_counter(result_.frames));
+    return Status::ok();
   }
 
   void run() {
     const auto start = Clock::now();
-    result_.status = decode_all(*decoder_, file_, args_.repeat, 1, result_.frames);
+    if (result_.status.is_ok()) {
+      result_.status = decode_all(*decoder_, file_, args_.repeat, 1, result_.frames);
+    }
 #if defined(FOVEA_HAVE_CUDA)
     if (result_.status.is_ok() && stream_.get()) {
       result_.status = stream_.synchronize();
