@@ -100,12 +100,16 @@ struct Geometry {
   // The mask spread to one byte per frame byte, which the epilogue overwrites with the output.
   // Rows g and g + 2 of a fragment fall into other banks.
   static constexpr int kOutPitch = kTileBytes + 16;
-  // Shared memory: the staged halves, the raw frame and mask bytes cp.async brings, the spread mask.
+  // Shared memory: the staged halves, the raw frame and mask bytes cp.async brings, the spread mask,
+  // the source rows and bytes of a tile at the image's edge, and the block's next tile.
   static constexpr std::size_t kRawOffset = static_cast<std::size_t>(kStagedRows) * kPitch * sizeof(__half);
   static constexpr std::size_t kRawMaskOffset =
       kRawOffset + static_cast<std::size_t>(kStagedRows) * kStagedBytes;
   static constexpr std::size_t kOutOffset = kRawMaskOffset + kTileRows * kMaskPixels;
-  static constexpr std::size_t kSharedBytes = kOutOffset + kTileRows * kOutPitch;
+  static constexpr std::size_t kRowTableOffset = kOutOffset + kTileRows * kOutPitch;
+  static constexpr std::size_t kByteTableOffset = kRowTableOffset + kStagedRows * sizeof(int);
+  static constexpr std::size_t kNextTileOffset = kByteTableOffset + kStagedBytes * sizeof(int);
+  static constexpr std::size_t kSharedBytes = kNextTileOffset + 16;
 };
 
 // ---- tensor-core primitives (mma.sync m16n8k16, half inputs, float accumulators) ----
@@ -208,33 +212,74 @@ __device__ TileAt tile_at(const FusedLaunch& launch, int tile, int num_jobs, int
   return at;
 }
 
-// Starts bringing a tile's bytes into the raw buffers: the frame rows its blur reads (rows mapped
-// through the border, 16-byte cp.async where a vector lies inside an aligned row, bytes mapped one
-// by one near the left and right edges) and its mask (255 beyond the image).
+// Where a tile's staged rows and bytes come from, when the tile and its halo do not lie inside
+// the image: a table per tile, so that the border arithmetic runs once per row and once per byte
+// column rather than for every byte.
+struct EdgeTables {
+  int* rows;   // image row of each staged row, -1 for the constant border
+  int* bytes;  // byte in the image row of each staged byte, -1 for the constant border
+};
+
 template <int C, int R>
-__device__ void fetch_tile(const FusedLaunch& launch, const TileAt& at, std::uint8_t* raw,
-                           std::uint8_t* raw_mask) {
+__device__ bool inside_image(const FusedJob& job, const TileAt& at) {
+  using G = Geometry<C, R>;
+  const int top = at.y0 - R;
+  const int first = at.x0 * C - G::kPadStaged;
+  return job.frame_aligned && top >= 0 && top + G::kStagedRows <= job.height && first >= 0 &&
+         first + G::kStagedBytes <= job.width * C;
+}
+
+// Fills the tables for a tile at the edge (nothing for one inside); they are read after the next
+// barrier.
+template <int C, int R>
+__device__ void map_edges(const FusedLaunch& launch, const TileAt& at, const EdgeTables& tables) {
+  using G = Geometry<C, R>;
+  const FusedJob& job = launch.jobs[at.job];
+  if (inside_image<C, R>(job, at)) return;
+  for (int r = threadIdx.x; r < G::kStagedRows; r += kThreads)
+    tables.rows[r] = border_index(at.y0 - R + r, job.height, launch.border);
+  const int first = at.x0 * C - G::kPadStaged;
+  for (int e = threadIdx.x; e < G::kStagedBytes; e += kThreads)
+    tables.bytes[e] = source_byte(first + e, job.width, C, launch.border);
+}
+
+// Starts bringing a tile's bytes into the raw buffers: the frame rows its blur reads (16-byte
+// cp.async where a vector lies inside an aligned row; at the edges, rows and bytes mapped through
+// the border by the tables) and its mask (255 beyond the image).
+template <int C, int R>
+__device__ void fetch_tile(const FusedLaunch& launch, const TileAt& at, const EdgeTables& tables,
+                           std::uint8_t* raw, std::uint8_t* raw_mask) {
   using G = Geometry<C, R>;
   const FusedJob& job = launch.jobs[at.job];
   const int first = at.x0 * C - G::kPadStaged;
-  const int row_bytes = job.width * C;
-  const std::uint32_t fill = launch.border_value * 0x01010101u;
   constexpr int kVectors = G::kStagedBytes / 16;
-  for (int i = threadIdx.x; i < G::kStagedRows * kVectors; i += kThreads) {
-    const int r = i / kVectors;
-    const int e = i % kVectors * 16;
-    std::uint8_t* dst = raw + r * G::kStagedBytes + e;
-    const int sy = border_index(at.y0 - R + r, job.height, launch.border);
-    const int b = first + e;
-    if (sy < 0) {
-      *reinterpret_cast<uint4*>(dst) = make_uint4(fill, fill, fill, fill);
-    } else if (job.frame_aligned && b >= 0 && b + 16 <= row_bytes) {
-      copy16_async(dst, job.frame + sy * job.frame_pitch + b);
-    } else {
-      const std::uint8_t* row = job.frame + sy * job.frame_pitch;
-      for (int k = 0; k < 16; ++k) {
-        const int sx = source_byte(b + k, job.width, C, launch.border);
-        dst[k] = sx < 0 ? launch.border_value : row[sx];
+  if (inside_image<C, R>(job, at)) {
+    const std::uint8_t* source = job.frame + (at.y0 - R) * job.frame_pitch + first;
+    for (int i = threadIdx.x; i < G::kStagedRows * kVectors; i += kThreads) {
+      const int r = i / kVectors;
+      const int e = i % kVectors * 16;
+      copy16_async(raw + r * G::kStagedBytes + e, source + r * job.frame_pitch + e);
+    }
+  } else {
+    const int row_bytes = job.width * C;
+    const std::uint32_t fill = launch.border_value * 0x01010101u;
+    for (int i = threadIdx.x; i < G::kStagedRows * kVectors; i += kThreads) {
+      const int r = i / kVectors;
+      const int e = i % kVectors * 16;
+      std::uint8_t* dst = raw + r * G::kStagedBytes + e;
+      const int sy = tables.rows[r];
+      const int b = first + e;
+      if (sy < 0) {
+        *reinterpret_cast<uint4*>(dst) = make_uint4(fill, fill, fill, fill);
+      } else if (job.frame_aligned && b >= 0 && b + 16 <= row_bytes) {
+        copy16_async(dst, job.frame + sy * job.frame_pitch + b);
+      } else {
+        const std::uint8_t* row = job.frame + sy * job.frame_pitch;
+#pragma unroll
+        for (int k = 0; k < 16; ++k) {
+          const int sx = tables.bytes[e + k];
+          dst[k] = sx < 0 ? launch.border_value : row[sx];
+        }
       }
     }
   }
@@ -454,6 +499,15 @@ __device__ void write_tile(const FusedJob& job, int x0, int y0, int channels, co
   const int bytes = min(kTileBytes, (job.width - x0) * channels);
   std::uint8_t* out = job.out + y0 * job.out_pitch + x0 * channels;
   constexpr int kVectors = kTileBytes / 16;
+  if (job.out_aligned && rows == kTileRows && bytes == kTileBytes) {  // most tiles: whole vectors
+    for (int i = threadIdx.x; i < kTileRows * kVectors; i += kThreads) {
+      const int r = i / kVectors;
+      const int e = i % kVectors * 16;
+      *reinterpret_cast<uint4*>(out + r * job.out_pitch + e) =
+          *reinterpret_cast<const uint4*>(src + r * src_pitch + e);
+    }
+    return;
+  }
   for (int i = threadIdx.x; i < rows * kVectors; i += kThreads) {
     const int r = i / kVectors;
     const int e = i % kVectors * 16;
@@ -479,23 +533,35 @@ __global__ void __launch_bounds__(kThreads, 2)
   std::uint8_t* raw = shared + G::kRawOffset;
   std::uint8_t* raw_mask = shared + G::kRawMaskOffset;
   std::uint8_t* s_out = shared + G::kOutOffset;
+  const EdgeTables tables{reinterpret_cast<int*>(shared + G::kRowTableOffset),
+                          reinterpret_cast<int*>(shared + G::kByteTableOffset)};
+  auto* s_next = reinterpret_cast<TileAt*>(shared + G::kNextTileOffset);
   Bands<C, R> bands;
   make_bands(launch, bands);
   TileAt at = tile_at(launch, blockIdx.x, num_jobs, G::kMaskPixels);
-  if (at.job >= 0) fetch_tile<C, R>(launch, at, raw, raw_mask);
+  if (at.job >= 0) {
+    map_edges<C, R>(launch, at, tables);
+    __syncthreads();
+    fetch_tile<C, R>(launch, at, tables, raw, raw_mask);
+  }
   for (int tile = blockIdx.x; at.job >= 0; tile += gridDim.x) {
     const FusedJob& job = launch.jobs[at.job];
     wait_async_copies();
     __syncthreads();  // the raw tile is complete; the previous tile's output has left s_out
-    const TileAt next = tile_at(launch, tile + gridDim.x, num_jobs, G::kMaskPixels);
-    if (spread_mask<C, R>(raw_mask, s_out)) {
+    // One thread finds the next tile (a search over the jobs and a division); the others read it
+    // after spread_mask's barrier.
+    if (threadIdx.x == 0) *s_next = tile_at(launch, tile + gridDim.x, num_jobs, G::kMaskPixels);
+    const bool opaque = spread_mask<C, R>(raw_mask, s_out);
+    const TileAt next = *s_next;
+    if (next.job >= 0) map_edges<C, R>(launch, next, tables);  // read after the barrier below
+    if (opaque) {
       write_tile(job, at.x0, at.y0, C, raw + R * G::kStagedBytes + G::kPadStaged, G::kStagedBytes);
       __syncthreads();  // the raw buffer is read
-      if (next.job >= 0) fetch_tile<C, R>(launch, next, raw, raw_mask);
+      if (next.job >= 0) fetch_tile<C, R>(launch, next, tables, raw, raw_mask);
     } else {
       convert_frame<C, R>(raw, s_in);
       __syncthreads();  // the raw buffer is read, the staged halves are complete
-      if (next.job >= 0) fetch_tile<C, R>(launch, next, raw, raw_mask);
+      if (next.job >= 0) fetch_tile<C, R>(launch, next, tables, raw, raw_mask);
       blur_blend_strip(bands, s_in, s_out);
       __syncthreads();
       write_tile(job, at.x0, at.y0, C, s_out, G::kOutPitch);
