@@ -243,9 +243,55 @@ __device__ void map_edges(const FusedLaunch& launch, const TileAt& at, const Edg
     tables.bytes[e] = source_byte(first + e, job.width, C, launch.border);
 }
 
-// Starts bringing a tile's bytes into the raw buffers: the frame rows its blur reads (16-byte
-// cp.async where a vector lies inside an aligned row; at the edges, rows and bytes mapped through
-// the border by the tables) and its mask (255 beyond the image).
+// The frame rows of a tile at the image's edge. Vectors inside an aligned row arrive by cp.async;
+// the bytes of the others, beyond the row's ends (or all of them in an unaligned frame), are mapped
+// through the tables a byte per lane, so that the lanes share them instead of a few lanes taking
+// 16 bytes each while the rest of the warp waits.
+template <int C, int R>
+__device__ void fetch_edge_rows(const FusedLaunch& launch, const TileAt& at, const EdgeTables& tables,
+                                std::uint8_t* raw) {
+  using G = Geometry<C, R>;
+  constexpr int kVectors = G::kStagedBytes / 16;
+  const FusedJob& job = launch.jobs[at.job];
+  const int first = at.x0 * C - G::kPadStaged;
+  // Vectors inner_begin .. inner_end - 1 lie inside the row.
+  int inner_begin = kVectors;
+  int inner_end = kVectors;
+  if (job.frame_aligned) {
+    inner_begin = first >= 0 ? 0 : min(kVectors, (-first + 15) / 16);
+    inner_end = max(inner_begin, min(kVectors, (job.width * C - first) / 16));
+  }
+  const std::uint32_t fill = launch.border_value * 0x01010101u;
+  for (int i = threadIdx.x; i < G::kStagedRows * kVectors; i += kThreads) {
+    const int r = i / kVectors;
+    const int v = i % kVectors;
+    if (v < inner_begin || v >= inner_end) continue;
+    std::uint8_t* dst = raw + r * G::kStagedBytes + 16 * v;
+    const int sy = tables.rows[r];
+    if (sy < 0) {
+      *reinterpret_cast<uint4*>(dst) = make_uint4(fill, fill, fill, fill);
+    } else {
+      copy16_async(dst, job.frame + sy * job.frame_pitch + first + 16 * v);
+    }
+  }
+  const int left = 16 * inner_begin;
+  const int gap = 16 * (inner_end - inner_begin);
+  const int outer = G::kStagedBytes - gap;
+  const int lane = threadIdx.x % 32;
+  for (int r = threadIdx.x / 32; r < G::kStagedRows; r += kThreads / 32) {
+    const int sy = tables.rows[r];
+    const std::uint8_t* row = job.frame + max(sy, 0) * job.frame_pitch;
+    for (int k = lane; k < outer; k += 32) {
+      const int e = k < left ? k : k + gap;
+      const int sx = tables.bytes[e];
+      raw[r * G::kStagedBytes + e] = sy < 0 || sx < 0 ? launch.border_value : row[sx];
+    }
+  }
+}
+
+// Starts bringing a tile's bytes into the raw buffers: the frame rows its blur reads (whole 16-byte
+// vectors by cp.async for a tile inside the image, fetch_edge_rows at the edges) and its mask (255
+// beyond the image).
 template <int C, int R>
 __device__ void fetch_tile(const FusedLaunch& launch, const TileAt& at, const EdgeTables& tables,
                            std::uint8_t* raw, std::uint8_t* raw_mask) {
@@ -261,27 +307,7 @@ __device__ void fetch_tile(const FusedLaunch& launch, const TileAt& at, const Ed
       copy16_async(raw + r * G::kStagedBytes + e, source + r * job.frame_pitch + e);
     }
   } else {
-    const int row_bytes = job.width * C;
-    const std::uint32_t fill = launch.border_value * 0x01010101u;
-    for (int i = threadIdx.x; i < G::kStagedRows * kVectors; i += kThreads) {
-      const int r = i / kVectors;
-      const int e = i % kVectors * 16;
-      std::uint8_t* dst = raw + r * G::kStagedBytes + e;
-      const int sy = tables.rows[r];
-      const int b = first + e;
-      if (sy < 0) {
-        *reinterpret_cast<uint4*>(dst) = make_uint4(fill, fill, fill, fill);
-      } else if (job.frame_aligned && b >= 0 && b + 16 <= row_bytes) {
-        copy16_async(dst, job.frame + sy * job.frame_pitch + b);
-      } else {
-        const std::uint8_t* row = job.frame + sy * job.frame_pitch;
-#pragma unroll
-        for (int k = 0; k < 16; ++k) {
-          const int sx = tables.bytes[e + k];
-          dst[k] = sx < 0 ? launch.border_value : row[sx];
-        }
-      }
-    }
+    fetch_edge_rows<C, R>(launch, at, tables, raw);
   }
   constexpr int kMaskVectors = G::kMaskPixels / 16;
   for (int i = threadIdx.x; i < kTileRows * kMaskVectors; i += kThreads) {
