@@ -164,15 +164,20 @@ __device__ __forceinline__ std::uint32_t rounded_biased_half2(float lo, float hi
 }
 
 // blend_u8 (composite.h) of two neighbouring bytes at once: `sharp` and `blurred` hold them as biased
-// halves, whose bits read as integers are 0x6400 + byte, `mask` in its low two bytes. dp2a forms
-// m * (0x6400 + s) + (255 - m) * (0x6400 + b) per byte, so 255 * 0x6400 comes off with blend_u8's +127.
+// halves, whose low bytes are the bytes, `mask` in its low two bytes; the result in the low two
+// bytes. blend_u8 is floor(x / 255) with x = m * s + (255 - m) * b + 127, and floor(x / 255) =
+// (257 * (x + 1)) >> 16 for every x below 65535, so one dp2a per byte, with the weights 257 * m and
+// 257 * (255 - m) as its 16-bit operands (a byte repeated), leaves the result in its third byte.
 __device__ __forceinline__ std::uint32_t blend_pair(std::uint32_t sharp, std::uint32_t blurred,
                                                     std::uint32_t mask) {
-  constexpr std::uint32_t kOffset = 127u - 255u * 0x6400u;         // modulo 2^32
-  const std::uint32_t weights = __byte_perm(mask, ~mask, 0x5140);  // m0, 255 - m0, m1, 255 - m1
-  const std::uint32_t lo = __dp2a_lo(__byte_perm(sharp, blurred, 0x5410), weights, kOffset);
-  const std::uint32_t hi = __dp2a_hi(__byte_perm(sharp, blurred, 0x7632), weights, kOffset);
-  return lo / 255 | (hi / 255) << 8;
+  constexpr std::uint32_t kOffset = 257u * 128u;                    // 257 * (127 + 1)
+  const std::uint32_t bytes = __byte_perm(sharp, blurred, 0x6240);  // s0, b0, s1, b1
+  const std::uint32_t inverse = ~mask;
+  const std::uint32_t weights0 = __byte_perm(mask, inverse, 0x4400);  // 257 m0, 257 (255 - m0)
+  const std::uint32_t weights1 = __byte_perm(mask, inverse, 0x5511);  // 257 m1, 257 (255 - m1)
+  const std::uint32_t lo = __dp2a_lo(weights0, bytes, kOffset);
+  const std::uint32_t hi = __dp2a_hi(weights1, bytes, kOffset);
+  return __byte_perm(lo, hi, 0x0062);
 }
 
 // Where staged byte e (a byte offset in the image row, may lie outside it) comes from: -1 for the
@@ -200,10 +205,12 @@ struct TileAt {
   int y0 = 0;
 };
 
-__device__ TileAt tile_at(const FusedLaunch& launch, int tile, int num_jobs, int pixels_across) {
+// Tile numbers grow along a block's walk, so the search for the job starts at the last tile's.
+__device__ TileAt tile_at(const FusedLaunch& launch, int tile, int num_jobs, int pixels_across,
+                          int from_job) {
   TileAt at;
   if (tile >= launch.first_tile[num_jobs]) return at;
-  at.job = 0;
+  at.job = from_job;
   while (tile >= launch.first_tile[at.job + 1]) ++at.job;
   const int local = tile - launch.first_tile[at.job];
   const int across = launch.jobs[at.job].tiles_across;
@@ -564,7 +571,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   auto* s_next = reinterpret_cast<TileAt*>(shared + G::kNextTileOffset);
   Bands<C, R> bands;
   make_bands(launch, bands);
-  TileAt at = tile_at(launch, blockIdx.x, num_jobs, G::kMaskPixels);
+  TileAt at = tile_at(launch, blockIdx.x, num_jobs, G::kMaskPixels, 0);
   if (at.job >= 0) {
     map_edges<C, R>(launch, at, tables);
     __syncthreads();
@@ -576,7 +583,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     __syncthreads();  // the raw tile is complete; the previous tile's output has left s_out
     // One thread finds the next tile (a search over the jobs and a division); the others read it
     // after spread_mask's barrier.
-    if (threadIdx.x == 0) *s_next = tile_at(launch, tile + gridDim.x, num_jobs, G::kMaskPixels);
+    if (threadIdx.x == 0) *s_next = tile_at(launch, tile + gridDim.x, num_jobs, G::kMaskPixels, at.job);
     const bool opaque = spread_mask<C, R>(raw_mask, s_out);
     const TileAt next = *s_next;
     if (next.job >= 0) map_edges<C, R>(launch, next, tables);  // read after the barrier below
