@@ -2,12 +2,8 @@
 // decoder, so that `fovea decode-bench --decoder nvdec` can be compared with a ceiling measured in
 // the same run on the same file.
 //
-//   nvdec_ceiling FILE [--sessions N] [--repeat R] [--mode replay|parse|parse-map|fovea] [--contexts
-//   shared|own]
-//                 [--display-delay D] [--surfaces S] [--end-of-picture] [--decode-status] [--create-on-main]
-//                 [--runtime] [--hold-maps] [--push-per-packet] [--timestamps] [--error-threshold P]
-//                 [--two-copies] [--pool-blocks N] [--one-parser] [--nvtx] [--create-in-callback]
-//                 [--decoder-per-pass] [--restart-per-pass]
+//   nvdec_ceiling FILE [--sessions N] [--repeat R] [--mode replay|parse|parse-map|fovea] [options]
+//   (--help lists every option)
 //
 // Modes, from the hardware's own rate to what an application sees:
 //   replay     The clip is parsed once before timing and every picture's parameters and slice data
@@ -37,6 +33,8 @@
 #include <cuda_runtime_api.h>
 #include <ffnvcodec/dynlink_loader.h>
 
+#include <CLI/CLI.hpp>
+
 #include <array>
 #include <deque>
 
@@ -47,6 +45,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -497,90 +496,54 @@ class Session {
   std::unique_ptr<fovea::io::Decoder> fovea_decoder_;
 };
 
-Options parse_options(int argc, char** argv) {
-  Options options;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        throw std::runtime_error(std::string(arg) + " needs a value");
-      }
-      return argv[++i];
-    };
-    if (arg == "--help" || arg == "-h") {
-      std::puts(
-          "usage: nvdec_ceiling FILE [--sessions N] [--repeat R] [--mode replay|parse|parse-map|fovea] "
-          "[--contexts shared|own]\n       [--display-delay D] [--surfaces S] [--end-of-picture] "
-          "[--decode-status]\n       [--create-on-main]\n       [--runtime] [--hold-maps] "
-          "[--push-per-packet] [--timestamps] [--error-threshold P]\n       [--two-copies] [--pool-blocks N] "
-          "[--one-parser] [--nvtx] [--create-in-callback] [--decoder-per-pass] "
-          "[--restart-per-pass]\n(see the comment at the top "
-          "of "
-          "bench/nvdec_ceiling.cpp)");
-      std::exit(0);
-    } else if (arg == "--sessions") {
-      options.sessions = std::stoi(value());
-    } else if (arg == "--repeat") {
-      options.repeat = std::stoi(value());
-    } else if (arg == "--mode") {
-      const std::string mode = value();
-      if (mode == "replay") {
-        options.mode = Mode::kReplay;
-      } else if (mode == "parse") {
-        options.mode = Mode::kParse;
-      } else if (mode == "parse-map") {
-        options.mode = Mode::kParseMap;
-      } else if (mode == "fovea") {
-        options.mode = Mode::kFovea;
-      } else {
-        throw std::runtime_error("--mode is replay, parse, parse-map or fovea, not " + mode);
-      }
-    } else if (arg == "--contexts") {
-      const std::string contexts = value();
-      if (contexts != "shared" && contexts != "own") {
-        throw std::runtime_error("--contexts is shared or own, not " + contexts);
-      }
-      options.own_contexts = contexts == "own";
-    } else if (arg == "--display-delay") {
-      options.display_delay = std::stoi(value());
-    } else if (arg == "--surfaces") {
-      options.surfaces = std::stoi(value());
-    } else if (arg == "--end-of-picture") {
-      options.end_of_picture = true;
-    } else if (arg == "--two-copies") {
-      options.two_copies = true;
-    } else if (arg == "--pool-blocks") {
-      options.pool_blocks = std::max(1, std::stoi(value()));
-    } else if (arg == "--one-parser") {
-      options.one_parser = true;
-    } else if (arg == "--create-in-callback") {
-      options.create_in_callback = true;
-    } else if (arg == "--decoder-per-pass") {
-      options.decoder_per_pass = true;
-    } else if (arg == "--restart-per-pass") {
-      options.restart_per_pass = true;
-    } else if (arg == "--nvtx") {
-      options.nvtx = true;
-    } else if (arg == "--error-threshold") {
-      options.error_threshold = std::stoi(value());
-    } else if (arg == "--runtime") {
-      options.runtime = true;
-    } else if (arg == "--hold-maps") {
-      options.hold_maps = true;
-    } else if (arg == "--push-per-packet") {
-      options.push_per_packet = true;
-    } else if (arg == "--timestamps") {
-      options.timestamps = true;
-    } else if (arg == "--create-on-main") {
-      options.create_on_main = true;
-    } else if (arg == "--decode-status") {
-      options.decode_status = true;
-    } else if (options.file.empty() && !arg.starts_with("--")) {
-      options.file = arg;
-    } else {
-      throw std::runtime_error("unknown argument " + std::string(arg));
-    }
+// Fills `options` from the command line; throws CLI::ParseError (--help included) or
+// std::runtime_error for options that do not go together.
+void parse_options(CLI::App& app, Options& options, int argc, char** argv) {
+  app.description("The raw NVDEC ceiling on a clip (see the comment at the top of bench/nvdec_ceiling.cpp)");
+  app.add_option("file", options.file, "Video file")->required();
+  app.add_option("--sessions", options.sessions, "Concurrent sessions, one thread each")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--repeat", options.repeat, "Passes over the clip per session")->check(CLI::PositiveNumber);
+  const std::map<std::string, Mode> modes{{"replay", Mode::kReplay},
+                                          {"parse", Mode::kParse},
+                                          {"parse-map", Mode::kParseMap},
+                                          {"fovea", Mode::kFovea}};
+  app.add_option("--mode", options.mode, "replay, parse, parse-map or fovea")
+      ->transform(CLI::CheckedTransformer(modes));
+  const std::map<std::string, bool> contexts{{"shared", false}, {"own", true}};
+  app.add_option("--contexts", options.own_contexts, "shared (the primary context) or own (one per session)")
+      ->transform(CLI::CheckedTransformer(contexts));
+  app.add_option("--display-delay", options.display_delay, "The parser's display delay");
+  app.add_option("--surfaces", options.surfaces, "Decode surfaces (0: the stream's minimum)");
+  app.add_option("--error-threshold", options.error_threshold, "The parser's error threshold, percent");
+  app.add_option("--pool-blocks", options.pool_blocks, "parse-map: destination blocks used in turn")
+      ->check(CLI::PositiveNumber);
+  struct Flag {
+    const char* name;
+    bool Options::*member;
+    const char* help;
+  };
+  const Flag flags[] = {
+      {"--end-of-picture", &Options::end_of_picture, "Mark every packet CUVID_PKT_ENDOFPICTURE"},
+      {"--decode-status", &Options::decode_status, "Ask cuvidGetDecodeStatus about every displayed picture"},
+      {"--create-on-main", &Options::create_on_main, "Create every session's decoder on the main thread"},
+      {"--runtime", &Options::runtime, "The CUDA runtime's memory and stream"},
+      {"--hold-maps", &Options::hold_maps, "Keep pictures mapped until their copy events"},
+      {"--push-per-packet", &Options::push_per_packet, "Push and pop the context for every packet"},
+      {"--timestamps", &Options::timestamps, "Give the parser packet timestamps"},
+      {"--two-copies", &Options::two_copies, "parse-map: luma and chroma copied apart into pitched blocks"},
+      {"--one-parser", &Options::one_parser, "One parser for all passes"},
+      {"--nvtx", &Options::nvtx, "fovea's NVTX ranges around parsing and mapping"},
+      {"--create-in-callback", &Options::create_in_callback,
+       "parse, parse-map: create the decoder in the sequence callback, once timing has started"},
+      {"--decoder-per-pass", &Options::decoder_per_pass, "A new decoder for each pass"},
+      {"--restart-per-pass", &Options::restart_per_pass,
+       "fovea: end the stream and restart the decoder each pass"},
+  };
+  for (const Flag& flag : flags) {
+    app.add_flag(flag.name, options.*flag.member, flag.help);
   }
+  app.parse(argc, argv);
   if (options.create_in_callback && options.mode != Mode::kParse && options.mode != Mode::kParseMap) {
     throw std::runtime_error("--create-in-callback needs --mode parse or parse-map");
   }
@@ -593,10 +556,6 @@ Options parse_options(int argc, char** argv) {
   if (options.restart_per_pass && options.mode != Mode::kFovea) {
     throw std::runtime_error("--restart-per-pass needs --mode fovea");
   }
-  if (options.file.empty() || options.sessions < 1 || options.repeat < 1) {
-    throw std::runtime_error("give a FILE, --sessions >= 1 and --repeat >= 1 (--help)");
-  }
-  return options;
 }
 
 const char* mode_name(Mode mode) {
@@ -692,9 +651,14 @@ void run(const Options& options) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  CLI::App app;
+  Options options;
   try {
-    run(parse_options(argc, argv));
+    parse_options(app, options, argc, argv);
+    run(options);
     return 0;
+  } catch (const CLI::ParseError& error) {
+    return app.exit(error);
   } catch (const std::exception& error) {
     std::fprintf(stderr, "nvdec_ceiling: %s\n", error.what());
     return 1;
