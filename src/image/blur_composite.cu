@@ -11,13 +11,15 @@
 //
 // Blocks are persistent (two per SM) and pipelined: while a block blurs one tile, cp.async brings the
 // next tile's bytes into a raw buffer, so the memory latency hides behind the arithmetic. Tiles whose
-// mask is all 255 show only the sharp frame and are copied from that buffer without blurring.
+// mask is all 255 show only the sharp frame and are copied from that buffer without blurring; tiles
+// whose mask is all 0 skip the blend.
 //
 // Precision: bytes are exact in half; the weights (11 significant bits) and V (rounded to half for
 // the second product) move a result by at most 255 * 2^-11 per pass plus 1/16, ~0.3 in all, with
 // float accumulation, so it rounds to the float reference's byte or its neighbour (the tests'
-// kU8HalfPrecisionTolerance). In float the two passes cost ~30 multiply-adds per output byte, the
-// whole time budget of a bandwidth-bound kernel on this GPU; on the tensor cores they are cheap.
+// kU8HalfPrecisionTolerance); the blend, in half too, keeps that (blend4). In float the two passes
+// cost ~30 multiply-adds per output byte, the whole time budget of a bandwidth-bound kernel on this
+// GPU; on the tensor cores they are cheap.
 #include <cuda_fp16.h>
 
 #include <algorithm>
@@ -163,21 +165,38 @@ __device__ __forceinline__ std::uint32_t rounded_biased_half2(float lo, float hi
   return *reinterpret_cast<const std::uint32_t*>(&h);
 }
 
-// blend_u8 (composite.h) of two neighbouring bytes at once: `sharp` and `blurred` hold them as biased
-// halves, whose low bytes are the bytes, `mask` in its low two bytes; the result in the low two
-// bytes. blend_u8 is floor(x / 255) with x = m * s + (255 - m) * b + 127, and floor(x / 255) =
-// (257 * (x + 1)) >> 16 for every x below 65535, so one dp2a per byte, with the weights 257 * m and
-// 257 * (255 - m) as its 16-bit operands (a byte repeated), leaves the result in its third byte.
-__device__ __forceinline__ std::uint32_t blend_pair(std::uint32_t sharp, std::uint32_t blurred,
-                                                    std::uint32_t mask) {
-  constexpr std::uint32_t kOffset = 257u * 128u;                    // 257 * (127 + 1)
-  const std::uint32_t bytes = __byte_perm(sharp, blurred, 0x6240);  // s0, b0, s1, b1
-  const std::uint32_t inverse = ~mask;
-  const std::uint32_t weights0 = __byte_perm(mask, inverse, 0x4400);  // 257 m0, 257 (255 - m0)
-  const std::uint32_t weights1 = __byte_perm(mask, inverse, 0x5511);  // 257 m1, 257 (255 - m1)
-  const std::uint32_t lo = __dp2a_lo(weights0, bytes, kOffset);
-  const std::uint32_t hi = __dp2a_hi(weights1, bytes, kOffset);
-  return __byte_perm(lo, hi, 0x0062);
+// The low bytes of four biased halves (two half2 words): four bytes.
+__device__ __forceinline__ std::uint32_t low_bytes(std::uint32_t lo, std::uint32_t hi) {
+  return __byte_perm(lo, hi, 0x6420);
+}
+
+__device__ __forceinline__ __half2 as_half2(std::uint32_t bits) {
+  return *reinterpret_cast<const __half2*>(&bits);
+}
+
+__device__ __forceinline__ std::uint32_t as_bits(__half2 h) {
+  return *reinterpret_cast<const std::uint32_t*>(&h);
+}
+
+// blend_u8 (composite.h) of four neighbouring bytes in half precision: out = b + (m / 255) (s - b).
+// With the bytes as biased halves (1024..1279, where a half is an integer) one fma rounds it to the
+// nearest integer, which blend_u8 also gives (no ties: 255 is odd). m / 255 with 11 significant
+// bits moves it by at most 255 * 2^-11, which with the blurred byte's step stays under one step of
+// the float reference (kU8HalfPrecisionTolerance). `sharp` holds the sharp bytes as biased halves,
+// `blurred01` and `blurred23` the blurred ones, `mask` the four mask bytes.
+__device__ __forceinline__ std::uint32_t blend4(uint2 sharp, std::uint32_t blurred01, std::uint32_t blurred23,
+                                                std::uint32_t mask) {
+  // c is the half nearest 1 / 255 (0x1C04) and k = 1024 c exactly (0x4404): (1024 + m) c - k is
+  // m c before the fma rounds it once, 0 for m = 0 and exactly 1 for m = 255.
+  const __half2 c = as_half2(0x1C041C04u);
+  const __half2 minus_k = as_half2(0xC404C404u);
+  const __half2 a01 = __hfma2(as_half2(biased_half2(mask, 0)), c, minus_k);
+  const __half2 a23 = __hfma2(as_half2(biased_half2(mask, 1)), c, minus_k);
+  const __half2 b01 = as_half2(blurred01);
+  const __half2 b23 = as_half2(blurred23);
+  const __half2 out01 = __hfma2(a01, __hsub2(as_half2(sharp.x), b01), b01);
+  const __half2 out23 = __hfma2(a23, __hsub2(as_half2(sharp.y), b23), b23);
+  return low_bytes(as_bits(out01), as_bits(out23));
 }
 
 // Where staged byte e (a byte offset in the image row, may lie outside it) comes from: -1 for the
@@ -199,23 +218,40 @@ __device__ __forceinline__ void wait_async_copies() {
   asm volatile("cp.async.wait_all;\n" ::: "memory");
 }
 
+// Calls f(i) for i = threadIdx.x, threadIdx.x + kThreads, ... below N. The trip count is known at
+// compile time: a loop bounded by a variable recomputes its trip count at every entry, per tile.
+template <int N, typename F>
+__device__ __forceinline__ void for_block_strided(F&& f) {
+#pragma unroll
+  for (int k = 0; k < (N + kThreads - 1) / kThreads; ++k) {
+    const int i = static_cast<int>(threadIdx.x) + k * kThreads;
+    if (N % kThreads == 0 || i < N) f(i);
+  }
+}
+
 struct TileAt {
   int job = -1;  // -1: no tile
   int x0 = 0;    // first pixel
   int y0 = 0;
+  bool inside = false;  // the staged rows and bytes lie inside an aligned frame: no edge tables
 };
 
 // Tile numbers grow along a block's walk, so the search for the job starts at the last tile's.
-__device__ TileAt tile_at(const FusedLaunch& launch, int tile, int num_jobs, int pixels_across,
-                          int from_job) {
+template <int C, int R>
+__device__ TileAt tile_at(const FusedLaunch& launch, int tile, int num_jobs, int from_job) {
+  using G = Geometry<C, R>;
   TileAt at;
   if (tile >= launch.first_tile[num_jobs]) return at;
   at.job = from_job;
   while (tile >= launch.first_tile[at.job + 1]) ++at.job;
+  const FusedJob& job = launch.jobs[at.job];
   const int local = tile - launch.first_tile[at.job];
-  const int across = launch.jobs[at.job].tiles_across;
-  at.x0 = local % across * pixels_across;
-  at.y0 = local / across * kTileRows;
+  at.x0 = local % job.tiles_across * G::kMaskPixels;
+  at.y0 = local / job.tiles_across * kTileRows;
+  const int top = at.y0 - R;
+  const int first = at.x0 * C - G::kPadStaged;
+  at.inside = job.frame_aligned && top >= 0 && top + G::kStagedRows <= job.height && first >= 0 &&
+              first + G::kStagedBytes <= job.width * C;
   return at;
 }
 
@@ -227,27 +263,18 @@ struct EdgeTables {
   int* bytes;  // byte in the image row of each staged byte, -1 for the constant border
 };
 
-template <int C, int R>
-__device__ bool inside_image(const FusedJob& job, const TileAt& at) {
-  using G = Geometry<C, R>;
-  const int top = at.y0 - R;
-  const int first = at.x0 * C - G::kPadStaged;
-  return job.frame_aligned && top >= 0 && top + G::kStagedRows <= job.height && first >= 0 &&
-         first + G::kStagedBytes <= job.width * C;
-}
-
 // Fills the tables for a tile at the edge (nothing for one inside); they are read after the next
 // barrier.
 template <int C, int R>
 __device__ void map_edges(const FusedLaunch& launch, const TileAt& at, const EdgeTables& tables) {
   using G = Geometry<C, R>;
   const FusedJob& job = launch.jobs[at.job];
-  if (inside_image<C, R>(job, at)) return;
-  for (int r = threadIdx.x; r < G::kStagedRows; r += kThreads)
-    tables.rows[r] = border_index(at.y0 - R + r, job.height, launch.border);
+  if (at.inside) return;
+  for_block_strided<G::kStagedRows>(
+      [&](int r) { tables.rows[r] = border_index(at.y0 - R + r, job.height, launch.border); });
   const int first = at.x0 * C - G::kPadStaged;
-  for (int e = threadIdx.x; e < G::kStagedBytes; e += kThreads)
-    tables.bytes[e] = source_byte(first + e, job.width, C, launch.border);
+  for_block_strided<G::kStagedBytes>(
+      [&](int e) { tables.bytes[e] = source_byte(first + e, job.width, C, launch.border); });
 }
 
 // The frame rows of a tile at the image's edge. Vectors inside an aligned row arrive by cp.async;
@@ -269,10 +296,10 @@ __device__ void fetch_edge_rows(const FusedLaunch& launch, const TileAt& at, con
     inner_end = max(inner_begin, min(kVectors, (job.width * C - first) / 16));
   }
   const std::uint32_t fill = launch.border_value * 0x01010101u;
-  for (int i = threadIdx.x; i < G::kStagedRows * kVectors; i += kThreads) {
+  for_block_strided<G::kStagedRows * kVectors>([&](int i) {
     const int r = i / kVectors;
     const int v = i % kVectors;
-    if (v < inner_begin || v >= inner_end) continue;
+    if (v < inner_begin || v >= inner_end) return;
     std::uint8_t* dst = raw + r * G::kStagedBytes + 16 * v;
     const int sy = tables.rows[r];
     if (sy < 0) {
@@ -280,7 +307,7 @@ __device__ void fetch_edge_rows(const FusedLaunch& launch, const TileAt& at, con
     } else {
       copy16_async(dst, job.frame + sy * job.frame_pitch + first + 16 * v);
     }
-  }
+  });
   const int left = 16 * inner_begin;
   const int gap = 16 * (inner_end - inner_begin);
   const int outer = G::kStagedBytes - gap;
@@ -297,8 +324,9 @@ __device__ void fetch_edge_rows(const FusedLaunch& launch, const TileAt& at, con
 }
 
 // Starts bringing a tile's bytes into the raw buffers: the frame rows its blur reads (whole 16-byte
-// vectors by cp.async for a tile inside the image, fetch_edge_rows at the edges) and its mask (255
-// beyond the image).
+// vectors by cp.async for a tile inside the image, fetch_edge_rows at the edges) and its mask. Beyond
+// the image, where nothing is written, the mask repeats its last row and column, so that a tile at
+// the edge is opaque or clear as its pixels in the image are.
 template <int C, int R>
 __device__ void fetch_tile(const FusedLaunch& launch, const TileAt& at, const EdgeTables& tables,
                            std::uint8_t* raw, std::uint8_t* raw_mask) {
@@ -306,45 +334,58 @@ __device__ void fetch_tile(const FusedLaunch& launch, const TileAt& at, const Ed
   const FusedJob& job = launch.jobs[at.job];
   const int first = at.x0 * C - G::kPadStaged;
   constexpr int kVectors = G::kStagedBytes / 16;
-  if (inside_image<C, R>(job, at)) {
+  if (at.inside) {
     const std::uint8_t* source = job.frame + (at.y0 - R) * job.frame_pitch + first;
-    for (int i = threadIdx.x; i < G::kStagedRows * kVectors; i += kThreads) {
+    for_block_strided<G::kStagedRows * kVectors>([&](int i) {
       const int r = i / kVectors;
       const int e = i % kVectors * 16;
       copy16_async(raw + r * G::kStagedBytes + e, source + r * job.frame_pitch + e);
-    }
+    });
   } else {
     fetch_edge_rows<C, R>(launch, at, tables, raw);
   }
   constexpr int kMaskVectors = G::kMaskPixels / 16;
-  for (int i = threadIdx.x; i < kTileRows * kMaskVectors; i += kThreads) {
-    const int y = at.y0 + i / kMaskVectors;
+  for_block_strided<kTileRows * kMaskVectors>([&](int i) {
+    const int y = min(at.y0 + i / kMaskVectors, job.height - 1);
     const int x = at.x0 + i % kMaskVectors * 16;
     std::uint8_t* dst = raw_mask + i * 16;
     const std::uint8_t* row = job.mask + y * job.mask_pitch;
-    if (y >= job.height) {
-      *reinterpret_cast<uint4*>(dst) = make_uint4(~0u, ~0u, ~0u, ~0u);
-    } else if (job.mask_aligned && x + 16 <= job.width) {
+    if (job.mask_aligned && x + 16 <= job.width) {
       copy16_async(dst, row + x);
     } else {
-      for (int k = 0; k < 16; ++k) dst[k] = x + k < job.width ? row[x + k] : 255;
+      for (int k = 0; k < 16; ++k) dst[k] = row[min(x + k, job.width - 1)];
     }
-  }
+  });
   asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
 
-// Spreads the raw mask to one byte per frame byte (4 pixels at a time: C words) and says whether the
-// whole tile is 255.
+enum class MaskCover { kMixed, kOpaque, kClear };
+
+// Whether the tile's mask is all 255 (only the sharp frame shows: the tile is copied), all 0 (only
+// the blurred one: no blend) or mixed.
 template <int C, int R>
-__device__ bool spread_mask(const std::uint8_t* raw_mask, std::uint8_t* s_out) {
+__device__ MaskCover classify_mask(const std::uint8_t* raw_mask) {
+  constexpr int kWords = kTileRows * Geometry<C, R>::kMaskPixels / 4;
+  std::uint32_t all = ~0u;
+  std::uint32_t any = 0;
+  for_block_strided<kWords>([&](int i) {
+    const std::uint32_t m = reinterpret_cast<const std::uint32_t*>(raw_mask)[i];
+    all &= m;
+    any |= m;
+  });
+  if (__syncthreads_and(all == ~0u)) return MaskCover::kOpaque;
+  return __syncthreads_or(any != 0) ? MaskCover::kMixed : MaskCover::kClear;
+}
+
+// Spreads the raw mask to one byte per frame byte (4 pixels at a time: C words).
+template <int C, int R>
+__device__ void spread_mask(const std::uint8_t* raw_mask, std::uint8_t* s_out) {
   using G = Geometry<C, R>;
   constexpr int kWordsAcross = G::kMaskPixels / 4;
-  bool opaque = true;
-  for (int i = threadIdx.x; i < kTileRows * kWordsAcross; i += kThreads) {
+  for_block_strided<kTileRows * kWordsAcross>([&](int i) {
     const int r = i / kWordsAcross;
     const int w = i % kWordsAcross;
     const std::uint32_t m = reinterpret_cast<const std::uint32_t*>(raw_mask)[i];
-    opaque = opaque && m == ~0u;
     auto* dst = reinterpret_cast<std::uint32_t*>(s_out + r * G::kOutPitch + w * 4 * C);
     if constexpr (C == 3) {
       dst[0] = __byte_perm(m, 0, 0x1000);
@@ -354,8 +395,7 @@ __device__ bool spread_mask(const std::uint8_t* raw_mask, std::uint8_t* s_out) {
       *reinterpret_cast<uint4*>(dst) = make_uint4(__byte_perm(m, 0, 0x0000), __byte_perm(m, 0, 0x1111),
                                                   __byte_perm(m, 0, 0x2222), __byte_perm(m, 0, 0x3333));
     }
-  }
-  return __syncthreads_and(opaque) != 0;
+  });
 }
 
 // The raw frame bytes as halves, 16 at a time.
@@ -363,20 +403,22 @@ template <int C, int R>
 __device__ void convert_frame(const std::uint8_t* raw, __half* s_in) {
   using G = Geometry<C, R>;
   constexpr int kVectors = G::kStagedBytes / 16;
-  for (int i = threadIdx.x; i < G::kStagedRows * kVectors; i += kThreads) {
+  for_block_strided<G::kStagedRows * kVectors>([&](int i) {
     const uint4 v = reinterpret_cast<const uint4*>(raw)[i];
     auto* dst = reinterpret_cast<uint4*>(s_in + i / kVectors * G::kPitch + i % kVectors * 16);
     dst[0] =
         make_uint4(biased_half2(v.x, 0), biased_half2(v.x, 1), biased_half2(v.y, 0), biased_half2(v.y, 1));
     dst[1] =
         make_uint4(biased_half2(v.z, 0), biased_half2(v.z, 1), biased_half2(v.w, 0), biased_half2(v.w, 1));
-  }
+  });
 }
 
 // The band fragments, built once per thread. Vertical (the A operand, 16 output rows x K staged
-// rows from the strip's first): A[m][k] = wy[k - m]. Horizontal (the B operand for the outputs
-// 8h..8h+7 of a 16-byte block, K staged bytes from kPadWindow before it): B[k][n] = wx[j] where
-// byte k is tap j's input for output n, i.e. k - kPadWindow - 8h - n = C (j - R).
+// rows from the strip's first): A[m][k] = wy[k - m]. Horizontal (the B operand for 8 of the 16
+// outputs of a 16-byte block, K staged bytes from kPadWindow before it): B[k][n] = wx[j] where
+// byte k is tap j's input for output byte o, i.e. k - kPadWindow - o = C (j - R). Product h makes
+// the bytes o = 4 (n / 2) + 2h + n % 2, so that a thread's accumulators (n = 2t, 2t + 1 of both
+// products) are the four neighbouring bytes 4t .. 4t + 3, which the epilogue moves as one word.
 template <int C, int R>
 struct Bands {
   float vertical_start;
@@ -392,7 +434,7 @@ __device__ float vertical_weight(const FusedLaunch& launch, int m, int k) {
 
 template <int C, int R>
 __device__ float horizontal_weight(const FusedLaunch& launch, int h, int k, int n) {
-  const int d = k - Geometry<C, R>::kPadWindow - 8 * h - n;
+  const int d = k - Geometry<C, R>::kPadWindow - (4 * (n / 2) + 2 * h + n % 2);
   const int j = d / C + R;
   return d % C == 0 && j >= 0 && j <= 2 * R ? launch.wx[j] : 0.0f;
 }
@@ -467,9 +509,11 @@ __device__ void vertical_tiles(const Bands<C, R>& bands, const __half* s_in, int
 // One warp's 16 rows x 96 bytes: V tiles left to right, each block of 16 outputs (two horizontal
 // products, interleaved) as soon as its window's V tiles exist, so only a window's worth stays live.
 // The epilogue blends with the sharp bytes by the spread mask, whose bytes in s_out the output
-// replaces (each thread reads and writes its own), all reads before the writes so that they overlap.
+// replaces (each thread reads and writes its own word), all reads before the writes so that they
+// overlap. A clear tile (mask all 0) takes the blurred bytes as they are.
 template <int C, int R>
-__device__ void blur_blend_strip(const Bands<C, R>& bands, const __half* s_in, std::uint8_t* s_out) {
+__device__ void blur_blend_strip(const Bands<C, R>& bands, const __half* s_in, std::uint8_t* s_out,
+                                 bool clear) {
   using G = Geometry<C, R>;
   const int warp = threadIdx.x / 32;
   const int r0 = warp / kWarpsAcross * kWarpRows;
@@ -497,30 +541,35 @@ __device__ void blur_blend_strip(const Bands<C, R>& bands, const __half* s_in, s
       for (int h = 0; h < 2; ++h)
         mma_16x8x16(acc[h], a, bands.horizontal[h][c][0], bands.horizontal[h][c][1]);
     }
-    std::uint32_t sharp[2][2];
-    std::uint32_t mask[2][2];
-    std::uint16_t* out[2][2];
+    // Rows g and g + 8, bytes 4t .. 4t + 3 of the block: products 0 and 1 hold two bytes each.
+    std::uint32_t blurred[2][2];
+    std::uint32_t* out[2];
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
+    for (int half_row = 0; half_row < 2; ++half_row) {
+      out[half_row] = reinterpret_cast<std::uint32_t*>(s_out + (r0 + g + 8 * half_row) * G::kOutPitch + e0 +
+                                                       16 * b + 4 * t);
 #pragma unroll
-      for (int half_row = 0; half_row < 2; ++half_row) {
-        const int r = r0 + g + 8 * half_row;
-        const int e = e0 + 16 * b + 8 * h + 2 * t;
-        sharp[h][half_row] =
-            *reinterpret_cast<const std::uint32_t*>(s_in + (r + R) * G::kPitch + G::kPadStaged + e);
-        out[h][half_row] = reinterpret_cast<std::uint16_t*>(s_out + r * G::kOutPitch + e);
-        mask[h][half_row] = *out[h][half_row];
-      }
+      for (int h = 0; h < 2; ++h)
+        blurred[half_row][h] = rounded_biased_half2(acc[h][2 * half_row], acc[h][2 * half_row + 1]);
+    }
+    if (clear) {
+#pragma unroll
+      for (int half_row = 0; half_row < 2; ++half_row)
+        *out[half_row] = low_bytes(blurred[half_row][0], blurred[half_row][1]);
+      continue;
+    }
+    uint2 sharp[2];
+    std::uint32_t mask[2];
+#pragma unroll
+    for (int half_row = 0; half_row < 2; ++half_row) {
+      const int r = r0 + g + 8 * half_row;
+      sharp[half_row] =
+          *reinterpret_cast<const uint2*>(s_in + (r + R) * G::kPitch + G::kPadStaged + e0 + 16 * b + 4 * t);
+      mask[half_row] = *out[half_row];
     }
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-#pragma unroll
-      for (int half_row = 0; half_row < 2; ++half_row) {
-        const std::uint32_t blurred = rounded_biased_half2(acc[h][2 * half_row], acc[h][2 * half_row + 1]);
-        *out[h][half_row] =
-            static_cast<std::uint16_t>(blend_pair(sharp[h][half_row], blurred, mask[h][half_row]));
-      }
-    }
+    for (int half_row = 0; half_row < 2; ++half_row)
+      *out[half_row] = blend4(sharp[half_row], blurred[half_row][0], blurred[half_row][1], mask[half_row]);
   }
 }
 
@@ -533,12 +582,12 @@ __device__ void write_tile(const FusedJob& job, int x0, int y0, int channels, co
   std::uint8_t* out = job.out + y0 * job.out_pitch + x0 * channels;
   constexpr int kVectors = kTileBytes / 16;
   if (job.out_aligned && rows == kTileRows && bytes == kTileBytes) {  // most tiles: whole vectors
-    for (int i = threadIdx.x; i < kTileRows * kVectors; i += kThreads) {
+    for_block_strided<kTileRows * kVectors>([&](int i) {
       const int r = i / kVectors;
       const int e = i % kVectors * 16;
       *reinterpret_cast<uint4*>(out + r * job.out_pitch + e) =
           *reinterpret_cast<const uint4*>(src + r * src_pitch + e);
-    }
+    });
     return;
   }
   for (int i = threadIdx.x; i < rows * kVectors; i += kThreads) {
@@ -571,7 +620,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   auto* s_next = reinterpret_cast<TileAt*>(shared + G::kNextTileOffset);
   Bands<C, R> bands;
   make_bands(launch, bands);
-  TileAt at = tile_at(launch, blockIdx.x, num_jobs, G::kMaskPixels, 0);
+  TileAt at = tile_at<C, R>(launch, blockIdx.x, num_jobs, 0);
   if (at.job >= 0) {
     map_edges<C, R>(launch, at, tables);
     __syncthreads();
@@ -582,20 +631,21 @@ __global__ void __launch_bounds__(kThreads, 2)
     wait_async_copies();
     __syncthreads();  // the raw tile is complete; the previous tile's output has left s_out
     // One thread finds the next tile (a search over the jobs and a division); the others read it
-    // after spread_mask's barrier.
-    if (threadIdx.x == 0) *s_next = tile_at(launch, tile + gridDim.x, num_jobs, G::kMaskPixels, at.job);
-    const bool opaque = spread_mask<C, R>(raw_mask, s_out);
+    // after classify_mask's barrier.
+    if (threadIdx.x == 0) *s_next = tile_at<C, R>(launch, tile + gridDim.x, num_jobs, at.job);
+    const MaskCover cover = classify_mask<C, R>(raw_mask);
     const TileAt next = *s_next;
     if (next.job >= 0) map_edges<C, R>(launch, next, tables);  // read after the barrier below
-    if (opaque) {
+    if (cover == MaskCover::kOpaque) {
       write_tile(job, at.x0, at.y0, C, raw + R * G::kStagedBytes + G::kPadStaged, G::kStagedBytes);
       __syncthreads();  // the raw buffer is read
       if (next.job >= 0) fetch_tile<C, R>(launch, next, tables, raw, raw_mask);
     } else {
+      if (cover == MaskCover::kMixed) spread_mask<C, R>(raw_mask, s_out);
       convert_frame<C, R>(raw, s_in);
-      __syncthreads();  // the raw buffer is read, the staged halves are complete
+      __syncthreads();  // the raw buffers are read, the staged halves and the spread mask complete
       if (next.job >= 0) fetch_tile<C, R>(launch, next, tables, raw, raw_mask);
-      blur_blend_strip(bands, s_in, s_out);
+      blur_blend_strip(bands, s_in, s_out, cover == MaskCover::kClear);
       __syncthreads();
       write_tile(job, at.x0, at.y0, C, s_out, G::kOutPitch);
     }

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <memory>
 
 #include <gtest/gtest.h>
@@ -26,12 +27,20 @@ struct Operand {
   DeviceImage device;
 };
 
-// A mask of random values with an opaque (255) band: the band's tiles take the kernel's copy path,
-// including partial tiles at the right edge, the rest blends.
-void add_opaque_band(HostImage& mask) {
+// A mask of random values with an opaque (255) band and a clear (0) one: in large images the
+// bands' tiles take the kernel's copy path and its blend-free path, including partial tiles at the
+// right and bottom edges; the rest blends.
+void add_opaque_and_clear_bands(HostImage& mask) {
   const ImageView& v = mask.view();
-  for (int y = 0; y < v.height * 2 / 3; ++y)
-    for (int x = v.width / 5; x < v.width; ++x) v.row(0, y)[x] = 255;
+  for (int y = 0; y < v.height; ++y) {
+    std::uint8_t* row = v.row(0, y);
+    if (y < v.height * 2 / 3) {
+      std::fill(row + v.width / 5, row + v.width, 255);
+    } else {
+      std::fill(row, row + v.width * 3 / 5, 0);
+      std::fill(row + v.width * 4 / 5, row + v.width, 0);
+    }
+  }
 }
 
 // Runs the fused op on a batch of random frames on both sides (pitched host images, odd images with
@@ -45,7 +54,7 @@ void expect_cuda_matches_cpu(const std::vector<Case>& cases, const BlurParams& p
     frames.push_back(std::make_unique<Operand>(format, w, h, seed, 7));
     masks.push_back(std::make_unique<Operand>(PixelFormat::kGRAY8, w, h, seed + 1, 3));
     outs.push_back(std::make_unique<Operand>(format, w, h, seed + 2, 5));
-    add_opaque_band(masks.back()->host);
+    add_opaque_and_clear_bands(masks.back()->host);
     for (Operand* op : {frames.back().get(), masks.back().get(), outs.back().get()})
       op->device.upload(op->host);
     const Roi roi = i % 2 == 1 ? Roi{1, 2, w - 4, h - 3} : Roi{};
@@ -104,7 +113,8 @@ TEST(BlurCompositeGpu, MixedFormatsAndLargeBatchesTakeSeveralLaunches) {
 }
 
 // More tiles than the GPU holds blocks (two per SM): each persistent block walks several tiles,
-// fetching the next while it blurs one, across opaque (copied) and blended tiles and two images.
+// fetching the next while it blurs one, across opaque (copied), clear and blended tiles and two
+// images.
 TEST(BlurCompositeGpu, PersistentBlocksWalkManyTiles) {
   FOVEA_REQUIRE_GPU();
   expect_cuda_matches_cpu({{PixelFormat::kRGB8, 1283, 1401}, {PixelFormat::kRGB8, 1920, 1080}},

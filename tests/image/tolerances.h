@@ -9,7 +9,10 @@ namespace fovea::image::testing {
 inline constexpr double kU8RoundingTolerance = 1.0;
 // The fused background blur (blur_composite.h) filters on the tensor cores in half precision:
 // weights with 11 significant bits move each pass by at most 255 * 2^-11 = 0.125 and the half
-// intermediate by 1/16 more, ~0.31 in all, so its bytes are the float reference's or one step off.
+// intermediate by 1/16 more, ~0.31 in all, so its blurred bytes are the float reference's or one
+// step off. It blends in half too: the blurred byte's step moves the blend by 1 - m/255 and the
+// weight m/255 (11 significant bits) by at most (m/255) * 255 * 2^-11, under one step together, so
+// the output is also the reference's or one step off.
 inline constexpr double kU8HalfPrecisionTolerance = 1.0;
 // Parity with OpenCV / libswscale on uint8 (the issue's ±1): they use fixed-point arithmetic with
 // their own rounding, fovea rounds float math once.
