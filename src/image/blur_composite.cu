@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <vector>
 
 #include "core/cuda_check.h"
@@ -64,12 +65,21 @@ struct FusedJob {
   bool out_aligned = false;
 };
 
+// The band matrices' weights by the distance between an input and an output, as the pairs of halves
+// their fragments hold (fill_band_pairs): first the vertical taps for the row distance j in
+// -15 .. 16 kChunksV - 1, then the horizontal ones for the byte distance d in -kPadWindow - 15 ..
+// 16 kChunksH - kPadWindow - 1; distance 0 at the zero offsets (static_asserts in Geometry).
+constexpr int kVerticalPairs = 64;
+constexpr int kVerticalZero = 15;
+constexpr int kHorizontalPairs = 160;
+constexpr int kHorizontalZero = kVerticalPairs + 79;
+constexpr int kBandPairs = kVerticalPairs + kHorizontalPairs;
+
 struct FusedLaunch {
   FusedJob jobs[kJobsPerLaunch];
   int first_tile[kJobsPerLaunch + 1];  // job j owns tiles first_tile[j] .. first_tile[j + 1] - 1
-  // Zero-padded to the kernel's radius, centered: padding taps add exact zeros.
-  float wx[kMaxBlurCompositeKernelSize];
-  float wy[kMaxBlurCompositeKernelSize];
+  // (wy[j], wy[j + 1]) at kVerticalZero + j, (w(d), w(d + 1)) at kHorizontalZero + d.
+  std::uint32_t band_pairs[kBandPairs];
   // -1024 times the sum of wy rounded to halves: the vertical product's start (see the bias, above).
   float vertical_start;
   BorderMode border;
@@ -112,6 +122,9 @@ struct Geometry {
   static constexpr std::size_t kByteTableOffset = kRowTableOffset + kStagedRows * sizeof(int);
   static constexpr std::size_t kNextTileOffset = kByteTableOffset + kStagedBytes * sizeof(int);
   static constexpr std::size_t kSharedBytes = kNextTileOffset + 16;
+  static_assert(kVerticalZero >= kWarpRows - 1 && kVerticalZero + 16 * kChunksV <= kVerticalPairs);
+  static_assert(kHorizontalZero - kVerticalPairs >= kPadWindow + 15 &&
+                kHorizontalZero + 16 * kChunksH - kPadWindow <= kBandPairs);
 };
 
 // ---- tensor-core primitives (mma.sync m16n8k16, half inputs, float accumulators) ----
@@ -426,22 +439,14 @@ struct Bands {
   std::uint32_t horizontal[2][Geometry<C, R>::kChunksH][2];
 };
 
+// The band weights come through shared memory: read from the kernel's parameters, which cannot
+// change, the compiler would read them again inside the tile loop rather than keep them in
+// registers, and the lanes' different addresses serialize in the constant cache.
 template <int C, int R>
-__device__ float vertical_weight(const FusedLaunch& launch, int m, int k) {
-  const int j = k - m;
-  return j >= 0 && j <= 2 * R ? launch.wy[j] : 0.0f;
-}
-
-template <int C, int R>
-__device__ float horizontal_weight(const FusedLaunch& launch, int h, int k, int n) {
-  const int d = k - Geometry<C, R>::kPadWindow - (4 * (n / 2) + 2 * h + n % 2);
-  const int j = d / C + R;
-  return d % C == 0 && j >= 0 && j <= 2 * R ? launch.wx[j] : 0.0f;
-}
-
-template <int C, int R>
-__device__ void make_bands(const FusedLaunch& launch, Bands<C, R>& bands) {
+__device__ void make_bands(const FusedLaunch& launch, std::uint32_t* s_pairs, Bands<C, R>& bands) {
   using G = Geometry<C, R>;
+  for_block_strided<kBandPairs>([&](int i) { s_pairs[i] = launch.band_pairs[i]; });
+  __syncthreads();
   const int g = (threadIdx.x & 31) / 4;  // the fragment layouts' groupID and threadID_in_group
   const int t = threadIdx.x & 3;
   bands.vertical_start = launch.vertical_start;
@@ -451,19 +456,18 @@ __device__ void make_bands(const FusedLaunch& launch, Bands<C, R>& bands) {
     for (int q = 0; q < 4; ++q) {  // rows g, g + 8 at k 2t, then at k 2t + 8
       const int m = g + 8 * (q & 1);
       const int k = 16 * c + 2 * t + 8 * (q >> 1);
-      bands.vertical[c][q] =
-          pack_half2(vertical_weight<C, R>(launch, m, k), vertical_weight<C, R>(launch, m, k + 1));
+      bands.vertical[c][q] = s_pairs[kVerticalZero + k - m];
     }
   }
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
+    const int o = 4 * (g / 2) + 2 * h + g % 2;  // column g's output byte
 #pragma unroll
     for (int c = 0; c < G::kChunksH; ++c) {
 #pragma unroll
-      for (int q = 0; q < 2; ++q) {  // k 2t and 2t + 1, then 2t + 8 and 2t + 9, at column g
+      for (int q = 0; q < 2; ++q) {  // k 2t and 2t + 1, then 2t + 8 and 2t + 9
         const int k = 16 * c + 2 * t + 8 * q;
-        bands.horizontal[h][c][q] = pack_half2(horizontal_weight<C, R>(launch, h, k, g),
-                                               horizontal_weight<C, R>(launch, h, k + 1, g));
+        bands.horizontal[h][c][q] = s_pairs[kHorizontalZero + k - G::kPadWindow - o];
       }
     }
   }
@@ -619,7 +623,8 @@ __global__ void __launch_bounds__(kThreads, 2)
                           reinterpret_cast<int*>(shared + G::kByteTableOffset)};
   auto* s_next = reinterpret_cast<TileAt*>(shared + G::kNextTileOffset);
   Bands<C, R> bands;
-  make_bands(launch, bands);
+  // The staged halves' space is free until the first tile is converted, after the loop's barrier.
+  make_bands(launch, reinterpret_cast<std::uint32_t*>(s_in), bands);
   TileAt at = tile_at<C, R>(launch, blockIdx.x, num_jobs, 0);
   if (at.job >= 0) {
     map_edges<C, R>(launch, at, tables);
@@ -666,9 +671,40 @@ Result<int> resident_blocks() {
   return std::max(1, per_sm) * sms;
 }
 
+// The blur's taps, zero-padded to the kernel's radius and centered: padding taps add exact zeros.
+struct Taps {
+  float wx[kMaxBlurCompositeKernelSize];
+  float wy[kMaxBlurCompositeKernelSize];
+};
+
+std::uint32_t half_pair(float lo, float hi) {
+  const __half_raw l = __float2half_rn(lo);
+  const __half_raw h = __float2half_rn(hi);
+  return l.x | static_cast<std::uint32_t>(h.x) << 16;
+}
+
+// The band weights by distance (FusedLaunch) for C bytes per pixel and radius R: an output's
+// horizontal taps are C bytes apart.
 template <int C, int R>
-Status launch_tiles(cudaStream_t stream, const FusedLaunch& launch, int num_jobs) {
+void fill_band_pairs(const Taps& taps, FusedLaunch& launch) {
+  const auto vertical = [&](int j) { return j >= 0 && j <= 2 * R ? taps.wy[j] : 0.0f; };
+  const auto horizontal = [&](int d) {
+    return d % C == 0 && std::abs(d / C) <= R ? taps.wx[d / C + R] : 0.0f;
+  };
+  for (int i = 0; i < kVerticalPairs; ++i) {
+    const int j = i - kVerticalZero;
+    launch.band_pairs[i] = half_pair(vertical(j), vertical(j + 1));
+  }
+  for (int i = kVerticalPairs; i < kBandPairs; ++i) {
+    const int d = i - kHorizontalZero;
+    launch.band_pairs[i] = half_pair(horizontal(d), horizontal(d + 1));
+  }
+}
+
+template <int C, int R>
+Status launch_tiles(cudaStream_t stream, const Taps& taps, FusedLaunch& launch, int num_jobs) {
   using G = Geometry<C, R>;
+  fill_band_pairs<C, R>(taps, launch);
   static_assert(G::kSharedBytes > kDefaultSharedLimit);
   FOVEA_CUDA_TRY(cudaFuncSetAttribute(blur_composite_kernel<C, R>,
                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -688,7 +724,8 @@ int padded_radius(const BlurParams& params) {
 
 // Numbers the launch's tiles (C bytes per pixel) and launches its radius's kernel.
 template <int C>
-Status launch_for_radius(cudaStream_t stream, int radius, FusedLaunch& launch, int num_jobs) {
+Status launch_for_radius(cudaStream_t stream, const Taps& taps, int radius, FusedLaunch& launch,
+                         int num_jobs) {
   constexpr int kPixelsAcross = kTileBytes / C;
   launch.first_tile[0] = 0;
   for (int j = 0; j < num_jobs; ++j) {
@@ -698,9 +735,9 @@ Status launch_for_radius(cudaStream_t stream, int radius, FusedLaunch& launch, i
         launch.first_tile[j] + job.tiles_across * ((job.height + kTileRows - 1) / kTileRows);
   }
   switch (radius) {
-    case 3: return launch_tiles<C, 3>(stream, launch, num_jobs);
-    case 7: return launch_tiles<C, 7>(stream, launch, num_jobs);
-    default: return launch_tiles<C, 15>(stream, launch, num_jobs);
+    case 3: return launch_tiles<C, 3>(stream, taps, launch, num_jobs);
+    case 7: return launch_tiles<C, 7>(stream, taps, launch, num_jobs);
+    default: return launch_tiles<C, 15>(stream, taps, launch, num_jobs);
   }
 }
 
@@ -742,18 +779,19 @@ Status run_blur_composite_cuda(cudaStream_t stream, const ImageBatch& frame, con
   FusedLaunch launch{};
   const int radius = padded_radius(params);
   const double sigma_y = params.sigma_y > 0.0 ? params.sigma_y : params.sigma_x;
-  pad_weights(blur_weights(params.kind, params.kernel_width, params.sigma_x), radius, launch.wx);
-  pad_weights(blur_weights(params.kind, params.kernel_height, sigma_y), radius, launch.wy);
+  Taps taps{};
+  pad_weights(blur_weights(params.kind, params.kernel_width, params.sigma_x), radius, taps.wx);
+  pad_weights(blur_weights(params.kind, params.kernel_height, sigma_y), radius, taps.wy);
   double half_sum = 0.0;
-  for (float w : launch.wy) half_sum += __half2float(__float2half_rn(w));
+  for (float w : taps.wy) half_sum += __half2float(__float2half_rn(w));
   launch.vertical_start = static_cast<float>(-1024.0 * half_sum);
   launch.border = params.border;
   launch.border_value = static_cast<std::uint8_t>(params.border_value);
   // One launch covers up to kJobsPerLaunch images of one channel count; a change starts a new one.
   const auto channels = [&](int i) { return pixel_bytes(frame.images[i].format); };
   const auto flush = [&](int c, int num_jobs) {
-    return c == 4 ? launch_for_radius<4>(stream, radius, launch, num_jobs)
-                  : launch_for_radius<3>(stream, radius, launch, num_jobs);
+    return c == 4 ? launch_for_radius<4>(stream, taps, radius, launch, num_jobs)
+                  : launch_for_radius<3>(stream, taps, radius, launch, num_jobs);
   };
   int num_jobs = 0;
   for (int i = 0; i < frame.size(); ++i) {
