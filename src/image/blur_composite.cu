@@ -293,7 +293,8 @@ __device__ void map_edges(const FusedLaunch& launch, const TileAt& at, const Edg
 // The frame rows of a tile at the image's edge. Vectors inside an aligned row arrive by cp.async;
 // the bytes of the others, beyond the row's ends (or all of them in an unaligned frame), are mapped
 // through the tables a byte per lane, so that the lanes share them instead of a few lanes taking
-// 16 bytes each while the rest of the warp waits.
+// 16 bytes each while the rest of the warp waits. This runs between the current tile's barrier and
+// its blur, so its loads' latency is the blur's delay.
 template <int C, int R>
 __device__ void fetch_edge_rows(const FusedLaunch& launch, const TileAt& at, const EdgeTables& tables,
                                 std::uint8_t* raw) {
@@ -324,14 +325,26 @@ __device__ void fetch_edge_rows(const FusedLaunch& launch, const TileAt& at, con
   const int left = 16 * inner_begin;
   const int gap = 16 * (inner_end - inner_begin);
   const int outer = G::kStagedBytes - gap;
-  const int lane = threadIdx.x % 32;
-  for (int r = threadIdx.x / 32; r < G::kStagedRows; r += kThreads / 32) {
-    const int sy = tables.rows[r];
-    const std::uint8_t* row = job.frame + max(sy, 0) * job.frame_pitch;
-    for (int k = lane; k < outer; k += 32) {
-      const int e = k < left ? k : k + gap;
-      const int sx = tables.bytes[e];
-      raw[r * G::kStagedBytes + e] = sy < 0 || sx < 0 ? launch.border_value : row[sx];
+  // Each warp takes every kWarps-th row, and issues all its rows' loads of a byte column before
+  // storing any: the stores to shared memory could alias the tables, so a load-store loop would wait
+  // for each load in turn.
+  constexpr int kWarps = kThreads / 32;
+  constexpr int kRowsPerWarp = (G::kStagedRows + kWarps - 1) / kWarps;
+  const int warp = threadIdx.x / 32;
+  for (int k = threadIdx.x % 32; k < outer; k += 32) {
+    const int e = k < left ? k : k + gap;
+    const int sx = tables.bytes[e];
+    std::uint8_t value[kRowsPerWarp];
+#pragma unroll
+    for (int u = 0; u < kRowsPerWarp; ++u) {
+      const int r = warp + u * kWarps;
+      const int sy = r < G::kStagedRows ? tables.rows[r] : -1;
+      value[u] = sy < 0 || sx < 0 ? launch.border_value : job.frame[sy * job.frame_pitch + sx];
+    }
+#pragma unroll
+    for (int u = 0; u < kRowsPerWarp; ++u) {
+      const int r = warp + u * kWarps;
+      if (r < G::kStagedRows) raw[r * G::kStagedBytes + e] = value[u];
     }
   }
 }
