@@ -172,10 +172,12 @@ __device__ __forceinline__ std::uint32_t biased_half2(std::uint32_t word, int i)
   return __byte_perm(word, 0x64646464u, i == 0 ? 0x4140 : 0x4342);
 }
 
-// Two biased accumulators as biased halves rounded to integers, at most 1024 + 255.
+// Two biased accumulators as biased halves rounded to integers. They need no clamp at 1024 + 255:
+// the taps rounded to halves sum to at most 1 + 2^-11 per pass, so V is at most 255.125 after its
+// rounding and a blurred byte at most 255.25 plus the float accumulation's ~0.01, which rounds to
+// 255 (FlatFramesBlurToThemselves).
 __device__ __forceinline__ std::uint32_t rounded_biased_half2(float lo, float hi) {
-  const __half2 h = __hmin2(__floats2half2_rn(lo, hi), __float2half2_rn(1024.0f + 255.0f));
-  return *reinterpret_cast<const std::uint32_t*>(&h);
+  return pack_half2(lo, hi);
 }
 
 // The low bytes of four biased halves (two half2 words): four bytes.

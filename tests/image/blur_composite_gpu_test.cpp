@@ -122,6 +122,45 @@ TEST(BlurCompositeGpu, PersistentBlocksWalkManyTiles) {
   expect_cuda_matches_cpu({{PixelFormat::kRGBA8, 1500, 1201}}, gaussian(31, 31, BorderMode::kReplicate));
 }
 
+// Every byte of the image set to `value`.
+void fill(HostImage& image, std::uint8_t value) {
+  const ImageView& v = image.view();
+  for (int y = 0; y < v.height; ++y)
+    std::fill(v.row(0, y), v.row(0, y) + v.width * pixel_bytes(v.format), value);
+}
+
+// A flat frame blurs to itself exactly: the kernel has no clamp, so a white frame must not wrap
+// past 255 (its taps' halves sum to at most 1), and a black one must stay 0. The mask is clear, so
+// the output is the blurred frame itself.
+TEST(BlurCompositeGpu, FlatFramesBlurToThemselves) {
+  FOVEA_REQUIRE_GPU();
+  BlurParams box = gaussian(11, 7, BorderMode::kReplicate);
+  box.kind = BlurKind::kBox;
+  for (const BlurParams& params :
+       {gaussian(15, 15, BorderMode::kReflect101), gaussian(5, 3, BorderMode::kReflect101),
+        gaussian(31, 31, BorderMode::kReplicate, 9.0), box}) {
+    for (PixelFormat format : {PixelFormat::kRGB8, PixelFormat::kRGBA8}) {
+      for (std::uint8_t value : {std::uint8_t{255}, std::uint8_t{0}}) {
+        HostImage frame(format, 200, 150);
+        HostImage mask(PixelFormat::kGRAY8, 200, 150);
+        fill(frame, value);
+        fill(mask, 0);
+        DeviceImage d_frame(format, 200, 150);
+        DeviceImage d_mask(PixelFormat::kGRAY8, 200, 150);
+        DeviceImage d_out(format, 200, 150);
+        d_frame.upload(frame);
+        d_mask.upload(mask);
+        const Status status = run_blur_composite_cuda(nullptr, {{d_frame.view()}, {}}, {{d_mask.view()}, {}},
+                                                      {{d_out.view()}, {}}, params);
+        ASSERT_TRUE(status.is_ok()) << status.to_string();
+        EXPECT_EQ(max_abs_difference(d_out.download().view(), frame.view()), 0.0)
+            << pixel_format_name(format) << " value " << int{value} << " kernel " << params.kernel_width
+            << "x" << params.kernel_height;
+      }
+    }
+  }
+}
+
 TEST(BlurCompositeGpu, RejectsBadInputBeforeLaunching) {
   FOVEA_REQUIRE_GPU();
   DeviceImage frame(PixelFormat::kRGB8, 16, 16);
