@@ -546,17 +546,30 @@ __device__ void blur_blend_strip(const Bands<C, R>& bands, const __half* s_in, s
   for (int b = 0; b < G::kBlocks; ++b) {
     const int next = 2 * (b + G::kChunksH - 1);
     vertical_tiles(bands, s_in, r0, first_column + 8 * next, v[next], v[next + 1]);
+    // Four accumulation chains (two products, even and odd k-steps) of half the length, summed at
+    // the end: the MMAs' latency, not their rate, bounds a chain.
     float acc[2][4];
+    float odd[2][4];
 #pragma unroll
-    for (int h = 0; h < 2; ++h)
-      for (float& a : acc[h]) a = 1024.0f;
+    for (int h = 0; h < 2; ++h) {
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        acc[h][q] = 1024.0f;
+        odd[h][q] = 0.0f;
+      }
+    }
 #pragma unroll
     for (int c = 0; c < G::kChunksH; ++c) {
       const int i = 2 * (b + c);
       const std::uint32_t a[4] = {v[i][0], v[i][1], v[i + 1][0], v[i + 1][1]};
 #pragma unroll
       for (int h = 0; h < 2; ++h)
-        mma_16x8x16(acc[h], a, bands.horizontal[h][c][0], bands.horizontal[h][c][1]);
+        mma_16x8x16(c % 2 == 0 ? acc[h] : odd[h], a, bands.horizontal[h][c][0], bands.horizontal[h][c][1]);
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+#pragma unroll
+      for (int q = 0; q < 4; ++q) acc[h][q] += odd[h][q];
     }
     // Rows g and g + 8, bytes 4t .. 4t + 3 of the block: products 0 and 1 hold two bytes each.
     std::uint32_t blurred[2][2];
