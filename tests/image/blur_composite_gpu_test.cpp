@@ -130,8 +130,8 @@ void fill(HostImage& image, std::uint8_t value) {
 }
 
 // A flat frame blurs to itself exactly: the kernel has no clamp, so a white frame must not wrap
-// past 255 (its taps' halves sum to at most 1), and a black one must stay 0. The mask is clear, so
-// the output is the blurred frame itself.
+// past 255 (its taps rounded to halves may sum to a little over 1, which must keep the byte under
+// 255.5), and a black one must stay 0. The mask is clear, so the output is the blurred frame itself.
 TEST(BlurCompositeGpu, FlatFramesBlurToThemselves) {
   FOVEA_REQUIRE_GPU();
   BlurParams box = gaussian(11, 7, BorderMode::kReplicate);
