@@ -129,9 +129,16 @@ struct Geometry {
 
 // ---- tensor-core primitives (mma.sync m16n8k16, half inputs, float accumulators) ----
 
-__device__ __forceinline__ std::uint32_t pack_half2(float lo, float hi) {
-  const __half2 h = __floats2half2_rn(lo, hi);
+__device__ __forceinline__ __half2 as_half2(std::uint32_t bits) {
+  return *reinterpret_cast<const __half2*>(&bits);
+}
+
+__device__ __forceinline__ std::uint32_t as_bits(__half2 h) {
   return *reinterpret_cast<const std::uint32_t*>(&h);
+}
+
+__device__ __forceinline__ std::uint32_t pack_half2(float lo, float hi) {
+  return as_bits(__floats2half2_rn(lo, hi));
 }
 
 // D += A (16x16, row-major fragments a[4]) * B (16x8, b0 b1).
@@ -172,25 +179,9 @@ __device__ __forceinline__ std::uint32_t biased_half2(std::uint32_t word, int i)
   return __byte_perm(word, 0x64646464u, i == 0 ? 0x4140 : 0x4342);
 }
 
-// Two biased accumulators as biased halves rounded to integers. They need no clamp at 1024 + 255:
-// the taps rounded to halves sum to at most 1 + 2^-11 per pass, so V is at most 255.125 after its
-// rounding and a blurred byte at most 255.25 plus the float accumulation's ~0.01, which rounds to
-// 255 (FlatFramesBlurToThemselves).
-__device__ __forceinline__ std::uint32_t rounded_biased_half2(float lo, float hi) {
-  return pack_half2(lo, hi);
-}
-
 // The low bytes of four biased halves (two half2 words): four bytes.
 __device__ __forceinline__ std::uint32_t low_bytes(std::uint32_t lo, std::uint32_t hi) {
   return __byte_perm(lo, hi, 0x6420);
-}
-
-__device__ __forceinline__ __half2 as_half2(std::uint32_t bits) {
-  return *reinterpret_cast<const __half2*>(&bits);
-}
-
-__device__ __forceinline__ std::uint32_t as_bits(__half2 h) {
-  return *reinterpret_cast<const std::uint32_t*>(&h);
 }
 
 // blend_u8 (composite.h) of four neighbouring bytes in half precision: out = b + (m / 255) (s - b).
@@ -571,16 +562,20 @@ __device__ void blur_blend_strip(const Bands<C, R>& bands, const __half* s_in, s
 #pragma unroll
       for (int q = 0; q < 4; ++q) acc[h][q] += odd[h][q];
     }
-    // Rows g and g + 8, bytes 4t .. 4t + 3 of the block: products 0 and 1 hold two bytes each.
+    // Rows g and g + 8, bytes 4t .. 4t + 3 of the block: products 0 and 1 hold two bytes each, as
+    // biased halves rounded to integers. They need no clamp at 1024 + 255: the taps rounded to halves
+    // sum to at most 1 + 2^-11 per pass, so V is at most 255.125 after its rounding and a blurred
+    // byte at most 255.25 plus the float accumulation's ~0.01, which rounds to 255
+    // (FlatFramesBlurToThemselves).
+    const int e = e0 + 16 * b + 4 * t;
     std::uint32_t blurred[2][2];
     std::uint32_t* out[2];
 #pragma unroll
     for (int half_row = 0; half_row < 2; ++half_row) {
-      out[half_row] = reinterpret_cast<std::uint32_t*>(s_out + (r0 + g + 8 * half_row) * G::kOutPitch + e0 +
-                                                       16 * b + 4 * t);
+      out[half_row] = reinterpret_cast<std::uint32_t*>(s_out + (r0 + g + 8 * half_row) * G::kOutPitch + e);
 #pragma unroll
       for (int h = 0; h < 2; ++h)
-        blurred[half_row][h] = rounded_biased_half2(acc[h][2 * half_row], acc[h][2 * half_row + 1]);
+        blurred[half_row][h] = pack_half2(acc[h][2 * half_row], acc[h][2 * half_row + 1]);
     }
     if (clear) {
 #pragma unroll
@@ -593,8 +588,7 @@ __device__ void blur_blend_strip(const Bands<C, R>& bands, const __half* s_in, s
 #pragma unroll
     for (int half_row = 0; half_row < 2; ++half_row) {
       const int r = r0 + g + 8 * half_row;
-      sharp[half_row] =
-          *reinterpret_cast<const uint2*>(s_in + (r + R) * G::kPitch + G::kPadStaged + e0 + 16 * b + 4 * t);
+      sharp[half_row] = *reinterpret_cast<const uint2*>(s_in + (r + R) * G::kPitch + G::kPadStaged + e);
       mask[half_row] = *out[half_row];
     }
 #pragma unroll
