@@ -4,7 +4,7 @@
 // RGB8 frames on the device, timed with CUDA events, compared with device-to-device copies in the
 // same run.
 //
-//   blur_composite_bench [kernel_size=15] [batch=8] [iterations=100]
+//   blur_composite_bench [kernel_size=15] [batch=8] [iterations=100] [mask=person]
 //
 // The default 15x15 kernel (sigma 2.6 from OpenCV's formula) is a moderate background blur at
 // 1080p: wide enough to wash out background texture, and the size the compute cost is quoted at.
@@ -13,6 +13,9 @@
 // The mask is a person-shaped blob (head and torso ellipses, ~30% of the frame, 16-pixel soft
 // edges), as a segmentation model gives: the fused kernel copies tiles whose mask is all 255, so
 // the mask's shape matters and a uniform test mask would flatter (all 255) or penalize (all 0) it.
+// The uniform masks time one path of the kernel each, to see where the person mask's time goes:
+// `opaque` (all 255: every tile copied), `clear` (all 0: every tile blurred, no blend) and `soft`
+// (all 128: every tile blurred and blended).
 //
 // Bytes: "minimum" counts what any implementation must touch (frame read, mask read, output
 // written); "touched" adds what the two-op sequence also moves (the blur reads the frame and writes
@@ -23,6 +26,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include <cuda_runtime_api.h>
@@ -95,6 +100,16 @@ std::vector<std::uint8_t> person_mask() {
   return mask;
 }
 
+// The mask the fourth argument names, or nothing for an unknown name.
+std::optional<std::vector<std::uint8_t>> named_mask(const std::string& name) {
+  const std::size_t pixels = static_cast<std::size_t>(kWidth) * kHeight;
+  if (name == "person") return person_mask();
+  if (name == "opaque") return std::vector<std::uint8_t>(pixels, 255);
+  if (name == "clear") return std::vector<std::uint8_t>(pixels, 0);
+  if (name == "soft") return std::vector<std::uint8_t>(pixels, 128);
+  return std::nullopt;
+}
+
 // Frame content with texture in every channel (the timing does not depend on it; the comparison
 // of the fused and separate outputs does).
 std::vector<std::uint8_t> textured_frame(int seed) {
@@ -153,10 +168,15 @@ int main(int argc, char** argv) {
   const int kernel_size = argc > 1 ? std::atoi(argv[1]) : 15;
   const int batch = argc > 2 ? std::atoi(argv[2]) : 8;
   const int iterations = argc > 3 ? std::atoi(argv[3]) : 100;
+  const std::string mask_name = argc > 4 ? argv[4] : "person";
+  const std::optional<std::vector<std::uint8_t>> mask_bytes_host = named_mask(mask_name);
+  if (!mask_bytes_host) {
+    std::fprintf(stderr, "unknown mask '%s': person, opaque, clear or soft\n", mask_name.c_str());
+    return 2;
+  }
   cudaStream_t stream;
   BENCH_CHECK(cudaStreamCreate(&stream));
   ImageBatch frames, blurred, masks, output, fused;
-  const std::vector<std::uint8_t> mask_bytes_host = person_mask();
   for (int i = 0; i < batch; ++i) {
     frames.images.push_back(device_image(PixelFormat::kRGB8, 3));
     blurred.images.push_back(device_image(PixelFormat::kRGB8, 3));
@@ -164,11 +184,11 @@ int main(int argc, char** argv) {
     output.images.push_back(device_image(PixelFormat::kRGB8, 3));
     fused.images.push_back(device_image(PixelFormat::kRGB8, 3));
     upload(frames.images.back(), textured_frame(i), 3);
-    upload(masks.images.back(), mask_bytes_host, 1);
+    upload(masks.images.back(), *mask_bytes_host, 1);
   }
   double coverage = 0.0;
-  for (std::uint8_t m : mask_bytes_host) coverage += m / 255.0;
-  coverage /= static_cast<double>(mask_bytes_host.size());
+  for (std::uint8_t m : *mask_bytes_host) coverage += m / 255.0;
+  coverage /= static_cast<double>(mask_bytes_host->size());
   BlurParams blur;
   blur.kernel_width = blur.kernel_height = kernel_size;
 
@@ -214,8 +234,8 @@ int main(int argc, char** argv) {
   const double minimum_gbs = minimum_bytes / (total_ms * 1e6);
   const double touched_gbs = touched_bytes / (total_ms * 1e6);
   const double fused_gbs = minimum_bytes / (fused_ms * 1e6);
-  std::printf("blur %dx%d + blend, %d x %dx%d RGB8, %d iterations, mask coverage %.0f%%\n", kernel_size,
-              kernel_size, batch, kWidth, kHeight, iterations, 100.0 * coverage);
+  std::printf("blur %dx%d + blend, %d x %dx%d RGB8, %d iterations, %s mask, coverage %.0f%%\n", kernel_size,
+              kernel_size, batch, kWidth, kHeight, iterations, mask_name.c_str(), 100.0 * coverage);
   std::printf("  d2d copy 2-D   %8.3f ms  %7.1f GB/s (8 pitched cudaMemcpy2DAsync, read + written)\n",
               copy2d_ms, copy2d_gbs);
   std::printf("  d2d copy flat  %8.3f ms  %7.1f GB/s (1 cudaMemcpyAsync, read + written)\n", flat_ms,
