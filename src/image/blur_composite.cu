@@ -150,6 +150,17 @@ __device__ __forceinline__ void mma_16x8x16(float (&d)[4], const std::uint32_t (
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// D = A * B + C: a chain's first product, whose start C stays in registers of its own for the next
+// chain (with D += the compiler would copy C into every chain's accumulators first).
+__device__ __forceinline__ void mma_16x8x16_from(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
+                                                 std::uint32_t b1, const float (&c)[4]) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%10,%11,%12,%13};\n"
+      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "f"(c[0]), "f"(c[1]), "f"(c[2]),
+        "f"(c[3]));
+}
+
 // Four 8x8 half matrices, transposed: lane l names row l (matrix l / 8) of a row-major source; the
 // results are the B fragments of two k-steps of 16 rows x 8 columns.
 __device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], const __half* row) {
@@ -438,10 +449,23 @@ __device__ void convert_frame(const std::uint8_t* raw, __half* s_in) {
 // products) are the four neighbouring bytes 4t .. 4t + 3, which the epilogue moves as one word.
 template <int C, int R>
 struct Bands {
-  float vertical_start;
+  float vertical_start[4];  // the C operand of each vertical chain's first product
   std::uint32_t vertical[Geometry<C, R>::kChunksV][4];
   std::uint32_t horizontal[2][Geometry<C, R>::kChunksH][2];
 };
+
+// A shared word read by a volatile load, which the compiler does not merge with another read of
+// an equal word. An MMA takes its A operand and its C operand as runs of four registers; where two
+// of the four hold equal values (the vertical band's fragments repeat weights, the start is one
+// value four times), the compiler would keep one copy and rebuild the run with moves before every
+// MMA. Read as distinct values, each run stays in place for the kernel's life.
+__device__ __forceinline__ std::uint32_t load_distinct(const std::uint32_t* word) {
+  std::uint32_t value;
+  asm volatile("ld.volatile.shared.u32 %0, [%1];\n"
+               : "=r"(value)
+               : "r"(static_cast<std::uint32_t>(__cvta_generic_to_shared(word))));
+  return value;
+}
 
 // The band weights come through shared memory: read from the kernel's parameters, which cannot
 // change, the compiler would read them again inside the tile loop rather than keep them in
@@ -450,17 +474,19 @@ template <int C, int R>
 __device__ void make_bands(const FusedLaunch& launch, std::uint32_t* s_pairs, Bands<C, R>& bands) {
   using G = Geometry<C, R>;
   for_block_strided<kBandPairs>([&](int i) { s_pairs[i] = launch.band_pairs[i]; });
+  if (threadIdx.x == 0) s_pairs[kBandPairs] = __float_as_uint(launch.vertical_start);
   __syncthreads();
   const int g = (threadIdx.x & 31) / 4;  // the fragment layouts' groupID and threadID_in_group
   const int t = threadIdx.x & 3;
-  bands.vertical_start = launch.vertical_start;
+#pragma unroll
+  for (float& start : bands.vertical_start) start = __uint_as_float(load_distinct(s_pairs + kBandPairs));
 #pragma unroll
   for (int c = 0; c < G::kChunksV; ++c) {
 #pragma unroll
     for (int q = 0; q < 4; ++q) {  // rows g, g + 8 at k 2t, then at k 2t + 8
       const int m = g + 8 * (q & 1);
       const int k = 16 * c + 2 * t + 8 * (q >> 1);
-      bands.vertical[c][q] = s_pairs[kVerticalZero + k - m];
+      bands.vertical[c][q] = load_distinct(s_pairs + kVerticalZero + k - m);
     }
   }
 #pragma unroll
@@ -484,9 +510,9 @@ template <int C, int R>
 __device__ void vertical_tiles(const Bands<C, R>& bands, const __half* s_in, int row, int column,
                                std::uint32_t (&v0)[2], std::uint32_t (&v1)[2]) {
   using G = Geometry<C, R>;
+  static_assert(G::kChunksV >= 2, "the first k-steps start the chains");
   const int lane = threadIdx.x & 31;
-  const float start = bands.vertical_start;
-  float acc[2][4] = {{start, start, start, start}, {start, start, start, start}};
+  float acc[2][4];
 #pragma unroll
   for (int c = 0; c < G::kChunksV; c += 2) {
     if (c + 1 < G::kChunksV) {
@@ -496,8 +522,14 @@ __device__ void vertical_tiles(const Bands<C, R>& bands, const __half* s_in, int
       ldmatrix_x4_trans(b[1], rows + 8);
 #pragma unroll
       for (int k = 0; k < 2; ++k) {
-        mma_16x8x16(acc[0], bands.vertical[c + k], b[0][2 * k], b[0][2 * k + 1]);
-        mma_16x8x16(acc[1], bands.vertical[c + k], b[1][2 * k], b[1][2 * k + 1]);
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          if (c + k == 0) {
+            mma_16x8x16_from(acc[j], bands.vertical[0], b[j][0], b[j][1], bands.vertical_start);
+          } else {
+            mma_16x8x16(acc[j], bands.vertical[c + k], b[j][2 * k], b[j][2 * k + 1]);
+          }
+        }
       }
     } else {
       std::uint32_t b[2][2];
