@@ -67,8 +67,8 @@ struct FusedJob {
 
 // The band matrices' weights by the distance between an input and an output, as the pairs of halves
 // their fragments hold (fill_band_pairs): first the vertical taps for the row distance j in
-// -15 .. 16 kChunksV - 1, then the horizontal ones for the byte distance d in -kPadWindow - 15 ..
-// 16 kChunksH - kPadWindow - 1; distance 0 at the zero offsets (static_asserts in Geometry).
+// -15 .. 16 kChunksV - 1, then the horizontal ones for the byte distance d in -kPadStaged - 15 ..
+// 16 kChunksH - kPadStaged - 1; distance 0 at the zero offsets (static_asserts in Geometry).
 constexpr int kVerticalPairs = 64;
 constexpr int kVerticalZero = 15;
 constexpr int kHorizontalPairs = 160;
@@ -78,7 +78,8 @@ constexpr int kBandPairs = kVerticalPairs + kHorizontalPairs;
 struct FusedLaunch {
   FusedJob jobs[kJobsPerLaunch];
   int first_tile[kJobsPerLaunch + 1];  // job j owns tiles first_tile[j] .. first_tile[j + 1] - 1
-  // (wy[j], wy[j + 1]) at kVerticalZero + j, (w(d), w(d + 1)) at kHorizontalZero + d.
+  // (wy[j], wy[j + 1]) at kVerticalZero + j; (w(d), w(d + 2)) at kHorizontalZero + d, as a
+  // horizontal fragment pairs bytes two apart (vertical_chunk).
   std::uint32_t band_pairs[kBandPairs];
   // -1024 times the sum of wy rounded to halves: the vertical product's start (see the bias, above).
   float vertical_start;
@@ -93,38 +94,43 @@ constexpr int round_up(int v, int m) {
 // The shapes for C bytes per pixel and radius R (taps 2R + 1 on both axes).
 template <int C, int R>
 struct Geometry {
-  // Staged bytes each side of the tile: the horizontal taps reach C * R bytes; whole 16-byte
-  // vectors keep the staged rows' loads aligned.
-  static constexpr int kPadStaged = round_up(C * R, 16);
-  // A horizontal product makes 16 outputs from the V tiles (8 columns each) its taps reach:
-  // kPadWindow bytes each side, so 16 + 2 * kPadWindow columns, kChunksH k-steps of 16.
-  static constexpr int kPadWindow = round_up(C * R, 8);
-  static constexpr int kChunksH = 1 + kPadWindow / 8;
+  // Staged bytes each side of the tile: the horizontal taps reach C * R bytes. A block of 16
+  // outputs reads the 16-byte column chunks its taps reach (ldmatrix reads whole aligned chunks),
+  // kChunksH of them from the one kPadStaged bytes before the block. A multiple of 8 rather than 16
+  // puts the blocks between chunk edges where that saves a chunk: 3 bytes a pixel and radius 7
+  // reach 21 bytes, which a block at a chunk's edge meets in 5 chunks and one 8 bytes into a chunk
+  // in 4. The rows then arrive in 8-byte copies (kCopyBytes).
+  static constexpr int kPadStaged = round_up(C * R, 8);
+  static constexpr int kCopyBytes = kPadStaged % 16 == 0 ? 16 : 8;
+  static constexpr int kChunksH = (kPadStaged + 15 + C * R) / 16 + 1;
+  static_assert(kPadStaged - C * R < 16, "the first chunk a block reads is the one kPadStaged before it");
   // A vertical product makes 16 rows from the 16 + 2R its taps reach, kChunksV k-steps of 16.
   static constexpr int kChunksV = round_up(kWarpRows + 2 * R, 16) / 16;
-  static constexpr int kBlocks = kWarpBytes / 16;  // horizontal products per warp
-  static constexpr int kVTiles = 2 * (kBlocks + kChunksH - 1);
+  static constexpr int kBlocks = kWarpBytes / 16;              // horizontal products per warp
+  static constexpr int kStripChunks = kBlocks + kChunksH - 1;  // column chunks of a warp's V
   static constexpr int kStagedRows = kTileRows - kWarpRows + 16 * kChunksV;
-  static constexpr int kStagedBytes = kTileBytes + 2 * kPadStaged;  // also the raw rows' pitch
-  // In halves. An odd multiple of 16 bytes: ldmatrix's 8 rows fall into disjoint banks.
-  static constexpr int kPitch = kStagedBytes + 8;
+  static constexpr int kStagedBytes = kTileBytes + 2 * kPadStaged;
+  static_assert(kWarpsAcross * kWarpBytes - kWarpBytes + 16 * kStripChunks <= kStagedBytes);
+  // An odd multiple of 16 bytes: ldmatrix's 8 rows fall into disjoint banks.
+  static constexpr int kRawPitch = kStagedBytes / 16 % 2 == 1 ? kStagedBytes : kStagedBytes + 16;
   static constexpr int kMaskPixels = kTileBytes / C;  // pixels across a tile
-  // The mask spread to one byte per frame byte, which the epilogue overwrites with the output.
-  // Rows g and g + 2 of a fragment fall into other banks.
+  // The output tile, which holds the mask spread to one byte per frame byte until the epilogue
+  // overwrites it. Rows g and g + 2 of a fragment fall into other banks.
   static constexpr int kOutPitch = kTileBytes + 16;
-  // Shared memory: the staged halves, the raw frame and mask bytes cp.async brings, the spread mask,
-  // the source rows and bytes of a tile at the image's edge, and the block's next tile.
-  static constexpr std::size_t kRawOffset = static_cast<std::size_t>(kStagedRows) * kPitch * sizeof(__half);
-  static constexpr std::size_t kRawMaskOffset =
-      kRawOffset + static_cast<std::size_t>(kStagedRows) * kStagedBytes;
-  static constexpr std::size_t kOutOffset = kRawMaskOffset + kTileRows * kMaskPixels;
-  static constexpr std::size_t kRowTableOffset = kOutOffset + kTileRows * kOutPitch;
-  static constexpr std::size_t kByteTableOffset = kRowTableOffset + kStagedRows * sizeof(int);
-  static constexpr std::size_t kNextTileOffset = kByteTableOffset + kStagedBytes * sizeof(int);
-  static constexpr std::size_t kSharedBytes = kNextTileOffset + 16;
+  // Shared memory: two stages, one blurred while cp.async brings the next tile into the other. A
+  // stage is a tile's frame rows and mask as they arrive, and the tables of their sources at the
+  // image's edge. Then the output tile.
+  static constexpr int kMaskOffset = kStagedRows * kRawPitch;
+  static constexpr int kRowTableOffset = kMaskOffset + kTileRows * kMaskPixels;
+  static constexpr int kByteTableOffset = kRowTableOffset + kStagedRows * static_cast<int>(sizeof(int));
+  static constexpr int kStageBytes =
+      round_up(kByteTableOffset + kStagedBytes * static_cast<int>(sizeof(int)), 16);
+  static constexpr int kOutOffset = 2 * kStageBytes;
+  static constexpr int kTileRingOffset = kOutOffset + kTileRows * kOutPitch;  // two TileAt
+  static constexpr std::size_t kSharedBytes = kTileRingOffset + 2 * 16;
   static_assert(kVerticalZero >= kWarpRows - 1 && kVerticalZero + 16 * kChunksV <= kVerticalPairs);
-  static_assert(kHorizontalZero - kVerticalPairs >= kPadWindow + 15 &&
-                kHorizontalZero + 16 * kChunksH - kPadWindow <= kBandPairs);
+  static_assert(kHorizontalZero - kVerticalPairs >= kPadStaged + 15 &&
+                kHorizontalZero + 16 * kChunksH - kPadStaged <= kBandPairs);
 };
 
 // ---- tensor-core primitives (mma.sync m16n8k16, half inputs, float accumulators) ----
@@ -161,16 +167,16 @@ __device__ __forceinline__ void mma_16x8x16_from(float (&d)[4], const std::uint3
         "f"(c[3]));
 }
 
-// Four 8x8 half matrices, transposed: lane l names row l (matrix l / 8) of a row-major source; the
-// results are the B fragments of two k-steps of 16 rows x 8 columns.
-__device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], const __half* row) {
+// Four 8x8 matrices of 16-bit elements, transposed: lane l names row l (matrix l / 8), 16 bytes of a
+// row-major source in shared memory; lane (g, t) receives element g of rows 2t and 2t + 1 of each.
+__device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], const void* row) {
   const auto address = static_cast<std::uint32_t>(__cvta_generic_to_shared(row));
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(address));
 }
 
-__device__ __forceinline__ void ldmatrix_x2_trans(std::uint32_t (&r)[2], const __half* row) {
+__device__ __forceinline__ void ldmatrix_x2_trans(std::uint32_t (&r)[2], const void* row) {
   const auto address = static_cast<std::uint32_t>(__cvta_generic_to_shared(row));
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n"
                : "=r"(r[0]), "=r"(r[1])
@@ -188,6 +194,12 @@ __device__ __forceinline__ void ldmatrix_x2_trans(std::uint32_t (&r)[2], const _
 // Bytes 2i and 2i + 1 of `word` as biased halves: each takes 0x64, the high byte of 1024.0, above it.
 __device__ __forceinline__ std::uint32_t biased_half2(std::uint32_t word, int i) {
   return __byte_perm(word, 0x64646464u, i == 0 ? 0x4140 : 0x4342);
+}
+
+// Two bytes of one column from the rows of an ldmatrix.trans fragment as biased halves: `word` holds
+// bytes 2g and 2g + 1 of row 2t, then of row 2t + 1; `odd` picks byte 2g + 1 of each.
+__device__ __forceinline__ std::uint32_t column_half2(std::uint32_t word, int odd) {
+  return __byte_perm(word, 0x64646464u, odd == 0 ? 0x4240 : 0x4341);
 }
 
 // The low bytes of four biased halves (two half2 words): four bytes.
@@ -226,9 +238,29 @@ __device__ int source_byte(int e, int width, int channels, BorderMode border) {
 
 // ---- the block's stages ----
 
-__device__ __forceinline__ void copy16_async(void* shared, const void* global) {
+// Starts copying kBytes (8 or 16, both addresses aligned to it) from global to shared memory.
+template <int kBytes>
+__device__ __forceinline__ void copy_async(void* shared, const void* global) {
   const auto address = static_cast<std::uint32_t>(__cvta_generic_to_shared(shared));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(address), "l"(global));
+  if constexpr (kBytes == 16) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(address), "l"(global));
+  } else {
+    static_assert(kBytes == 8);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(address), "l"(global));
+  }
+}
+
+// 16 bytes of shared memory aligned to kAlign (8 or 16).
+template <int kAlign>
+__device__ __forceinline__ uint4 load16_shared(const std::uint8_t* p) {
+  if constexpr (kAlign == 16) {
+    return *reinterpret_cast<const uint4*>(p);
+  } else {
+    static_assert(kAlign == 8);
+    const uint2 lo = *reinterpret_cast<const uint2*>(p);
+    const uint2 hi = *reinterpret_cast<const uint2*>(p + 8);
+    return make_uint4(lo.x, lo.y, hi.x, hi.y);
+  }
 }
 
 __device__ __forceinline__ void wait_async_copies() {
@@ -246,7 +278,7 @@ __device__ __forceinline__ void for_block_strided(F&& f) {
   }
 }
 
-struct TileAt {
+struct alignas(16) TileAt {
   int job = -1;  // -1: no tile
   int x0 = 0;    // first pixel
   int y0 = 0;
@@ -272,18 +304,29 @@ __device__ TileAt tile_at(const FusedLaunch& launch, int tile, int num_jobs, int
   return at;
 }
 
-// Where a tile's staged rows and bytes come from, when the tile and its halo do not lie inside
-// the image: a table per tile, so that the border arithmetic runs once per row and once per byte
-// column rather than for every byte.
-struct EdgeTables {
-  int* rows;   // image row of each staged row, -1 for the constant border
-  int* bytes;  // byte in the image row of each staged byte, -1 for the constant border
+// One stage of shared memory: a tile's frame rows (with the halo its blur reads) and its mask as
+// cp.async brings them, and for a tile whose halo leaves the image, where its staged rows and bytes
+// come from: tables, so that the border arithmetic runs once per row and once per byte column
+// rather than for every byte.
+struct Stage {
+  std::uint8_t* raw;   // kStagedRows rows, kRawPitch apart
+  std::uint8_t* mask;  // kTileRows rows of kMaskPixels
+  int* rows;           // image row of each staged row, -1 for the constant border
+  int* bytes;          // byte in the image row of each staged byte, -1 for the constant border
 };
 
-// Fills the tables for a tile at the edge (nothing for one inside); they are read after the next
-// barrier.
 template <int C, int R>
-__device__ void map_edges(const FusedLaunch& launch, const TileAt& at, const EdgeTables& tables) {
+__device__ Stage stage_at(std::uint8_t* shared, int index) {
+  using G = Geometry<C, R>;
+  std::uint8_t* base = shared + index * G::kStageBytes;
+  return {base, base + G::kMaskOffset, reinterpret_cast<int*>(base + G::kRowTableOffset),
+          reinterpret_cast<int*>(base + G::kByteTableOffset)};
+}
+
+// Fills the stage's tables for a tile at the edge (nothing for one inside); they are read after the
+// next barrier.
+template <int C, int R>
+__device__ void map_edges(const FusedLaunch& launch, const TileAt& at, const Stage& tables) {
   using G = Geometry<C, R>;
   const FusedJob& job = launch.jobs[at.job];
   if (at.inside) return;
@@ -300,34 +343,35 @@ __device__ void map_edges(const FusedLaunch& launch, const TileAt& at, const Edg
 // 16 bytes each while the rest of the warp waits. This runs between the current tile's barrier and
 // its blur, so its loads' latency is the blur's delay.
 template <int C, int R>
-__device__ void fetch_edge_rows(const FusedLaunch& launch, const TileAt& at, const EdgeTables& tables,
-                                std::uint8_t* raw) {
+__device__ void fetch_edge_rows(const FusedLaunch& launch, const TileAt& at, const Stage& stage) {
   using G = Geometry<C, R>;
-  constexpr int kVectors = G::kStagedBytes / 16;
+  constexpr int kBytes = G::kCopyBytes;
+  constexpr int kVectors = G::kStagedBytes / kBytes;
   const FusedJob& job = launch.jobs[at.job];
   const int first = at.x0 * C - G::kPadStaged;
   // Vectors inner_begin .. inner_end - 1 lie inside the row.
   int inner_begin = kVectors;
   int inner_end = kVectors;
   if (job.frame_aligned) {
-    inner_begin = first >= 0 ? 0 : min(kVectors, (-first + 15) / 16);
-    inner_end = max(inner_begin, min(kVectors, (job.width * C - first) / 16));
+    inner_begin = first >= 0 ? 0 : min(kVectors, (-first + kBytes - 1) / kBytes);
+    inner_end = max(inner_begin, min(kVectors, (job.width * C - first) / kBytes));
   }
   const std::uint32_t fill = launch.border_value * 0x01010101u;
   for_block_strided<G::kStagedRows * kVectors>([&](int i) {
     const int r = i / kVectors;
     const int v = i % kVectors;
     if (v < inner_begin || v >= inner_end) return;
-    std::uint8_t* dst = raw + r * G::kStagedBytes + 16 * v;
-    const int sy = tables.rows[r];
+    std::uint8_t* dst = stage.raw + r * G::kRawPitch + kBytes * v;
+    const int sy = stage.rows[r];
     if (sy < 0) {
-      *reinterpret_cast<uint4*>(dst) = make_uint4(fill, fill, fill, fill);
+      *reinterpret_cast<uint2*>(dst) = make_uint2(fill, fill);
+      if constexpr (kBytes == 16) *reinterpret_cast<uint2*>(dst + 8) = make_uint2(fill, fill);
     } else {
-      copy16_async(dst, job.frame + sy * job.frame_pitch + first + 16 * v);
+      copy_async<kBytes>(dst, job.frame + sy * job.frame_pitch + first + kBytes * v);
     }
   });
-  const int left = 16 * inner_begin;
-  const int gap = 16 * (inner_end - inner_begin);
+  const int left = kBytes * inner_begin;
+  const int gap = kBytes * (inner_end - inner_begin);
   const int outer = G::kStagedBytes - gap;
   // Each warp takes every kWarps-th row, and issues all its rows' loads of a byte column before
   // storing any: the stores to shared memory could alias the tables, so a load-store loop would wait
@@ -337,51 +381,64 @@ __device__ void fetch_edge_rows(const FusedLaunch& launch, const TileAt& at, con
   const int warp = threadIdx.x / 32;
   for (int k = threadIdx.x % 32; k < outer; k += 32) {
     const int e = k < left ? k : k + gap;
-    const int sx = tables.bytes[e];
+    const int sx = stage.bytes[e];
     std::uint8_t value[kRowsPerWarp];
 #pragma unroll
     for (int u = 0; u < kRowsPerWarp; ++u) {
       const int r = warp + u * kWarps;
-      const int sy = r < G::kStagedRows ? tables.rows[r] : -1;
+      const int sy = r < G::kStagedRows ? stage.rows[r] : -1;
       value[u] = sy < 0 || sx < 0 ? launch.border_value : job.frame[sy * job.frame_pitch + sx];
     }
 #pragma unroll
     for (int u = 0; u < kRowsPerWarp; ++u) {
       const int r = warp + u * kWarps;
-      if (r < G::kStagedRows) raw[r * G::kStagedBytes + e] = value[u];
+      if (r < G::kStagedRows) stage.raw[r * G::kRawPitch + e] = value[u];
     }
   }
 }
 
-// Starts bringing a tile's bytes into the raw buffers: the frame rows its blur reads (whole 16-byte
-// vectors by cp.async for a tile inside the image, fetch_edge_rows at the edges) and its mask. Beyond
-// the image, where nothing is written, the mask repeats its last row and column, so that a tile at
-// the edge is opaque or clear as its pixels in the image are.
+// The mask's 16-byte vectors: each thread fetches and checks the same ones (mask_vectors_opaque).
 template <int C, int R>
-__device__ void fetch_tile(const FusedLaunch& launch, const TileAt& at, const EdgeTables& tables,
-                           std::uint8_t* raw, std::uint8_t* raw_mask) {
+constexpr int kMaskVectors = kTileRows* Geometry<C, R>::kMaskPixels / 16;
+
+// Starts bringing a tile into a stage: the frame rows its blur reads (whole 16-byte vectors by
+// cp.async for a tile inside the image, fetch_edge_rows at the edges) and its mask. Beyond the
+// image, where nothing is written, the mask repeats its last row and column, so that a tile at the
+// edge is opaque or clear as its pixels in the image are.
+template <int C, int R>
+__device__ void fetch_tile(const FusedLaunch& launch, const TileAt& at, const Stage& stage) {
   using G = Geometry<C, R>;
   const FusedJob& job = launch.jobs[at.job];
   const int first = at.x0 * C - G::kPadStaged;
-  constexpr int kVectors = G::kStagedBytes / 16;
+  constexpr int kVectors = G::kStagedBytes / G::kCopyBytes;
   if (at.inside) {
-    const std::uint8_t* source = job.frame + (at.y0 - R) * job.frame_pitch + first;
-    for_block_strided<G::kStagedRows * kVectors>([&](int i) {
-      const int r = i / kVectors;
-      const int e = i % kVectors * 16;
-      copy16_async(raw + r * G::kStagedBytes + e, source + r * job.frame_pitch + e);
-    });
+    // Each thread takes one vector column (byte e) of every kRowsPerPass-th row: its addresses
+    // step by a row stride, where a flat vector index would cost a division and a 64-bit multiply
+    // per vector.
+    constexpr int kRowsPerPass = kThreads / kVectors;
+    const int row = threadIdx.x / kVectors;
+    const int e = threadIdx.x % kVectors * G::kCopyBytes;
+    if (row < kRowsPerPass) {
+      const std::uint8_t* source = job.frame + (at.y0 - R + row) * job.frame_pitch + first + e;
+      const std::size_t source_step = kRowsPerPass * job.frame_pitch;
+      std::uint8_t* destination = stage.raw + row * G::kRawPitch + e;
+#pragma unroll
+      for (int k = 0; k < (G::kStagedRows + kRowsPerPass - 1) / kRowsPerPass; ++k) {
+        if (G::kStagedRows % kRowsPerPass == 0 || row + k * kRowsPerPass < G::kStagedRows)
+          copy_async<G::kCopyBytes>(destination + k * kRowsPerPass * G::kRawPitch, source + k * source_step);
+      }
+    }
   } else {
-    fetch_edge_rows<C, R>(launch, at, tables, raw);
+    fetch_edge_rows<C, R>(launch, at, stage);
   }
-  constexpr int kMaskVectors = G::kMaskPixels / 16;
-  for_block_strided<kTileRows * kMaskVectors>([&](int i) {
-    const int y = min(at.y0 + i / kMaskVectors, job.height - 1);
-    const int x = at.x0 + i % kMaskVectors * 16;
-    std::uint8_t* dst = raw_mask + i * 16;
+  constexpr int kVectorsAcross = G::kMaskPixels / 16;
+  for_block_strided<kMaskVectors<C, R>>([&](int i) {
+    const int y = min(at.y0 + i / kVectorsAcross, job.height - 1);
+    const int x = at.x0 + i % kVectorsAcross * 16;
+    std::uint8_t* dst = stage.mask + i * 16;
     const std::uint8_t* row = job.mask + y * job.mask_pitch;
     if (job.mask_aligned && x + 16 <= job.width) {
-      copy16_async(dst, row + x);
+      copy_async<16>(dst, row + x);
     } else {
       for (int k = 0; k < 16; ++k) dst[k] = row[min(x + k, job.width - 1)];
     }
@@ -389,34 +446,73 @@ __device__ void fetch_tile(const FusedLaunch& launch, const TileAt& at, const Ed
   asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
 
+// Whether the mask vectors this thread fetched are all 255. After its own copies have landed, a
+// thread may read them before the barrier that shows it the others', so the tile's vote can ride
+// on that barrier.
+template <int C, int R>
+__device__ bool mask_vectors_opaque(const std::uint8_t* mask) {
+  bool opaque = true;
+  for_block_strided<kMaskVectors<C, R>>([&](int i) {
+    const uint4 v = reinterpret_cast<const uint4*>(mask)[i];
+    opaque = opaque && (v.x & v.y & v.z & v.w) == ~0u;
+  });
+  return opaque;
+}
+
 enum class MaskCover { kMixed, kOpaque, kClear };
 
-// Whether the tile's mask is all 255 (only the sharp frame shows: the tile is copied), all 0 (only
-// the blurred one: no blend) or mixed.
+// A warp's strip of the tile: 16 rows from r0, 96 bytes from e0.
+struct Strip {
+  int r0;
+  int e0;
+};
+
+__device__ Strip warp_strip() {
+  const int warp = threadIdx.x / 32;
+  return {warp / kWarpsAcross * kWarpRows, warp % kWarpsAcross * kWarpBytes};
+}
+
+// Calls f(r, w) for the mask words (4 pixels each) of a warp's strip, row r of the strip, word w
+// of the row, spread over the lanes.
+template <int C, typename F>
+__device__ __forceinline__ void for_strip_mask_words(F&& f) {
+  constexpr int kWordsAcross = kWarpBytes / C / 4;
+  constexpr int kWords = kWarpRows * kWordsAcross;
+  static_assert(kWords % 32 == 0, "every lane takes as many words");
+#pragma unroll
+  for (int k = 0; k < kWords / 32; ++k) {
+    const int i = static_cast<int>(threadIdx.x % 32) + 32 * k;
+    f(i / kWordsAcross, i % kWordsAcross);
+  }
+}
+
+// Whether the mask of the warp's strip is all 255 (only the sharp frame shows: the strip is copied),
+// all 0 (only the blurred one: no blend) or mixed. A vote of the warp: no block barrier.
 template <int C, int R>
-__device__ MaskCover classify_mask(const std::uint8_t* raw_mask) {
-  constexpr int kWords = kTileRows * Geometry<C, R>::kMaskPixels / 4;
+__device__ MaskCover strip_cover(const std::uint8_t* mask, Strip strip) {
+  using G = Geometry<C, R>;
   std::uint32_t all = ~0u;
   std::uint32_t any = 0;
-  for_block_strided<kWords>([&](int i) {
-    const std::uint32_t m = reinterpret_cast<const std::uint32_t*>(raw_mask)[i];
+  for_strip_mask_words<C>([&](int r, int w) {
+    const std::uint32_t m = *reinterpret_cast<const std::uint32_t*>(mask + (strip.r0 + r) * G::kMaskPixels +
+                                                                    strip.e0 / C + 4 * w);
     all &= m;
     any |= m;
   });
-  if (__syncthreads_and(all == ~0u)) return MaskCover::kOpaque;
-  return __syncthreads_or(any != 0) ? MaskCover::kMixed : MaskCover::kClear;
+  if (__all_sync(~0u, all == ~0u)) return MaskCover::kOpaque;
+  return __any_sync(~0u, any != 0) ? MaskCover::kMixed : MaskCover::kClear;
 }
 
-// Spreads the raw mask to one byte per frame byte (4 pixels at a time: C words).
+// Spreads the strip's mask to one byte per frame byte in the output tile (4 pixels at a time: C
+// words), for the epilogue's lanes to read after the warp's next barrier.
 template <int C, int R>
-__device__ void spread_mask(const std::uint8_t* raw_mask, std::uint8_t* s_out) {
+__device__ void spread_strip_mask(const std::uint8_t* mask, Strip strip, std::uint8_t* s_out) {
   using G = Geometry<C, R>;
-  constexpr int kWordsAcross = G::kMaskPixels / 4;
-  for_block_strided<kTileRows * kWordsAcross>([&](int i) {
-    const int r = i / kWordsAcross;
-    const int w = i % kWordsAcross;
-    const std::uint32_t m = reinterpret_cast<const std::uint32_t*>(raw_mask)[i];
-    auto* dst = reinterpret_cast<std::uint32_t*>(s_out + r * G::kOutPitch + w * 4 * C);
+  for_strip_mask_words<C>([&](int r, int w) {
+    const std::uint32_t m = *reinterpret_cast<const std::uint32_t*>(mask + (strip.r0 + r) * G::kMaskPixels +
+                                                                    strip.e0 / C + 4 * w);
+    auto* dst =
+        reinterpret_cast<std::uint32_t*>(s_out + (strip.r0 + r) * G::kOutPitch + strip.e0 + w * 4 * C);
     if constexpr (C == 3) {
       dst[0] = __byte_perm(m, 0, 0x1000);
       dst[1] = __byte_perm(m, 0, 0x2211);
@@ -428,25 +524,29 @@ __device__ void spread_mask(const std::uint8_t* raw_mask, std::uint8_t* s_out) {
   });
 }
 
-// The raw frame bytes as halves, 8 at a time: one 16-byte store per thread, so a quarter warp's
-// stores fill the 32 banks once (16 bytes to 32 bytes of halves would take each bank twice).
+// The strip's sharp bytes, as they are, into the output tile.
 template <int C, int R>
-__device__ void convert_frame(const std::uint8_t* raw, __half* s_in) {
+__device__ void copy_strip(const std::uint8_t* raw, Strip strip, std::uint8_t* s_out) {
   using G = Geometry<C, R>;
-  constexpr int kVectors8 = G::kStagedBytes / 8;  // 8-byte vectors per staged row
-  for_block_strided<G::kStagedRows * kVectors8>([&](int i) {
-    const uint2 v = reinterpret_cast<const uint2*>(raw)[i];
-    auto* dst = reinterpret_cast<uint4*>(s_in + i / kVectors8 * G::kPitch + i % kVectors8 * 8);
-    *dst = make_uint4(biased_half2(v.x, 0), biased_half2(v.x, 1), biased_half2(v.y, 0), biased_half2(v.y, 1));
-  });
+  constexpr int kVectorsAcross = kWarpBytes / 16;
+#pragma unroll
+  for (int k = 0; k < kWarpRows * kVectorsAcross / 32; ++k) {
+    const int i = static_cast<int>(threadIdx.x % 32) + 32 * k;
+    const int r = strip.r0 + i / kVectorsAcross;
+    const int e = strip.e0 + i % kVectorsAcross * 16;
+    *reinterpret_cast<uint4*>(s_out + r * G::kOutPitch + e) =
+        load16_shared<G::kCopyBytes>(raw + (r + R) * G::kRawPitch + G::kPadStaged + e);
+  }
 }
 
 // The band fragments, built once per thread. Vertical (the A operand, 16 output rows x K staged
 // rows from the strip's first): A[m][k] = wy[k - m]. Horizontal (the B operand for 8 of the 16
-// outputs of a 16-byte block, K staged bytes from kPadWindow before it): B[k][n] = wx[j] where
-// byte k is tap j's input for output byte o, i.e. k - kPadWindow - o = C (j - R). Product h makes
-// the bytes o = 4 (n / 2) + 2h + n % 2, so that a thread's accumulators (n = 2t, 2t + 1 of both
-// products) are the four neighbouring bytes 4t .. 4t + 3, which the epilogue moves as one word.
+// outputs of a 16-byte block, from the column chunks kPadStaged bytes before it on): k-step c
+// takes chunk c, whose bytes 0, 2, .., 14 are its k 0 .. 7 and bytes 1, 3, .., 15 its k 8 .. 15
+// (the even and odd V tiles, vertical_chunk), and B[k][n] = wx[j] where the byte of k is tap j's
+// input for output byte o: 16c + byte - kPadStaged - o = C (j - R). Product h makes the bytes
+// o = 4 (n / 2) + 2h + n % 2, so that a thread's accumulators (n = 2t, 2t + 1 of both products) are
+// the four neighbouring bytes 4t .. 4t + 3, which the epilogue moves as one word.
 template <int C, int R>
 struct Bands {
   float vertical_start[4];  // the C operand of each vertical chain's first product
@@ -495,80 +595,77 @@ __device__ void make_bands(const FusedLaunch& launch, std::uint32_t* s_pairs, Ba
 #pragma unroll
     for (int c = 0; c < G::kChunksH; ++c) {
 #pragma unroll
-      for (int q = 0; q < 2; ++q) {  // k 2t and 2t + 1, then 2t + 8 and 2t + 9
-        const int k = 16 * c + 2 * t + 8 * q;
-        bands.horizontal[h][c][q] = s_pairs[kHorizontalZero + k - G::kPadWindow - o];
+      for (int q = 0; q < 2; ++q) {  // k 2t and 2t + 1 (bytes 4t, 4t + 2), then 2t + 8 and 2t + 9
+        const int byte = 16 * c + 4 * t + q;
+        bands.horizontal[h][c][q] = s_pairs[kHorizontalZero + byte - G::kPadStaged - o];
       }
     }
   }
 }
 
-// Two V tiles: the vertical blur of 16 rows (from staged row `row`) x 8 staged columns each (from
-// `column` and `column + 8`), each as the two half2 registers of an A fragment's rows g and g + 8.
-// The two accumulation chains interleave so that one's MMAs run while the other's wait.
+// The vertical blur of 16 rows (from staged row `row`) of one 16-byte column chunk (from byte
+// `column`), straight from the raw bytes: ldmatrix.trans, reading the bytes as 16-bit elements,
+// hands lane (g, t) bytes 2g and 2g + 1 of rows 2t and 2t + 1, which one byte permute each turns
+// into the B fragments of two products, one for the chunk's even bytes and one for its odd bytes.
+// Their accumulators become the V tiles of the chunk's even and odd bytes, in `v` as the A fragment
+// of one horizontal k-step (even: k 0 .. 7, odd: k 8 .. 15).
 template <int C, int R>
-__device__ void vertical_tiles(const Bands<C, R>& bands, const __half* s_in, int row, int column,
-                               std::uint32_t (&v0)[2], std::uint32_t (&v1)[2]) {
+__device__ void vertical_chunk(const Bands<C, R>& bands, const std::uint8_t* raw, int row, int column,
+                               std::uint32_t (&v)[4]) {
   using G = Geometry<C, R>;
   static_assert(G::kChunksV >= 2, "the first k-steps start the chains");
   const int lane = threadIdx.x & 31;
-  float acc[2][4];
+  float acc[2][4];  // even, odd bytes
+  const auto step = [&](int k, std::uint32_t rows_lo, std::uint32_t rows_hi) {
+#pragma unroll
+    for (int odd = 0; odd < 2; ++odd) {
+      const std::uint32_t b0 = column_half2(rows_lo, odd);
+      const std::uint32_t b1 = column_half2(rows_hi, odd);
+      if (k == 0) {
+        mma_16x8x16_from(acc[odd], bands.vertical[0], b0, b1, bands.vertical_start);
+      } else {
+        mma_16x8x16(acc[odd], bands.vertical[k], b0, b1);
+      }
+    }
+  };
 #pragma unroll
   for (int c = 0; c < G::kChunksV; c += 2) {
-    if (c + 1 < G::kChunksV) {
-      std::uint32_t b[2][4];
-      const __half* rows = s_in + (row + 16 * c + lane) * G::kPitch + column;
-      ldmatrix_x4_trans(b[0], rows);
-      ldmatrix_x4_trans(b[1], rows + 8);
-#pragma unroll
-      for (int k = 0; k < 2; ++k) {
-#pragma unroll
-        for (int j = 0; j < 2; ++j) {
-          if (c + k == 0) {
-            mma_16x8x16_from(acc[j], bands.vertical[0], b[j][0], b[j][1], bands.vertical_start);
-          } else {
-            mma_16x8x16(acc[j], bands.vertical[c + k], b[j][2 * k], b[j][2 * k + 1]);
-          }
-        }
-      }
+    if (c + 1 < G::kChunksV) {  // 32 rows: two k-steps
+      std::uint32_t m[4];
+      ldmatrix_x4_trans(m, raw + (row + 16 * c + lane) * G::kRawPitch + column);
+      step(c, m[0], m[1]);
+      step(c + 1, m[2], m[3]);
     } else {
-      std::uint32_t b[2][2];
-      const __half* rows = s_in + (row + 16 * c + (lane & 15)) * G::kPitch + column;
-      ldmatrix_x2_trans(b[0], rows);
-      ldmatrix_x2_trans(b[1], rows + 8);
-      mma_16x8x16(acc[0], bands.vertical[c], b[0][0], b[0][1]);
-      mma_16x8x16(acc[1], bands.vertical[c], b[1][0], b[1][1]);
+      std::uint32_t m[2];
+      ldmatrix_x2_trans(m, raw + (row + 16 * c + (lane & 15)) * G::kRawPitch + column);
+      step(c, m[0], m[1]);
     }
   }
-  v0[0] = pack_half2(acc[0][0], acc[0][1]);
-  v0[1] = pack_half2(acc[0][2], acc[0][3]);
-  v1[0] = pack_half2(acc[1][0], acc[1][1]);
-  v1[1] = pack_half2(acc[1][2], acc[1][3]);
+#pragma unroll
+  for (int odd = 0; odd < 2; ++odd) {
+    v[2 * odd] = pack_half2(acc[odd][0], acc[odd][1]);
+    v[2 * odd + 1] = pack_half2(acc[odd][2], acc[odd][3]);
+  }
 }
 
-// One warp's 16 rows x 96 bytes: V tiles left to right, each block of 16 outputs (two horizontal
-// products, interleaved) as soon as its window's V tiles exist, so only a window's worth stays live.
-// The epilogue blends with the sharp bytes by the spread mask, whose bytes in s_out the output
-// replaces (each thread reads and writes its own word), all reads before the writes so that they
-// overlap. A clear tile (mask all 0) takes the blurred bytes as they are.
+// One warp's strip, 16 rows x 96 bytes: V chunks left to right, each block of 16 outputs (two
+// horizontal products, interleaved) as soon as its window's chunks exist, so only a window's worth
+// stays live. The epilogue blends with the sharp bytes by the spread mask, whose bytes in s_out the
+// output replaces (each thread reads and writes its own word), all reads before the writes so that
+// they overlap. A clear strip (mask all 0) takes the blurred bytes as they are.
 template <int C, int R>
-__device__ void blur_blend_strip(const Bands<C, R>& bands, const __half* s_in, std::uint8_t* s_out,
-                                 bool clear) {
+__device__ void blur_blend_strip(const Bands<C, R>& bands, const std::uint8_t* raw, Strip strip,
+                                 std::uint8_t* s_out, bool clear) {
   using G = Geometry<C, R>;
-  const int warp = threadIdx.x / 32;
-  const int r0 = warp / kWarpsAcross * kWarpRows;
-  const int e0 = warp % kWarpsAcross * kWarpBytes;
   const int g = (threadIdx.x & 31) / 4;
   const int t = threadIdx.x & 3;
-  const int first_column = e0 + G::kPadStaged - G::kPadWindow;
-  std::uint32_t v[G::kVTiles][2];
+  std::uint32_t v[G::kStripChunks][4];
 #pragma unroll
-  for (int i = 0; i < 2 * G::kChunksH - 2; i += 2)
-    vertical_tiles(bands, s_in, r0, first_column + 8 * i, v[i], v[i + 1]);
+  for (int i = 0; i < G::kChunksH - 1; ++i) vertical_chunk(bands, raw, strip.r0, strip.e0 + 16 * i, v[i]);
 #pragma unroll
   for (int b = 0; b < G::kBlocks; ++b) {
-    const int next = 2 * (b + G::kChunksH - 1);
-    vertical_tiles(bands, s_in, r0, first_column + 8 * next, v[next], v[next + 1]);
+    const int next = b + G::kChunksH - 1;
+    vertical_chunk(bands, raw, strip.r0, strip.e0 + 16 * next, v[next]);
     // Four accumulation chains (two products, even and odd k-steps) of half the length, summed at
     // the end: the MMAs' latency, not their rate, bounds a chain.
     float acc[2][4];
@@ -583,11 +680,10 @@ __device__ void blur_blend_strip(const Bands<C, R>& bands, const __half* s_in, s
     }
 #pragma unroll
     for (int c = 0; c < G::kChunksH; ++c) {
-      const int i = 2 * (b + c);
-      const std::uint32_t a[4] = {v[i][0], v[i][1], v[i + 1][0], v[i + 1][1]};
 #pragma unroll
       for (int h = 0; h < 2; ++h)
-        mma_16x8x16(c % 2 == 0 ? acc[h] : odd[h], a, bands.horizontal[h][c][0], bands.horizontal[h][c][1]);
+        mma_16x8x16(c % 2 == 0 ? acc[h] : odd[h], v[b + c], bands.horizontal[h][c][0],
+                    bands.horizontal[h][c][1]);
     }
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -595,16 +691,17 @@ __device__ void blur_blend_strip(const Bands<C, R>& bands, const __half* s_in, s
       for (int q = 0; q < 4; ++q) acc[h][q] += odd[h][q];
     }
     // Rows g and g + 8, bytes 4t .. 4t + 3 of the block: products 0 and 1 hold two bytes each, as
-    // biased halves rounded to integers. They need no clamp at 1024 + 255: the taps rounded to halves
-    // sum to at most 1 + 2^-11 per pass, so V is at most 255.125 after its rounding and a blurred
-    // byte at most 255.25 plus the float accumulation's ~0.01, which rounds to 255
+    // biased halves rounded to integers. They need no clamp at 1024 + 255: the taps rounded to
+    // halves sum to at most 1 + 2^-11 per pass, so V is at most 255.125 after its rounding and a
+    // blurred byte at most 255.25 plus the float accumulation's ~0.01, which rounds to 255
     // (FlatFramesBlurToThemselves).
-    const int e = e0 + 16 * b + 4 * t;
+    const int e = strip.e0 + 16 * b + 4 * t;
     std::uint32_t blurred[2][2];
     std::uint32_t* out[2];
 #pragma unroll
     for (int half_row = 0; half_row < 2; ++half_row) {
-      out[half_row] = reinterpret_cast<std::uint32_t*>(s_out + (r0 + g + 8 * half_row) * G::kOutPitch + e);
+      out[half_row] =
+          reinterpret_cast<std::uint32_t*>(s_out + (strip.r0 + g + 8 * half_row) * G::kOutPitch + e);
 #pragma unroll
       for (int h = 0; h < 2; ++h)
         blurred[half_row][h] = pack_half2(acc[h][2 * half_row], acc[h][2 * half_row + 1]);
@@ -615,22 +712,44 @@ __device__ void blur_blend_strip(const Bands<C, R>& bands, const __half* s_in, s
         *out[half_row] = low_bytes(blurred[half_row][0], blurred[half_row][1]);
       continue;
     }
-    uint2 sharp[2];
+    std::uint32_t sharp[2];
     std::uint32_t mask[2];
 #pragma unroll
     for (int half_row = 0; half_row < 2; ++half_row) {
-      const int r = r0 + g + 8 * half_row;
-      sharp[half_row] = *reinterpret_cast<const uint2*>(s_in + (r + R) * G::kPitch + G::kPadStaged + e);
+      const int r = strip.r0 + g + 8 * half_row;
+      sharp[half_row] =
+          *reinterpret_cast<const std::uint32_t*>(raw + (r + R) * G::kRawPitch + G::kPadStaged + e);
       mask[half_row] = *out[half_row];
     }
 #pragma unroll
-    for (int half_row = 0; half_row < 2; ++half_row)
-      *out[half_row] = blend4(sharp[half_row], blurred[half_row][0], blurred[half_row][1], mask[half_row]);
+    for (int half_row = 0; half_row < 2; ++half_row) {
+      const uint2 sharp_halves =
+          make_uint2(biased_half2(sharp[half_row], 0), biased_half2(sharp[half_row], 1));
+      *out[half_row] = blend4(sharp_halves, blurred[half_row][0], blurred[half_row][1], mask[half_row]);
+    }
   }
 }
 
-// Copies the tile's rows from shared memory (`src`, 16-byte aligned rows) to the output, clipped to
-// the image; 16-byte stores where the output row is aligned.
+// The warp's strip of the tile in stage `stage` into the output tile, by its mask: copied where it
+// is opaque, blurred where it is clear, blurred and blended where it is mixed.
+template <int C, int R>
+__device__ void compose_strip(const Bands<C, R>& bands, const Stage& stage, std::uint8_t* s_out) {
+  const Strip strip = warp_strip();
+  const MaskCover cover = strip_cover<C, R>(stage.mask, strip);
+  if (cover == MaskCover::kOpaque) {
+    copy_strip<C, R>(stage.raw, strip, s_out);
+    return;
+  }
+  if (cover == MaskCover::kMixed) {
+    spread_strip_mask<C, R>(stage.mask, strip, s_out);
+    __syncwarp();
+  }
+  blur_blend_strip(bands, stage.raw, strip, s_out, cover == MaskCover::kClear);
+}
+
+// Copies the tile's rows from shared memory (`src`, rows aligned to kSourceAlign bytes) to the
+// output, clipped to the image; 16-byte stores where the output row is aligned.
+template <int kSourceAlign>
 __device__ void write_tile(const FusedJob& job, int x0, int y0, int channels, const std::uint8_t* src,
                            int src_pitch) {
   const int rows = min(kTileRows, job.height - y0);
@@ -642,7 +761,7 @@ __device__ void write_tile(const FusedJob& job, int x0, int y0, int channels, co
       const int r = i / kVectors;
       const int e = i % kVectors * 16;
       *reinterpret_cast<uint4*>(out + r * job.out_pitch + e) =
-          *reinterpret_cast<const uint4*>(src + r * src_pitch + e);
+          load16_shared<kSourceAlign>(src + r * src_pitch + e);
     });
     return;
   }
@@ -653,60 +772,62 @@ __device__ void write_tile(const FusedJob& job, int x0, int y0, int channels, co
     const std::uint8_t* from = src + r * src_pitch + e;
     std::uint8_t* to = out + r * job.out_pitch + e;
     if (job.out_aligned && e + 16 <= bytes) {
-      *reinterpret_cast<uint4*>(to) = *reinterpret_cast<const uint4*>(from);
+      *reinterpret_cast<uint4*>(to) = load16_shared<kSourceAlign>(from);
     } else {
       for (int k = 0; k < 16 && e + k < bytes; ++k) to[k] = from[k];
     }
   }
 }
 
-// A persistent block: tiles blockIdx.x, + gridDim.x, ...; the next tile's bytes arrive while this
-// one is blurred.
+// A persistent block: tiles blockIdx.x, + gridDim.x, ...; the next tile arrives in the other stage
+// while this one is blurred. Two barriers per tile: one when the tile has arrived (which also
+// votes whether its mask is all 255: then the tile is copied as it is), one before the output tile
+// leaves.
 template <int C, int R>
 __global__ void __launch_bounds__(kThreads, 2)
     blur_composite_kernel(const __grid_constant__ FusedLaunch launch, int num_jobs) {
   using G = Geometry<C, R>;
   extern __shared__ __align__(16) std::uint8_t shared[];
-  auto* s_in = reinterpret_cast<__half*>(shared);
-  std::uint8_t* raw = shared + G::kRawOffset;
-  std::uint8_t* raw_mask = shared + G::kRawMaskOffset;
   std::uint8_t* s_out = shared + G::kOutOffset;
-  const EdgeTables tables{reinterpret_cast<int*>(shared + G::kRowTableOffset),
-                          reinterpret_cast<int*>(shared + G::kByteTableOffset)};
-  auto* s_next = reinterpret_cast<TileAt*>(shared + G::kNextTileOffset);
+  // Thread 0 finds the tile three steps ahead (a search over the jobs and a division) into slot p
+  // of this ring while the others take the one two steps ahead from the other slot, which it wrote
+  // before the last barrier.
+  auto* ring = reinterpret_cast<TileAt*>(shared + G::kTileRingOffset);
   Bands<C, R> bands;
-  // The staged halves' space is free until the first tile is converted, after the loop's barrier.
-  make_bands(launch, reinterpret_cast<std::uint32_t*>(s_in), bands);
+  // The output tile is free until the first tile's blur, after the loop's first barrier.
+  make_bands(launch, reinterpret_cast<std::uint32_t*>(s_out), bands);
   TileAt at = tile_at<C, R>(launch, blockIdx.x, num_jobs, 0);
-  if (at.job >= 0) {
-    map_edges<C, R>(launch, at, tables);
-    __syncthreads();
-    fetch_tile<C, R>(launch, at, tables, raw, raw_mask);
-  }
-  for (int tile = blockIdx.x; at.job >= 0; tile += gridDim.x) {
+  if (at.job < 0) return;
+  TileAt next = tile_at<C, R>(launch, blockIdx.x + gridDim.x, num_jobs, at.job);
+  if (threadIdx.x == 0)
+    ring[1] = tile_at<C, R>(launch, blockIdx.x + 2 * gridDim.x, num_jobs, max(at.job, next.job));
+  map_edges<C, R>(launch, at, stage_at<C, R>(shared, 0));
+  if (next.job >= 0) map_edges<C, R>(launch, next, stage_at<C, R>(shared, 1));
+  __syncthreads();
+  fetch_tile<C, R>(launch, at, stage_at<C, R>(shared, 0));
+  for (int tile = blockIdx.x, p = 0; at.job >= 0; tile += gridDim.x, p ^= 1) {
+    const Stage stage = stage_at<C, R>(shared, p);
     const FusedJob& job = launch.jobs[at.job];
     wait_async_copies();
-    __syncthreads();  // the raw tile is complete; the previous tile's output has left s_out
-    // One thread finds the next tile (a search over the jobs and a division); the others read it
-    // after classify_mask's barrier.
-    if (threadIdx.x == 0) *s_next = tile_at<C, R>(launch, tile + gridDim.x, num_jobs, at.job);
-    const MaskCover cover = classify_mask<C, R>(raw_mask);
-    const TileAt next = *s_next;
-    if (next.job >= 0) map_edges<C, R>(launch, next, tables);  // read after the barrier below
-    if (cover == MaskCover::kOpaque) {
-      write_tile(job, at.x0, at.y0, C, raw + R * G::kStagedBytes + G::kPadStaged, G::kStagedBytes);
-      __syncthreads();  // the raw buffer is read
-      if (next.job >= 0) fetch_tile<C, R>(launch, next, tables, raw, raw_mask);
+    // The tile has arrived; the other stage and the output tile are free (the last tile is out).
+    const bool opaque = __syncthreads_and(mask_vectors_opaque<C, R>(stage.mask));
+    if (next.job >= 0) fetch_tile<C, R>(launch, next, stage_at<C, R>(shared, p ^ 1));
+    const TileAt after = ring[p ^ 1];
+    if (threadIdx.x == 0)
+      ring[p] = tile_at<C, R>(launch, tile + 3 * gridDim.x, num_jobs, max(at.job, after.job));
+    if (opaque) {
+      write_tile<G::kCopyBytes>(job, at.x0, at.y0, C, stage.raw + R * G::kRawPitch + G::kPadStaged,
+                                G::kRawPitch);
     } else {
-      if (cover == MaskCover::kMixed) spread_mask<C, R>(raw_mask, s_out);
-      convert_frame<C, R>(raw, s_in);
-      __syncthreads();  // the raw buffers are read, the staged halves and the spread mask complete
-      if (next.job >= 0) fetch_tile<C, R>(launch, next, tables, raw, raw_mask);
-      blur_blend_strip(bands, s_in, s_out, cover == MaskCover::kClear);
+      compose_strip(bands, stage, s_out);
       __syncthreads();
-      write_tile(job, at.x0, at.y0, C, s_out, G::kOutPitch);
+      write_tile<16>(job, at.x0, at.y0, C, s_out, G::kOutPitch);
     }
+    // This stage's tables were last read by this tile's fetch, before the barrier above; the tile
+    // after next, which comes into this stage, reads them after the next one.
+    if (after.job >= 0) map_edges<C, R>(launch, after, stage);
     at = next;
+    next = after;
   }
 }
 
@@ -749,7 +870,7 @@ void fill_band_pairs(const Taps& taps, FusedLaunch& launch) {
   }
   for (int i = kVerticalPairs; i < kBandPairs; ++i) {
     const int d = i - kHorizontalZero;
-    launch.band_pairs[i] = half_pair(horizontal(d), horizontal(d + 1));
+    launch.band_pairs[i] = half_pair(horizontal(d), horizontal(d + 2));
   }
 }
 
