@@ -118,15 +118,15 @@ struct Geometry {
   // overwrites it. Rows g and g + 2 of a fragment fall into other banks.
   static constexpr int kOutPitch = kTileBytes + 16;
   // Shared memory: two stages, one blurred while cp.async brings the next tile into the other. A
-  // stage is a tile's frame rows and mask as they arrive, and the tables of their sources at the
-  // image's edge. Then the output tile.
+  // stage is a tile's frame rows and mask as they arrive, the tables of their sources at the image's
+  // edge, and its output tile.
   static constexpr int kMaskOffset = kStagedRows * kRawPitch;
   static constexpr int kRowTableOffset = kMaskOffset + kTileRows * kMaskPixels;
   static constexpr int kByteTableOffset = kRowTableOffset + kStagedRows * static_cast<int>(sizeof(int));
-  static constexpr int kStageBytes =
+  static constexpr int kOutOffset =
       round_up(kByteTableOffset + kStagedBytes * static_cast<int>(sizeof(int)), 16);
-  static constexpr int kOutOffset = 2 * kStageBytes;
-  static constexpr int kTileRingOffset = kOutOffset + kTileRows * kOutPitch;  // two TileAt
+  static constexpr int kStageBytes = kOutOffset + kTileRows * kOutPitch;
+  static constexpr int kTileRingOffset = 2 * kStageBytes;  // two TileAt
   static constexpr std::size_t kSharedBytes = kTileRingOffset + 2 * 16;
   static_assert(kVerticalZero >= kWarpRows - 1 && kVerticalZero + 16 * kChunksV <= kVerticalPairs);
   static_assert(kHorizontalZero - kVerticalPairs >= kPadStaged + 15 &&
@@ -313,6 +313,7 @@ struct Stage {
   std::uint8_t* mask;  // kTileRows rows of kMaskPixels
   int* rows;           // image row of each staged row, -1 for the constant border
   int* bytes;          // byte in the image row of each staged byte, -1 for the constant border
+  std::uint8_t* out;   // the output tile, kTileRows rows, kOutPitch apart
 };
 
 template <int C, int R>
@@ -320,7 +321,7 @@ __device__ Stage stage_at(std::uint8_t* shared, int index) {
   using G = Geometry<C, R>;
   std::uint8_t* base = shared + index * G::kStageBytes;
   return {base, base + G::kMaskOffset, reinterpret_cast<int*>(base + G::kRowTableOffset),
-          reinterpret_cast<int*>(base + G::kByteTableOffset)};
+          reinterpret_cast<int*>(base + G::kByteTableOffset), base + G::kOutOffset};
 }
 
 // Fills the stage's tables for a tile at the edge (nothing for one inside); they are read after the
@@ -730,21 +731,21 @@ __device__ void blur_blend_strip(const Bands<C, R>& bands, const std::uint8_t* r
   }
 }
 
-// The warp's strip of the tile in stage `stage` into the output tile, by its mask: copied where it
+// The warp's strip of the stage's tile into the stage's output tile, by its mask: copied where it
 // is opaque, blurred where it is clear, blurred and blended where it is mixed.
 template <int C, int R>
-__device__ void compose_strip(const Bands<C, R>& bands, const Stage& stage, std::uint8_t* s_out) {
+__device__ void compose_strip(const Bands<C, R>& bands, const Stage& stage) {
   const Strip strip = warp_strip();
   const MaskCover cover = strip_cover<C, R>(stage.mask, strip);
   if (cover == MaskCover::kOpaque) {
-    copy_strip<C, R>(stage.raw, strip, s_out);
+    copy_strip<C, R>(stage.raw, strip, stage.out);
     return;
   }
   if (cover == MaskCover::kMixed) {
-    spread_strip_mask<C, R>(stage.mask, strip, s_out);
+    spread_strip_mask<C, R>(stage.mask, strip, stage.out);
     __syncwarp();
   }
-  blur_blend_strip(bands, stage.raw, strip, s_out, cover == MaskCover::kClear);
+  blur_blend_strip(bands, stage.raw, strip, stage.out, cover == MaskCover::kClear);
 }
 
 // Copies the tile's rows from shared memory (`src`, rows aligned to kSourceAlign bytes) to the
@@ -780,22 +781,21 @@ __device__ void write_tile(const FusedJob& job, int x0, int y0, int channels, co
 }
 
 // A persistent block: tiles blockIdx.x, + gridDim.x, ...; the next tile arrives in the other stage
-// while this one is blurred. Two barriers per tile: one when the tile has arrived (which also
-// votes whether its mask is all 255: then the tile is copied as it is), one before the output tile
-// leaves.
+// while this one is blurred. One barrier per tile, when it has arrived, which also votes whether its
+// mask is all 255 (then it is copied as it is) and completes the last tile's output tile, which
+// leaves while this one is blurred.
 template <int C, int R>
 __global__ void __launch_bounds__(kThreads, 2)
     blur_composite_kernel(const __grid_constant__ FusedLaunch launch, int num_jobs) {
   using G = Geometry<C, R>;
   extern __shared__ __align__(16) std::uint8_t shared[];
-  std::uint8_t* s_out = shared + G::kOutOffset;
   // Thread 0 finds the tile three steps ahead (a search over the jobs and a division) into slot p
   // of this ring while the others take the one two steps ahead from the other slot, which it wrote
   // before the last barrier.
   auto* ring = reinterpret_cast<TileAt*>(shared + G::kTileRingOffset);
   Bands<C, R> bands;
-  // The output tile is free until the first tile's blur, after the loop's first barrier.
-  make_bands(launch, reinterpret_cast<std::uint32_t*>(s_out), bands);
+  // The output tiles are free until the first tile's blur, after the loop's first barrier.
+  make_bands(launch, reinterpret_cast<std::uint32_t*>(stage_at<C, R>(shared, 0).out), bands);
   TileAt at = tile_at<C, R>(launch, blockIdx.x, num_jobs, 0);
   if (at.job < 0) return;
   TileAt next = tile_at<C, R>(launch, blockIdx.x + gridDim.x, num_jobs, at.job);
@@ -805,29 +805,38 @@ __global__ void __launch_bounds__(kThreads, 2)
   if (next.job >= 0) map_edges<C, R>(launch, next, stage_at<C, R>(shared, 1));
   __syncthreads();
   fetch_tile<C, R>(launch, at, stage_at<C, R>(shared, 0));
-  for (int tile = blockIdx.x, p = 0; at.job >= 0; tile += gridDim.x, p ^= 1) {
+  TileAt composed;  // the last tile, when it was composed into its output tile rather than copied
+  int p = 0;
+  for (int tile = blockIdx.x; at.job >= 0; tile += gridDim.x, p ^= 1) {
     const Stage stage = stage_at<C, R>(shared, p);
-    const FusedJob& job = launch.jobs[at.job];
     wait_async_copies();
-    // The tile has arrived; the other stage and the output tile are free (the last tile is out).
+    // The tile has arrived; the other stage's bytes are read and its output tile complete.
     const bool opaque = __syncthreads_and(mask_vectors_opaque<C, R>(stage.mask));
     if (next.job >= 0) fetch_tile<C, R>(launch, next, stage_at<C, R>(shared, p ^ 1));
     const TileAt after = ring[p ^ 1];
     if (threadIdx.x == 0)
       ring[p] = tile_at<C, R>(launch, tile + 3 * gridDim.x, num_jobs, max(at.job, after.job));
+    if (composed.job >= 0)
+      write_tile<16>(launch.jobs[composed.job], composed.x0, composed.y0, C,
+                     stage_at<C, R>(shared, p ^ 1).out, G::kOutPitch);
     if (opaque) {
-      write_tile<G::kCopyBytes>(job, at.x0, at.y0, C, stage.raw + R * G::kRawPitch + G::kPadStaged,
-                                G::kRawPitch);
+      write_tile<G::kCopyBytes>(launch.jobs[at.job], at.x0, at.y0, C,
+                                stage.raw + R * G::kRawPitch + G::kPadStaged, G::kRawPitch);
+      composed.job = -1;
     } else {
-      compose_strip(bands, stage, s_out);
-      __syncthreads();
-      write_tile<16>(job, at.x0, at.y0, C, s_out, G::kOutPitch);
+      compose_strip(bands, stage);
+      composed = at;
     }
     // This stage's tables were last read by this tile's fetch, before the barrier above; the tile
     // after next, which comes into this stage, reads them after the next one.
     if (after.job >= 0) map_edges<C, R>(launch, after, stage);
     at = next;
     next = after;
+  }
+  if (composed.job >= 0) {
+    __syncthreads();
+    write_tile<16>(launch.jobs[composed.job], composed.x0, composed.y0, C, stage_at<C, R>(shared, p ^ 1).out,
+                   G::kOutPitch);
   }
 }
 
