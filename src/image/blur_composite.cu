@@ -46,6 +46,9 @@ constexpr int kWarpRows = 16;
 constexpr int kWarpBytes = 96;
 constexpr int kWarpsAcross = kTileBytes / kWarpBytes;
 constexpr int kThreads = 32 * (kTileRows / kWarpRows) * kWarpsAcross;
+// The tiles of a block's walk wait in a ring of shared slots (blur_composite_kernel).
+constexpr int kRingSlots = 8;
+
 // Blocks above the 48 KiB default shared memory must opt in.
 constexpr std::size_t kDefaultSharedLimit = 48 * 1024;
 
@@ -126,8 +129,8 @@ struct Geometry {
   static constexpr int kOutOffset =
       round_up(kByteTableOffset + kStagedBytes * static_cast<int>(sizeof(int)), 16);
   static constexpr int kStageBytes = kOutOffset + kTileRows * kOutPitch;
-  static constexpr int kTileRingOffset = 2 * kStageBytes;  // two TileAt
-  static constexpr std::size_t kSharedBytes = kTileRingOffset + 2 * 16;
+  static constexpr int kTileRingOffset = 2 * kStageBytes;  // kRingSlots TileAt
+  static constexpr std::size_t kSharedBytes = kTileRingOffset + kRingSlots * 16;
   static_assert(kVerticalZero >= kWarpRows - 1 && kVerticalZero + 16 * kChunksV <= kVerticalPairs);
   static_assert(kHorizontalZero - kVerticalPairs >= kPadStaged + 15 &&
                 kHorizontalZero + 16 * kChunksH - kPadStaged <= kBandPairs);
@@ -667,29 +670,17 @@ __device__ void blur_blend_strip(const Bands<C, R>& bands, const std::uint8_t* r
   for (int b = 0; b < G::kBlocks; ++b) {
     const int next = b + G::kChunksH - 1;
     vertical_chunk(bands, raw, strip.r0, strip.e0 + 16 * next, v[next]);
-    // Four accumulation chains (two products, even and odd k-steps) of half the length, summed at
-    // the end: the MMAs' latency, not their rate, bounds a chain.
     float acc[2][4];
-    float odd[2][4];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
 #pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        acc[h][q] = 1024.0f;
-        odd[h][q] = 0.0f;
-      }
+      for (int q = 0; q < 4; ++q) acc[h][q] = 1024.0f;
     }
 #pragma unroll
     for (int c = 0; c < G::kChunksH; ++c) {
 #pragma unroll
       for (int h = 0; h < 2; ++h)
-        mma_16x8x16(c % 2 == 0 ? acc[h] : odd[h], v[b + c], bands.horizontal[h][c][0],
-                    bands.horizontal[h][c][1]);
-    }
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-#pragma unroll
-      for (int q = 0; q < 4; ++q) acc[h][q] += odd[h][q];
+        mma_16x8x16(acc[h], v[b + c], bands.horizontal[h][c][0], bands.horizontal[h][c][1]);
     }
     // Rows g and g + 8, bytes 4t .. 4t + 3 of the block: products 0 and 1 hold two bytes each, as
     // biased halves rounded to integers. They need no clamp at 1024 + 255: the taps rounded to
@@ -789,53 +780,60 @@ __global__ void __launch_bounds__(kThreads, 2)
     blur_composite_kernel(const __grid_constant__ FusedLaunch launch, int num_jobs) {
   using G = Geometry<C, R>;
   extern __shared__ __align__(16) std::uint8_t shared[];
-  // Thread 0 finds the tile three steps ahead (a search over the jobs and a division) into slot p
-  // of this ring while the others take the one two steps ahead from the other slot, which it wrote
-  // before the last barrier.
+  // Tile n of the walk waits in slot n % kRingSlots from three steps before it is blurred until the
+  // step after, when its output tile leaves: thread 0 finds it (a search over the jobs and a
+  // division) once for all, and no thread keeps tiles in registers through the blur.
   auto* ring = reinterpret_cast<TileAt*>(shared + G::kTileRingOffset);
+  const auto slot = [&](int n) -> TileAt& { return ring[n % kRingSlots]; };
+  const auto find = [&](int n, int from_job) {
+    return tile_at<C, R>(launch, static_cast<int>(blockIdx.x + n * gridDim.x), num_jobs, from_job);
+  };
   Bands<C, R> bands;
   // The output tiles are free until the first tile's blur, after the loop's first barrier.
   make_bands(launch, reinterpret_cast<std::uint32_t*>(stage_at<C, R>(shared, 0).out), bands);
-  TileAt at = tile_at<C, R>(launch, blockIdx.x, num_jobs, 0);
-  if (at.job < 0) return;
-  TileAt next = tile_at<C, R>(launch, blockIdx.x + gridDim.x, num_jobs, at.job);
-  if (threadIdx.x == 0)
-    ring[1] = tile_at<C, R>(launch, blockIdx.x + 2 * gridDim.x, num_jobs, max(at.job, next.job));
-  map_edges<C, R>(launch, at, stage_at<C, R>(shared, 0));
-  if (next.job >= 0) map_edges<C, R>(launch, next, stage_at<C, R>(shared, 1));
+  const TileAt first = find(0, 0);
+  if (first.job < 0) return;
+  const TileAt second = find(1, first.job);
+  if (threadIdx.x == 0) {
+    slot(0) = first;
+    slot(1) = second;
+    slot(2) = find(2, max(first.job, second.job));
+  }
+  map_edges<C, R>(launch, first, stage_at<C, R>(shared, 0));
+  if (second.job >= 0) map_edges<C, R>(launch, second, stage_at<C, R>(shared, 1));
   __syncthreads();
-  fetch_tile<C, R>(launch, at, stage_at<C, R>(shared, 0));
-  TileAt composed;  // the last tile, when it was composed into its output tile rather than copied
-  int p = 0;
-  for (int tile = blockIdx.x; at.job >= 0; tile += gridDim.x, p ^= 1) {
-    const Stage stage = stage_at<C, R>(shared, p);
+  fetch_tile<C, R>(launch, first, stage_at<C, R>(shared, 0));
+  bool composed = false;  // whether the last tile was composed into its output tile rather than copied
+  int n = 0;
+  for (; slot(n).job >= 0; ++n) {
+    const Stage stage = stage_at<C, R>(shared, n % 2);
     wait_async_copies();
-    // The tile has arrived; the other stage's bytes are read and its output tile complete.
+    // Tile n has arrived; the other stage's bytes are read and its output tile complete.
     const bool opaque = __syncthreads_and(mask_vectors_opaque<C, R>(stage.mask));
-    if (next.job >= 0) fetch_tile<C, R>(launch, next, stage_at<C, R>(shared, p ^ 1));
-    const TileAt after = ring[p ^ 1];
-    if (threadIdx.x == 0)
-      ring[p] = tile_at<C, R>(launch, tile + 3 * gridDim.x, num_jobs, max(at.job, after.job));
-    if (composed.job >= 0)
-      write_tile<16>(launch.jobs[composed.job], composed.x0, composed.y0, C,
-                     stage_at<C, R>(shared, p ^ 1).out, G::kOutPitch);
+    if (const TileAt next = slot(n + 1); next.job >= 0)
+      fetch_tile<C, R>(launch, next, stage_at<C, R>(shared, (n + 1) % 2));
+    if (threadIdx.x == 0) slot(n + 3) = find(n + 3, max(slot(n).job, slot(n + 2).job));
+    if (composed) {
+      const TileAt last = slot(n + kRingSlots - 1);
+      write_tile<16>(launch.jobs[last.job], last.x0, last.y0, C, stage_at<C, R>(shared, (n + 1) % 2).out,
+                     G::kOutPitch);
+    }
+    composed = !opaque;
     if (opaque) {
+      const TileAt at = slot(n);
       write_tile<G::kCopyBytes>(launch.jobs[at.job], at.x0, at.y0, C,
                                 stage.raw + R * G::kRawPitch + G::kPadStaged, G::kRawPitch);
-      composed.job = -1;
     } else {
       compose_strip(bands, stage);
-      composed = at;
     }
-    // This stage's tables were last read by this tile's fetch, before the barrier above; the tile
-    // after next, which comes into this stage, reads them after the next one.
-    if (after.job >= 0) map_edges<C, R>(launch, after, stage);
-    at = next;
-    next = after;
+    // This stage's tables were last read by this tile's fetch, before the barrier above; tile n + 2,
+    // which comes into this stage, reads them after the next one.
+    if (const TileAt after = slot(n + 2); after.job >= 0) map_edges<C, R>(launch, after, stage);
   }
-  if (composed.job >= 0) {
+  if (composed) {
     __syncthreads();
-    write_tile<16>(launch.jobs[composed.job], composed.x0, composed.y0, C, stage_at<C, R>(shared, p ^ 1).out,
+    const TileAt last = slot(n - 1);
+    write_tile<16>(launch.jobs[last.job], last.x0, last.y0, C, stage_at<C, R>(shared, (n - 1) % 2).out,
                    G::kOutPitch);
   }
 }
