@@ -49,6 +49,8 @@ constexpr int kThreads = 32 * (kTileRows / kWarpRows) * kWarpsAcross;
 // The tiles of a block's walk wait in a ring of shared slots (blur_composite_kernel).
 constexpr int kRingSlots = 8;
 
+// Two blocks per SM: 228 KiB of shared memory per SM, of which each block reserves 1 KiB.
+constexpr int kSharedPerBlock = 228 * 1024 / 2 - 1024;
 // Blocks above the 48 KiB default shared memory must opt in.
 constexpr std::size_t kDefaultSharedLimit = 48 * 1024;
 
@@ -120,17 +122,20 @@ struct Geometry {
   // The output tile, which holds the mask spread to one byte per frame byte until the epilogue
   // overwrites it. Rows g and g + 2 of a fragment fall into other banks.
   static constexpr int kOutPitch = kTileBytes + 16;
-  // Shared memory: two stages, one blurred while cp.async brings the next tile into the other. A
-  // stage is a tile's frame rows and mask as they arrive, the tables of their sources at the image's
-  // edge, and its output tile.
+  // Shared memory: kStages stages, so that tiles arrive while the ones before them are blurred; a
+  // stage is a tile's frame rows and mask as cp.async brings them. Then the output tile (each warp
+  // composes its strip there before writing it out), the ring of tiles and the stages' barriers.
+  // Three stages where two blocks of them fit on an SM, else two.
   static constexpr int kMaskOffset = kStagedRows * kRawPitch;
-  static constexpr int kRowTableOffset = kMaskOffset + kTileRows * kMaskPixels;
-  static constexpr int kByteTableOffset = kRowTableOffset + kStagedRows * static_cast<int>(sizeof(int));
-  static constexpr int kOutOffset =
-      round_up(kByteTableOffset + kStagedBytes * static_cast<int>(sizeof(int)), 16);
-  static constexpr int kStageBytes = kOutOffset + kTileRows * kOutPitch;
-  static constexpr int kTileRingOffset = 2 * kStageBytes;  // kRingSlots TileAt
-  static constexpr std::size_t kSharedBytes = kTileRingOffset + kRingSlots * 16;
+  static constexpr int kStageBytes = round_up(kMaskOffset + kTileRows * kMaskPixels, 16);
+  static constexpr int kOutTileBytes = kTileRows * kOutPitch;
+  static constexpr int kRingBytes = kRingSlots * 16;
+  static constexpr int kStages =
+      3 * kStageBytes + kOutTileBytes + kRingBytes + 6 * 8 <= kSharedPerBlock ? 3 : 2;
+  static constexpr int kOutOffset = kStages * kStageBytes;
+  static constexpr int kRingOffset = kOutOffset + kOutTileBytes;
+  static constexpr int kBarrierOffset = kRingOffset + kRingBytes;
+  static constexpr std::size_t kSharedBytes = kBarrierOffset + 2 * kStages * 8;
   static_assert(kVerticalZero >= kWarpRows - 1 && kVerticalZero + 16 * kChunksV <= kVerticalPairs);
   static_assert(kHorizontalZero - kVerticalPairs >= kPadStaged + 15 &&
                 kHorizontalZero + 16 * kChunksH - kPadStaged <= kBandPairs);
@@ -266,8 +271,42 @@ __device__ __forceinline__ uint4 load16_shared(const std::uint8_t* p) {
   }
 }
 
-__device__ __forceinline__ void wait_async_copies() {
-  asm volatile("cp.async.wait_all;\n" ::: "memory");
+// ---- mbarriers: the handoffs of a stage between the warps ----
+
+__device__ __forceinline__ std::uint32_t shared_address(const void* p) {
+  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void barrier_init(std::uint64_t* barrier, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(shared_address(barrier)), "r"(count)
+               : "memory");
+}
+
+// Arrives, releasing this thread's writes so far to the threads that wait for the barrier.
+__device__ __forceinline__ void barrier_arrive(std::uint64_t* barrier) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(shared_address(barrier)) : "memory");
+}
+
+// Arrives once this thread's cp.async copies so far have landed.
+__device__ __forceinline__ void barrier_arrive_on_copies(std::uint64_t* barrier) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(shared_address(barrier))
+               : "memory");
+}
+
+// Waits until the barrier's phase of this parity has completed.
+__device__ __forceinline__ void barrier_wait(std::uint64_t* barrier, int parity) {
+  std::uint32_t done = 0;
+  do {
+    asm volatile(
+        "{\n"
+        ".reg .pred complete;\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 complete, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, complete;\n"
+        "}\n"
+        : "=r"(done)
+        : "r"(shared_address(barrier)), "r"(parity)
+        : "memory");
+  } while (done == 0);
 }
 
 // Calls f(i) for i = threadIdx.x, threadIdx.x + kThreads, ... below N. The trip count is known at
@@ -307,52 +346,20 @@ __device__ TileAt tile_at(const FusedLaunch& launch, int tile, int num_jobs, int
   return at;
 }
 
-// One stage of shared memory: a tile's frame rows (with the halo its blur reads) and its mask as
-// cp.async brings them, and for a tile whose halo leaves the image, where its staged rows and bytes
-// come from: tables, so that the border arithmetic runs once per row and once per byte column
-// rather than for every byte.
-struct Stage {
-  std::uint8_t* raw;   // kStagedRows rows, kRawPitch apart
-  std::uint8_t* mask;  // kTileRows rows of kMaskPixels
-  int* rows;           // image row of each staged row, -1 for the constant border
-  int* bytes;          // byte in the image row of each staged byte, -1 for the constant border
-  std::uint8_t* out;   // the output tile, kTileRows rows, kOutPitch apart
-};
-
-template <int C, int R>
-__device__ Stage stage_at(std::uint8_t* shared, int index) {
-  using G = Geometry<C, R>;
-  std::uint8_t* base = shared + index * G::kStageBytes;
-  return {base, base + G::kMaskOffset, reinterpret_cast<int*>(base + G::kRowTableOffset),
-          reinterpret_cast<int*>(base + G::kByteTableOffset), base + G::kOutOffset};
-}
-
-// Fills the stage's tables for a tile at the edge (nothing for one inside); they are read after the
-// next barrier.
-template <int C, int R>
-__device__ void map_edges(const FusedLaunch& launch, const TileAt& at, const Stage& tables) {
-  using G = Geometry<C, R>;
-  const FusedJob& job = launch.jobs[at.job];
-  if (at.inside) return;
-  for_block_strided<G::kStagedRows>(
-      [&](int r) { tables.rows[r] = border_index(at.y0 - R + r, job.height, launch.border); });
-  const int first = at.x0 * C - G::kPadStaged;
-  for_block_strided<G::kStagedBytes>(
-      [&](int e) { tables.bytes[e] = source_byte(first + e, job.width, C, launch.border); });
-}
-
 // The frame rows of a tile at the image's edge. Vectors inside an aligned row arrive by cp.async;
 // the bytes of the others, beyond the row's ends (or all of them in an unaligned frame), are mapped
-// through the tables a byte per lane, so that the lanes share them instead of a few lanes taking
-// 16 bytes each while the rest of the warp waits. This runs between the current tile's barrier and
-// its blur, so its loads' latency is the blur's delay.
+// a byte per lane, so that the lanes share them instead of a few lanes taking 16 bytes each while
+// the rest of the warp waits, and so that a lane maps its byte column once for all rows. This runs
+// before the warp blurs the current tile, so its loads' latency is that blur's delay.
 template <int C, int R>
-__device__ void fetch_edge_rows(const FusedLaunch& launch, const TileAt& at, const Stage& stage) {
+__device__ void fetch_edge_rows(const FusedLaunch& launch, const TileAt& at, std::uint8_t* raw) {
   using G = Geometry<C, R>;
   constexpr int kBytes = G::kCopyBytes;
   constexpr int kVectors = G::kStagedBytes / kBytes;
   const FusedJob& job = launch.jobs[at.job];
   const int first = at.x0 * C - G::kPadStaged;
+  // The image row of staged row r, -1 for the constant border.
+  const auto source_row = [&](int r) { return border_index(at.y0 - R + r, job.height, launch.border); };
   // Vectors inner_begin .. inner_end - 1 lie inside the row.
   int inner_begin = kVectors;
   int inner_end = kVectors;
@@ -365,8 +372,8 @@ __device__ void fetch_edge_rows(const FusedLaunch& launch, const TileAt& at, con
     const int r = i / kVectors;
     const int v = i % kVectors;
     if (v < inner_begin || v >= inner_end) return;
-    std::uint8_t* dst = stage.raw + r * G::kRawPitch + kBytes * v;
-    const int sy = stage.rows[r];
+    std::uint8_t* dst = raw + r * G::kRawPitch + kBytes * v;
+    const int sy = source_row(r);
     if (sy < 0) {
       *reinterpret_cast<uint2*>(dst) = make_uint2(fill, fill);
       if constexpr (kBytes == 16) *reinterpret_cast<uint2*>(dst + 8) = make_uint2(fill, fill);
@@ -378,39 +385,35 @@ __device__ void fetch_edge_rows(const FusedLaunch& launch, const TileAt& at, con
   const int gap = kBytes * (inner_end - inner_begin);
   const int outer = G::kStagedBytes - gap;
   // Each warp takes every kWarps-th row, and issues all its rows' loads of a byte column before
-  // storing any: the stores to shared memory could alias the tables, so a load-store loop would wait
-  // for each load in turn.
+  // storing any: a load-store loop would wait for each load in turn.
   constexpr int kWarps = kThreads / 32;
   constexpr int kRowsPerWarp = (G::kStagedRows + kWarps - 1) / kWarps;
   const int warp = threadIdx.x / 32;
   for (int k = threadIdx.x % 32; k < outer; k += 32) {
     const int e = k < left ? k : k + gap;
-    const int sx = stage.bytes[e];
+    const int sx = source_byte(first + e, job.width, C, launch.border);
     std::uint8_t value[kRowsPerWarp];
 #pragma unroll
     for (int u = 0; u < kRowsPerWarp; ++u) {
       const int r = warp + u * kWarps;
-      const int sy = r < G::kStagedRows ? stage.rows[r] : -1;
+      const int sy = r < G::kStagedRows ? source_row(r) : -1;
       value[u] = sy < 0 || sx < 0 ? launch.border_value : job.frame[sy * job.frame_pitch + sx];
     }
 #pragma unroll
     for (int u = 0; u < kRowsPerWarp; ++u) {
       const int r = warp + u * kWarps;
-      if (r < G::kStagedRows) stage.raw[r * G::kRawPitch + e] = value[u];
+      if (r < G::kStagedRows) raw[r * G::kRawPitch + e] = value[u];
     }
   }
 }
 
-// The mask's 16-byte vectors: each thread fetches and checks the same ones (mask_vectors_opaque).
-template <int C, int R>
-constexpr int kMaskVectors = kTileRows* Geometry<C, R>::kMaskPixels / 16;
-
-// Starts bringing a tile into a stage: the frame rows its blur reads (whole 16-byte vectors by
-// cp.async for a tile inside the image, fetch_edge_rows at the edges) and its mask. Beyond the
+// Starts bringing a tile into a stage (`raw`, `mask`): the frame rows its blur reads (whole vectors
+// by cp.async for a tile inside the image, fetch_edge_rows at the edges) and its mask. Beyond the
 // image, where nothing is written, the mask repeats its last row and column, so that a tile at the
 // edge is opaque or clear as its pixels in the image are.
 template <int C, int R>
-__device__ void fetch_tile(const FusedLaunch& launch, const TileAt& at, const Stage& stage) {
+__device__ void fetch_tile(const FusedLaunch& launch, const TileAt& at, std::uint8_t* raw,
+                           std::uint8_t* mask) {
   using G = Geometry<C, R>;
   const FusedJob& job = launch.jobs[at.job];
   const int first = at.x0 * C - G::kPadStaged;
@@ -425,7 +428,7 @@ __device__ void fetch_tile(const FusedLaunch& launch, const TileAt& at, const St
     if (row < kRowsPerPass) {
       const std::uint8_t* source = job.frame + (at.y0 - R + row) * job.frame_pitch + first + e;
       const std::size_t source_step = kRowsPerPass * job.frame_pitch;
-      std::uint8_t* destination = stage.raw + row * G::kRawPitch + e;
+      std::uint8_t* destination = raw + row * G::kRawPitch + e;
 #pragma unroll
       for (int k = 0; k < (G::kStagedRows + kRowsPerPass - 1) / kRowsPerPass; ++k) {
         if (G::kStagedRows % kRowsPerPass == 0 || row + k * kRowsPerPass < G::kStagedRows)
@@ -433,13 +436,13 @@ __device__ void fetch_tile(const FusedLaunch& launch, const TileAt& at, const St
       }
     }
   } else {
-    fetch_edge_rows<C, R>(launch, at, stage);
+    fetch_edge_rows<C, R>(launch, at, raw);
   }
   constexpr int kVectorsAcross = G::kMaskPixels / 16;
-  for_block_strided<kMaskVectors<C, R>>([&](int i) {
+  for_block_strided<kTileRows * kVectorsAcross>([&](int i) {
     const int y = min(at.y0 + i / kVectorsAcross, job.height - 1);
     const int x = at.x0 + i % kVectorsAcross * 16;
-    std::uint8_t* dst = stage.mask + i * 16;
+    std::uint8_t* dst = mask + i * 16;
     const std::uint8_t* row = job.mask + y * job.mask_pitch;
     if (job.mask_aligned && x + 16 <= job.width) {
       copy_async<16>(dst, row + x);
@@ -447,20 +450,6 @@ __device__ void fetch_tile(const FusedLaunch& launch, const TileAt& at, const St
       for (int k = 0; k < 16; ++k) dst[k] = row[min(x + k, job.width - 1)];
     }
   });
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-
-// Whether the mask vectors this thread fetched are all 255. After its own copies have landed, a
-// thread may read them before the barrier that shows it the others', so the tile's vote can ride
-// on that barrier.
-template <int C, int R>
-__device__ bool mask_vectors_opaque(const std::uint8_t* mask) {
-  bool opaque = true;
-  for_block_strided<kMaskVectors<C, R>>([&](int i) {
-    const uint4 v = reinterpret_cast<const uint4*>(mask)[i];
-    opaque = opaque && (v.x & v.y & v.z & v.w) == ~0u;
-  });
-  return opaque;
 }
 
 enum class MaskCover { kMixed, kOpaque, kClear };
@@ -526,21 +515,6 @@ __device__ void spread_strip_mask(const std::uint8_t* mask, Strip strip, std::ui
                                                   __byte_perm(m, 0, 0x2222), __byte_perm(m, 0, 0x3333));
     }
   });
-}
-
-// The strip's sharp bytes, as they are, into the output tile.
-template <int C, int R>
-__device__ void copy_strip(const std::uint8_t* raw, Strip strip, std::uint8_t* s_out) {
-  using G = Geometry<C, R>;
-  constexpr int kVectorsAcross = kWarpBytes / 16;
-#pragma unroll
-  for (int k = 0; k < kWarpRows * kVectorsAcross / 32; ++k) {
-    const int i = static_cast<int>(threadIdx.x % 32) + 32 * k;
-    const int r = strip.r0 + i / kVectorsAcross;
-    const int e = strip.e0 + i % kVectorsAcross * 16;
-    *reinterpret_cast<uint4*>(s_out + r * G::kOutPitch + e) =
-        load16_shared<G::kCopyBytes>(raw + (r + R) * G::kRawPitch + G::kPadStaged + e);
-  }
 }
 
 // The band fragments, built once per thread. Vertical (the A operand, 16 output rows x K staged
@@ -722,46 +696,37 @@ __device__ void blur_blend_strip(const Bands<C, R>& bands, const std::uint8_t* r
   }
 }
 
-// The warp's strip of the stage's tile into the stage's output tile, by its mask: copied where it
-// is opaque, blurred where it is clear, blurred and blended where it is mixed.
-template <int C, int R>
-__device__ void compose_strip(const Bands<C, R>& bands, const Stage& stage) {
-  const Strip strip = warp_strip();
-  const MaskCover cover = strip_cover<C, R>(stage.mask, strip);
-  if (cover == MaskCover::kOpaque) {
-    copy_strip<C, R>(stage.raw, strip, stage.out);
-    return;
-  }
-  if (cover == MaskCover::kMixed) {
-    spread_strip_mask<C, R>(stage.mask, strip, stage.out);
-    __syncwarp();
-  }
-  blur_blend_strip(bands, stage.raw, strip, stage.out, cover == MaskCover::kClear);
-}
-
-// Copies the tile's rows from shared memory (`src`, rows aligned to kSourceAlign bytes) to the
-// output, clipped to the image; 16-byte stores where the output row is aligned.
+// Writes a warp's strip of a tile from shared memory (`tile`: the tile's first byte, rows
+// `tile_pitch` apart, aligned to kSourceAlign bytes) to the output, clipped to the image; 16-byte
+// stores where the output row is aligned.
 template <int kSourceAlign>
-__device__ void write_tile(const FusedJob& job, int x0, int y0, int channels, const std::uint8_t* src,
-                           int src_pitch) {
-  const int rows = min(kTileRows, job.height - y0);
-  const int bytes = min(kTileBytes, (job.width - x0) * channels);
-  std::uint8_t* out = job.out + y0 * job.out_pitch + x0 * channels;
-  constexpr int kVectors = kTileBytes / 16;
-  if (job.out_aligned && rows == kTileRows && bytes == kTileBytes) {  // most tiles: whole vectors
-    for_block_strided<kTileRows * kVectors>([&](int i) {
+__device__ void write_strip(const FusedJob& job, const TileAt& at, int channels, Strip strip,
+                            const std::uint8_t* tile, int tile_pitch) {
+  const int lane = threadIdx.x % 32;
+  const int y = at.y0 + strip.r0;
+  const int x = at.x0 * channels + strip.e0;  // byte in the row
+  const int rows = min(kWarpRows, job.height - y);
+  const int bytes = min(kWarpBytes, job.width * channels - x);
+  if (rows <= 0 || bytes <= 0) return;
+  std::uint8_t* out = job.out + y * job.out_pitch + x;
+  const std::uint8_t* src = tile + strip.r0 * tile_pitch + strip.e0;
+  constexpr int kVectors = kWarpBytes / 16;
+  if (job.out_aligned && rows == kWarpRows && bytes == kWarpBytes) {  // most strips: whole vectors
+#pragma unroll
+    for (int k = 0; k < kWarpRows * kVectors / 32; ++k) {
+      const int i = lane + 32 * k;
       const int r = i / kVectors;
       const int e = i % kVectors * 16;
       *reinterpret_cast<uint4*>(out + r * job.out_pitch + e) =
-          load16_shared<kSourceAlign>(src + r * src_pitch + e);
-    });
+          load16_shared<kSourceAlign>(src + r * tile_pitch + e);
+    }
     return;
   }
-  for (int i = threadIdx.x; i < rows * kVectors; i += kThreads) {
+  for (int i = lane; i < rows * kVectors; i += 32) {
     const int r = i / kVectors;
     const int e = i % kVectors * 16;
     if (e >= bytes) continue;
-    const std::uint8_t* from = src + r * src_pitch + e;
+    const std::uint8_t* from = src + r * tile_pitch + e;
     std::uint8_t* to = out + r * job.out_pitch + e;
     if (job.out_aligned && e + 16 <= bytes) {
       *reinterpret_cast<uint4*>(to) = load16_shared<kSourceAlign>(from);
@@ -771,70 +736,87 @@ __device__ void write_tile(const FusedJob& job, int x0, int y0, int channels, co
   }
 }
 
-// A persistent block: tiles blockIdx.x, + gridDim.x, ...; the next tile arrives in the other stage
-// while this one is blurred. One barrier per tile, when it has arrived, which also votes whether its
-// mask is all 255 (then it is copied as it is) and completes the last tile's output tile, which
-// leaves while this one is blurred.
+// The warp's strip of a tile (frame rows `raw` and `mask` in a stage) to the output, by its mask:
+// copied from the stage where it is opaque; blurred where it is clear, blurred and blended where it
+// is mixed, in the warp's strip of the output tile, and written from there.
+template <int C, int R>
+__device__ void compose_strip(const Bands<C, R>& bands, const FusedJob& job, const TileAt& at,
+                              const std::uint8_t* raw, const std::uint8_t* mask, std::uint8_t* out_tile) {
+  using G = Geometry<C, R>;
+  const Strip strip = warp_strip();
+  const MaskCover cover = strip_cover<C, R>(mask, strip);
+  if (cover == MaskCover::kOpaque) {
+    write_strip<G::kCopyBytes>(job, at, C, strip, raw + R * G::kRawPitch + G::kPadStaged, G::kRawPitch);
+    return;
+  }
+  if (cover == MaskCover::kMixed) {
+    spread_strip_mask<C, R>(mask, strip, out_tile);
+    __syncwarp();
+  }
+  blur_blend_strip(bands, raw, strip, out_tile, cover == MaskCover::kClear);
+  __syncwarp();
+  write_strip<16>(job, at, C, strip, out_tile, G::kOutPitch);
+}
+
+// A persistent block: tiles blockIdx.x, + gridDim.x, ... Each warp blurs its strip of every tile and
+// writes it out; the tiles arrive kStages - 1 ahead, and no barrier holds the whole block. A stage's
+// `full` barrier completes when its tile has arrived (every thread's copies have landed), its
+// `empty` barrier when every warp is done with the tile, after which the stage takes a later one.
+// The warps can drift apart by a tile, which evens out the strips' different costs.
 template <int C, int R>
 __global__ void __launch_bounds__(kThreads, 2)
     blur_composite_kernel(const __grid_constant__ FusedLaunch launch, int num_jobs) {
   using G = Geometry<C, R>;
+  constexpr int kWarps = kThreads / 32;
   extern __shared__ __align__(16) std::uint8_t shared[];
-  // Tile n of the walk waits in slot n % kRingSlots from three steps before it is blurred until the
-  // step after, when its output tile leaves: thread 0 finds it (a search over the jobs and a
-  // division) once for all, and no thread keeps tiles in registers through the blur.
-  auto* ring = reinterpret_cast<TileAt*>(shared + G::kTileRingOffset);
+  const auto raw = [&](int stage) { return shared + stage * G::kStageBytes; };
+  const auto mask = [&](int stage) { return shared + stage * G::kStageBytes + G::kMaskOffset; };
+  std::uint8_t* out_tile = shared + G::kOutOffset;
+  auto* full = reinterpret_cast<std::uint64_t*>(shared + G::kBarrierOffset);
+  std::uint64_t* empty = full + G::kStages;
+  // Tile n of the walk waits in slot n % kRingSlots from three steps before it is blurred: thread 0
+  // finds it (a search over the jobs and a division) once for all, before its arrival on the stage
+  // barrier that the others wait for before they read it; no thread keeps tiles in registers
+  // through the blur.
+  auto* ring = reinterpret_cast<TileAt*>(shared + G::kRingOffset);
   const auto slot = [&](int n) -> TileAt& { return ring[n % kRingSlots]; };
   const auto find = [&](int n, int from_job) {
     return tile_at<C, R>(launch, static_cast<int>(blockIdx.x + n * gridDim.x), num_jobs, from_job);
   };
   Bands<C, R> bands;
-  // The output tiles are free until the first tile's blur, after the loop's first barrier.
-  make_bands(launch, reinterpret_cast<std::uint32_t*>(stage_at<C, R>(shared, 0).out), bands);
+  // The output tile is free until the first tile's blur, after the barrier below.
+  make_bands(launch, reinterpret_cast<std::uint32_t*>(out_tile), bands);
   const TileAt first = find(0, 0);
   if (first.job < 0) return;
-  const TileAt second = find(1, first.job);
   if (threadIdx.x == 0) {
     slot(0) = first;
-    slot(1) = second;
-    slot(2) = find(2, max(first.job, second.job));
+    slot(1) = find(1, first.job);
+    slot(2) = find(2, max(first.job, slot(1).job));
+    for (int stage = 0; stage < G::kStages; ++stage) {
+      barrier_init(full + stage, 2 * kThreads);  // every thread: its copies, its stores
+      barrier_init(empty + stage, kWarps);
+    }
   }
-  map_edges<C, R>(launch, first, stage_at<C, R>(shared, 0));
-  if (second.job >= 0) map_edges<C, R>(launch, second, stage_at<C, R>(shared, 1));
   __syncthreads();
-  fetch_tile<C, R>(launch, first, stage_at<C, R>(shared, 0));
-  bool composed = false;  // whether the last tile was composed into its output tile rather than copied
-  int n = 0;
-  for (; slot(n).job >= 0; ++n) {
-    const Stage stage = stage_at<C, R>(shared, n % 2);
-    wait_async_copies();
-    // Tile n has arrived; the other stage's bytes are read and its output tile complete.
-    const bool opaque = __syncthreads_and(mask_vectors_opaque<C, R>(stage.mask));
-    if (const TileAt next = slot(n + 1); next.job >= 0)
-      fetch_tile<C, R>(launch, next, stage_at<C, R>(shared, (n + 1) % 2));
-    if (threadIdx.x == 0) slot(n + 3) = find(n + 3, max(slot(n).job, slot(n + 2).job));
-    if (composed) {
-      const TileAt last = slot(n + kRingSlots - 1);
-      write_tile<16>(launch.jobs[last.job], last.x0, last.y0, C, stage_at<C, R>(shared, (n + 1) % 2).out,
-                     G::kOutPitch);
+  fetch_tile<C, R>(launch, first, raw(0), mask(0));
+  barrier_arrive_on_copies(full);
+  barrier_arrive(full);
+  for (int n = 0; slot(n).job >= 0; ++n) {
+    if (const TileAt next = slot(n + 1); next.job >= 0) {
+      const int stage = (n + 1) % G::kStages;
+      // The stage's last tile, n + 1 - kStages, is done.
+      if (n + 1 >= G::kStages) barrier_wait(empty + stage, ((n + 1) / G::kStages - 1) & 1);
+      fetch_tile<C, R>(launch, next, raw(stage), mask(stage));
+      if (threadIdx.x == 0) slot(n + 3) = find(n + 3, max(next.job, slot(n + 2).job));
+      barrier_arrive_on_copies(full + stage);
+      barrier_arrive(full + stage);
     }
-    composed = !opaque;
-    if (opaque) {
-      const TileAt at = slot(n);
-      write_tile<G::kCopyBytes>(launch.jobs[at.job], at.x0, at.y0, C,
-                                stage.raw + R * G::kRawPitch + G::kPadStaged, G::kRawPitch);
-    } else {
-      compose_strip(bands, stage);
-    }
-    // This stage's tables were last read by this tile's fetch, before the barrier above; tile n + 2,
-    // which comes into this stage, reads them after the next one.
-    if (const TileAt after = slot(n + 2); after.job >= 0) map_edges<C, R>(launch, after, stage);
-  }
-  if (composed) {
-    __syncthreads();
-    const TileAt last = slot(n - 1);
-    write_tile<16>(launch.jobs[last.job], last.x0, last.y0, C, stage_at<C, R>(shared, (n - 1) % 2).out,
-                   G::kOutPitch);
+    const int stage = n % G::kStages;
+    barrier_wait(full + stage, (n / G::kStages) & 1);
+    const TileAt at = slot(n);
+    compose_strip(bands, launch.jobs[at.job], at, raw(stage), mask(stage), out_tile);
+    __syncwarp();
+    if (threadIdx.x % 32 == 0) barrier_arrive(empty + stage);
   }
 }
 
