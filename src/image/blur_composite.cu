@@ -774,7 +774,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   std::uint8_t* out_tile = shared + G::kOutOffset;
   auto* full = reinterpret_cast<std::uint64_t*>(shared + G::kBarrierOffset);
   std::uint64_t* empty = full + G::kStages;
-  // Tile n of the walk waits in slot n % kRingSlots from three steps before it is blurred: thread 0
+  // Tile n of the walk waits in slot n % kRingSlots from three steps before it is blurred: one thread
   // finds it (a search over the jobs and a division) once for all, before its arrival on the stage
   // barrier that the others wait for before they read it; no thread keeps tiles in registers
   // through the blur.
@@ -807,7 +807,8 @@ __global__ void __launch_bounds__(kThreads, 2)
       // The stage's last tile, n + 1 - kStages, is done.
       if (n + 1 >= G::kStages) barrier_wait(empty + stage, ((n + 1) / G::kStages - 1) & 1);
       fetch_tile<C, R>(launch, next, raw(stage), mask(stage));
-      if (threadIdx.x == 0) slot(n + 3) = find(n + 3, max(next.job, slot(n + 2).job));
+      // The warps take turns to find the tiles, so that none is the slowest every time.
+      if (threadIdx.x == n % kWarps * 32) slot(n + 3) = find(n + 3, next.job);
       barrier_arrive_on_copies(full + stage);
       barrier_arrive(full + stage);
     }
