@@ -1,18 +1,19 @@
 // Background blur in one kernel, the blur on the tensor cores. A separable blur is two banded matrix
-// products. Each warp multiplies, from a tile of the frame staged in shared memory as halves:
-//   vertical:   V = Wv · X    Wv the 16 x K band of the vertical taps (registers), X the staged rows
-//                             (ldmatrix.trans): 16 output rows of 8 columns;
+// products. Each warp multiplies, for its strip of a tile of the frame brought into shared memory:
+//   vertical:   V = Wv · X    Wv the 16 x K band of the vertical taps (registers), X the frame's
+//                             bytes, which ldmatrix.trans reads as they arrived and one byte permute
+//                             turns into halves: 16 output rows of a 16-byte column chunk;
 //   horizontal: Y = V · Wh    V's accumulators become the A operand directly (no trip through
 //                             shared memory), Wh the band of the horizontal taps, which treats an
 //                             interleaved row (RGB, RGBA) as one signal whose taps are C bytes apart.
-// The epilogue blends the sharp byte with the blurred one by the mask into a shared output tile that
-// leaves in 16-byte stores. The blurred frame never reaches global memory: the frame and the mask are
-// read once (halos are L2 hits), the output written once.
+// The epilogue blends the sharp byte with the blurred one by the mask into the warp's strip of a
+// shared output tile, which it writes out in 16-byte stores. The blurred frame never reaches global
+// memory: the frame and the mask are read once (halos are L2 hits), the output written once.
 //
-// Blocks are persistent (two per SM) and pipelined: while a block blurs one tile, cp.async brings the
-// next tile's bytes into a raw buffer, so the memory latency hides behind the arithmetic. Tiles whose
-// mask is all 255 show only the sharp frame and are copied from that buffer without blurring; tiles
-// whose mask is all 0 skip the blend.
+// Blocks are persistent (two per SM) and pipelined on mbarriers: while the warps blur one tile,
+// cp.async brings the next into another stage, and no barrier holds the whole block, so the warps'
+// different loads even out (blur_composite_kernel). Strips whose mask is all 255 show only the
+// sharp frame and are copied without blurring; strips whose mask is all 0 skip the blend.
 //
 // Precision: bytes are exact in half; the weights (11 significant bits) and V (rounded to half for
 // the second product) move a result by at most 255 * 2^-11 per pass plus 1/16, ~0.3 in all, with
@@ -759,10 +760,11 @@ __device__ void compose_strip(const Bands<C, R>& bands, const FusedJob& job, con
 }
 
 // A persistent block: tiles blockIdx.x, + gridDim.x, ... Each warp blurs its strip of every tile and
-// writes it out; the tiles arrive kStages - 1 ahead, and no barrier holds the whole block. A stage's
-// `full` barrier completes when its tile has arrived (every thread's copies have landed), its
-// `empty` barrier when every warp is done with the tile, after which the stage takes a later one.
-// The warps can drift apart by a tile, which evens out the strips' different costs.
+// writes it out, and starts fetching the next tile before it blurs this one; no barrier holds the
+// whole block. A stage's `full` barrier completes when its tile has arrived (every thread's copies
+// have landed), its `empty` barrier when every warp is done with the tile, after which the stage
+// takes a later one. With kStages stages the warps can drift apart by up to kStages - 2 tiles,
+// which evens out the strips' different costs.
 template <int C, int R>
 __global__ void __launch_bounds__(kThreads, 2)
     blur_composite_kernel(const __grid_constant__ FusedLaunch launch, int num_jobs) {
