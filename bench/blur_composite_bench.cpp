@@ -242,7 +242,8 @@ int main(int argc, char** argv) {
               flat_gbs);
   std::printf("  copy baseline  %s, %.1f GB/s\n", flat_gbs >= copy2d_gbs ? "flat" : "2-D", copy_gbs);
   std::printf(
-      "  fused          %8.3f ms  %7.1f GB/s of %.1f MB minimum bytes  ratio to copy %.2f (target >= 0.60)\n",
+      "  fused          %8.4f ms  %7.1f GB/s of %.1f MB minimum bytes  ratio to copy %.3f (target >= "
+      "0.600)\n",
       fused_ms, fused_gbs, minimum_bytes / 1e6, fused_gbs / copy_gbs);
   std::printf("  separate path:\n");
   std::printf("    blur         %8.3f ms  %7.1f GB/s (frame read + blurred written)\n", blur_ms,
