@@ -699,7 +699,8 @@ __device__ void blur_blend_strip(const Bands<C, R>& bands, const std::uint8_t* r
 
 // Writes a warp's strip of a tile from shared memory (`tile`: the tile's first byte, rows
 // `tile_pitch` apart, aligned to kSourceAlign bytes) to the output, clipped to the image; 16-byte
-// stores where the output row is aligned.
+// stores where the output row is aligned, marked streaming (evict first) so that the output does
+// not push the frame rows that neighbouring tiles still read out of L2.
 template <int kSourceAlign>
 __device__ void write_strip(const FusedJob& job, const TileAt& at, int channels, Strip strip,
                             const std::uint8_t* tile, int tile_pitch) {
@@ -718,8 +719,8 @@ __device__ void write_strip(const FusedJob& job, const TileAt& at, int channels,
       const int i = lane + 32 * k;
       const int r = i / kVectors;
       const int e = i % kVectors * 16;
-      *reinterpret_cast<uint4*>(out + r * job.out_pitch + e) =
-          load16_shared<kSourceAlign>(src + r * tile_pitch + e);
+      __stcs(reinterpret_cast<uint4*>(out + r * job.out_pitch + e),
+             load16_shared<kSourceAlign>(src + r * tile_pitch + e));
     }
     return;
   }
@@ -730,7 +731,7 @@ __device__ void write_strip(const FusedJob& job, const TileAt& at, int channels,
     const std::uint8_t* from = src + r * tile_pitch + e;
     std::uint8_t* to = out + r * job.out_pitch + e;
     if (job.out_aligned && e + 16 <= bytes) {
-      *reinterpret_cast<uint4*>(to) = load16_shared<kSourceAlign>(from);
+      __stcs(reinterpret_cast<uint4*>(to), load16_shared<kSourceAlign>(from));
     } else {
       for (int k = 0; k < 16 && e + k < bytes; ++k) to[k] = from[k];
     }
