@@ -194,8 +194,8 @@ __device__ __forceinline__ void ldmatrix_x2_trans(std::uint32_t (&r)[2], const v
 
 // ---- bytes and halves ----
 //
-// Bytes live in shared memory as halves biased by 1024: the half 0x64XX is 1024 + XX exactly, so a
-// byte becomes a half with one byte permute, and a half in 1024..2047 rounds to an integer whose low
+// The products take bytes as halves biased by 1024: the half 0x64XX is 1024 + XX exactly, so a byte
+// becomes a half with one byte permute, and a half in 1024..2047 rounds to an integer whose low
 // bits are the byte. The vertical product starts from -1024 * (sum of its weights), which takes the
 // bias out again; the horizontal one starts from +1024, so its rounding to half is the rounding to
 // an integer.
@@ -325,7 +325,7 @@ struct alignas(16) TileAt {
   int job = -1;  // -1: no tile
   int x0 = 0;    // first pixel
   int y0 = 0;
-  bool inside = false;  // the staged rows and bytes lie inside an aligned frame: no edge tables
+  bool inside = false;  // the staged rows and bytes lie inside an aligned frame: no border mapping
 };
 
 // Tile numbers grow along a block's walk, so the search for the job starts at the last tile's.
@@ -498,7 +498,7 @@ __device__ MaskCover strip_cover(const std::uint8_t* mask, Strip strip) {
 }
 
 // Spreads the strip's mask to one byte per frame byte in the output tile (4 pixels at a time: C
-// words), for the epilogue's lanes to read after the warp's next barrier.
+// words), for the epilogue's lanes to read after the warp's next __syncwarp.
 template <int C, int R>
 __device__ void spread_strip_mask(const std::uint8_t* mask, Strip strip, std::uint8_t* s_out) {
   using G = Geometry<C, R>;
