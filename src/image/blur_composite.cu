@@ -294,14 +294,20 @@ __device__ __forceinline__ void barrier_arrive_on_copies(std::uint64_t* barrier)
                : "memory");
 }
 
-// Waits until the barrier's phase of this parity has completed.
+// Waits until the barrier's phase of this parity has completed: try_wait, which lets the warp sleep
+// in hardware, from Hopper on; a polling test_wait before (Ampere, Ada).
+#if __CUDA_ARCH__ >= 900
+#define FOVEA_MBARRIER_WAIT "mbarrier.try_wait.parity.shared::cta.b64"
+#else
+#define FOVEA_MBARRIER_WAIT "mbarrier.test_wait.parity.shared::cta.b64"
+#endif
 __device__ __forceinline__ void barrier_wait(std::uint64_t* barrier, int parity) {
   std::uint32_t done = 0;
   do {
     asm volatile(
         "{\n"
-        ".reg .pred complete;\n"
-        "mbarrier.try_wait.parity.shared::cta.b64 complete, [%1], %2;\n"
+        ".reg .pred complete;\n" FOVEA_MBARRIER_WAIT
+        " complete, [%1], %2;\n"
         "selp.u32 %0, 1, 0, complete;\n"
         "}\n"
         : "=r"(done)
@@ -309,6 +315,7 @@ __device__ __forceinline__ void barrier_wait(std::uint64_t* barrier, int parity)
         : "memory");
   } while (done == 0);
 }
+#undef FOVEA_MBARRIER_WAIT
 
 // Calls f(i) for i = threadIdx.x, threadIdx.x + kThreads, ... below N. The trip count is known at
 // compile time: a loop bounded by a variable recomputes its trip count at every entry, per tile.
