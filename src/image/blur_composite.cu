@@ -131,16 +131,24 @@ struct Geometry {
   static constexpr int kStageBytes = round_up(kMaskOffset + kTileRows * kMaskPixels, 16);
   static constexpr int kOutTileBytes = kTileRows * kOutPitch;
   static constexpr int kRingBytes = kRingSlots * 16;
-  static constexpr int kStages =
-      3 * kStageBytes + kOutTileBytes + kRingBytes + 6 * 8 <= kSharedPerBlock ? 3 : 2;
+  static constexpr int shared_bytes(int stages) {
+    return stages * kStageBytes + kOutTileBytes + kRingBytes +
+           2 * stages * static_cast<int>(sizeof(std::uint64_t));
+  }
+  static constexpr int kStages = shared_bytes(3) <= kSharedPerBlock ? 3 : 2;
   static constexpr int kOutOffset = kStages * kStageBytes;
   static constexpr int kRingOffset = kOutOffset + kOutTileBytes;
   static constexpr int kBarrierOffset = kRingOffset + kRingBytes;
-  static constexpr std::size_t kSharedBytes = kBarrierOffset + 2 * kStages * 8;
+  static constexpr std::size_t kSharedBytes = shared_bytes(kStages);
   static_assert(kVerticalZero >= kWarpRows - 1 && kVerticalZero + 16 * kChunksV <= kVerticalPairs);
   static_assert(kHorizontalZero - kVerticalPairs >= kPadStaged + 15 &&
                 kHorizontalZero + 16 * kChunksH - kPadStaged <= kBandPairs);
 };
+
+// The 32-bit shared-memory address of a generic pointer into shared memory, as PTX takes it.
+__device__ __forceinline__ std::uint32_t shared_address(const void* p) {
+  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
+}
 
 // ---- tensor-core primitives (mma.sync m16n8k16, half inputs, float accumulators) ----
 
@@ -179,17 +187,15 @@ __device__ __forceinline__ void mma_16x8x16_from(float (&d)[4], const std::uint3
 // Four 8x8 matrices of 16-bit elements, transposed: lane l names row l (matrix l / 8), 16 bytes of a
 // row-major source in shared memory; lane (g, t) receives element g of rows 2t and 2t + 1 of each.
 __device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], const void* row) {
-  const auto address = static_cast<std::uint32_t>(__cvta_generic_to_shared(row));
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(address));
+               : "r"(shared_address(row)));
 }
 
 __device__ __forceinline__ void ldmatrix_x2_trans(std::uint32_t (&r)[2], const void* row) {
-  const auto address = static_cast<std::uint32_t>(__cvta_generic_to_shared(row));
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n"
                : "=r"(r[0]), "=r"(r[1])
-               : "r"(address));
+               : "r"(shared_address(row)));
 }
 
 // ---- bytes and halves ----
@@ -250,7 +256,7 @@ __device__ int source_byte(int e, int width, int channels, BorderMode border) {
 // Starts copying kBytes (8 or 16, both addresses aligned to it) from global to shared memory.
 template <int kBytes>
 __device__ __forceinline__ void copy_async(void* shared, const void* global) {
-  const auto address = static_cast<std::uint32_t>(__cvta_generic_to_shared(shared));
+  const std::uint32_t address = shared_address(shared);
   if constexpr (kBytes == 16) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(address), "l"(global));
   } else {
@@ -273,10 +279,6 @@ __device__ __forceinline__ uint4 load16_shared(const std::uint8_t* p) {
 }
 
 // ---- mbarriers: the handoffs of a stage between the warps ----
-
-__device__ __forceinline__ std::uint32_t shared_address(const void* p) {
-  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
-}
 
 __device__ __forceinline__ void barrier_init(std::uint64_t* barrier, int count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(shared_address(barrier)), "r"(count)
@@ -397,16 +399,19 @@ __device__ void fetch_edge_rows(const FusedLaunch& launch, const TileAt& at, std
   constexpr int kWarps = kThreads / 32;
   constexpr int kRowsPerWarp = (G::kStagedRows + kWarps - 1) / kWarps;
   const int warp = threadIdx.x / 32;
+  int sy[kRowsPerWarp];  // the warp's rows' sources, mapped once for all its byte columns
+#pragma unroll
+  for (int u = 0; u < kRowsPerWarp; ++u) {
+    const int r = warp + u * kWarps;
+    sy[u] = r < G::kStagedRows ? source_row(r) : -1;
+  }
   for (int k = threadIdx.x % 32; k < outer; k += 32) {
     const int e = k < left ? k : k + gap;
     const int sx = source_byte(first + e, job.width, C, launch.border);
     std::uint8_t value[kRowsPerWarp];
 #pragma unroll
-    for (int u = 0; u < kRowsPerWarp; ++u) {
-      const int r = warp + u * kWarps;
-      const int sy = r < G::kStagedRows ? source_row(r) : -1;
-      value[u] = sy < 0 || sx < 0 ? launch.border_value : job.frame[sy * job.frame_pitch + sx];
-    }
+    for (int u = 0; u < kRowsPerWarp; ++u)
+      value[u] = sy[u] < 0 || sx < 0 ? launch.border_value : job.frame[sy[u] * job.frame_pitch + sx];
 #pragma unroll
     for (int u = 0; u < kRowsPerWarp; ++u) {
       const int r = warp + u * kWarps;
@@ -473,17 +478,21 @@ __device__ Strip warp_strip() {
   return {warp / kWarpsAcross * kWarpRows, warp % kWarpsAcross * kWarpBytes};
 }
 
-// Calls f(r, w) for the mask words (4 pixels each) of a warp's strip, row r of the strip, word w
-// of the row, spread over the lanes.
-template <int C, typename F>
-__device__ __forceinline__ void for_strip_mask_words(F&& f) {
+// Calls f(r, w, m) for the mask words m (4 pixels each) of a warp's strip, row r of the strip,
+// word w of the row, spread over the lanes.
+template <int C, int R, typename F>
+__device__ __forceinline__ void for_strip_mask_words(const std::uint8_t* mask, Strip strip, F&& f) {
   constexpr int kWordsAcross = kWarpBytes / C / 4;
   constexpr int kWords = kWarpRows * kWordsAcross;
   static_assert(kWords % 32 == 0, "every lane takes as many words");
 #pragma unroll
   for (int k = 0; k < kWords / 32; ++k) {
     const int i = static_cast<int>(threadIdx.x % 32) + 32 * k;
-    f(i / kWordsAcross, i % kWordsAcross);
+    const int r = i / kWordsAcross;
+    const int w = i % kWordsAcross;
+    f(r, w,
+      *reinterpret_cast<const std::uint32_t*>(mask + (strip.r0 + r) * Geometry<C, R>::kMaskPixels +
+                                              strip.e0 / C + 4 * w));
   }
 }
 
@@ -491,12 +500,9 @@ __device__ __forceinline__ void for_strip_mask_words(F&& f) {
 // all 0 (only the blurred one: no blend) or mixed. A vote of the warp: no block barrier.
 template <int C, int R>
 __device__ MaskCover strip_cover(const std::uint8_t* mask, Strip strip) {
-  using G = Geometry<C, R>;
   std::uint32_t all = ~0u;
   std::uint32_t any = 0;
-  for_strip_mask_words<C>([&](int r, int w) {
-    const std::uint32_t m = *reinterpret_cast<const std::uint32_t*>(mask + (strip.r0 + r) * G::kMaskPixels +
-                                                                    strip.e0 / C + 4 * w);
+  for_strip_mask_words<C, R>(mask, strip, [&](int, int, std::uint32_t m) {
     all &= m;
     any |= m;
   });
@@ -509,9 +515,7 @@ __device__ MaskCover strip_cover(const std::uint8_t* mask, Strip strip) {
 template <int C, int R>
 __device__ void spread_strip_mask(const std::uint8_t* mask, Strip strip, std::uint8_t* s_out) {
   using G = Geometry<C, R>;
-  for_strip_mask_words<C>([&](int r, int w) {
-    const std::uint32_t m = *reinterpret_cast<const std::uint32_t*>(mask + (strip.r0 + r) * G::kMaskPixels +
-                                                                    strip.e0 / C + 4 * w);
+  for_strip_mask_words<C, R>(mask, strip, [&](int r, int w, std::uint32_t m) {
     auto* dst =
         reinterpret_cast<std::uint32_t*>(s_out + (strip.r0 + r) * G::kOutPitch + strip.e0 + w * 4 * C);
     if constexpr (C == 3) {
@@ -547,9 +551,7 @@ struct Bands {
 // MMA. Read as distinct values, each run stays in place for the kernel's life.
 __device__ __forceinline__ std::uint32_t load_distinct(const std::uint32_t* word) {
   std::uint32_t value;
-  asm volatile("ld.volatile.shared.u32 %0, [%1];\n"
-               : "=r"(value)
-               : "r"(static_cast<std::uint32_t>(__cvta_generic_to_shared(word))));
+  asm volatile("ld.volatile.shared.u32 %0, [%1];\n" : "=r"(value) : "r"(shared_address(word)));
   return value;
 }
 
