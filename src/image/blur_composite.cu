@@ -399,19 +399,16 @@ __device__ void fetch_edge_rows(const FusedLaunch& launch, const TileAt& at, std
   constexpr int kWarps = kThreads / 32;
   constexpr int kRowsPerWarp = (G::kStagedRows + kWarps - 1) / kWarps;
   const int warp = threadIdx.x / 32;
-  int sy[kRowsPerWarp];  // the warp's rows' sources, mapped once for all its byte columns
-#pragma unroll
-  for (int u = 0; u < kRowsPerWarp; ++u) {
-    const int r = warp + u * kWarps;
-    sy[u] = r < G::kStagedRows ? source_row(r) : -1;
-  }
   for (int k = threadIdx.x % 32; k < outer; k += 32) {
     const int e = k < left ? k : k + gap;
     const int sx = source_byte(first + e, job.width, C, launch.border);
     std::uint8_t value[kRowsPerWarp];
 #pragma unroll
-    for (int u = 0; u < kRowsPerWarp; ++u)
-      value[u] = sy[u] < 0 || sx < 0 ? launch.border_value : job.frame[sy[u] * job.frame_pitch + sx];
+    for (int u = 0; u < kRowsPerWarp; ++u) {
+      const int r = warp + u * kWarps;
+      const int sy = r < G::kStagedRows ? source_row(r) : -1;
+      value[u] = sy < 0 || sx < 0 ? launch.border_value : job.frame[sy * job.frame_pitch + sx];
+    }
 #pragma unroll
     for (int u = 0; u < kRowsPerWarp; ++u) {
       const int r = warp + u * kWarps;
