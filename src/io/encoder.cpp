@@ -1,17 +1,21 @@
 #include "io/encoder.h"
 
+#include <atomic>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/log.h"
+#include "core/output_file.h"
 #include "io/av_error.h"
 #include "io/av_handles.h"
 
 #if defined(FOVEA_HAVE_CUDA)
 #include "core/cuda_check.h"
+#include "core/cuda_raii.h"
 #endif
 
 extern "C" {
@@ -107,6 +111,35 @@ const char* software_encoder_name(EncoderCodec codec) {
   return codec == EncoderCodec::kH264 ? "libx264" : "libx265";
 }
 
+// NVENC was asked for (auto) and could not be used. Without a GPU the run has said so already and
+// every output would repeat it, so it is a debug line; with a GPU that lacks NVENC (H100, H200) the
+// first output warns once for the process. Each output's encoder is in its report either way.
+void report_nvenc_fallback(const std::string& path, const std::string& reason, const char* software) {
+  static std::atomic<bool> warned{false};
+#if defined(FOVEA_HAVE_CUDA)
+  const bool gpu = cuda_device_count() > 0;
+#else
+  const bool gpu = false;
+#endif
+  if (gpu && !warned.exchange(true)) {
+    log_warn("{}; encoding with {} (said once, for every output)", reason, software);
+  } else {
+    log_debug("{}: {}; encoding with {}", path, reason, software);
+  }
+}
+
+// x265 prints to stderr itself, past FFmpeg's log and fovea's, so its level follows fovea's: -q
+// errors only; the default warnings (x265's info level is its whole configuration); -v that too.
+const char* x265_log_level() {
+  switch (log_level()) {
+    case LogLevel::kError: return "error";
+    case LogLevel::kWarn:
+    case LogLevel::kInfo: return "warning";
+    case LogLevel::kDebug: return "info";
+  }
+  return "warning";
+}
+
 const char* nvenc_encoder_name(EncoderCodec codec) {
   return codec == EncoderCodec::kH264 ? "h264_nvenc" : "hevc_nvenc";
 }
@@ -120,6 +153,10 @@ Status check_options(const EncoderOptions& options) {
   if (options.width <= 0 || options.height <= 0 || options.width % 2 != 0 || options.height % 2 != 0) {
     return make_error(StatusCode::kInvalidArgument, "encoder size ", size_text(options.width, options.height),
                       " must be positive and even (4:2:0 chroma)");
+  }
+  if (options.bit_depth != 8 && options.bit_depth != 10) {
+    return make_error(StatusCode::kInvalidArgument, "encoder bit depth ", std::to_string(options.bit_depth),
+                      " must be 8 or 10");
   }
   if (options.time_base.num <= 0 || options.time_base.den <= 0) {
     return make_error(StatusCode::kInvalidArgument, "encoder time base ",
@@ -183,6 +220,30 @@ void fill_yuv420p(const ImageView& src, AVFrame* dst) {
   }
   copy_plane(dst->data[1], dst->linesize[1], src.row(1, 0), src.planes[1].pitch, chroma_w, chroma_h);
   copy_plane(dst->data[2], dst->linesize[2], src.row(2, 0), src.planes[2].pitch, chroma_w, chroma_h);
+}
+
+// Host P016 (16-bit samples, MSB-aligned) into a YUV420P10 AVFrame: the top 10 bits of each sample.
+void fill_yuv420p10(const ImageView& src, AVFrame* dst) {
+  constexpr int kShift = 16 - 10;
+  for (int y = 0; y < src.height; ++y) {
+    const auto* in = src.row<const std::uint16_t>(0, y);
+    auto* out =
+        reinterpret_cast<std::uint16_t*>(dst->data[0] + static_cast<std::ptrdiff_t>(y) * dst->linesize[0]);
+    for (int x = 0; x < src.width; ++x) {
+      out[x] = static_cast<std::uint16_t>(in[x] >> kShift);
+    }
+  }
+  for (int y = 0; y < (src.height + 1) / 2; ++y) {
+    const auto* uv = src.row<const std::uint16_t>(1, y);
+    auto* u =
+        reinterpret_cast<std::uint16_t*>(dst->data[1] + static_cast<std::ptrdiff_t>(y) * dst->linesize[1]);
+    auto* v =
+        reinterpret_cast<std::uint16_t*>(dst->data[2] + static_cast<std::ptrdiff_t>(y) * dst->linesize[2]);
+    for (int x = 0; x < (src.width + 1) / 2; ++x) {
+      u[x] = static_cast<std::uint16_t>(uv[2 * x] >> kShift);
+      v[x] = static_cast<std::uint16_t>(uv[2 * x + 1] >> kShift);
+    }
+  }
 }
 
 #if defined(FOVEA_HAVE_CUDA)
@@ -276,12 +337,19 @@ Status check_frame(const Frame& frame, const EncoderOptions& options) {
                       size_text(options.width, options.height));
   }
   const bool host = image.memory != MemoryKind::kDevice;
+  if (options.bit_depth == 10) {
+    return image.format == PixelFormat::kP016
+               ? Status::ok()
+               : make_error(StatusCode::kUnsupported, "frame format ", pixel_format_name(image.format),
+                            " cannot be encoded in 10 bits (accepted: p016)");
+  }
   const bool accepted = image.format == PixelFormat::kNV12 || (host && image.format == PixelFormat::kYUV420P);
   if (!accepted) {
     return make_error(
         StatusCode::kUnsupported, "frame format ", pixel_format_name(image.format), " in ",
         memory_kind_name(image.memory),
-        " memory cannot be encoded (accepted: yuv420p or nv12 in host memory, nv12 in device memory)");
+        " memory cannot be encoded (accepted: yuv420p or nv12 in host memory, nv12 in device memory; "
+        "p016 with bit depth 10)");
   }
   return Status::ok();
 }
@@ -310,6 +378,7 @@ class LibavEncoder final : public Encoder {
   Status open_stream();
   Status encode_frame(const Frame& frame);
   Status fill_software_frame(const ImageView& image);
+  Status download_p016(const ImageView& image);
   Status fill_nvenc_frame(const ImageView& image);
   std::int64_t next_pts(const Frame& frame);
   Status send(const AVFrame* frame);
@@ -317,6 +386,8 @@ class LibavEncoder final : public Encoder {
 
   std::string path_;
   EncoderOptions options_;
+  // The file is written under a temporary name and renamed to path_ once finalized (core/output_file.h).
+  std::optional<PendingFile> file_;
   OutputPtr output_;
   AVStream* stream_ = nullptr;  // owned by output_
 #if defined(FOVEA_HAVE_CUDA)
@@ -328,7 +399,8 @@ class LibavEncoder final : public Encoder {
   AvPtr<AVFrame> host_frame_;  // x264: the YUV420P input; NVENC: the NV12 upload staging
   AvPtr<AVFrame> hw_frame_;    // NVENC: the device frame handed to the encoder
   AvPtr<AVPacket> packet_;
-  std::vector<std::uint8_t> h_uv_;  // device NV12 for x264: the chroma plane, downloaded
+  std::vector<std::uint8_t> h_uv_;    // device NV12 for x264: the chroma plane, downloaded
+  std::vector<std::uint8_t> h_p016_;  // device P016 for x264/x265: both planes, downloaded
   bool header_written_ = false;
   bool finished_ = false;
   Status finish_status_;
@@ -388,7 +460,7 @@ Status LibavEncoder::open_codec() {
     release_nvenc();
     fallback_reason_ = std::string(nvenc_encoder_name(options_.codec)) + " unavailable: " + nvenc.message();
     if (avcodec_find_encoder_by_name(software_encoder_name(options_.codec)) != nullptr) {
-      log_warn("{}: {}; encoding with {}", path_, fallback_reason_, software_encoder_name(options_.codec));
+      report_nvenc_fallback(path_, fallback_reason_, software_encoder_name(options_.codec));
     }
   }
   const Status software = open_software();
@@ -401,6 +473,9 @@ Status LibavEncoder::open_codec() {
 
 #if defined(FOVEA_HAVE_CUDA)
 Status LibavEncoder::open_nvenc() {
+  if (options_.bit_depth != 8) {
+    return make_error(StatusCode::kUnsupported, "fovea encodes with NVENC in 8 bits only");
+  }
   const AVCodec* codec = avcodec_find_encoder_by_name(nvenc_encoder_name(options_.codec));
   if (codec == nullptr) {
     return make_error(StatusCode::kUnsupported, "this FFmpeg build has no ",
@@ -483,16 +558,16 @@ Status LibavEncoder::open_software() {
     codec_options.set("crf", std::to_string(options_.crf));
   }
   if (options_.codec == EncoderCodec::kHevc) {
-    // x265 writes its whole configuration to stderr at its default (info) level.
-    codec_options.set("x265-params", "log-level=warning");
+    codec_options.set("x265-params", std::string("log-level=") + x265_log_level());
   }
   codec_.reset(avcodec_alloc_context3(codec));
   host_frame_.reset(av_frame_alloc());
   if (!codec_ || !host_frame_) {
     return make_error(StatusCode::kResourceExhausted, "out of memory allocating an encoder");
   }
-  codec_->pix_fmt = AV_PIX_FMT_YUV420P;
-  host_frame_->format = AV_PIX_FMT_YUV420P;
+  const AVPixelFormat format = options_.bit_depth == 10 ? AV_PIX_FMT_YUV420P10 : AV_PIX_FMT_YUV420P;
+  codec_->pix_fmt = format;
+  host_frame_->format = format;
   return open_context(codec, codec_options);
 }
 
@@ -547,7 +622,8 @@ Status LibavEncoder::open_stream() {
   stream_->r_frame_rate = codec_->framerate;
   if ((output_->oformat->flags & AVFMT_NOFILE) == 0) {
     clear_last_ffmpeg_message();
-    const int opened = avio_open(&output_->pb, path_.c_str(), AVIO_FLAG_WRITE);
+    file_.emplace(path_);
+    const int opened = avio_open(&output_->pb, file_->partial().c_str(), AVIO_FLAG_WRITE);
     if (opened < 0) {
       return ffmpeg_error(opened, "cannot create the output file");
     }
@@ -596,6 +672,9 @@ std::int64_t LibavEncoder::next_pts(const Frame& frame) {
 Status LibavEncoder::fill_software_frame(const ImageView& image) {
   // The encoder may still reference the previous frame's buffer; this copies only in that case.
   FOVEA_AV_TRY(av_frame_make_writable(host_frame_.get()));
+  if (image.format == PixelFormat::kP016) {
+    return download_p016(image);
+  }
   if (image.memory != MemoryKind::kDevice) {
     fill_yuv420p(image, host_frame_.get());
     return Status::ok();
@@ -612,6 +691,33 @@ Status LibavEncoder::fill_software_frame(const ImageView& image) {
                                    uv_pitch, chroma_h, cudaMemcpyDeviceToHost, options_.stream));
   FOVEA_CUDA_TRY(cudaStreamSynchronize(options_.stream));
   deinterleave_uv(h_uv_.data(), uv_pitch, chroma_w, chroma_h, host_frame_.get());
+  return Status::ok();
+#else
+  return make_error(StatusCode::kUnsupported, "device frames need a build of fovea with CUDA");
+#endif
+}
+
+// P016 into the YUV420P10 input frame; a device frame is downloaded whole first.
+Status LibavEncoder::download_p016(const ImageView& image) {
+  if (image.memory != MemoryKind::kDevice) {
+    fill_yuv420p10(image, host_frame_.get());
+    return Status::ok();
+  }
+#if defined(FOVEA_HAVE_CUDA)
+  FOVEA_ASSIGN_OR_RETURN(const ImageAllocation layout,
+                         plan_image_allocation(PixelFormat::kP016, image.width, image.height));
+  h_p016_.resize(layout.total_bytes);
+  const ImageView host =
+      image_view_in(h_p016_.data(), layout, PixelFormat::kP016, image.width, image.height, MemoryKind::kHost);
+  for (int p = 0; p < 2; ++p) {
+    const PlaneShape shape = layout.layout.planes[p];
+    FOVEA_CUDA_TRY(cudaMemcpy2DAsync(host.planes[p].data, host.planes[p].pitch, image.planes[p].data,
+                                     image.planes[p].pitch, static_cast<std::size_t>(shape.width_bytes),
+                                     static_cast<std::size_t>(shape.height), cudaMemcpyDeviceToHost,
+                                     options_.stream));
+  }
+  FOVEA_CUDA_TRY(cudaStreamSynchronize(options_.stream));
+  fill_yuv420p10(host, host_frame_.get());
   return Status::ok();
 #else
   return make_error(StatusCode::kUnsupported, "device frames need a build of fovea with CUDA");
@@ -695,6 +801,15 @@ Status LibavEncoder::flush_and_close() {
       FOVEA_AV_TRY(avio_closep(&output_->pb));
       return Status::ok();
     }());
+  }
+  // Only a finalized file takes the final name; a broken one is removed rather than left to
+  // replace a previous good output.
+  if (file_) {
+    if (header_written_ && first.is_ok()) {
+      keep_first(file_->commit());
+    } else {
+      file_->discard();
+    }
   }
   return first;
 }

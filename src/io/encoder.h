@@ -7,7 +7,10 @@
 // Container from the file extension (.mp4, .mov, .mkv, .ts). Timestamps are taken from the frames
 // (pts in the given time base) and rescaled for the muxer, so a transcode keeps them. finish()
 // flushes the encoder and writes the trailer; the destructor does the same if finish() was not
-// called, so the file is a valid container after errors and after Ctrl-C.
+// called, so the file is a valid container after errors and after Ctrl-C. The file is written
+// under a temporary name beside the path (core/output_file.h) and takes its name only once
+// finalized: a previous file of that name stays until then, and a file that could not be
+// finalized (no trailer: disk full, a killed process) never appears under the name.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +32,9 @@ struct EncoderOptions {
   EncoderBackend backend = EncoderBackend::kAuto;
   int width = 0;
   int height = 0;
+  // 8, or 10 for 10-bit 4:2:0 (libx264 High 10, libx265 Main 10) from kP016 frames, which keeps a
+  // 10-bit source's depth; NVENC is used for 8 bits only here, so 10 always encodes in software.
+  int bit_depth = 8;
   Rational time_base{1, 30};      // of the frames' pts
   Rational frame_rate{30, 1};     // nominal, written to the container
   std::string preset = "medium";  // libx264/libx265 preset; mapped to p1..p7 for NVENC
@@ -52,7 +58,8 @@ class Encoder {
  public:
   static Result<std::unique_ptr<Encoder>> open(const std::string& path, const EncoderOptions& options);
   virtual ~Encoder() = default;
-  // Frames: kYUV420P or kNV12 in host memory, kNV12 in device memory (downloaded for x264).
+  // Frames: kYUV420P or kNV12 in host memory, kNV12 in device memory (downloaded for x264); with
+  // bit_depth 10, kP016 in host or device memory (the top 10 bits of each sample are encoded).
   virtual Status encode(const Frame& frame) = 0;
   virtual Status finish() = 0;
   virtual std::string encoder_name() const = 0;            // "libx264", "h264_nvenc", ...

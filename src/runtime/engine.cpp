@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 
 #include "core/log.h"
+#include "core/output_file.h"
 #include "onnx.pb.h"
 #include "runtime/onnx_loader.h"
 #include "runtime/onnx_writer.h"
@@ -78,18 +79,8 @@ Status save_engine(const ExecutionPlan& plan, const EngineKey& key, const std::f
   std::map<std::string, std::string> metadata;
   for (const auto& [field, value] : key.fields()) metadata[kPrefix + field] = value;
   FOVEA_ASSIGN_OR_RETURN(std::string bytes, serialize_onnx(plan.graph, metadata));
-  std::error_code ec;
-  std::filesystem::create_directories(path.parent_path(), ec);
   // Written beside the target and renamed, so a reader never sees half an engine.
-  const std::filesystem::path partial = path.string() + ".partial";
-  {
-    std::ofstream out(partial, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out) return make_error(StatusCode::kIoError, partial.string(), ": cannot write the engine");
-  }
-  std::filesystem::rename(partial, path, ec);
-  if (ec) return make_error(StatusCode::kIoError, path.string(), ": ", ec.message());
-  return Status::ok();
+  return write_file_atomically(path, bytes, "engine");
 }
 
 Result<ExecutionPlan> load_engine(const std::filesystem::path& path, const EngineKey& key) {

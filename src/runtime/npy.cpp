@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "core/output_file.h"
+
 namespace fovea::runtime {
 
 namespace {
@@ -146,7 +148,9 @@ Status write_npy(const std::filesystem::path& path, const Tensor& tensor) {
   const std::size_t unpadded = kMagicLength + 2 + 2 + header.size() + 1;
   header.append((64 - unpadded % 64) % 64, ' ');
   header.push_back('\n');
-  std::ofstream file(path, std::ios::binary);
+  // Streamed (tensors can be large) into a temporary file, renamed into place when complete.
+  PendingFile pending(path);
+  std::ofstream file(pending.partial(), std::ios::binary | std::ios::trunc);
   if (!file) {
     return make_error(StatusCode::kIoError, path.string(), ": cannot create");
   }
@@ -157,10 +161,11 @@ Status write_npy(const std::filesystem::path& path, const Tensor& tensor) {
   file.write(length, 2);
   file.write(header.data(), static_cast<std::streamsize>(header.size()));
   file.write(static_cast<const char*>(tensor.raw()), static_cast<std::streamsize>(tensor.bytes()));
+  file.close();
   if (!file) {
     return make_error(StatusCode::kIoError, path.string(), ": write failed");
   }
-  return Status::ok();
+  return pending.commit();
 }
 
 }  // namespace fovea::runtime
