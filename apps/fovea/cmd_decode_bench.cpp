@@ -11,11 +11,11 @@
 #include <barrier>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <thread>
 
 #include "commands.h"
 #include "core/log.h"
+#include "core/output_file.h"
 #include "io/decoder.h"
 #if defined(FOVEA_HAVE_CUDA)
 #include "core/cuda_raii.h"
@@ -52,6 +52,14 @@ struct SessionResult {
   double seconds = 0.0;
   Status status;
 };
+
+bool gpu_present() {
+#if defined(FOVEA_HAVE_CUDA)
+  return cuda_device_count() > 0;
+#else
+  return false;
+#endif
+}
 
 Result<DemuxedFile> demux_whole_file(const std::string& input) {
   io::DemuxOptions options;
@@ -103,6 +111,9 @@ class Session {
     result_.input = file_.info.url;
     io::DecoderOptions options;
     io::parse_decoder_backend(args_.decoder, &options.backend);
+    // auto is NVDEC when there is a GPU; without one, the CPU at once rather than a fallback per session.
+    if (options.backend == io::DecoderBackend::kAuto && !gpu_present())
+      options.backend = io::DecoderBackend::kCpu;
     options.threads = args_.threads;
     options.display_delay = args_.display_delay;
     options.decode_surfaces = args_.decode_surfaces;
@@ -200,15 +211,28 @@ Status write_json(const std::string& path, const BenchArgs& args, const std::vec
       {"total_frames", total_frames},
       {"aggregate_fps", wall_seconds > 0 ? static_cast<double>(total_frames) / wall_seconds : 0.0},
       {"per_session", sessions}};
-  std::ofstream out(path);
-  out << report.dump(2) << "\n";
-  if (!out) {
-    return make_error(StatusCode::kIoError, path, ": cannot write the JSON report");
-  }
-  return Status::ok();
+  return write_file_atomically(path, report.dump(2) + "\n", "--json");
 }
 
 int run_decode_bench(const BenchArgs& args) {
+  // nvdec is the default: without a GPU, say what to do instead of failing on a CUDA call.
+  if (args.decoder == "nvdec" && !gpu_present()) {
+    log_error("decode-bench: no GPU{}: use --decoder cpu (or auto)",
+#if defined(FOVEA_HAVE_CUDA)
+              ""
+#else
+              " (this fovea was built without CUDA)"
+#endif
+    );
+    return kExitFailure;
+  }
+  if (!args.json_path.empty()) {
+    if (Status status = check_outputs({{.what = "--json", .path = args.json_path}}, args.inputs);
+        !status.is_ok()) {
+      std::fprintf(stderr, "fovea decode-bench: %s\n", status.to_string().c_str());
+      return kExitUsage;
+    }
+  }
   std::vector<DemuxedFile> files;
   for (const std::string& input : args.inputs) {
     Result<DemuxedFile> file = demux_whole_file(input);
@@ -278,7 +302,9 @@ void add_decode_bench_command(CLI::App& app, Action* action) {
   CLI::App* command =
       app.add_subcommand("decode-bench", "Measure decode throughput over concurrent sessions");
   command->add_option("inputs", args->inputs, "Video files (sessions take them round robin)")->required();
-  command->add_option("--decoder", args->decoder, "Decoder backend")
+  command
+      ->add_option("--decoder", args->decoder,
+                   "nvdec (needs a GPU), cpu, or auto (nvdec when there is a GPU)")
       ->check(CLI::IsMember({"cpu", "nvdec", "auto"}))
       ->capture_default_str();
   command->add_option("--sessions", args->sessions, "Concurrent decoder sessions, one thread each")
@@ -288,7 +314,7 @@ void add_decode_bench_command(CLI::App& app, Action* action) {
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
   command->add_option("--threads", args->threads, "cpu decoder threads per session (0 = one per core)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(at_least(0))
       ->capture_default_str();
   command
       ->add_option("--display-delay", args->display_delay,

@@ -10,9 +10,11 @@
 #include <optional>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "commands.h"
 #include "core/log.h"
+#include "core/output_file.h"
 #include "model_device.h"
 #include "runtime/cpu_executor.h"
 #include "runtime/evaluate.h"
@@ -95,6 +97,32 @@ std::string human_bytes(double bytes) {
   return fmt::format("{:.1f} {}", bytes, units[unit]);
 }
 
+// 1234567 -> "1.235 M": a small model at a small size is not "0.000 G".
+std::string human_flops(double flops) {
+  if (flops >= 1e9) return fmt::format("{:.3f} G", flops / 1e9);
+  if (flops >= 1e6) return fmt::format("{:.3f} M", flops / 1e6);
+  if (flops >= 1e3) return fmt::format("{:.3f} k", flops / 1e3);
+  return fmt::format("{:.0f}", flops);
+}
+
+// Per input that --shape left open, its symbolic dims ("N", "H", or "dim 2" for a nameless one):
+// they are planned as 1, which the output says, so that a count at 1x1 pixels is not taken for
+// the model's cost.
+std::map<std::string, std::vector<std::string>> assumed_dims(const runtime::Graph& graph,
+                                                             const runtime::InputShapes& overrides) {
+  std::map<std::string, std::vector<std::string>> assumed;
+  for (auto id : graph.inputs) {
+    const runtime::Value& input = graph.value(id);
+    if (overrides.contains(input.name) || !input.type.dims) continue;
+    const runtime::Dims& dims = *input.type.dims;
+    for (std::size_t i = 0; i < dims.size(); ++i) {
+      if (!dims[i].known())
+        assumed[input.name].push_back(dims[i].symbol.empty() ? fmt::format("dim {}", i) : dims[i].symbol);
+    }
+  }
+  return assumed;
+}
+
 std::string type_text(const runtime::ValueType& type) {
   return fmt::format("{} {}", data_type_name(type.dtype),
                      type.dims ? runtime::dims_string(*type.dims) : "[rank unknown]");
@@ -131,8 +159,11 @@ int run_info(const ModelArgs& args) {
   }
   // Unknown dims (a symbolic batch) count as 1 unless --shape says otherwise.
   auto shapes = runtime::resolve_input_shapes(graph, *overrides, 1);
-  auto plan =
-      shapes.is_ok() ? runtime::plan_graph(graph, *shapes) : Result<runtime::ExecutionPlan>(shapes.status());
+  if (!shapes.is_ok()) {
+    log_error("{}", shapes.status().with_context("--shape").to_string());
+    return kExitUsage;
+  }
+  auto plan = runtime::plan_graph(graph, *shapes);
   if (!plan.is_ok()) {
     log_error("{}", plan.status().to_string());
     return kExitFailure;
@@ -147,6 +178,7 @@ int run_info(const ModelArgs& args) {
   }
   double flops = 0;
   for (const auto& node : plan->graph.nodes) flops += node_flops(plan->graph, node);
+  const auto assumed = assumed_dims(graph, *overrides);
 
   nlohmann::json report;
   report["model"] = args.model;
@@ -161,6 +193,7 @@ int run_info(const ModelArgs& args) {
   for (const auto& [name, shape] : plan->input_shapes)
     report["planned_for"][name] = runtime::shape_string(shape);
   report["flops"] = flops;
+  for (const auto& [name, dims] : assumed) report["assumed_as_1"][name] = dims;
   report["planned_nodes"] = plan->graph.nodes.size();
   report["arena_bytes"] = plan->memory.arena_bytes;
   report["naive_bytes"] = plan->memory.naive_bytes;
@@ -197,10 +230,15 @@ int run_info(const ModelArgs& args) {
   for (const auto& [op, count] : histogram) std::printf(" %s:%d", op.c_str(), count);
   std::printf("\n");
   for (const auto& [name, shape] : plan->input_shapes) {
-    std::printf("  at          %s = %s\n", name.c_str(), runtime::shape_string(shape).c_str());
+    std::printf("  at          %s = %s", name.c_str(), runtime::shape_string(shape).c_str());
+    if (auto it = assumed.find(name); it != assumed.end()) {
+      std::printf(" (%s symbolic in the model, taken as 1: --shape %s=... sets them)",
+                  fmt::format("{}", fmt::join(it->second, ", ")).c_str(), name.c_str());
+    }
+    std::printf("\n");
   }
-  std::printf("  FLOPs       %.3f G\n  arena       %s (naive sum of intermediates %s, %.1fx smaller)\n",
-              flops / 1e9, human_bytes(static_cast<double>(plan->memory.arena_bytes)).c_str(),
+  std::printf("  FLOPs       %s\n  arena       %s (naive sum of intermediates %s, %.1fx smaller)\n",
+              human_flops(flops).c_str(), human_bytes(static_cast<double>(plan->memory.arena_bytes)).c_str(),
               human_bytes(static_cast<double>(plan->memory.naive_bytes)).c_str(),
               plan->memory.arena_bytes ? static_cast<double>(plan->memory.naive_bytes) /
                                              static_cast<double>(plan->memory.arena_bytes)
@@ -253,14 +291,28 @@ std::string file_name_for(const std::string& value_name) {
   return name + ".npy";
 }
 
+std::filesystem::path output_path(const ModelArgs& args, const runtime::Graph& graph, std::size_t output) {
+  return std::filesystem::path(args.output_dir) / file_name_for(graph.value(graph.outputs[output]).name);
+}
+
+// Before the run: no NAME.npy it will write may be one of its inputs (an --input file, the
+// model), and --output-dir must be writable.
+Status check_run_outputs(const ModelArgs& args, const runtime::Graph& graph) {
+  std::vector<PlannedOutput> outputs{{.what = "--output-dir", .path = args.output_dir, .is_folder = true}};
+  for (std::size_t i = 0; i < graph.outputs.size(); ++i) {
+    outputs.push_back({.what = "--output-dir: output", .path = output_path(args, graph, i)});
+  }
+  std::vector<std::string> inputs{args.model};
+  for (const std::string& input : args.inputs) inputs.push_back(input.substr(input.find('=') + 1));
+  return check_outputs(outputs, inputs);
+}
+
 // Writes each output as NAME.npy into --output-dir and prints where it went.
 Status write_outputs(const ModelArgs& args, const runtime::Graph& graph,
                      const std::vector<runtime::Tensor>& outputs) {
-  std::error_code ec;
-  std::filesystem::create_directories(args.output_dir, ec);
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     const std::string& name = graph.value(graph.outputs[i]).name;
-    const auto path = std::filesystem::path(args.output_dir) / file_name_for(name);
+    const std::filesystem::path path = output_path(args, graph, i);
     FOVEA_TRY(runtime::write_npy(path, outputs[i]));
     std::printf("%s: %s %s -> %s\n", name.c_str(), std::string(data_type_name(outputs[i].dtype())).c_str(),
                 runtime::shape_string(outputs[i].shape()).c_str(), path.string().c_str());
@@ -304,11 +356,18 @@ int run_model(const ModelArgs& args) {
     log_error("{}", model.status().to_string());
     return kExitFailure;
   }
+  if (Status checked = check_run_outputs(args, model->graph); !checked.is_ok()) {
+    log_error("{}", checked.to_string());
+    return kExitUsage;
+  }
   runtime::InputShapes shapes;
   auto inputs = read_inputs(model->graph, args.inputs, shapes);
   if (!inputs.is_ok()) {
-    log_error("{}", inputs.status().to_string());
-    return kExitFailure;
+    // A file that is not there, or inputs that do not match the model, are the command line's
+    // mistake; a damaged .npy file is bad input.
+    const StatusCode code = inputs.status().code();
+    log_error("{}", inputs.status().with_context("--input").to_string());
+    return code == StatusCode::kInvalidArgument || code == StatusCode::kNotFound ? kExitUsage : kExitFailure;
   }
   if (args.device == "cuda") return run_model_cuda(args, model->graph, shapes, *inputs);
   const auto plan_start = std::chrono::steady_clock::now();
@@ -370,8 +429,8 @@ int run_bench(const ModelArgs& args) {
   }
   auto shapes = runtime::resolve_input_shapes(model->graph, *overrides, 1);
   if (!shapes.is_ok()) {
-    log_error("{}", shapes.status().to_string());
-    return kExitFailure;
+    log_error("{}", shapes.status().with_context("--shape").to_string());
+    return kExitUsage;
   }
   const BenchOptions bench{.plan = *options, .warmup = args.warmup, .iterations = args.iterations};
   nlohmann::json report = nlohmann::json::array();
@@ -457,6 +516,7 @@ void add_model_command(CLI::App& app, Action* action) {
                   "Profile the runs into DIR (trace.json, report.json; see fovea report)");
   run->callback([args, action] { *action = [args] { return run_model(*args); }; });
 
+  args = std::make_shared<ModelArgs>();
   CLI::App* bench =
       model->add_subcommand("bench", "Time the CUDA executor: latency p50/p99 and throughput per batch");
   bench->add_option("MODEL", args->model, "ONNX file")->required()->check(CLI::ExistingFile);
@@ -465,6 +525,7 @@ void add_model_command(CLI::App& app, Action* action) {
       "Input shape, NAME=1x3x224x224 (dim 0 is replaced by each --batch; unknown dims default to 1)");
   bench->add_option("--batch", args->batches, "Batch sizes, e.g. 1,4,16")
       ->delimiter(',')
+      ->check(at_least(1))
       ->capture_default_str();
   bench->add_option("--warmup", args->warmup, "Untimed runs first")
       ->check(CLI::Range(0, 100000))

@@ -6,21 +6,28 @@
 //
 // All three print the stats table at the end and exit 0 when every source went through, 3 when
 // some sources (or their outputs) failed and the others completed, 1 when the flow itself failed,
-// 130 on Ctrl-C (outputs finalized).
+// 2 when the command line or the configuration asked for something wrong (a flag's value, a
+// missing model, a class the model does not have: nothing ran), 130 on Ctrl-C (outputs finalized).
+#include <array>
+#include <charconv>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "commands.h"
 #include "core/log.h"
-#include "io/demuxer.h"
 #include "io/synthetic_clip.h"
 #include "pipeline/config.h"
 #include "pipeline/segmentation_flow.h"
 #include "runtime/demo_model.h"
+#include "trace/report_io.h"
 
 namespace fovea::app {
 namespace {
@@ -70,25 +77,38 @@ void print_outputs(const pipeline::FlowResult& result) {
   }
 }
 
-int run_flow(const pipeline::PipelineConfig& config, const CommonArgs& args) {
+// How a command names what the flow refused: the flow names configuration keys; segment's user
+// typed flags.
+using ErrorNamer = Status (*)(const Status&);
+
+Status keys_as_written(const Status& status) {
+  return status;
+}
+
+int run_flow(const pipeline::PipelineConfig& config, const CommonArgs& args,
+             ErrorNamer name_error = keys_as_written) {
   Result<pipeline::FlowResult> result = pipeline::run_segmentation_flow(config, flow_options(args));
   if (!result.is_ok()) {
-    log_error("{}", result.status().to_string());
-    return result.status().code() == StatusCode::kCancelled ? kExitInterrupted : kExitFailure;
+    log_error("{}", name_error(result.status()).to_string());
+    switch (result.status().code()) {
+      case StatusCode::kCancelled: return kExitInterrupted;  // before anything was written
+      case StatusCode::kInvalidArgument:
+        return kExitUsage;  // what was asked cannot run (an output that is an input, ...)
+      default: return kExitFailure;
+    }
   }
   std::printf("\nsegmentation on %s\n\n%s\n", result->device.c_str(),
               pipeline::format_table(result->stats).c_str());
   print_outputs(*result);
+  if (!result->report_status.is_ok()) {
+    log_error("{}", result->report_status.to_string());
+    return kExitFailure;  // a requested output is missing
+  }
   if (config.stats.report) std::printf("  report: %s\n", config.stats.report->c_str());
-  if (result->interrupted) return kExitInterrupted;
+  // 130 promises that every output was finalized.
+  if (result->interrupted) return result->failed_outputs > 0 ? kExitPartial : kExitInterrupted;
   if (result->stats.total_frames() == 0 && result->partial()) return kExitFailure;
   return result->partial() ? kExitPartial : kExitOk;
-}
-
-// The configuration's own checks, for a configuration built from command-line options: written out
-// and read back, so that `segment` refuses exactly what a file would.
-Result<pipeline::PipelineConfig> checked(const pipeline::PipelineConfig& config) {
-  return pipeline::parse_config(pipeline::dump_config(config), "<command line>");
 }
 
 // --- fovea run ---------------------------------------------------------------------------------
@@ -112,89 +132,147 @@ int run_config(const RunArgs& args) {
     }
   }
   apply_common(args.common, *config);
+  // As segment's --model: a model that is not there is a mistake in what was asked.
+  if (!std::filesystem::is_regular_file(config->model.path)) {
+    log_error("{}: model.path '{}': no such file", args.config, config->model.path);
+    return kExitUsage;
+  }
   return run_flow(*config, args.common);
 }
 
 // --- fovea segment -----------------------------------------------------------------------------
 
+// What the user typed; an option left out keeps the configuration's default (config.h), so that
+// `segment` and a minimal YAML file run the same job.
 struct SegmentArgs {
   std::vector<std::string> inputs;
   std::string model;
   std::vector<int> classes;
-  int batch = 4;
-  std::string size;        // HEIGHTxWIDTH of the network input
-  std::string frame_size;  // HEIGHTxWIDTH of the frames
-  std::string precision = "fp16";
-  std::string normalize = "imagenet";
-  std::string decoder = "auto";
+  std::optional<int> batch;
+  std::string size;        // WIDTHxHEIGHT of the network input
+  std::string frame_size;  // WIDTHxHEIGHT of the frames
+  std::optional<std::string> precision;
+  std::optional<std::string> normalize;
+  std::optional<std::string> decoder;
   std::string output_dir;
   std::string metadata;
   bool loop = false;
   bool no_refine = false;
-  int blur = 31;
-  std::string preset = "medium";
+  std::optional<int> blur;
+  std::optional<std::string> preset;
   CommonArgs common;
 };
 
-// "544x960" -> {height, width}.
-Result<std::pair<int, int>> parse_size(const std::string& text, const char* option) {
-  int first = 0, second = 0;
-  char x = 0, rest = 0;
-  if (std::sscanf(text.c_str(), "%d%c%d%c", &first, &x, &second, &rest) != 3 || x != 'x' || first < 2 ||
-      second < 2 || first > io::kMaxVideoSide || second > io::kMaxVideoSide) {
-    return make_error(StatusCode::kInvalidArgument, option, " ", text, ": expected two sizes like 544x960");
+// "960x544" -> {width, height}: WIDTHxHEIGHT, as FFmpeg's -s and every size fovea prints. The
+// configuration's checks judge the numbers.
+Result<std::pair<int, int>> parse_size(const std::string& text, std::string_view flag) {
+  const auto number = [](std::string_view part, int& out) {
+    const auto [end, error] = std::from_chars(part.data(), part.data() + part.size(), out);
+    return !part.empty() && error == std::errc() && end == part.data() + part.size();
+  };
+  const std::size_t x = text.find('x');
+  int width = 0;
+  int height = 0;
+  if (x == std::string::npos || !number(std::string_view(text).substr(0, x), width) ||
+      !number(std::string_view(text).substr(x + 1), height)) {
+    return make_error(StatusCode::kInvalidArgument, std::string(flag), " ", text,
+                      ": expected WIDTHxHEIGHT, e.g. 960x544");
   }
-  return std::pair<int, int>{first, second};
+  return std::pair{width, height};
+}
+
+// The entry of `list` that a key such as "task.classes.1" points at (the index after `prefix`).
+template <typename T>
+std::optional<T> indexed(const std::vector<T>& list, std::string_view key, std::string_view prefix) {
+  std::size_t index = 0;
+  const std::string_view rest = key.substr(prefix.size());
+  const auto [end, error] = std::from_chars(rest.data(), rest.data() + rest.size(), index);
+  if (error != std::errc() || index >= list.size()) return std::nullopt;
+  return list[index];
+}
+
+// The flag and value a configuration key came from, for the configuration's errors ("--blur 33").
+std::string flag_of_key(const SegmentArgs& args, const pipeline::PipelineConfig& config,
+                        std::string_view key) {
+  if (key.starts_with("sources.")) {
+    const std::optional<pipeline::SourceConfig> source = indexed(config.sources, key, "sources.");
+    if (source) return "input '" + source->uri + "'";
+  }
+  if (key.starts_with("task.classes.")) {
+    if (const std::optional<int> id = indexed(config.task.classes, key, "task.classes.")) {
+      return fmt::format("--class {}", *id);
+    }
+  }
+  if (key == "mux.batch_size") return fmt::format("--batch {}", config.mux.batch_size);
+  if (key == "mux.width" || key == "mux.height") return "--frame-size " + args.frame_size;
+  if (key == "model.input_width" || key == "model.input_height") return "--size " + args.size;
+  if (key == "model.path") return "--model '" + args.model + "'";
+  if (key == "task.blur_kernel") return fmt::format("--blur {}", config.task.blur_kernel);
+  if (key == "sinks.video.output_dir") return "-o '" + args.output_dir + "'";
+  if (key == "sinks.metadata.path") return "--metadata '" + args.metadata + "'";
+  if (key == "stats.report") return "--report '" + args.common.report + "'";
+  return key.empty() ? std::string("the command line") : std::string(key);
+}
+
+// The flow names the keys it refuses ("task.classes: class 5 is not among the model's 2 classes",
+// "stats.report out.json: cannot create ..."); segment's user typed the flags that set them.
+Status flow_error_with_flags(const Status& status) {
+  static constexpr std::pair<std::string_view, std::string_view> kFlags[] = {
+      {"task.classes", "--class"},
+      {"sinks.video.output_dir", "-o"},
+      {"sinks.metadata.path", "--metadata"},
+      {"stats.report", "--report"}};
+  const std::string& message = status.message();
+  for (const auto& [key, flag] : kFlags) {
+    if (message.starts_with(key) && message.size() > key.size() &&
+        (message[key.size()] == ':' || message[key.size()] == ' ')) {
+      return Status(status.code(), std::string(flag) + message.substr(key.size()));
+    }
+  }
+  return status;
 }
 
 Result<pipeline::PipelineConfig> segment_config(const SegmentArgs& args) {
   pipeline::PipelineConfig config;
-  io::DecoderBackend backend = io::DecoderBackend::kAuto;
-  if (!io::parse_decoder_backend(args.decoder, &backend)) {
-    return make_error(StatusCode::kInvalidArgument, "--decoder ", args.decoder, ": use auto, nvdec or cpu");
+  io::DecoderBackend backend = pipeline::SourceConfig{}.decoder;
+  if (args.decoder && !io::parse_decoder_backend(*args.decoder, &backend)) {
+    return make_error(StatusCode::kInvalidArgument, "--decoder ", *args.decoder, ": use auto, nvdec or cpu");
   }
   for (const std::string& input : args.inputs) {
     config.sources.push_back({.uri = input, .decoder = backend, .loop = args.loop});
   }
-  // Frames keep the first input's size unless told otherwise; other inputs are scaled to it.
   if (!args.frame_size.empty()) {
-    FOVEA_ASSIGN_OR_RETURN(auto size, parse_size(args.frame_size, "--frame-size"));
-    config.mux.height = size.first;
-    config.mux.width = size.second;
-  } else {
-    FOVEA_ASSIGN_OR_RETURN(std::unique_ptr<io::Demuxer> demuxer,
-                           io::Demuxer::open(args.inputs.front(), {.cancel = &interrupt_flag()}));
-    config.mux.width = demuxer->info().width;
-    config.mux.height = demuxer->info().height;
+    FOVEA_ASSIGN_OR_RETURN(std::tie(config.mux.width, config.mux.height),
+                           parse_size(args.frame_size, "--frame-size"));
   }
-  config.mux.batch_size = args.batch;
+  if (args.batch) config.mux.batch_size = *args.batch;
   config.model.path = args.model;
   if (!args.size.empty()) {
-    FOVEA_ASSIGN_OR_RETURN(auto size, parse_size(args.size, "--size"));
-    config.model.input_height = size.first;
-    config.model.input_width = size.second;
+    FOVEA_ASSIGN_OR_RETURN(std::tie(config.model.input_width, config.model.input_height),
+                           parse_size(args.size, "--size"));
   }
-  if (args.precision != "fp16" && args.precision != "fp32") {
-    return make_error(StatusCode::kInvalidArgument, "--precision ", args.precision, ": use fp16 or fp32");
+  if (args.precision) {
+    config.model.precision =
+        *args.precision == "fp16" ? runtime::Precision::kFloat16 : runtime::Precision::kFloat32;
   }
-  config.model.precision =
-      args.precision == "fp16" ? runtime::Precision::kFloat16 : runtime::Precision::kFloat32;
-  if (args.normalize == "imagenet") {
-    // torchvision's models are trained on images normalized with ImageNet's statistics.
-    config.model.mean = {0.485f, 0.456f, 0.406f};
-    config.model.std = {0.229f, 0.224f, 0.225f};
+  if (args.normalize) {
+    const bool imagenet = *args.normalize == "imagenet";
+    config.model.mean = imagenet ? pipeline::kImagenetMean : std::array<float, 3>{0.0f, 0.0f, 0.0f};
+    config.model.std = imagenet ? pipeline::kImagenetStd : std::array<float, 3>{1.0f, 1.0f, 1.0f};
   }
   config.task.classes = args.classes;
-  config.task.blur_kernel = args.blur;
-  config.task.refine_mask = !args.no_refine;
+  if (args.blur) config.task.blur_kernel = *args.blur;
+  if (args.no_refine) config.task.refine_mask = false;
   if (!args.output_dir.empty()) {
-    config.sinks.video = pipeline::VideoSinkConfig{.output_dir = args.output_dir, .preset = args.preset};
+    config.sinks.video = pipeline::VideoSinkConfig{.output_dir = args.output_dir};
+    if (args.preset) config.sinks.video->preset = *args.preset;
   } else {
     config.sinks.null = true;
   }
   if (!args.metadata.empty()) config.sinks.metadata = pipeline::MetadataSinkConfig{.path = args.metadata};
   apply_common(args.common, config);
-  return checked(config);
+  // The file's checks, their errors naming the flags.
+  return pipeline::check_config(config, [&](std::string_view key) { return flag_of_key(args, config, key); });
 }
 
 int run_segment(const SegmentArgs& args) {
@@ -203,14 +281,17 @@ int run_segment(const SegmentArgs& args) {
     log_error("{}", config.status().to_string());
     return config.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
   }
-  return run_flow(*config, args.common);
+  if (args.output_dir.empty()) {
+    log_info("no -o: the blurred video is discarded (a null sink, for benchmarks); -o DIR keeps it");
+  }
+  return run_flow(*config, args.common, flow_error_with_flags);
 }
 
 // --- fovea demo --------------------------------------------------------------------------------
 
 struct DemoArgs {
   std::string dir = "fovea-demo";
-  int frames = 0;  // 0: 90 on the GPU, 24 on the CPU
+  std::optional<int> frames;  // absent: 90 on the GPU, 24 on the CPU
   CommonArgs common;
 };
 
@@ -229,7 +310,7 @@ int run_demo(const DemoArgs& args) {
                    (options.device == pipeline::DeviceChoice::kAuto && !pipeline::gpu_available());
   const std::string clip = (dir / "demo_clip.mp4").string();
   const std::string model = (dir / "demo_model.onnx").string();
-  const int frames = args.frames > 0 ? args.frames : (cpu ? 24 : 90);
+  const int frames = args.frames.value_or(cpu ? 24 : 90);
   std::printf("fovea demo: %s\n  1. a synthetic 1080p clip, %d frames: %s\n",
               cpu ? "on the CPU (no GPU found)" : "on the GPU", frames, clip.c_str());
   std::fflush(stdout);
@@ -245,30 +326,50 @@ int run_demo(const DemoArgs& args) {
   }
   pipeline::PipelineConfig config;
   config.sources.push_back({.uri = clip});
-  config.mux.batch_size = cpu ? 1 : 4;
   config.model.path = model;
   config.model.mean = runtime::kDemoModelMean;
   config.model.std = runtime::kDemoModelStd;
   config.model.input_width = 960;  // half size each way: the subjects stay tens of pixels wide
   config.model.input_height = 540;
-  config.model.precision = runtime::Precision::kFloat16;
   config.task.classes = {runtime::kDemoSubjectClass};
   config.task.refine_mask = !cpu;
   config.sinks.video =
       pipeline::VideoSinkConfig{.output_dir = (dir / "output").string(), .preset = "veryfast"};
-  config.stats.report = (dir / "report.json").string();
+  // The demo traces itself into its folder (tracing costs the flow nothing measurable), so that
+  // `fovea report DIR` works on it; the statistics take their own name beside the trace's files.
+  config.stats.report = (dir / trace::kStatsFile).string();
   apply_common(args.common, config);
+  CommonArgs common = args.common;
+  if (common.trace.empty()) common.trace = dir.string();
   std::printf("  3. background blur: decode -> segment -> blur 31x31 -> encode\n");
   std::fflush(stdout);
-  const int code = run_flow(config, args.common);
+  const int code = run_flow(config, common);
   if (code == kExitOk) {
     std::printf("\nOpen %s: the colored shapes stay sharp, the textured background is blurred.\n",
                 (dir / "output" / "demo_clip.mp4").string().c_str());
+    std::printf("Where the time went: fovea report %s\n", common.trace.c_str());
   }
   return code;
 }
 
 }  // namespace
+
+CLI::Validator at_least(long long min) {
+  return CLI::Validator(
+      [min](const std::string& text) {
+        long long value = 0;
+        const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (error != std::errc() || end != text.data() + text.size())
+          return "expected a whole number, got " + text;
+        return value < min ? fmt::format("must be at least {}, got {}", min, text) : std::string();
+      },
+      fmt::format("INT>={}", min));
+}
+
+CLI::Validator encoder_preset() {
+  return CLI::IsMember(
+      std::vector<std::string>(pipeline::encoder_presets().begin(), pipeline::encoder_presets().end()));
+}
 
 void add_pipeline_commands(CLI::App& app, Action* action) {
   auto run_args = std::make_shared<RunArgs>();
@@ -281,30 +382,49 @@ void add_pipeline_commands(CLI::App& app, Action* action) {
   add_common_options(run, &run_args->common);
   run->callback([action, run_args] { *action = [run_args] { return run_config(*run_args); }; });
 
+  // segment's defaults are the configuration's (config.h), shown from there.
+  const pipeline::PipelineConfig defaults;
   auto seg = std::make_shared<SegmentArgs>();
   CLI::App* segment = app.add_subcommand(
       "segment", "Segmentation with background blur: decode -> infer -> blur the background -> encode");
   segment->add_option("inputs", seg->inputs, "Video files or URLs")->required();
   segment
       ->add_option("--model", seg->model, "ONNX segmentation model: [N,3,H,W] in, class scores [N,C,H,W] out")
-      ->required();
-  segment->add_option("--class", seg->classes, "Class kept sharp (repeatable); default every class but 0");
-  segment->add_option("--batch", seg->batch, "Frames per batch, across sources")->capture_default_str();
+      ->required()
+      ->check(CLI::ExistingFile);
+  segment->add_option("--class", seg->classes,
+                      "Class kept sharp (repeatable), one of the model's classes; default every class but 0");
+  segment->add_option("--batch", seg->batch,
+                      fmt::format("Frames per batch, across sources (default {})", defaults.mux.batch_size));
   segment->add_option("--size", seg->size,
-                      "Network input HEIGHTxWIDTH, e.g. 544x960; default the model's own or the frame size");
+                      "Network input WIDTHxHEIGHT, e.g. 960x544; default the model's own or the frame size");
   segment->add_option("--frame-size", seg->frame_size,
-                      "Frames are scaled to HEIGHTxWIDTH, e.g. 1080x1920; default the first input's size");
-  segment->add_option("--precision", seg->precision, "fp16 or fp32 (GPU)")->capture_default_str();
-  segment->add_option("--normalize", seg->normalize, "imagenet (torchvision models) or none (pixels / 255)")
-      ->check(CLI::IsMember({"imagenet", "none"}))
-      ->capture_default_str();
-  segment->add_option("--decoder", seg->decoder, "auto, nvdec or cpu")->capture_default_str();
-  segment->add_option("--blur", seg->blur, "Blur kernel size, odd, up to 31")->capture_default_str();
+                      "Frames are scaled to WIDTHxHEIGHT, e.g. 1920x1080; default the inputs' own size (the "
+                      "first input's when they differ)");
+  segment
+      ->add_option("--precision", seg->precision,
+                   fmt::format("fp16 or fp32 (GPU; the CPU runs fp32) (default {})",
+                               runtime::precision_name(defaults.model.precision)))
+      ->check(CLI::IsMember({"fp16", "fp32"}));
+  segment
+      ->add_option("--normalize", seg->normalize,
+                   fmt::format("imagenet (torchvision models) or none (pixels / 255) (default {})",
+                               defaults.model.mean == pipeline::kImagenetMean ? "imagenet" : "none"))
+      ->check(CLI::IsMember({"imagenet", "none"}));
+  segment->add_option("--decoder", seg->decoder,
+                      fmt::format("auto, nvdec or cpu (default {})",
+                                  io::decoder_backend_name(pipeline::SourceConfig{}.decoder)));
+  segment->add_option("--blur", seg->blur,
+                      fmt::format("Blur kernel size, odd, up to 31 (default {})", defaults.task.blur_kernel));
   segment->add_flag("--no-refine", seg->no_refine, "Skip the mask's edge refinement (joint bilateral)");
   segment->add_flag("--loop", seg->loop, "Loop the inputs until Ctrl-C");
   segment->add_option("-o,--output", seg->output_dir,
                       "Folder for the output videos; none: a null sink (benchmark)");
-  segment->add_option("--preset", seg->preset, "Encoder preset (x264 names)")->capture_default_str();
+  segment
+      ->add_option("--preset", seg->preset,
+                   fmt::format("Encoder preset, x264's names or NVENC's p1..p7 (default {})",
+                               pipeline::VideoSinkConfig{}.preset))
+      ->check(encoder_preset());
   segment->add_option("--metadata", seg->metadata, "Per-frame JSON Lines file");
   add_common_options(segment, &seg->common);
   segment->callback([action, seg] { *action = [seg] { return run_segment(*seg); }; });
@@ -315,8 +435,8 @@ void add_pipeline_commands(CLI::App& app, Action* action) {
       "Generate a 1080p clip and a small segmentation model, blur the clip's background, print the stats");
   demo->add_option("-o,--output", demo_args->dir, "Folder for the clip, the model and the output")
       ->capture_default_str();
-  demo->add_option("--frames", demo_args->frames,
-                   "Frames in the clip (default 90 on the GPU, 24 on the CPU)");
+  demo->add_option("--frames", demo_args->frames, "Frames in the clip (default 90 on the GPU, 24 on the CPU)")
+      ->check(at_least(1));
   add_common_options(demo, &demo_args->common);
   demo->callback([action, demo_args] { *action = [demo_args] { return run_demo(*demo_args); }; });
 }

@@ -7,9 +7,11 @@
 
 #include "commands.h"
 #include "core/log.h"
+#include "core/output_file.h"
 #include "report_output.h"
 #include "trace/compare.h"
 #include "trace/report_format.h"
+#include "trace/report_io.h"
 
 namespace fovea::app {
 namespace {
@@ -31,6 +33,20 @@ std::vector<std::filesystem::path> run_dirs(const ReportArgs& args) {
 }
 
 int run_report(const ReportArgs& args) {
+  std::vector<PlannedOutput> outputs;
+  if (!args.html.empty()) outputs.push_back({.what = "--html", .path = args.html});
+  if (args.csv && args.dirs.size() > 1)
+    outputs.push_back({.what = "--out", .path = args.out_dir, .is_folder = true});
+  // The runs' own files are the inputs: --html RUN/report.json must not replace one.
+  std::vector<std::string> run_files;
+  for (const std::string& dir : args.dirs) {
+    run_files.push_back((std::filesystem::path(dir) / trace::kReportFile).string());
+    run_files.push_back((std::filesystem::path(dir) / trace::kTraceFile).string());
+  }
+  if (Status status = check_outputs(outputs, run_files); !status.is_ok()) {
+    log_error("{}", status.to_string());
+    return kExitUsage;
+  }
   std::vector<trace::RunInput> inputs;
   for (const std::string& dir : args.dirs) inputs.push_back({.dir = dir});
   auto comparison = trace::compare_runs(inputs);
@@ -73,7 +89,7 @@ void add_report_command(CLI::App& app, Action* action) {
       "Also write each table as CSV: a run's tables into its DIR, the multi-run table into --out");
   report->add_option("--out", args->out_dir, "Where --csv writes the multi-run table")->capture_default_str();
   report->add_option("--top", args->top, "Print at most N rows per table (per run); 0 prints all")
-      ->check(CLI::NonNegativeNumber);
+      ->check(at_least(0));
   report->add_option("--html", args->html,
                      "Write an offline HTML page with projected time per stage per run");
   report->callback([args, action] { *action = [args] { return run_report(*args); }; });

@@ -51,12 +51,6 @@ struct Param {
 
 enum class Outcome { kNotRun, kOk, kPartial, kFailed, kInterrupted };
 
-struct Bottleneck {
-  std::string stage;
-  double ms_per_batch = 0;
-  bool gpu = false;  // projected GPU time from the trace; otherwise the stage's mean latency
-};
-
 struct SweepRun {
   std::string label;   // "mux.batch_size=4,model.precision=fp16"
   std::string folder;  // the label as a safe folder name
@@ -65,8 +59,8 @@ struct SweepRun {
   Outcome outcome = Outcome::kNotRun;
   std::string error;
   std::optional<pipeline::FlowResult> result;
-  std::optional<std::size_t> report_index;  // into the comparison's runs, when traced
-  std::optional<Bottleneck> bottleneck;
+  std::optional<std::size_t> report_index;      // into the comparison's runs, when traced
+  std::optional<trace::Bottleneck> bottleneck;  // the comparison's, so the HTML page says the same
 };
 
 // --- the command line -----------------------------------------------------------------------------
@@ -188,7 +182,7 @@ void redirect_outputs(pipeline::PipelineConfig& config, const std::filesystem::p
     return std::any_of(params.begin(), params.end(), [key](const Param& p) { return p.key == key; });
   };
   config.stats.progress = false;
-  config.stats.report = (run_dir / "stats.json").string();
+  config.stats.report = (run_dir / trace::kStatsFile).string();
   if (config.sinks.video && !swept("sinks.video.output_dir")) {
     config.sinks.video->output_dir = (run_dir / "video").string();
   }
@@ -286,6 +280,9 @@ void execute(SweepRun& run, const SweepArgs& args,
     run.outcome = Outcome::kPartial;
     run.error = fmt::format("{} of {} sources failed, {} outputs failed", stats.failed_sources(),
                             stats.sources.size(), result->failed_outputs);
+  } else if (!result->report_status.is_ok()) {
+    run.outcome = Outcome::kFailed;
+    run.error = result->report_status.to_string();
   } else {
     run.outcome = Outcome::kOk;
   }
@@ -326,30 +323,8 @@ void print_run_line(const SweepRun& run, std::size_t number, std::size_t count) 
 
 // --- the report -----------------------------------------------------------------------------------
 
-// The range with the largest projected GPU time (compare.h's bottleneck), per batch; without GPU
-// data, the pipeline stage with the highest mean latency per batch.
-std::optional<Bottleneck> find_bottleneck(const SweepRun& run, const trace::Comparison& comparison) {
-  if (run.report_index) {
-    const std::optional<trace::GpuProjRow>& row = comparison.runs[*run.report_index].bottleneck;
-    if (row) return Bottleneck{.stage = row->range, .ms_per_batch = row->proj.avg / 1e6, .gpu = true};
-  }
-  if (!run.result) return std::nullopt;
-  std::optional<Bottleneck> slowest;
-  for (const pipeline::StageStats& stage : run.result->stats.stages) {
-    if (stage.latency.count == 0) continue;
-    if (!slowest || stage.latency.mean_ms > slowest->ms_per_batch) {
-      slowest = Bottleneck{.stage = stage.name, .ms_per_batch = stage.latency.mean_ms};
-    }
-  }
-  return slowest;
-}
-
-std::string bottleneck_text(const std::optional<Bottleneck>& bottleneck) {
-  if (!bottleneck) return "unknown (no GPU data and no stage latencies)";
-  if (bottleneck->gpu)
-    return fmt::format("{} ({:.1f} ms GPU per batch)", bottleneck->stage, bottleneck->ms_per_batch);
-  return fmt::format("{} ({:.1f} ms per batch, mean stage latency; no GPU data)", bottleneck->stage,
-                     bottleneck->ms_per_batch);
+std::string bottleneck_text(const SweepRun& run) {
+  return run.report_index ? trace::bottleneck_text(run.bottleneck) : "unknown (the run has no trace)";
 }
 
 // The completed run (not partial, not interrupted) with the highest total frames per second.
@@ -362,11 +337,12 @@ std::optional<std::size_t> fastest_run(const std::vector<SweepRun>& runs) {
   return best;
 }
 
-nlohmann::json bottleneck_json(const std::optional<Bottleneck>& bottleneck) {
+nlohmann::json bottleneck_json(const std::optional<trace::Bottleneck>& bottleneck) {
   if (!bottleneck) return nullptr;
-  return {{"stage", bottleneck->stage},
-          {"ms_per_batch", bottleneck->ms_per_batch},
-          {"source", bottleneck->gpu ? "gpu projection" : "stage latency"}};
+  return {{"stage", bottleneck->range},
+          {"ms_per_instance", bottleneck->avg_ns / 1e6},
+          {"total_ms", static_cast<double>(bottleneck->total_ns) / 1e6},
+          {"source", bottleneck->gpu ? "gpu projection" : "cpu time"}};
 }
 
 nlohmann::json sweep_json(const SweepArgs& args, const std::vector<Param>& params,
@@ -415,8 +391,9 @@ Status report(const SweepArgs& args, const std::vector<Param>& params, std::vect
   if (fastest) comparison.fastest = runs[*fastest].report_index;
   std::vector<std::filesystem::path> run_dirs;
   for (SweepRun& run : runs) {
-    run.bottleneck = find_bottleneck(run, comparison);
-    if (run.report_index) run_dirs.push_back(out_dir / run.folder);
+    if (!run.report_index) continue;
+    run.bottleneck = comparison.runs[*run.report_index].bottleneck;
+    run_dirs.push_back(out_dir / run.folder);
   }
   if (!comparison.runs.empty()) {
     std::printf("\n");
@@ -426,12 +403,12 @@ Status report(const SweepArgs& args, const std::vector<Param>& params, std::vect
   }
   for (const SweepRun& run : runs) {
     if (run.result && run.result->stats.total_frames() > 0)
-      std::printf("bottleneck of %s: %s\n", run.label.c_str(), bottleneck_text(run.bottleneck).c_str());
+      std::printf("bottleneck of %s: %s\n", run.label.c_str(), bottleneck_text(run).c_str());
   }
   if (fastest) {
     const SweepRun& run = runs[*fastest];
     std::printf("fastest: %s (%.1f fps); its bottleneck: %s\n", run.label.c_str(), fps(*run.result),
-                bottleneck_text(run.bottleneck).c_str());
+                bottleneck_text(run).c_str());
   } else {
     std::printf("fastest: none (no run completed)\n");
   }
@@ -521,12 +498,12 @@ void add_sweep_command(CLI::App& app, Action* action) {
   sweep->add_flag("--csv", args->csv,
                   "Also write each run's tables as CSV into its folder and the multi-run table into DIR");
   sweep->add_option("--top", args->top, "Print at most N rows per run in the comparison table; 0 prints all")
-      ->check(CLI::NonNegativeNumber);
+      ->check(at_least(0));
   sweep->footer(
       "Each run prints one line as it ends (label, fps, frames, status); no progress line. The fastest "
       "configuration is the completed run with the highest total fps; its bottleneck is the range with "
-      "the largest projected GPU time (fovea report), or without GPU data the stage with the highest "
-      "mean latency.\n"
+      "the largest projected GPU time, or without GPU data the largest CPU time (as fovea report "
+      "and DIR/report.html say).\n"
       "Exit codes: 0 every run completed; 2 a bad --param or configuration (nothing runs); 3 some "
       "runs failed (the others are reported); 1 the report could not be written; 130 Ctrl-C (the "
       "current run is finalized, the rest skipped, the report covers the completed runs).");

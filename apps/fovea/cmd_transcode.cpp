@@ -5,6 +5,12 @@
 // encoder works in the source stream's time base. Packets the decoder refuses as damaged are
 // counted and skipped. Ctrl-C stops reading, drains what the decoder holds and finalizes the
 // output, which stays a playable file (exit 130). The encoder is finalized on errors as well.
+// The output keeps the source's size and bit depth (10/12-bit sources are written in 10 bits by
+// libx264/libx265): when the resolution changes mid-stream (a concatenated MPEG-TS, a re-streamer),
+// the frames after the change are scaled to the first size (even-sized sources; an odd-sized one
+// is cropped to even and cannot change size).
+// The output may not be the input (refused before anything runs, exit 2), and it takes its name
+// only once finalized (core/output_file.h).
 #include <unistd.h>
 
 #include <chrono>
@@ -16,6 +22,7 @@
 
 #include "commands.h"
 #include "core/log.h"
+#include "core/output_file.h"
 #include "io/decoder.h"
 #include "io/demuxer.h"
 #include "io/encoder.h"
@@ -91,6 +98,14 @@ Status Transcoder::open() {
   io::DecoderOptions decoder_options;
   io::parse_decoder_backend(args_.decoder, &decoder_options.backend);
   decoder_options.threads = args_.threads;
+  // The decoders scale only frames of another size, so this keeps the first size after a
+  // resolution change mid-stream and costs nothing before it. Odd sizes are not a size a 4:2:0
+  // decoder output can have; those frames are cropped to even in encode() instead.
+  const io::StreamInfo& info = demuxer_->info();
+  if (info.width % 2 == 0 && info.height % 2 == 0) {
+    decoder_options.output_width = info.width;
+    decoder_options.output_height = info.height;
+  }
 #if defined(FOVEA_HAVE_CUDA)
   // Without a GPU, auto and nvdec fall back to the cpu decoder inside open_decoder, which says why.
   if (decoder_options.backend != io::DecoderBackend::kCpu && cuda_device_count() > 0) {
@@ -216,6 +231,10 @@ Status Transcoder::open_encoder(const Frame& first) {
   io::parse_encoder_codec(args_.codec, &options.codec);
   options.width = first.image.width;
   options.height = first.image.height;
+  if (first.bit_depth > 8) {
+    options.bit_depth = 10;
+    log_info("{}: {}-bit source; encoding in 10 bits", args_.input, first.bit_depth);
+  }
   options.time_base = info.time_base;
   options.frame_rate = info.frame_rate;
   if (options.frame_rate.num <= 0 || options.frame_rate.den <= 0) {
@@ -289,6 +308,11 @@ void Transcoder::print_summary() const {
 }
 
 int run_transcode(const TranscodeArgs& args) {
+  if (Status status = check_outputs({{.what = "output", .path = args.output}}, {args.input});
+      !status.is_ok()) {
+    std::fprintf(stderr, "fovea transcode: %s\n", status.to_string().c_str());
+    return kExitUsage;
+  }
   Transcoder transcoder(args);
   Status status = transcoder.open();
   if (status.is_ok()) {
@@ -323,6 +347,7 @@ void add_transcode_command(CLI::App& app, Action* action) {
       ->capture_default_str();
   command
       ->add_option("--preset", args->preset, "Encoder preset (x264/x265 names; mapped to p1..p7 for NVENC)")
+      ->check(encoder_preset())
       ->capture_default_str();
   command->add_option("--crf", args->crf, "Quality: x264/x265 crf, NVENC cq (lower is better)")
       ->check(CLI::Range(0, 51))
@@ -330,7 +355,7 @@ void add_transcode_command(CLI::App& app, Action* action) {
   command
       ->add_option("--threads", args->threads,
                    "CPU threads for the decoder and for the encoder (0 = one per core)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(at_least(0))
       ->capture_default_str();
   command->callback([args, action] { *action = [args] { return run_transcode(*args); }; });
 }

@@ -26,8 +26,16 @@ void add_report_command(CLI::App& app, Action* action);
 void add_sweep_command(CLI::App& app, Action* action);
 void add_pipeline_commands(CLI::App& app, Action* action);  // run, segment, demo
 
+// Checks shared by the subcommands' options (cmd_pipeline.cpp), so that a bad value is refused
+// before any work, with exit 2 and the option named.
+// A whole number of at least `min`: "--frames: must be at least 1, got -5".
+CLI::Validator at_least(long long min);
+// An encoder preset: x264's names (ultrafast .. placebo) or NVENC's p1 .. p7.
+CLI::Validator encoder_preset();
+
 // Set by the first Ctrl-C (SIGINT/SIGTERM); long-running commands poll it, finish what they
-// hold and finalize their outputs. A second Ctrl-C exits at once.
+// hold and finalize their outputs. A second signal only says how to abort; the third aborts
+// without finalizing (exit 1), so that a signal delivered twice never costs an output.
 const std::atomic<bool>& interrupt_flag();
 void install_interrupt_handler();
 

@@ -1,19 +1,45 @@
 // fovea: GPU video analytics. One file per subcommand; this file wires them up.
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdio>
 #include <exception>
+#include <string>
+#include <string_view>
+
+#include <fmt/format.h>
 
 #include "commands.h"
 #include "core/log.h"
+#if defined(FOVEA_HAVE_CUDA)
+#include "core/cuda_raii.h"
+#endif
 
 namespace fovea::app {
 namespace {
 
 std::atomic<bool> g_interrupted{false};
+std::atomic<int> g_signals{0};
 
+// Only async-signal-safe calls here: write(2) and _Exit.
+void say(std::string_view message) {
+  static_cast<void>(::write(STDERR_FILENO, message.data(), message.size()));
+}
+
+// Finalizing outputs must survive repeated signals: `timeout` and process managers signal the
+// process and its group, so one interruption often arrives twice. The first signal asks the
+// command to drain and finalize; the second only says how to abort; the third aborts without
+// finalizing, which is then not exit 130 (130 promises finalized outputs).
 void on_interrupt(int) {
-  if (g_interrupted.exchange(true)) {
-    std::_Exit(kExitInterrupted);  // second Ctrl-C: the user means it
+  const int count = g_signals.fetch_add(1) + 1;
+  if (count == 1) {
+    g_interrupted.store(true);
+    say("\nfovea: interrupted: finishing outputs\n");
+  } else if (count == 2) {
+    say("\nfovea: finishing outputs, press Ctrl-C again to abort without finalizing\n");
+  } else {
+    say("\nfovea: aborted: outputs were not finalized (unfinished files end in .partial)\n");
+    std::_Exit(kExitFailure);
   }
 }
 
@@ -31,9 +57,23 @@ void install_interrupt_handler() {
   sigaction(SIGTERM, &action, nullptr);
 }
 
+// `fovea --version`: CMake's project version, and whether this build can use a GPU.
+std::string version_text() {
+#if defined(FOVEA_HAVE_CUDA)
+  return fmt::format("fovea {}\nCUDA: yes (toolkit {}, code for sm_{}); GPUs visible: {}", FOVEA_VERSION,
+                     FOVEA_CUDA_VERSION, FOVEA_CUDA_ARCHITECTURES, cuda_device_count());
+#else
+  return fmt::format("fovea {}\nCUDA: no (built CPU-only)", FOVEA_VERSION);
+#endif
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"fovea: GPU video analytics (decode, batch, infer, postprocess, encode, profile)"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", version_text, "Print the version and the build's CUDA support");
+  // Subcommands inherit this: -q and -v after the subcommand (`fovea report DIR -q`) reach the
+  // flags below, as the help's footer promises.
+  app.fallthrough();
   app.footer(
       "Exit codes: 0 ok, 1 failed, 2 bad command line, 3 some inputs failed, 130 interrupted.\n"
       "Logging: -v/--verbose, -q/--quiet, or FOVEA_LOG_LEVEL=error|warn|info|debug.");

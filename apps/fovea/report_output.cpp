@@ -1,9 +1,9 @@
 #include "report_output.h"
 
 #include <cstdio>
-#include <fstream>
 
 #include "core/check.h"
+#include "core/output_file.h"
 
 namespace fovea::app {
 namespace {
@@ -35,10 +35,7 @@ void print_table(const trace::TextTable& table) {
 }
 
 Status write_text(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-  out.close();
-  if (!out) return make_error(StatusCode::kIoError, path.string(), ": could not be written");
+  FOVEA_TRY(write_file_atomically(path, text, "report"));
   std::printf("wrote %s\n", path.string().c_str());
   return Status::ok();
 }

@@ -6,7 +6,6 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <set>
 #include <thread>
 
@@ -14,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/log.h"
+#include "core/output_file.h"
 #include "pipeline/stage.h"
 #include "pipeline/stream_mux.h"
 #include "pipeline/video_source.h"
@@ -180,6 +180,7 @@ PipelineStats snapshot(const Flow& flow, Clock::time_point start,
     stats.sources[s].decoder = std::string(io::decoder_backend_name(reports[s].backend));
     stats.sources[s].fallback = !reports[s].fallback_reason.empty();
     stats.sources[s].decoded = static_cast<std::uint64_t>(reports[s].frames_decoded);
+    stats.sources[s].expected = static_cast<std::uint64_t>(reports[s].expected_frames);
   }
   for (Stage* stage : flow.stages()) stats.stages.push_back(stage->stats());
   for (std::size_t q = 0; q < flow.queues.size(); ++q) {
@@ -196,6 +197,7 @@ bool monitor(Flow& flow, const PipelineConfig& config, const FlowOptions& option
   const bool show = config.stats.progress && options.progress != nullptr;
   bool interrupted = false, draining = false, aborted = false;
   auto last_progress = Clock::now();
+  ProgressMeter meter;
   while (!sink_done.load()) {
     std::this_thread::sleep_for(kMonitorInterval);
     if (!interrupted && options.interrupt != nullptr && options.interrupt->load()) {
@@ -215,7 +217,7 @@ bool monitor(Flow& flow, const PipelineConfig& config, const FlowOptions& option
     const auto now = Clock::now();
     if (show && now - last_progress >= (terminal ? kProgressInterval : kProgressLogInterval)) {
       last_progress = now;
-      const std::string line = progress_line(snapshot(flow, start));
+      const std::string line = meter.line(snapshot(flow, start));
       if (terminal) {
         std::fprintf(options.progress, "\r\033[K%s", line.c_str());
       } else {
@@ -231,8 +233,8 @@ bool monitor(Flow& flow, const PipelineConfig& config, const FlowOptions& option
 Result<SegmentationSettings> settings_for(const PipelineConfig& config, bool gpu) {
   SegmentationSettings settings{.gpu = gpu,
                                 .batch_size = config.mux.batch_size,
-                                .frame_width = config.mux.width,
-                                .frame_height = config.mux.height,
+                                .frame_width = *config.mux.width,
+                                .frame_height = *config.mux.height,
                                 .model = config.model,
                                 .task = config.task,
                                 .encode_outputs = config.sinks.video.has_value(),
@@ -257,18 +259,38 @@ Status write_report(const PipelineConfig& config, const FlowResult& result) {
                        {"error", output.error}});
   }
   report["outputs"] = std::move(outputs);
-  const std::filesystem::path path(*config.stats.report);
-  if (path.has_parent_path()) {
-    std::error_code error;
-    std::filesystem::create_directories(path.parent_path(), error);
+  return write_file_atomically(*config.stats.report, report.dump(2) + '\n', "stats.report");
+}
+
+// Everything the run will write, named by its configuration key, for the checks before the run.
+std::vector<PlannedOutput> planned_outputs(const PipelineConfig& config,
+                                           const std::vector<std::string>& names,
+                                           const FlowOptions& options) {
+  std::vector<PlannedOutput> outputs;
+  if (config.sinks.video) {
+    outputs.push_back(
+        {.what = "sinks.video.output_dir", .path = config.sinks.video->output_dir, .is_folder = true});
+    for (const std::string& name : names) {
+      outputs.push_back({.what = "the video output", .path = video_output_path(*config.sinks.video, name)});
+    }
   }
-  std::ofstream file(path);
-  file << report.dump(2) << '\n';
-  file.close();
-  if (!file) {
-    return make_error(StatusCode::kIoError, "stats.report ", path.string(), ": cannot write");
+  if (config.sinks.metadata)
+    outputs.push_back({.what = "sinks.metadata.path", .path = config.sinks.metadata->path});
+  if (config.stats.report) outputs.push_back({.what = "stats.report", .path = *config.stats.report});
+  if (!options.trace_dir.empty()) {
+    outputs.push_back({.what = "the trace folder", .path = options.trace_dir, .is_folder = true});
   }
-  return Status::ok();
+  return outputs;
+}
+
+// Before anything runs: no output may be an input (a source or the model), and each must be
+// creatable. Both are mistakes in what the user asked for: kInvalidArgument.
+Status check_flow_outputs(const PipelineConfig& config, const std::vector<std::string>& names,
+                          const FlowOptions& options) {
+  std::vector<std::string> inputs{config.model.path};
+  for (const SourceConfig& source : config.sources) inputs.push_back(source.uri);
+  const Status status = check_outputs(planned_outputs(config, names, options), inputs);
+  return status.is_ok() ? status : Status(StatusCode::kInvalidArgument, status.message());
 }
 
 }  // namespace
@@ -295,10 +317,12 @@ std::vector<std::string> source_names(const std::vector<SourceConfig>& sources) 
   return names;
 }
 
-Result<FlowResult> run_segmentation_flow(const PipelineConfig& config, const FlowOptions& options) {
+Result<FlowResult> run_segmentation_flow(const PipelineConfig& requested, const FlowOptions& options) {
   FOVEA_ASSIGN_OR_RETURN(const bool gpu, choose_gpu(options.device));
+  FOVEA_ASSIGN_OR_RETURN(const PipelineConfig config, with_frame_size(requested, options.interrupt));
   FOVEA_ASSIGN_OR_RETURN(const SegmentationSettings settings, settings_for(config, gpu));
   const std::vector<std::string> names = source_names(config.sources);
+  FOVEA_TRY(check_flow_outputs(config, names, options));
 
   Flow flow;
   FOVEA_ASSIGN_OR_RETURN(flow.ops, SegmentationOps::create(settings));
@@ -319,8 +343,8 @@ Result<FlowResult> run_segmentation_flow(const PipelineConfig& config, const Flo
   const int per_batch =
       std::min(config.mux.batch_size, config.mux.max_frames_per_source.value_or(config.mux.batch_size));
   VideoSourceOptions source_options{
-      .width = config.mux.width,
-      .height = config.mux.height,
+      .width = *config.mux.width,
+      .height = *config.mux.height,
       .gpu = gpu,
       .max_frames_in_flight =
           static_cast<int>(mux_options.source_queue_capacity) + (kSlots + 1) * per_batch + 2,
@@ -328,7 +352,7 @@ Result<FlowResult> run_segmentation_flow(const PipelineConfig& config, const Flo
   flow.sources = std::make_unique<VideoSources>(config.sources, source_options, *flow.mux);
   if (config.sinks.video) {
     flow.video = std::make_unique<VideoSink>(
-        *config.sinks.video, names, config.mux.width, config.mux.height, encoder_threads(names.size()),
+        *config.sinks.video, names, *config.mux.width, *config.mux.height, encoder_threads(names.size()),
         [&flow](std::size_t s) { return flow.sources->reports().at(s).frame_rate; });
     FOVEA_TRY(flow.video->start());
   }
@@ -338,9 +362,10 @@ Result<FlowResult> run_segmentation_flow(const PipelineConfig& config, const Flo
   }
   build_stages(flow);
 
-  FOVEA_ASSIGN_OR_RETURN(
-      std::optional<trace::Session> session,
-      trace::start_session_if_requested({.dir = options.trace_dir, .label = names.front()}));
+  // No label: `fovea report` names the run by its trace folder (a source's name would label every
+  // run of the same clip alike).
+  FOVEA_ASSIGN_OR_RETURN(std::optional<trace::Session> session,
+                         trace::start_session_if_requested({.dir = options.trace_dir}));
   const Clock::time_point start = Clock::now();
   flow.start = start;
   std::atomic<bool> sink_done{false};
@@ -361,6 +386,7 @@ Result<FlowResult> run_segmentation_flow(const PipelineConfig& config, const Flo
   for (Stage* stage : flow.stages()) stage->join();
   flow.sources->join();
   result.stats = snapshot(flow, start, end);
+  result.stats.interrupted = result.interrupted;
   if (session) {
     if (Result<trace::Report> traced = session->stop(); !traced.is_ok())
       log_error("{}", traced.status().to_string());
@@ -376,10 +402,7 @@ Result<FlowResult> run_segmentation_flow(const PipelineConfig& config, const Flo
     const Status closed = flow.metadata->finish();
     if (status.is_ok()) status = closed;
   }
-  if (config.stats.report) {
-    const Status written = write_report(config, result);
-    if (!written.is_ok()) log_error("{}", written.to_string());
-  }
+  if (config.stats.report) result.report_status = write_report(config, result);
   FOVEA_TRY(status);
   return result;
 }

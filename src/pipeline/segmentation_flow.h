@@ -39,13 +39,17 @@ struct FlowResult {
   std::vector<SinkReport> outputs;  // per source, when there is a video sink
   bool interrupted = false;
   std::size_t failed_outputs = 0;  // sources whose video output failed
+  Status report_status;            // writing stats.report, when one was asked for
   // Sources or outputs failed; with every frame of every other source processed.
   bool partial() const { return stats.failed_sources() > 0 || failed_outputs > 0; }
 };
 
 // Runs the flow to the end of its sources (or an interrupt). An error means the flow itself could
 // not run or a stage failed (the model, a device error); a failing source is not one (see
-// FlowResult::partial).
+// FlowResult::partial). The frames take the configuration's mux size, or the sources' own size when
+// it leaves that out (with_frame_size, config.h). Before anything runs, every output is checked
+// (core/output_file.h): one that is an input (a source, the model) or cannot be created is
+// kInvalidArgument.
 Result<FlowResult> run_segmentation_flow(const PipelineConfig& config, const FlowOptions& options = {});
 
 // Whether this build has CUDA and a GPU is present: what DeviceChoice::kAuto picks.

@@ -28,6 +28,10 @@ struct EncodeJob {
 
 }  // namespace
 
+std::filesystem::path video_output_path(const VideoSinkConfig& config, const std::string& source_name) {
+  return std::filesystem::path(config.output_dir) / (source_name + ".mp4");
+}
+
 struct VideoSink::Output {
   std::string source;
   std::string path;
@@ -96,7 +100,7 @@ VideoSink::VideoSink(VideoSinkConfig config, std::vector<std::string> source_nam
   for (std::size_t s = 0; s < source_names.size(); ++s) {
     auto output = std::make_unique<Output>();
     output->source = source_names[s];
-    output->path = (std::filesystem::path(config_.output_dir) / (source_names[s] + ".mp4")).string();
+    output->path = video_output_path(config_, source_names[s]).string();
     output->options.codec = config_.codec;
     output->options.width = frame_width;
     output->options.height = frame_height;
@@ -167,7 +171,8 @@ Status MetadataSink::start() {
     std::error_code error;
     std::filesystem::create_directories(path.parent_path(), error);
   }
-  file_.open(path, std::ios::out | std::ios::trunc);
+  pending_.emplace(path);
+  file_.open(pending_->partial(), std::ios::out | std::ios::trunc);
   if (!file_) {
     return make_error(StatusCode::kIoError, "sinks.metadata.path ", config_.path,
                       ": cannot open for writing");
@@ -203,9 +208,10 @@ Status MetadataSink::finish() {
   if (!file_.is_open()) return Status::ok();
   file_.close();
   if (file_.fail()) {
+    pending_->discard();
     return make_error(StatusCode::kIoError, "sinks.metadata.path ", config_.path, ": close failed");
   }
-  return Status::ok();
+  return pending_->commit();
 }
 
 }  // namespace fovea::pipeline

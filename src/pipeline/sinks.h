@@ -9,23 +9,31 @@
 //                 and finalizes every file, also after an error or Ctrl-C.
 //   MetadataSink  one JSON object per frame (JSON Lines): source, frame index, pts, batch and the
 //                 fraction of the frame's class map in the target classes.
+// Both write under temporary names and rename each file into place once finalized
+// (core/output_file.h).
 // (The null sink, for benchmarks, is the absence of both.)
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/frame.h"
+#include "core/output_file.h"
 #include "core/status.h"
 #include "pipeline/config.h"
 #include "pipeline/segmentation_ops.h"
 
 namespace fovea::pipeline {
+
+// Where the video sink writes a source's file: <output_dir>/<source name>.mp4.
+std::filesystem::path video_output_path(const VideoSinkConfig& config, const std::string& source_name);
 
 struct SinkReport {
   std::string source;
@@ -62,14 +70,15 @@ class VideoSink {
 class MetadataSink {
  public:
   MetadataSink(MetadataSinkConfig config, std::vector<std::string> source_names, std::vector<int> classes);
-  Status start();  // opens the file; an error names it
+  Status start();  // opens the file (under a temporary name); an error names it
   Status write(const SegmentBatch& batch);
-  Status finish();  // flushes and closes; an error names the file
+  Status finish();  // flushes, closes and moves the file into place; an error names the file
 
  private:
   MetadataSinkConfig config_;
   std::vector<std::string> source_names_;
   std::vector<bool> in_set_;  // per class value 0..255
+  std::optional<PendingFile> pending_;
   std::ofstream file_;
 };
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <system_error>
 
+#include "core/output_file.h"
 #include "trace/chrome_trace.h"
 
 namespace fovea::trace {
@@ -164,11 +165,7 @@ Status read_records(const Fields& top, const char* key,
 }
 
 Status write_json(const json& j, const std::filesystem::path& path) {
-  std::ofstream out(path);
-  out << j.dump(1) << '\n';
-  out.close();
-  if (!out) return make_error(StatusCode::kIoError, path.string(), ": could not be written");
-  return Status::ok();
+  return write_file_atomically(path, j.dump(1) + '\n', "trace file");
 }
 
 }  // namespace
@@ -270,10 +267,22 @@ Result<Report> read_report(const std::filesystem::path& dir) {
   }
   const std::filesystem::path path = dir / kReportFile;
   std::ifstream in(path);
-  if (!in)
+  if (!in) {
+    if (std::filesystem::exists(dir / kStatsFile, ec)) {
+      return make_error(StatusCode::kNotFound, path.string(), ": not found; ", kStatsFile,
+                        " beside it holds the run's statistics, not a trace (trace a run with --trace ",
+                        dir.string(), ")");
+    }
     return make_error(StatusCode::kNotFound, path.string(), ": not found (is this a --trace directory?)");
+  }
   json j = json::parse(in, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return make_error(StatusCode::kCorruptData, path.string(), ": not valid JSON");
+  // Older `fovea demo` folders and `--report DIR/report.json` put the statistics under this name.
+  if (j.is_object() && !j.contains("format") && j.contains("elapsed_s")) {
+    return make_error(StatusCode::kInvalidArgument, path.string(),
+                      ": holds a run's statistics (--report), not a trace (trace a run with --trace ",
+                      dir.string(), ")");
+  }
   auto report = report_from_json(j);
   if (!report.is_ok()) return report.status().with_context(path.string());
   return report;

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <thread>
@@ -40,8 +41,15 @@ TEST(CliInterrupt, TranscodeFinalizesItsOutputOnSigint) {
   int status = 0;
   bool exited_early = false;
   while (std::chrono::steady_clock::now() < deadline) {
+    // The output grows under a temporary name beside the final one until it is finalized.
     std::error_code ec;
-    if (std::filesystem::exists(output, ec) && std::filesystem::file_size(output, ec) > 64 * 1024) break;
+    const bool written =
+        std::any_of(std::filesystem::directory_iterator(dir, ec), std::filesystem::directory_iterator(),
+                    [&ec](const std::filesystem::directory_entry& entry) {
+                      return entry.path().extension() == ".partial" &&
+                             std::filesystem::file_size(entry.path(), ec) > 64 * 1024;
+                    });
+    if (written) break;
     if (waitpid(pid, &status, WNOHANG) == pid) {
       exited_early = true;
       break;

@@ -10,9 +10,11 @@
 namespace fovea::testing {
 
 pid_t start_cli(const std::string& binary, const std::vector<std::string>& args,
-                const std::filesystem::path& log) {
+                const std::filesystem::path& log, const CliLaunch& launch) {
   const pid_t pid = fork();
   if (pid == 0) {
+    if (launch.own_process_group) setpgid(0, 0);
+    if (!launch.cwd.empty() && chdir(launch.cwd.c_str()) != 0) _exit(126);
     const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd >= 0) {
       dup2(fd, STDOUT_FILENO);
@@ -24,6 +26,8 @@ pid_t start_cli(const std::string& binary, const std::vector<std::string>& args,
     execv(binary.c_str(), argv.data());
     _exit(127);
   }
+  // Also from the parent: a signal sent to the group right after the fork must find it.
+  if (pid > 0 && launch.own_process_group) setpgid(pid, pid);
   return pid;
 }
 

@@ -10,9 +10,16 @@
 
 namespace fovea::testing {
 
+// How the child starts: in a working folder of its own, and as the leader of a process group of
+// its own, so that a test can signal its group as `timeout` and terminals do (kill(-pid, ...)).
+struct CliLaunch {
+  std::filesystem::path cwd;  // empty: the test's own
+  bool own_process_group = false;
+};
+
 // Starts `binary` with `args`, stdout and stderr into `log` (truncated); returns its pid.
 pid_t start_cli(const std::string& binary, const std::vector<std::string>& args,
-                const std::filesystem::path& log);
+                const std::filesystem::path& log, const CliLaunch& launch = {});
 
 // Waits for `pid`; its exit code, or -1 when it died of a signal.
 int wait_exit(pid_t pid);
