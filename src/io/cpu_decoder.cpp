@@ -180,11 +180,12 @@ class CpuDecoder final : public Decoder {
     frame.damaged = damaged;
     const AVPixFmtDescriptor* descriptor = av_pix_fmt_desc_get(format);
     frame.bit_depth = descriptor ? descriptor->comp[0].depth : 8;
+    const bool narrowing = frame.bit_depth > 8 && options_.eight_bit_output;
     Status converted = Status::ok();
-    if (needs_scaling()) {
-      converted = frame.bit_depth > 8
+    if (needs_scaling() || narrowing) {
+      converted = frame.bit_depth > 8 && !narrowing
                       ? unsupported_high_depth_scaling(frame.bit_depth)
-                      : convert_with_swscale(frame, options_.output_width, options_.output_height);
+                      : convert_with_swscale(frame, delivered_width(), delivered_height());
     } else if (is_yuv420_8bit(format) && options_.cpu_output == PixelFormat::kYUV420P) {
       share_avframe(frame, PixelFormat::kYUV420P);
     } else if (format == AV_PIX_FMT_NV12 && options_.cpu_output == PixelFormat::kNV12) {
@@ -307,23 +308,30 @@ class CpuDecoder final : public Decoder {
     return Status::ok();
   }
 
+  // Decided per frame: a stream may change its resolution mid-stream, and only frames of another
+  // size than the requested one are scaled.
   bool needs_scaling() const {
     return options_.output_width > 0 &&
            (frame_->width != options_.output_width || frame_->height != options_.output_height);
   }
+  int delivered_width() const { return options_.output_width > 0 ? options_.output_width : frame_->width; }
+  int delivered_height() const {
+    return options_.output_height > 0 ? options_.output_height : frame_->height;
+  }
 
-  // Scaling keeps the output 8-bit (NV12 or YUV420P); a P016 scaler is not needed by any flow yet.
+  // Scaling keeps the output 8-bit (NV12 or YUV420P); consumers of 10-bit frames at another size
+  // ask for eight_bit_output, so no flow needs a P016 scaler yet.
   Status unsupported_high_depth_scaling(int bit_depth) const {
     return make_error(StatusCode::kUnsupported, stream_.url, ": the cpu decoder cannot scale ",
                       std::to_string(bit_depth), "-bit video (", std::to_string(frame_->width), "x",
                       std::to_string(frame_->height), " to output_width x output_height ",
                       std::to_string(options_.output_width), "x", std::to_string(options_.output_height),
-                      "); decode it at its own size or with nvdec");
+                      "); decode it at its own size, to 8 bits, or with nvdec");
   }
 
-  // Scaling, and every layout without a path above (4:2:2, 4:4:4, gray, RGB from PNG/MJPEG, ...),
-  // goes through libswscale to the requested 8-bit 4:2:0 layout; chroma is resampled, so this path
-  // is not bit-exact.
+  // Scaling, narrowing to 8 bits, and every layout without a path above (4:2:2, 4:4:4, gray, RGB
+  // from PNG/MJPEG, ...), goes through libswscale to the requested 8-bit 4:2:0 layout; chroma is
+  // resampled, so this path is not bit-exact.
   // - Scaling uses SWS_BILINEAR: when it shrinks, libswscale widens the filter to the scale
   //   factor, so every source pixel contributes and fine texture does not alias; the frames feed
   //   analytics, which resizes again to the model's input, so bicubic's sharper kernel would cost

@@ -40,17 +40,25 @@ struct DecoderOptions {
   // cpu: worker threads (0 = one per core, as FFmpeg's default). nvdec ignores it.
   int threads = 0;
   // cpu: kYUV420P (libavcodec's native layout for 8-bit 4:2:0) or kNV12; 10-bit sources give
-  // kP016 either way. nvdec: always kNV12 (8-bit) or kP016 (10/12-bit).
+  // kP016 either way unless eight_bit_output. nvdec: kNV12 (8-bit) or kP016 (10/12-bit).
   PixelFormat cpu_output = PixelFormat::kYUV420P;
   // nvdec only: device, stream for the copies out of the decoder, and hardware crop.
   int device = 0;
   cudaStream_t stream = nullptr;
   CropRect crop;  // in source pixels, applied by the decoder hardware
-  // Both backends: the size frames are scaled to; both or neither (0 = same as the (cropped)
-  // source). nvdec scales in hardware. cpu scales with libswscale (bilinear) into cpu_output, 8-bit
-  // sources only (scaling a 10-bit one fails with kUnsupported), and takes even sizes only.
+  // Both backends: the size frames are delivered at; both or neither (0 = the (cropped) source's
+  // own size, which may change mid-stream). Only frames of another size are scaled, so a stream
+  // whose resolution changes mid-stream keeps this size throughout, and frames already at it stay
+  // bit-exact. nvdec scales in hardware. cpu scales with libswscale (bilinear) into cpu_output,
+  // 8-bit frames only unless eight_bit_output (scaling a 10-bit one fails with kUnsupported), and
+  // takes even sizes only.
   int output_width = 0;
   int output_height = 0;
+  // Both backends: 10/12-bit sources are delivered as 8-bit frames too (nvdec: kNV12; cpu:
+  // cpu_output), for consumers that work in 8 bits. nvdec has the hardware write NV12 where the GPU
+  // can (cuvidGetDecoderCaps) and is kUnsupported otherwise (open_decoder then falls back to the
+  // cpu); cpu converts with libswscale, which dithers the dropped bits.
+  bool eight_bit_output = false;
   // nvdec: pictures the hardware decodes ahead of the one being delivered. More keeps the engine
   // busier (throughput); 0 delivers each picture as soon as it is decoded (live, low latency).
   int display_delay = 4;

@@ -246,13 +246,6 @@ std::string_view chroma_name(int chroma_format) {
   }
 }
 
-PixelFormat output_format_for(int bit_depth) {
-  return bit_depth > 8 ? PixelFormat::kP016 : PixelFormat::kNV12;
-}
-cudaVideoSurfaceFormat surface_format_for(int bit_depth) {
-  return bit_depth > 8 ? cudaVideoSurfaceFormat_P016 : cudaVideoSurfaceFormat_NV12;
-}
-
 // What a capability check asks about: from StreamInfo up front, from the parser's sequence later.
 struct StreamShape {
   VideoCodec codec = VideoCodec::kOther;
@@ -261,7 +254,19 @@ struct StreamShape {
   int bit_depth = 8;
   int width = 0;
   int height = 0;
+  bool eight_bit_output = false;  // DecoderOptions::eight_bit_output
 };
+
+// P016 for 10/12-bit sources unless the caller takes 8 bits; NVDEC then narrows in hardware.
+bool outputs_p016(const StreamShape& shape) {
+  return shape.bit_depth > 8 && !shape.eight_bit_output;
+}
+PixelFormat output_format_for(const StreamShape& shape) {
+  return outputs_p016(shape) ? PixelFormat::kP016 : PixelFormat::kNV12;
+}
+cudaVideoSurfaceFormat surface_format_for(const StreamShape& shape) {
+  return outputs_p016(shape) ? cudaVideoSurfaceFormat_P016 : cudaVideoSurfaceFormat_NV12;
+}
 
 // fovea's frames from NVDEC are NV12/P016, so only 4:2:0 sources qualify; the rest decode on the CPU.
 Status check_shape(const StreamShape& shape) {
@@ -283,11 +288,11 @@ Status check_limits(const CUVIDDECODECAPS& caps, const StreamShape& shape, std::
   if (!caps.bIsSupported) {
     return make_error(StatusCode::kUnsupported, fmt::format("NVDEC on {} cannot decode {}", gpu, what));
   }
-  const cudaVideoSurfaceFormat surface = surface_format_for(shape.bit_depth);
+  const cudaVideoSurfaceFormat surface = surface_format_for(shape);
   if ((caps.nOutputFormatMask & (1u << surface)) == 0) {
     return make_error(StatusCode::kUnsupported,
                       fmt::format("NVDEC on {} cannot output {} for {}", gpu,
-                                  pixel_format_name(output_format_for(shape.bit_depth)), what));
+                                  pixel_format_name(output_format_for(shape)), what));
   }
   const auto width = static_cast<unsigned int>(shape.width);
   const auto height = static_cast<unsigned int>(shape.height);
@@ -338,17 +343,19 @@ Status check_capabilities(CUdevice device, const StreamShape& shape, std::string
   return check_limits(caps, shape, gpu);
 }
 
-StreamShape shape_of(const StreamInfo& stream, cudaVideoCodec codec) {
-  return {stream.codec, codec, stream.chroma_format, stream.bit_depth, stream.width, stream.height};
+StreamShape shape_of(const StreamInfo& stream, cudaVideoCodec codec, const DecoderOptions& options) {
+  return {stream.codec, codec,         stream.chroma_format,    stream.bit_depth,
+          stream.width, stream.height, options.eight_bit_output};
 }
 
-StreamShape shape_of(const CUVIDEOFORMAT& format, VideoCodec codec) {
+StreamShape shape_of(const CUVIDEOFORMAT& format, VideoCodec codec, const DecoderOptions& options) {
   return {codec,
           format.codec,
           static_cast<int>(format.chroma_format),
           format.bit_depth_luma_minus8 + 8,
           static_cast<int>(format.coded_width),
-          static_cast<int>(format.coded_height)};
+          static_cast<int>(format.coded_height),
+          options.eight_bit_output};
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -408,7 +415,10 @@ Result<OutputGeometry> plan_geometry(const CUVIDEOFORMAT& format, const DecoderO
   const int picture_width = picture.right - picture.left;
   const int picture_height = picture.bottom - picture.top;
   OutputGeometry geometry;
-  const bool scaled = options.output_width > 0;
+  // Decided per sequence: a stream that changes its resolution mid-stream is scaled only while
+  // its pictures are not at the requested size.
+  const bool scaled = options.output_width > 0 &&
+                      (options.output_width != picture_width || options.output_height != picture_height);
   if (options.crop.empty() && !scaled) {
     // Untouched frames skip NVDEC's scaler: decode at the coded size and copy the visible rectangle
     // out, which keeps the output bit-identical to a software decoder's.
@@ -536,8 +546,9 @@ class NvdecDecoder final : public Decoder {
 
   // Inside the parser's callbacks.
   Result<int> handle_sequence(const CUVIDEOFORMAT& format);
-  Status create_decoder(const CUVIDEOFORMAT& format, const OutputGeometry& geometry, int surfaces);
-  Status prepare_output(int bit_depth, const OutputGeometry& geometry, int surfaces);
+  Status create_decoder(const CUVIDEOFORMAT& format, const OutputGeometry& geometry, int surfaces,
+                        cudaVideoSurfaceFormat surface_format);
+  Status prepare_output(PixelFormat format, const OutputGeometry& geometry, int surfaces);
   Status handle_decode(CUVIDPICPARAMS& picture);
   Status handle_display(const CUVIDPARSERDISPINFO& display);
   Status check_picture_index(int picture_index) const;
@@ -571,7 +582,7 @@ class NvdecDecoder final : public Decoder {
   OutputGeometry geometry_;
   ImageAllocation allocation_;
   PixelFormat output_format_ = PixelFormat::kNV12;
-  int bit_depth_ = 8;
+  int bit_depth_ = 8;  // of the delivered frames: 8 when NVDEC narrows a 10/12-bit source to NV12
 
   std::vector<SurfaceState> surfaces_;
   std::size_t next_copy_event_ = 0;
@@ -796,27 +807,27 @@ Result<int> NvdecDecoder::handle_sequence(const CUVIDEOFORMAT& format) {
   if (decoder_ && same_sequence(format, format_)) {
     return static_cast<int>(surfaces_.size());
   }
-  FOVEA_TRY(check_capabilities(context_.device(), shape_of(format, stream_.codec), gpu_name_));
+  const StreamShape shape = shape_of(format, stream_.codec, options_);
+  FOVEA_TRY(check_capabilities(context_.device(), shape, gpu_name_));
   FOVEA_ASSIGN_OR_RETURN(const OutputGeometry geometry, plan_geometry(format, options_));
   const int surfaces = decode_surface_count(format, options_.decode_surfaces, options_.display_delay);
-  const int bit_depth = format.bit_depth_luma_minus8 + 8;
-  // A new sequence replaces the decoder: no picture of the old one may stay mapped. Frames already
-  // copied out keep their pool blocks.
+  // A new sequence (a resolution change mid-stream, say) replaces the decoder: no picture of the
+  // old one may stay mapped. Frames already copied out keep their pool blocks.
   FOVEA_TRY(retire_mapped(0));
-  FOVEA_TRY(create_decoder(format, geometry, surfaces));
-  FOVEA_TRY(prepare_output(bit_depth, geometry, surfaces));
+  FOVEA_TRY(create_decoder(format, geometry, surfaces, surface_format_for(shape)));
+  FOVEA_TRY(prepare_output(output_format_for(shape), geometry, surfaces));
   format_ = format;
   geometry_ = geometry;
-  bit_depth_ = bit_depth;
+  bit_depth_ = outputs_p016(shape) ? shape.bit_depth : 8;
   surfaces_.assign(static_cast<std::size_t>(surfaces), SurfaceState{});
   log_debug("{}: NVDEC on {}: {} coded {}x{} {}-bit, {} decode surfaces, output {} {}x{}", stream_.url,
-            gpu_name_, video_codec_name(stream_.codec), format.coded_width, format.coded_height, bit_depth,
-            surfaces, pixel_format_name(output_format_), geometry.width, geometry.height);
+            gpu_name_, video_codec_name(stream_.codec), format.coded_width, format.coded_height,
+            shape.bit_depth, surfaces, pixel_format_name(output_format_), geometry.width, geometry.height);
   return surfaces;
 }
 
-Status NvdecDecoder::create_decoder(const CUVIDEOFORMAT& format, const OutputGeometry& geometry,
-                                    int surfaces) {
+Status NvdecDecoder::create_decoder(const CUVIDEOFORMAT& format, const OutputGeometry& geometry, int surfaces,
+                                    cudaVideoSurfaceFormat surface_format) {
   CUVIDDECODECREATEINFO info{};
   info.ulWidth = format.coded_width;
   info.ulHeight = format.coded_height;
@@ -829,7 +840,7 @@ Status NvdecDecoder::create_decoder(const CUVIDEOFORMAT& format, const OutputGeo
   info.display_area.top = static_cast<short>(geometry.display.top);
   info.display_area.right = static_cast<short>(geometry.display.right);
   info.display_area.bottom = static_cast<short>(geometry.display.bottom);
-  info.OutputFormat = surface_format_for(format.bit_depth_luma_minus8 + 8);
+  info.OutputFormat = surface_format;
   // Analytics wants whole progressive frames; weaving interlaced fields would leave combing.
   info.DeinterlaceMode =
       format.progressive_sequence ? cudaVideoDeinterlaceMode_Weave : cudaVideoDeinterlaceMode_Adaptive;
@@ -845,8 +856,8 @@ Status NvdecDecoder::create_decoder(const CUVIDEOFORMAT& format, const OutputGeo
   return Status::ok();
 }
 
-Status NvdecDecoder::prepare_output(int bit_depth, const OutputGeometry& geometry, int surfaces) {
-  output_format_ = output_format_for(bit_depth);
+Status NvdecDecoder::prepare_output(PixelFormat format, const OutputGeometry& geometry, int surfaces) {
+  output_format_ = format;
   FOVEA_ASSIGN_OR_RETURN(allocation_, plan_image_allocation(output_format_, geometry.width, geometry.height));
   // Blocks in use at once: up to max_frames_in_flight that the caller holds, as many in ready_
   // (send() answers kAgain past that), and the pictures that one parse call displays past that
@@ -935,7 +946,7 @@ Result<PooledBuffer> NvdecDecoder::acquire_output_block() {
 }
 
 Status NvdecDecoder::copy_surface(CUdeviceptr d_surface, unsigned int pitch, void* d_frame) const {
-  const auto sample_bytes = static_cast<std::size_t>(bit_depth_ > 8 ? 2 : 1);
+  const auto sample_bytes = static_cast<std::size_t>(output_format_ == PixelFormat::kP016 ? 2 : 1);
   const auto x = static_cast<std::size_t>(geometry_.source_x);
   const auto y = static_cast<std::size_t>(geometry_.source_y);
   const auto d_destination = reinterpret_cast<CUdeviceptr>(d_frame);
@@ -1041,12 +1052,13 @@ Status check_stream_capabilities(const PrimaryContext& context, const StreamShap
 
 Result<std::unique_ptr<Decoder>> open_nvdec_decoder(const StreamInfo& stream, const DecoderOptions& options) {
   FOVEA_ASSIGN_OR_RETURN(const cudaVideoCodec codec, cuvid_codec(stream));
-  FOVEA_TRY(check_shape(shape_of(stream, codec)));
+  const StreamShape shape = shape_of(stream, codec, options);
+  FOVEA_TRY(check_shape(shape));
   FOVEA_TRY(check_options(stream, options));
   FOVEA_TRY(nvdec_library().status);
   FOVEA_ASSIGN_OR_RETURN(PrimaryContext context, retain_primary_context(options.device));
   FOVEA_ASSIGN_OR_RETURN(std::string gpu, device_name(context.device()));
-  FOVEA_TRY(check_stream_capabilities(context, shape_of(stream, codec), gpu));
+  FOVEA_TRY(check_stream_capabilities(context, shape, gpu));
   auto decoder = std::make_unique<NvdecDecoder>(stream, options, codec, std::move(context), std::move(gpu));
   FOVEA_TRY(decoder->start());
   return std::unique_ptr<Decoder>(std::move(decoder));

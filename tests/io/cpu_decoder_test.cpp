@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -313,6 +314,89 @@ TEST(CpuDecoder, OutputSizeOfTheSourceIsTheUnscaledDecode) {
   ASSERT_EQ(same.frames.size(), unscaled->frames.size());
   for (std::size_t i = 0; i < same.frames.size(); ++i) {
     EXPECT_EQ(count_mismatches(same.frames[i].image, unscaled->frames[i].image), 0) << "frame " << i;
+  }
+}
+
+// Two segments of different sizes in one MPEG-TS (issue 18): every frame comes out, each at its
+// own size; with an output size, every frame at that size, those already at it unscaled.
+TEST(CpuDecoder, FollowsAResolutionChangeMidStream) {
+  testing::ClipSpec first;
+  first.width = 64;
+  first.height = 48;
+  first.frames = 10;
+  testing::ClipSpec second = first;
+  second.width = 96;
+  second.height = 72;
+  const Result<std::string> path =
+      testing::write_resolution_change_ts(testing::test_temp_dir() + "/change.ts", first, second);
+  ASSERT_TRUE(path.is_ok()) << path.status().to_string();
+  Result<testing::DecodeOutcome> own = testing::decode_with_cpu(*path);
+  ASSERT_TRUE(own.is_ok() && own->status.is_ok());
+  ASSERT_EQ(own->frames.size(), 20u);
+  for (std::size_t i = 0; i < own->frames.size(); ++i) {
+    EXPECT_EQ(own->frames[i].image.width, i < 10 ? 64 : 96) << "frame " << i;
+    EXPECT_EQ(own->frames[i].image.height, i < 10 ? 48 : 72) << "frame " << i;
+  }
+  const testing::DecodeOutcome fixed = decode_scaled(*path, PixelFormat::kYUV420P, 64, 48);
+  ASSERT_TRUE(fixed.status.is_ok()) << fixed.status.to_string();
+  ASSERT_EQ(fixed.frames.size(), 20u);
+  for (std::size_t i = 0; i < fixed.frames.size(); ++i) {
+    EXPECT_EQ(fixed.frames[i].image.width, 64) << "frame " << i;
+    EXPECT_EQ(fixed.frames[i].image.height, 48) << "frame " << i;
+    if (i < 10) {
+      EXPECT_EQ(count_mismatches(fixed.frames[i].image, own->frames[i].image), 0) << "frame " << i;
+    }
+  }
+}
+
+// A 10-bit source gives P016 by default and, with eight_bit_output, 8-bit frames whose samples are
+// the P016 samples' top byte within a level (libswscale dithers the dropped bits), scaled or not.
+TEST(CpuDecoder, NarrowsTenBitSourcesToEightBitsWhenAsked) {
+  testing::ClipSpec spec;
+  spec.width = 64;
+  spec.height = 48;
+  spec.frames = 4;
+  spec.bit_depth = 10;
+  const Result<std::string> path = testing::write_clip(testing::test_temp_dir() + "/ten_bit.mkv", spec);
+  ASSERT_TRUE(path.is_ok()) << path.status().to_string();
+  Result<testing::DecodeOutcome> wide = testing::decode_with_cpu(*path, PixelFormat::kNV12);
+  ASSERT_TRUE(wide.is_ok() && wide->status.is_ok());
+  ASSERT_EQ(wide->frames.size(), 4u);
+  for (const int width : {64, 32}) {
+    SCOPED_TRACE("width " + std::to_string(width));
+    Result<std::unique_ptr<Demuxer>> demuxer = Demuxer::open(*path);
+    ASSERT_TRUE(demuxer.is_ok()) << demuxer.status().to_string();
+    EXPECT_EQ((*demuxer)->info().bit_depth, 10);
+    DecoderOptions options;
+    options.cpu_output = PixelFormat::kNV12;
+    options.eight_bit_output = true;
+    options.output_width = width;
+    options.output_height = width * 3 / 4;
+    Result<std::unique_ptr<Decoder>> decoder = open_cpu_decoder((*demuxer)->info(), options);
+    ASSERT_TRUE(decoder.is_ok()) << decoder.status().to_string();
+    const testing::DecodeOutcome narrow = testing::decode_file(**demuxer, **decoder);
+    ASSERT_TRUE(narrow.status.is_ok()) << narrow.status.to_string();
+    ASSERT_EQ(narrow.frames.size(), 4u);
+    for (std::size_t i = 0; i < narrow.frames.size(); ++i) {
+      const Frame& frame = narrow.frames[i];
+      ASSERT_EQ(frame.image.format, PixelFormat::kNV12);
+      ASSERT_EQ(frame.image.width, width);
+      EXPECT_EQ(frame.bit_depth, 8);
+      if (width != 64) {
+        continue;
+      }
+      const Frame& reference = wide->frames[i];
+      ASSERT_EQ(reference.image.format, PixelFormat::kP016);
+      EXPECT_EQ(reference.bit_depth, 10);
+      int worst = 0;
+      for (int y = 0; y < 48; ++y) {
+        for (int x = 0; x < 64; ++x) {
+          const int top_byte = reference.image.row<std::uint16_t>(0, y)[x] >> 8;
+          worst = std::max(worst, std::abs(frame.image.row(0, y)[x] - top_byte));
+        }
+      }
+      EXPECT_LE(worst, 1) << "frame " << i;
+    }
   }
 }
 

@@ -318,6 +318,59 @@ TEST(EncoderTest, LosslessRoundTripIsExact) {
   EXPECT_EQ(decoded, spec.frames);
 }
 
+// x264 at qp 0 is lossless in 10 bits too: the decoded samples are the P016 frames' top 10 bits,
+// low bits included (synthetic_frame_p016 sets them), so a path through 8 bits would show.
+TEST(EncoderTest, EncodesP016InTenBitsLosslessly) {
+  const std::string path = fovea::testing::test_temp_dir() + "/ten_bit.mkv";
+  fovea::testing::ClipSpec spec;
+  spec.width = 64;
+  spec.height = 48;
+  spec.frames = 5;
+  spec.qp = 0;
+  spec.bit_depth = 10;
+  const Result<std::string> written = fovea::testing::write_clip(path, spec);
+  ASSERT_TRUE(written.is_ok()) << written.status().to_string();
+
+  int decoded = 0;
+  for_each_decoded_frame(path, [&](const AVFrame& frame, int index) {
+    ASSERT_EQ(frame.format, AV_PIX_FMT_YUV420P10LE);
+    const Frame expected = fovea::testing::synthetic_frame_p016(spec.width, spec.height, index);
+    long long differences = 0;
+    for (int y = 0; y < spec.height; ++y) {
+      const auto* row = reinterpret_cast<const std::uint16_t*>(frame.data[0] + y * frame.linesize[0]);
+      for (int x = 0; x < spec.width; ++x) {
+        differences += row[x] != expected.image.row<std::uint16_t>(0, y)[x] >> 6 ? 1 : 0;
+      }
+    }
+    for (int y = 0; y < spec.height / 2; ++y) {
+      const auto* u = reinterpret_cast<const std::uint16_t*>(frame.data[1] + y * frame.linesize[1]);
+      const auto* v = reinterpret_cast<const std::uint16_t*>(frame.data[2] + y * frame.linesize[2]);
+      for (int x = 0; x < spec.width / 2; ++x) {
+        differences += u[x] != expected.image.row<std::uint16_t>(1, y)[2 * x] >> 6 ? 1 : 0;
+        differences += v[x] != expected.image.row<std::uint16_t>(1, y)[2 * x + 1] >> 6 ? 1 : 0;
+      }
+    }
+    EXPECT_EQ(differences, 0) << "frame " << index;
+    ++decoded;
+  });
+  EXPECT_EQ(decoded, spec.frames);
+}
+
+TEST(EncoderTest, TenBitsTakeP016Only) {
+  const std::string path = fovea::testing::test_temp_dir() + "/ten_bit.mp4";
+  EncoderOptions options = cpu_options(64, 48);
+  options.bit_depth = 10;
+  std::unique_ptr<Encoder> encoder = open_or_fail(path, options);
+  ASSERT_NE(encoder, nullptr);
+  const Status status = encoder->encode(fovea::testing::synthetic_frame(64, 48, 0));
+  EXPECT_EQ(status.code(), StatusCode::kUnsupported);
+  EXPECT_THAT(status.message(), HasSubstr("10 bits"));
+  options.bit_depth = 12;
+  const Result<std::unique_ptr<Encoder>> twelve = Encoder::open(path, options);
+  EXPECT_EQ(twelve.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(twelve.status().message(), HasSubstr("bit depth 12"));
+}
+
 TEST(EncoderTest, AcceptsHostNv12) {
   const std::string path = fovea::testing::test_temp_dir() + "/nv12.mkv";
   EncoderOptions options = cpu_options(176, 144);

@@ -478,5 +478,88 @@ TEST_F(NvdecTest, HoldingMoreFramesThanAllowedFailsLoudly) {
   EXPECT_THAT(decoded.status().message(), HasSubstr("max_frames_in_flight"));
 }
 
+// ---------------------------------------------------------------------------------------------
+// Issue 18: a resolution change mid-stream and 10-bit sources.
+
+// Two segments of different sizes in one MPEG-TS: NVDEC makes a new decoder at the second sequence
+// and delivers every frame at its own size, bit for bit libavcodec's. With an output size, every
+// frame is at that size: the first segment's unscaled (bit for bit), the second's scaled.
+TEST_F(NvdecTest, FollowsAResolutionChangeMidStream) {
+  const Result<std::string> path =
+      testing::write_resolution_change_ts(dir_ + "/change.ts", clip_spec(352, 288), clip_spec(176, 144));
+  ASSERT_TRUE(path.is_ok()) << path.status().to_string();
+  Result<Decoded> cpu = decode_file(*path, cpu_options());
+  ASSERT_TRUE(cpu.is_ok()) << cpu.status().to_string();
+  ASSERT_EQ(cpu->frames.size(), static_cast<std::size_t>(2 * kClipFrames));
+  DecoderOptions options = nvdec_options();
+  options.max_frames_in_flight = 2 * kClipFrames + 4;
+  Result<Decoded> own = decode_file(*path, options);
+  ASSERT_TRUE(own.is_ok()) << own.status().to_string();
+  expect_frames_match(own->frames, cpu->frames);
+
+  options.output_width = 352;
+  options.output_height = 288;
+  Result<Decoded> fixed = decode_file(*path, options);
+  ASSERT_TRUE(fixed.is_ok()) << fixed.status().to_string();
+  ASSERT_EQ(fixed->frames.size(), cpu->frames.size());
+  for (std::size_t i = 0; i < fixed->frames.size(); ++i) {
+    ASSERT_EQ(fixed->frames[i].image.width, 352) << "frame " << i;
+    ASSERT_EQ(fixed->frames[i].image.height, 288) << "frame " << i;
+    Result<HostImage> host = download_nv12(fixed->frames[i], stream_.get());
+    ASSERT_TRUE(host.is_ok()) << host.status().to_string();
+    if (i < static_cast<std::size_t>(kClipFrames)) {
+      expect_same_image(cpu->frames[i], *host, i);
+    } else {
+      EXPECT_NEAR(mean_luma(*host), mean_luma(cpu->frames[i].image, {0, 0, 176, 144}), kMeanLumaTolerance)
+          << "frame " << i;
+    }
+  }
+}
+
+// HEVC Main 10: P016 frames bit for bit libavcodec's by default; with eight_bit_output, NV12 frames
+// of 8 bits within the luma tolerance of the cpu decoder's narrowed ones, unless this GPU cannot
+// narrow (kUnsupported naming nv12, and open_decoder falls back to the cpu). H.264 High 10 is not
+// NVDEC's: kUnsupported.
+TEST_F(NvdecTest, TenBitSourcesGiveP016OrEightBitsWhenAsked) {
+  testing::ClipSpec high10 = clip_spec(352, 288);
+  high10.bit_depth = 10;
+  const std::string h264 = clip("high10.mp4", high10);
+  ASSERT_FALSE(h264.empty());
+  Result<std::unique_ptr<Demuxer>> demuxer = Demuxer::open(h264);
+  ASSERT_TRUE(demuxer.is_ok()) << demuxer.status().to_string();
+  EXPECT_EQ(open_nvdec_decoder((*demuxer)->info(), nvdec_options()).status().code(),
+            StatusCode::kUnsupported);
+
+  if (!testing::has_ffmpeg_encoder("libx265")) {
+    GTEST_SKIP() << "this FFmpeg has no libx265 to write HEVC Main 10";
+  }
+  testing::ClipSpec main10 = high10;
+  main10.codec = EncoderCodec::kHevc;
+  const std::string path = clip("main10.mp4", main10);
+  ASSERT_FALSE(path.empty());
+  expect_nvdec_matches_cpu(path);
+
+  DecoderOptions narrow_cpu = cpu_options();
+  narrow_cpu.eight_bit_output = true;
+  Result<Decoded> cpu = decode_file(path, narrow_cpu);
+  ASSERT_TRUE(cpu.is_ok()) << cpu.status().to_string();
+  DecoderOptions narrow_gpu = nvdec_options();
+  narrow_gpu.eight_bit_output = true;
+  Result<Decoded> gpu = decode_file(path, narrow_gpu);
+  if (!gpu.is_ok() && gpu.status().code() == StatusCode::kUnsupported) {
+    EXPECT_THAT(gpu.status().message(), HasSubstr("nv12"));
+    GTEST_SKIP() << "this GPU cannot narrow to 8 bits: " << gpu.status().message();
+  }
+  ASSERT_TRUE(gpu.is_ok()) << gpu.status().to_string();
+  ASSERT_EQ(gpu->frames.size(), cpu->frames.size());
+  for (std::size_t i = 0; i < gpu->frames.size(); ++i) {
+    EXPECT_EQ(gpu->frames[i].image.format, PixelFormat::kNV12);
+    EXPECT_EQ(gpu->frames[i].bit_depth, 8);
+    Result<HostImage> host = download_nv12(gpu->frames[i], stream_.get());
+    ASSERT_TRUE(host.is_ok()) << host.status().to_string();
+    EXPECT_NEAR(mean_luma(*host), mean_luma(cpu->frames[i].image, {0, 0, 352, 288}), 1.0) << "frame " << i;
+  }
+}
+
 }  // namespace
 }  // namespace fovea::io

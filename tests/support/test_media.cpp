@@ -20,6 +20,7 @@
 
 extern "C" {
 #include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
 }
 
 namespace fovea::testing {
@@ -134,6 +135,36 @@ Frame synthetic_frame(int width, int height, int index) {
   return frame;
 }
 
+Frame synthetic_frame_p016(int width, int height, int index) {
+  const Frame source = synthetic_frame(width, height, index);
+  Result<ImageAllocation> allocation = plan_image_allocation(PixelFormat::kP016, width, height);
+  EXPECT_TRUE(allocation.is_ok()) << allocation.status().to_string();
+  if (!allocation.is_ok()) {
+    return Frame{};
+  }
+  auto storage = std::make_shared<std::vector<std::uint8_t>>(allocation->total_bytes);
+  Frame frame = source;
+  frame.image =
+      image_view_in(storage->data(), *allocation, PixelFormat::kP016, width, height, MemoryKind::kHost);
+  frame.owner = storage;
+  frame.bit_depth = 10;
+  const auto widen = [](std::uint8_t value, int x, int y) {
+    return static_cast<std::uint16_t>(((value << 2) | ((x + y) & 3)) << 6);
+  };
+  for (int y = 0; y < height; ++y) {
+    for (int x = 0; x < width; ++x) {
+      frame.image.row<std::uint16_t>(0, y)[x] = widen(source.image.row(0, y)[x], x, y);
+    }
+  }
+  for (int y = 0; y < (height + 1) / 2; ++y) {
+    for (int x = 0; x < (width + 1) / 2; ++x) {
+      frame.image.row<std::uint16_t>(1, y)[2 * x] = widen(source.image.row(1, y)[x], x, y);
+      frame.image.row<std::uint16_t>(1, y)[2 * x + 1] = widen(source.image.row(2, y)[x], x, y);
+    }
+  }
+  return frame;
+}
+
 Result<std::string> write_clip(const std::string& path, const ClipSpec& spec) {
   io::EncoderOptions options;
   options.codec = spec.codec;
@@ -146,9 +177,11 @@ Result<std::string> write_clip(const std::string& path, const ClipSpec& spec) {
   options.qp = spec.qp;
   options.gop = spec.gop;
   options.max_b_frames = spec.max_b_frames;
+  options.bit_depth = spec.bit_depth;
   FOVEA_ASSIGN_OR_RETURN(std::unique_ptr<io::Encoder> encoder, io::Encoder::open(path, options));
-  for (int i = 0; i < spec.frames; ++i) {
-    Frame frame = synthetic_frame(spec.width, spec.height, i);
+  for (int i = spec.first_index; i < spec.first_index + spec.frames; ++i) {
+    Frame frame = spec.bit_depth > 8 ? synthetic_frame_p016(spec.width, spec.height, i)
+                                     : synthetic_frame(spec.width, spec.height, i);
     frame.time_base = options.time_base;
     FOVEA_TRY(encoder->encode(frame));
   }
@@ -180,6 +213,66 @@ std::string test_temp_dir() {
 
 bool has_ffmpeg_encoder(std::string_view name) {
   return avcodec_find_encoder_by_name(std::string(name).c_str()) != nullptr;
+}
+
+Result<std::string> write_resolution_change_ts(const std::string& path, const ClipSpec& first,
+                                               ClipSpec second) {
+  second.first_index = first.first_index + first.frames;
+  FOVEA_ASSIGN_OR_RETURN(const std::string first_path, write_clip(path + ".first.ts", first));
+  FOVEA_ASSIGN_OR_RETURN(const std::string second_path, write_clip(path + ".second.ts", second));
+  FOVEA_ASSIGN_OR_RETURN(std::vector<char> bytes, read_file(first_path));
+  FOVEA_ASSIGN_OR_RETURN(const std::vector<char> tail, read_file(second_path));
+  bytes.insert(bytes.end(), tail.begin(), tail.end());
+  FOVEA_TRY(write_file(path, bytes.data(), bytes.size()));
+  return path;
+}
+
+Status copy_faststart(const std::string& from, const std::string& to) {
+  AVFormatContext* raw_input = nullptr;
+  if (avformat_open_input(&raw_input, from.c_str(), nullptr, nullptr) < 0) {
+    return make_error(StatusCode::kIoError, "cannot open ", from);
+  }
+  const std::unique_ptr<AVFormatContext, void (*)(AVFormatContext*)> input(
+      raw_input, [](AVFormatContext* context) { avformat_close_input(&context); });
+  AVFormatContext* raw_output = nullptr;
+  if (avformat_find_stream_info(input.get(), nullptr) < 0 ||
+      avformat_alloc_output_context2(&raw_output, nullptr, "mp4", to.c_str()) < 0) {
+    return make_error(StatusCode::kIoError, "cannot remux ", from);
+  }
+  const std::unique_ptr<AVFormatContext, void (*)(AVFormatContext*)> output(raw_output,
+                                                                            [](AVFormatContext* context) {
+                                                                              avio_closep(&context->pb);
+                                                                              avformat_free_context(context);
+                                                                            });
+  for (unsigned i = 0; i < input->nb_streams; ++i) {
+    AVStream* stream = avformat_new_stream(output.get(), nullptr);
+    if (stream == nullptr || avcodec_parameters_copy(stream->codecpar, input->streams[i]->codecpar) < 0) {
+      return make_error(StatusCode::kResourceExhausted, "out of memory remuxing ", from);
+    }
+    stream->time_base = input->streams[i]->time_base;
+  }
+  AVDictionary* options = nullptr;
+  av_dict_set(&options, "movflags", "faststart", 0);
+  const bool opened = avio_open(&output->pb, to.c_str(), AVIO_FLAG_WRITE) >= 0 &&
+                      avformat_write_header(output.get(), &options) >= 0;
+  av_dict_free(&options);
+  if (!opened) {
+    return make_error(StatusCode::kIoError, "cannot write ", to);
+  }
+  AVPacket* packet = av_packet_alloc();
+  int read = 0;
+  while (packet != nullptr && (read = av_read_frame(input.get(), packet)) >= 0) {
+    av_packet_rescale_ts(packet, input->streams[packet->stream_index]->time_base,
+                         output->streams[packet->stream_index]->time_base);
+    if (av_interleaved_write_frame(output.get(), packet) < 0) {
+      break;
+    }
+  }
+  av_packet_free(&packet);
+  if (read != AVERROR_EOF || av_write_trailer(output.get()) < 0) {
+    return make_error(StatusCode::kIoError, "remuxing ", from, " to ", to, " failed");
+  }
+  return Status::ok();
 }
 
 Status copy_truncated(const std::string& from, const std::string& to, double keep_fraction) {
