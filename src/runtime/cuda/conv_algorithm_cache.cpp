@@ -2,6 +2,7 @@
 
 #include <cudnn.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -10,6 +11,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/cuda_check.h"
 #include "core/log.h"
 
 namespace fovea::runtime::cuda {
@@ -38,15 +40,50 @@ std::filesystem::path cache_directory() {
 }
 
 std::string conv_problem_key(const Node& node, DataType dtype, const Shape& x, const Shape& w,
-                             const std::vector<ops::WindowDim>& window, std::int64_t groups) {
+                             const std::vector<ops::WindowDim>& window, std::int64_t groups,
+                             std::size_t workspace_limit) {
   static const std::string device = device_signature();
   std::vector<std::string> geometry;
   for (const ops::WindowDim& d : window) {
     geometry.push_back(
         fmt::format("k{}s{}d{}p{}/{}", d.kernel, d.stride, d.dilation, d.pad_begin, d.pad_end));
   }
-  return fmt::format("{}|{}|{}|x{}|w{}|{}|g{}", device, node.op_type, data_type_name(dtype),
-                     fmt::join(x, ","), fmt::join(w, ","), fmt::join(geometry, ";"), groups);
+  // A choice made when the search could hand out less scratch (fovea's fixed 256 MiB before issue
+  // 25) is not this one's: the key says how much it could.
+  return fmt::format("{}|{}|{}|x{}|w{}|{}|g{}|ws{}MiB", device, node.op_type, data_type_name(dtype),
+                     fmt::join(x, ","), fmt::join(w, ","), fmt::join(geometry, ";"), groups,
+                     workspace_limit >> 20);
+}
+
+// cuDNN's fastest algorithms need scratch in proportion to the batch: the tensor-core kernel for
+// the 7x7 stem of a ResNet at 544x960 in NHWC float16 takes ~20 MiB per image, 1.25 GiB at batch
+// 64. A fixed cap turns them away exactly where the batch grows: fovea's 256 MiB did from batch 16
+// on, and that stem fell to a kernel without tensor cores, 7x slower per image (issue 25).
+// TensorRT's default workspace limit is the whole device; an eighth leaves the rest to the plan's
+// tensors and to the engines and decoders beside it.
+Result<std::size_t> algorithm_workspace_limit() {
+  std::size_t free = 0, total = 0;
+  FOVEA_CUDA_TRY(cudaMemGetInfo(&free, &total));
+  return total / 8;
+}
+
+Result<SearchScratch> reserve_search_scratch(CudaKernelContext& ctx, std::size_t own, std::size_t wanted) {
+  FOVEA_ASSIGN_OR_RETURN(const std::size_t limit, algorithm_workspace_limit());
+  wanted = std::min(wanted, limit);
+  SearchScratch scratch;
+  scratch.complete = ctx.reserve_workspace(own + wanted);
+  if (ctx.workspace_bytes() < own) {
+    return ctx.error(StatusCode::kDeviceError, "no device memory for the ", std::to_string(own >> 20),
+                     " MiB its algorithm search needs");
+  }
+  scratch.bytes = std::min(limit, ctx.workspace_bytes() - own);
+  if (!scratch.complete) {
+    log_warn(
+        "{}: the cuDNN search got {} MiB of scratch, not the {} MiB its fastest algorithms may need; "
+        "it chooses among those that fit, and the choice is not cached",
+        ctx.node().describe(), scratch.bytes >> 20, wanted >> 20);
+  }
+  return scratch;
 }
 
 ConvAlgorithmCache& ConvAlgorithmCache::instance() {
@@ -72,7 +109,8 @@ void ConvAlgorithmCache::load() {
     if (tab == std::string::npos) continue;
     std::istringstream values(line.substr(tab + 1));
     ConvAlgorithm algorithm;
-    if (values >> algorithm.algo >> algorithm.math_type >> algorithm.workspace_bytes >> algorithm.fused) {
+    if (values >> algorithm.algo >> algorithm.math_type >> algorithm.workspace_bytes >> algorithm.fused >>
+        algorithm.subsampled) {
       entries_[line.substr(0, tab)] = algorithm;
     }
   }
@@ -92,7 +130,7 @@ void ConvAlgorithmCache::insert(const std::string& key, const ConvAlgorithm& alg
   std::filesystem::create_directories(file_.parent_path(), ec);
   std::ofstream out(file_, std::ios::app);
   out << key << '\t' << algorithm.algo << ' ' << algorithm.math_type << ' ' << algorithm.workspace_bytes
-      << ' ' << algorithm.fused << '\n';
+      << ' ' << algorithm.fused << ' ' << algorithm.subsampled << '\n';
   if (!out) {
     log_warn("cannot write the cuDNN algorithm cache {}: the next run searches again", file_.string());
   }

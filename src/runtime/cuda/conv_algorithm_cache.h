@@ -5,7 +5,7 @@
 //
 // The file is <cache dir>/cudnn_conv_algorithms.tsv, where the cache dir is $FOVEA_CACHE_DIR, else
 // $XDG_CACHE_HOME/fovea, else ~/.cache/fovea. One line per problem: key, algo, math type, bytes,
-// fused (0 or 1).
+// fused (0 or 1), subsampled (0 or 1).
 #pragma once
 
 #include <chrono>
@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "core/status.h"
+#include "runtime/cuda/cuda_op.h"
 #include "runtime/graph.h"
 #include "runtime/ops/conv_util.h"
 
@@ -29,6 +31,9 @@ struct ConvAlgorithm {
   // A convolution with a ReLU epilogue: run as cuDNN's fused call (true) or as the plain call and
   // fovea's epilogue pass (false). Ignored for the others.
   bool fused = false;
+  // A strided 1x1 convolution run as a dense copy of the pixels it reads and a stride-1 convolution
+  // on it (conv.cu says why).
+  bool subsampled = false;
 };
 
 // "NVIDIA H200|sm90|driver 13000|cudnn 91900": what a cached choice or engine depends on.
@@ -37,9 +42,26 @@ std::string device_signature();
 // The directory fovea caches plans and algorithm choices in.
 std::filesystem::path cache_directory();
 
-// "NVIDIA H200|sm90|driver 13000|cudnn 91900|float16|x[4,3,544,960]|w[64,3,7,7]|p3,3/3,3|s2,2|d1,1|g1"
+// "NVIDIA H200|sm90|driver 13000|cudnn 91900|Conv|float16|x4,3,544,960|w64,3,7,7|k7s2d1p3/3;k7s2d1p3/3|g1|
+// ws17971MiB": the problem, and the most scratch its search could hand an algorithm
+// (`workspace_limit`, algorithm_workspace_limit()).
 std::string conv_problem_key(const Node& node, DataType dtype, const Shape& x, const Shape& w,
-                             const std::vector<ops::WindowDim>& window, std::int64_t groups);
+                             const std::vector<ops::WindowDim>& window, std::int64_t groups,
+                             std::size_t workspace_limit);
+
+// The most scratch one convolution algorithm may take: an eighth of the device's memory.
+Result<std::size_t> algorithm_workspace_limit();
+
+struct SearchScratch {
+  std::size_t bytes = 0;  // what the search may hand an algorithm, after the op's own bytes
+  bool complete = true;   // false: less than its fastest algorithms may need (the choice is not cached)
+};
+
+// Before a search: grows ctx's workspace to `own` bytes (the op's own use of it: a padded input,
+// a full output) plus `wanted` (the most scratch any of cuDNN's algorithms for the problem needs,
+// within algorithm_workspace_limit()). Where the device cannot spare that much, the search makes
+// do with what there is and a warning names the node.
+Result<SearchScratch> reserve_search_scratch(CudaKernelContext& ctx, std::size_t own, std::size_t wanted);
 
 // Logs at debug level what the search for `node` measured (`report`: a line per timing).
 void log_conv_search(const std::string& node, const std::string& key, const std::string& report);

@@ -14,7 +14,8 @@ namespace fovea::runtime::cuda {
 
 namespace {
 
-// cuDNN's algorithm search (prepare) may try algorithms needing this much scratch memory.
+// The search buffer prepare() starts with, which covers most nodes' searches; a search that needs
+// more grows it (CudaKernelContext::reserve_workspace).
 constexpr std::size_t kSearchWorkspaceBytes = std::size_t{256} << 20;
 
 std::size_t align_up(std::size_t bytes) {
@@ -280,22 +281,24 @@ Status CudaExecutor::make_node_runs() {
 Status CudaExecutor::prepare_nodes() {
   const bool any_prepare =
       std::any_of(nodes_.begin(), nodes_.end(), [](const auto& n) { return n->def->prepare != nullptr; });
-  DeviceMemory search;  // freed once prepared: the run's workspace is sized afterwards
-  if (any_prepare) {
-    FOVEA_ASSIGN_OR_RETURN(search, DeviceMemory::allocate(kSearchWorkspaceBytes));
-    ++device_allocations_;
-  }
   cudaStream_t stream = device_->capture_stream.get();
   FOVEA_TRY(device_->libraries->set_stream(stream));
-  for (auto& run : nodes_) {
-    if (run->is_view || run->def->prepare == nullptr) continue;
-    run->context->bind(stream, device_->libraries.get(), search.get(), kSearchWorkspaceBytes, nullptr);
-    FOVEA_ASSIGN_OR_RETURN(CudaPrepared prepared, run->def->prepare(*run->context));
-    run->state = std::move(prepared.state);
-    workspace_bytes_ = std::max(workspace_bytes_, align_up(prepared.workspace_bytes));
+  {
+    SearchWorkspace search;  // freed once prepared: the run's workspace is sized afterwards
+    if (any_prepare && !search.reserve(kSearchWorkspaceBytes)) {
+      return make_error(StatusCode::kDeviceError, plan_.graph.where(), "no device memory for the ",
+                        std::to_string(kSearchWorkspaceBytes >> 20), " MiB the algorithm search starts with");
+    }
+    for (auto& run : nodes_) {
+      if (run->is_view || run->def->prepare == nullptr) continue;
+      run->context->bind_search(stream, device_->libraries.get(), &search);
+      FOVEA_ASSIGN_OR_RETURN(CudaPrepared prepared, run->def->prepare(*run->context));
+      run->state = std::move(prepared.state);
+      workspace_bytes_ = std::max(workspace_bytes_, align_up(prepared.workspace_bytes));
+    }
+    FOVEA_CUDA_TRY(cudaStreamSynchronize(stream));
+    device_allocations_ += search.allocations();
   }
-  FOVEA_CUDA_TRY(cudaStreamSynchronize(stream));
-  search = DeviceMemory();
   if (workspace_bytes_ > 0) {
     FOVEA_ASSIGN_OR_RETURN(workspace_, allocate(workspace_bytes_));
   }

@@ -66,7 +66,34 @@ void CudaKernelContext::bind(cudaStream_t stream, CudaLibraries* libraries, void
   libraries_ = libraries;
   workspace_ = workspace;
   workspace_bytes_ = workspace_bytes;
+  search_ = nullptr;
   state_ = state;
+}
+
+void CudaKernelContext::bind_search(cudaStream_t stream, CudaLibraries* libraries, SearchWorkspace* search) {
+  bind(stream, libraries, search->data(), search->bytes(), nullptr);
+  search_ = search;
+}
+
+bool CudaKernelContext::reserve_workspace(std::size_t bytes) {
+  if (bytes <= workspace_bytes_) return true;
+  if (search_ == nullptr || !search_->reserve(bytes)) return false;
+  workspace_ = search_->data();
+  workspace_bytes_ = search_->bytes();
+  return true;
+}
+
+bool SearchWorkspace::reserve(std::size_t bytes) {
+  if (bytes <= bytes_) return true;
+  Result<DeviceMemory> grown = DeviceMemory::allocate(bytes);
+  ++allocations_;
+  if (!grown.is_ok()) {
+    cudaGetLastError();  // an allocation failure is not sticky, but would stay the last error
+    return false;
+  }
+  memory_ = std::move(grown).value();  // nothing in the old buffer outlives the search it served
+  bytes_ = bytes;
+  return true;
 }
 
 bool register_cuda_op(const CudaOpDef& def) {

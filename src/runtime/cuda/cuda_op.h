@@ -26,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/cuda_raii.h"
 #include "core/cuda_stream.h"
 #include "core/status.h"
 #include "runtime/op.h"
@@ -33,6 +34,27 @@
 namespace fovea::runtime::cuda {
 
 struct CudaLibraries;  // cuDNN and cuBLASLt handles (cuda_libraries.h), bound to the run's stream
+
+// The scratch prepare() searches in (cuDNN's Find runs its candidates there): one buffer for the
+// whole plan, grown when a node's search needs more, freed once every node is prepared.
+class SearchWorkspace {
+ public:
+  SearchWorkspace() = default;
+  SearchWorkspace(const SearchWorkspace&) = delete;
+  SearchWorkspace& operator=(const SearchWorkspace&) = delete;
+
+  // At least `bytes` long afterwards, or false where the device cannot spare them (the buffer then
+  // stays as it was: a search makes do with the algorithms that fit).
+  bool reserve(std::size_t bytes);
+  void* data() const { return memory_.get(); }
+  std::size_t bytes() const { return bytes_; }
+  int allocations() const { return allocations_; }  // cudaMalloc calls made, for the executor's count
+
+ private:
+  DeviceMemory memory_;
+  std::size_t bytes_ = 0;
+  int allocations_ = 0;
+};
 
 // What prepare() leaves for run(): op-specific (cuDNN descriptors, the chosen algorithm...).
 class CudaNodeState {
@@ -71,6 +93,10 @@ class CudaKernelContext {
   // run one after another on one stream).
   void* workspace() const { return workspace_; }
   std::size_t workspace_bytes() const { return workspace_bytes_; }
+  // prepare() only: makes workspace() at least `bytes` long for a search whose candidates need
+  // more than it has. False where it cannot grow (no search buffer bound, or the device cannot
+  // spare the bytes); workspace() then stays as it was.
+  bool reserve_workspace(std::size_t bytes);
   // prepare()'s state, cast to the op's type.
   template <typename State>
   State& state() const {
@@ -80,6 +106,8 @@ class CudaKernelContext {
   // The executor binds these before prepare() and run().
   void bind(cudaStream_t stream, CudaLibraries* libraries, void* workspace, std::size_t workspace_bytes,
             CudaNodeState* state);
+  // Before prepare(): workspace() is `search`'s buffer, which reserve_workspace() grows.
+  void bind_search(cudaStream_t stream, CudaLibraries* libraries, SearchWorkspace* search);
   // An error naming the model, the node and its op.
   template <typename... Parts>
   Status error(StatusCode code, Parts&&... parts) const {
@@ -98,6 +126,7 @@ class CudaKernelContext {
   CudaLibraries* libraries_ = nullptr;
   void* workspace_ = nullptr;
   std::size_t workspace_bytes_ = 0;
+  SearchWorkspace* search_ = nullptr;
   CudaNodeState* state_ = nullptr;
 };
 

@@ -9,12 +9,19 @@
 // exact problem. Find proposes the candidates; each is then timed as the calls the plan will make:
 // the plain convolution (plus fovea's epilogue pass, if any) and, with a ReLU epilogue, cuDNN's
 // fused call, each replayed as a CUDA graph (shortest_run_ms says why). `fovea -v` logs every
-// timing. cuDNN takes symmetric pads only; asymmetric ones (SAME_UPPER with even kernels) are
-// applied by copying the input into a padded workspace first.
+// timing. The search may hand an algorithm up to an eighth of the device's memory as scratch
+// (algorithm_workspace_limit), growing the plan's search buffer to what the problem's algorithms
+// need: the fastest need scratch in proportion to the batch, and a fixed 256 MiB cap left large
+// batches to kernels without tensor cores (issue 25). A strided 1x1 convolution is also timed as a
+// dense copy of the pixels it reads plus a stride-1 convolution (ConvState::can_subsample_ says why).
+// cuDNN takes symmetric pads only; asymmetric ones (SAME_UPPER with even kernels) are applied by
+// copying the input into a padded workspace first.
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/cuda/conv_algorithm_cache.h"
@@ -28,9 +35,6 @@ namespace fovea::runtime::cuda {
 namespace {
 
 constexpr int kX = 0, kW = 1, kB = 2, kZ = 3;
-
-// Scratch the chosen algorithm may use.
-constexpr std::size_t kConvWorkspaceLimit = std::size_t{256} << 20;
 
 // Copies x [N, C, spatial...] into the zero-bordered [N, C, spatial + pads] tensor (up to 3
 // spatial dims), for the pads cuDNN cannot take.
@@ -59,6 +63,32 @@ __global__ void pad_input_kernel(const T* x, T* padded, PadGeometry g) {
       source = source * g.in[d] + coord;
     }
     padded[i] = inside ? x[plane * g.in[0] * g.in[1] * g.in[2] + source] : T(0);
+  }
+}
+
+// A strided 1x1 convolution's input pixels, copied densely: [N, out_h, out_w, C] from every
+// stride-th pixel of [N, H, W, C] (NHWC). Copied in units of up to 16 bytes (a pixel's channels
+// are whole units), one row of output pixels per grid row.
+struct SubsampleGeometry {
+  std::int64_t rows = 0;  // N * out_h
+  int out_h = 1, in_h = 1, in_w = 1;
+  int pixel_units = 0;  // units per pixel
+  int row_units = 0;    // out_w * pixel_units
+  int stride_h = 1, stride_w = 1;
+  int unit_bytes = 1;
+};
+
+template <typename Unit>
+__global__ void subsample_kernel(const Unit* x, Unit* dense, SubsampleGeometry g) {
+  for (std::int64_t row = blockIdx.y; row < g.rows; row += gridDim.y) {
+    const std::int64_t n = row / g.out_h, h = row % g.out_h;
+    const Unit* in = x + (n * g.in_h + h * g.stride_h) * g.in_w * g.pixel_units;
+    Unit* out = dense + row * g.row_units;
+    for (int j = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); j < g.row_units;
+         j += static_cast<int>(gridDim.x * blockDim.x)) {
+      const int w = j / g.pixel_units;
+      out[j] = in[static_cast<std::int64_t>(w) * g.stride_w * g.pixel_units + (j - w * g.pixel_units)];
+    }
   }
 }
 
@@ -132,6 +162,8 @@ class ConvState final : public CudaNodeState {
     if (w_ != nullptr) cudnnDestroyFilterDescriptor(w_);
     if (conv_ != nullptr) cudnnDestroyConvolutionDescriptor(conv_);
     if (relu_ != nullptr) cudnnDestroyActivationDescriptor(relu_);
+    if (dense_x_ != nullptr) cudnnDestroyTensorDescriptor(dense_x_);
+    if (dense_conv_ != nullptr) cudnnDestroyConvolutionDescriptor(dense_conv_);
   }
 
   Result<std::size_t> prepare(CudaKernelContext& ctx, const ops::Activation& activation);
@@ -139,13 +171,27 @@ class ConvState final : public CudaNodeState {
 
  private:
   Status pad(CudaKernelContext& ctx, void* padded) const;
+  Status describe_subsampled(const Shape& x, const std::vector<ops::WindowDim>& window, std::int64_t groups,
+                             cudnnDataType_t type);
+  Status subsample(CudaKernelContext& ctx, void* dense) const;
+  // What the current algorithm convolves: the strided problem, or the stride-1 one on the dense copy.
+  cudnnTensorDescriptor_t x_desc() const { return algorithm_.subsampled ? dense_x_ : x_; }
+  cudnnConvolutionDescriptor_t conv_desc() const { return algorithm_.subsampled ? dense_conv_ : conv_; }
+  // The bytes at the front of the workspace that the current algorithm's input copy takes.
+  std::size_t front_bytes() const { return algorithm_.subsampled ? subsampled_bytes_ : padded_bytes_; }
+  // The input cuDNN reads with the current algorithm (the tensor, or its padded or subsampled copy
+  // in the workspace) and the scratch after that copy.
+  std::pair<const void*, void*> operands(CudaKernelContext& ctx) const;
   Status describe(CudaKernelContext& ctx, const Shape& x, const Shape& w,
                   const std::vector<ops::WindowDim>& window, std::int64_t groups);
   // A shape of this node's tensors in NCHW order (permuted back when the node is channels_last).
   Shape nchw(const Shape& shape) const {
     return channels_last_ ? ops::permute_tensor_shape(shape, ops::kNhwcToNchw) : shape;
   }
-  Status choose_algorithm(CudaKernelContext& ctx, const std::string& key);
+  Result<std::size_t> largest_workspace(CudaKernelContext& ctx, std::size_t limit) const;
+  // From the cache, else by a search (or, past the search budget, cuDNN's heuristic) among the
+  // algorithms needing at most `limit` bytes of scratch.
+  Status choose_algorithm(CudaKernelContext& ctx, const std::string& key, std::size_t limit);
   Status describe_fused_epilogue(CudaKernelContext& ctx);
   // The fused call with the current algorithm, math type and workspace.
   cudnnStatus_t run_fused(CudaKernelContext& ctx, const void* x, void* scratch) const;
@@ -154,9 +200,16 @@ class ConvState final : public CudaNodeState {
   // The fastest way to run this convolution among `candidates`, each timed as the plain call (with
   // the epilogue pass, if any) and, with a ReLU epilogue, as the fused call. `report` gets a line
   // per timing, for the debug log.
-  Result<ConvAlgorithm> fastest_form(CudaKernelContext& ctx,
-                                     const std::vector<const cudnnConvolutionFwdAlgoPerf_t*>& candidates,
+  struct Candidate {
+    const cudnnConvolutionFwdAlgoPerf_t* perf;
+    bool subsampled;
+  };
+  Result<ConvAlgorithm> fastest_form(CudaKernelContext& ctx, const std::vector<Candidate>& candidates,
                                      std::string& report);
+  // cuDNN's Find on one of the two problems, its usable results into `candidates`.
+  Status find(CudaKernelContext& ctx, bool subsampled, std::size_t scratch_bytes,
+              std::vector<cudnnConvolutionFwdAlgoPerf_t>& results, std::vector<Candidate>& candidates,
+              std::string& report);
 
   DataType dtype_ = DataType::kFloat32;
   ops::Activation activation_;
@@ -172,6 +225,15 @@ class ConvState final : public CudaNodeState {
   cudnnConvolutionDescriptor_t conv_ = nullptr;
   cudnnActivationDescriptor_t relu_ = nullptr;
   DeviceMemory zero_bias_;  // the fused call needs a bias; a Conv without one adds zeros
+  // A 1x1 convolution with strides and no pads (a ResNet shortcut's) can also run as a dense copy of
+  // the pixels it reads and a stride-1 convolution on the copy. cuDNN's strided kernels for it fall
+  // off at large batches: ResNet-34's first shortcut at 544x960, batch 32, ran a kernel without
+  // tensor cores, 8x the time per image of batch 16's (issue 25). The search times both forms.
+  bool can_subsample_ = false;
+  SubsampleGeometry subsample_;
+  std::size_t subsampled_bytes_ = 0;  // the dense copy, rounded up to keep the scratch after it aligned
+  cudnnTensorDescriptor_t dense_x_ = nullptr;
+  cudnnConvolutionDescriptor_t dense_conv_ = nullptr;
   ConvAlgorithm algorithm_;
 };
 
@@ -223,7 +285,44 @@ Status ConvState::describe(CudaKernelContext& ctx, const Shape& x, const Shape& 
     FOVEA_TRY(set_filter(w_, type, w));
   }
   FOVEA_TRY(set_convolution(conv_, geometry, groups, dtype_));
-  return Status::ok();
+  return describe_subsampled(x, window, groups, type);
+}
+
+Status ConvState::describe_subsampled(const Shape& x, const std::vector<ops::WindowDim>& window,
+                                      std::int64_t groups, cudnnDataType_t type) {
+  const auto plain = [](const ops::WindowDim& d) {
+    return d.kernel == 1 && d.dilation == 1 && d.pad_begin == 0 && d.pad_end == 0;
+  };
+  can_subsample_ =
+      channels_last_ && window.size() == 2 && std::all_of(window.begin(), window.end(), plain) &&
+      std::any_of(window.begin(), window.end(), [](const ops::WindowDim& d) { return d.stride > 1; });
+  if (!can_subsample_) return Status::ok();
+  const std::size_t element = data_type_size(dtype_);
+  const std::size_t pixel_bytes = static_cast<std::size_t>(x[1]) * element;
+  subsample_.unit_bytes = pixel_bytes % 16 == 0  ? 16
+                          : pixel_bytes % 8 == 0 ? 8
+                          : pixel_bytes % 4 == 0 ? 4
+                                                 : 2;
+  if (pixel_bytes % static_cast<std::size_t>(subsample_.unit_bytes) != 0) subsample_.unit_bytes = 1;
+  subsample_.pixel_units = static_cast<int>(pixel_bytes / static_cast<std::size_t>(subsample_.unit_bytes));
+  subsample_.in_h = static_cast<int>(window[0].in);
+  subsample_.in_w = static_cast<int>(window[1].in);
+  subsample_.out_h = static_cast<int>(window[0].out);
+  subsample_.row_units = static_cast<int>(window[1].out) * subsample_.pixel_units;
+  subsample_.stride_h = static_cast<int>(window[0].stride);
+  subsample_.stride_w = static_cast<int>(window[1].stride);
+  subsample_.rows = x[0] * window[0].out;
+  subsampled_bytes_ =
+      (static_cast<std::size_t>(subsample_.rows) * static_cast<std::size_t>(subsample_.row_units) *
+           static_cast<std::size_t>(subsample_.unit_bytes) +
+       255) /
+      256 * 256;
+  const auto i = [](std::int64_t v) { return static_cast<int>(v); };
+  FOVEA_CUDNN_TRY(cudnnCreateTensorDescriptor(&dense_x_));
+  FOVEA_CUDNN_TRY(cudnnSetTensor4dDescriptor(dense_x_, CUDNN_TENSOR_NHWC, type, i(x[0]), i(x[1]),
+                                             i(window[0].out), i(window[1].out)));
+  FOVEA_CUDNN_TRY(cudnnCreateConvolutionDescriptor(&dense_conv_));
+  return set_convolution(dense_conv_, ConvGeometry{{0, 0}, {1, 1}, {1, 1}}, groups, dtype_);
 }
 
 bool acceptable(const cudnnConvolutionFwdAlgoPerf_t& perf, DataType dtype, std::size_t limit) {
@@ -231,48 +330,103 @@ bool acceptable(const cudnnConvolutionFwdAlgoPerf_t& perf, DataType dtype, std::
          math_type_allowed(perf.mathType, dtype);
 }
 
-Status ConvState::choose_algorithm(CudaKernelContext& ctx, const std::string& key) {
+// The most scratch any of cuDNN's algorithms for this problem (or its stride-1 form on the dense
+// copy) needs, in the descriptor's math type (tensor cores for float16), within `limit`.
+Result<std::size_t> ConvState::largest_workspace(CudaKernelContext& ctx, std::size_t limit) const {
+  std::size_t largest = 0;
+  for (const bool subsampled : {false, true}) {
+    if (subsampled && !can_subsample_) continue;
+    for (int algo = 0; algo < CUDNN_CONVOLUTION_FWD_ALGO_COUNT; ++algo) {
+      std::size_t bytes = 0;
+      const cudnnStatus_t status = cudnnGetConvolutionForwardWorkspaceSize(
+          ctx.libraries().cudnn, subsampled ? dense_x_ : x_, w_, subsampled ? dense_conv_ : conv_, y_,
+          static_cast<cudnnConvolutionFwdAlgo_t>(algo), &bytes);
+      if (status == CUDNN_STATUS_NOT_SUPPORTED) continue;  // no such algorithm for this problem
+      FOVEA_CUDNN_TRY(status);
+      if (bytes <= limit) largest = std::max(largest, bytes);
+    }
+  }
+  return largest;
+}
+
+Status ConvState::find(CudaKernelContext& ctx, bool subsampled, std::size_t scratch_bytes,
+                       std::vector<cudnnConvolutionFwdAlgoPerf_t>& results,
+                       std::vector<Candidate>& candidates, std::string& report) {
+  std::byte* workspace = static_cast<std::byte*>(ctx.workspace());
+  const std::size_t front = padded_ ? padded_bytes_ : subsampled_bytes_;
+  const void* x = padded_ || subsampled ? workspace : ctx.input(kX).raw();
+  int returned = 0;
+  FOVEA_CUDNN_TRY(cudnnFindConvolutionForwardAlgorithmEx(
+      ctx.libraries().cudnn, subsampled ? dense_x_ : x_, x, w_, ctx.input(kW).raw(),
+      subsampled ? dense_conv_ : conv_, y_, ctx.output(0).raw(), static_cast<int>(results.size()), &returned,
+      results.data(), workspace + front, scratch_bytes));
+  for (int i = 0; i < returned; ++i) {
+    const cudnnConvolutionFwdAlgoPerf_t& result = results[static_cast<std::size_t>(i)];
+    if (acceptable(result, dtype_, scratch_bytes)) {
+      candidates.push_back(Candidate{&result, subsampled});
+    } else if (result.status != CUDNN_STATUS_NOT_SUPPORTED) {
+      report += "algo " + std::to_string(result.algo) + " math " + std::to_string(result.mathType) +
+                (subsampled ? " subsampled" : "") + ": left out (" + cudnnGetErrorString(result.status) +
+                ", needs " + std::to_string(result.memory >> 20) + " of " +
+                std::to_string(scratch_bytes >> 20) + " MiB)\n";
+    }
+  }
+  return Status::ok();
+}
+
+Status ConvState::choose_algorithm(CudaKernelContext& ctx, const std::string& key, std::size_t limit) {
   ConvAlgorithmCache& cache = ConvAlgorithmCache::instance();
   if (auto cached = cache.find(key)) {
     algorithm_ = *cached;
   } else {
-    std::vector<cudnnConvolutionFwdAlgoPerf_t> results(CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
-    int returned = 0;
-    const std::size_t limit = std::min(kConvWorkspaceLimit, ctx.workspace_bytes() - padded_bytes_);
-    void* x = padded_ ? ctx.workspace() : const_cast<void*>(ctx.input(kX).raw());
-    void* scratch = static_cast<std::byte*>(ctx.workspace()) + padded_bytes_;
+    int count = 0;
+    FOVEA_CUDNN_TRY(cudnnGetConvolutionForwardAlgorithmMaxCount(ctx.libraries().cudnn, &count));
+    std::vector<cudnnConvolutionFwdAlgoPerf_t> results(static_cast<std::size_t>(count));
+    std::vector<cudnnConvolutionFwdAlgoPerf_t> dense_results(static_cast<std::size_t>(count));
+    std::vector<Candidate> candidates;
+    std::string report;  // what was left out and why, then each candidate's timings
+    bool complete = true;
     const bool search = cache.search_allowed();
     const auto started = std::chrono::steady_clock::now();
     if (search) {
-      FOVEA_CUDNN_TRY(cudnnFindConvolutionForwardAlgorithmEx(
-          ctx.libraries().cudnn, x_, x, w_, ctx.input(kW).raw(), conv_, y_, ctx.output(0).raw(),
-          static_cast<int>(results.size()), &returned, results.data(), scratch, limit));
+      FOVEA_ASSIGN_OR_RETURN(const std::size_t wanted, largest_workspace(ctx, limit));
+      FOVEA_ASSIGN_OR_RETURN(
+          const SearchScratch scratch,
+          reserve_search_scratch(ctx, padded_ ? padded_bytes_ : subsampled_bytes_, wanted));
+      complete = scratch.complete;
+      if (padded_) FOVEA_TRY(pad(ctx, ctx.workspace()));
+      FOVEA_TRY(find(ctx, false, scratch.bytes, results, candidates, report));
+      if (can_subsample_) {
+        FOVEA_TRY(subsample(ctx, ctx.workspace()));
+        FOVEA_TRY(find(ctx, true, scratch.bytes, dense_results, candidates, report));
+      }
     } else {
-      FOVEA_CUDNN_TRY(cudnnGetConvolutionForwardAlgorithm_v7(ctx.libraries().cudnn, x_, w_, conv_, y_,
-                                                             static_cast<int>(results.size()), &returned,
-                                                             results.data()));
-    }
-    std::vector<const cudnnConvolutionFwdAlgoPerf_t*> candidates;
-    for (int i = 0; i < returned; ++i) {
-      if (acceptable(results[static_cast<std::size_t>(i)], dtype_, limit)) candidates.push_back(&results[i]);
+      int returned = 0;
+      FOVEA_CUDNN_TRY(cudnnGetConvolutionForwardAlgorithm_v7(ctx.libraries().cudnn, x_, w_, conv_, y_, count,
+                                                             &returned, results.data()));
+      for (int i = 0; i < returned; ++i) {
+        if (acceptable(results[static_cast<std::size_t>(i)], dtype_, limit)) {
+          candidates.push_back(Candidate{&results[static_cast<std::size_t>(i)], false});
+        }
+      }
     }
     if (candidates.empty()) {
       return ctx.error(StatusCode::kUnsupported, "cuDNN has no convolution algorithm for this problem");
     }
-    const cudnnConvolutionFwdAlgoPerf_t* first = candidates.front();
+    const cudnnConvolutionFwdAlgoPerf_t* first = candidates.front().perf;
     algorithm_ = ConvAlgorithm{.algo = static_cast<int>(first->algo),
                                .math_type = static_cast<int>(first->mathType),
                                .workspace_bytes = first->memory,
                                .fused = cudnn_epilogue_};
     if (search) {
-      std::string report;
       FOVEA_ASSIGN_OR_RETURN(algorithm_, fastest_form(ctx, candidates, report));
       log_conv_search(ctx.node().name, key, report);
       cache.charge_search(std::chrono::steady_clock::now() - started);
     }
-    cache.insert(key, algorithm_);
+    if (complete) cache.insert(key, algorithm_);
   }
-  FOVEA_CUDNN_TRY(cudnnSetConvolutionMathType(conv_, static_cast<cudnnMathType_t>(algorithm_.math_type)));
+  FOVEA_CUDNN_TRY(
+      cudnnSetConvolutionMathType(conv_desc(), static_cast<cudnnMathType_t>(algorithm_.math_type)));
   return Status::ok();
 }
 
@@ -298,28 +452,31 @@ Result<float> shortest_run_ms(CudaKernelContext& ctx, Work&& work) {
   return shortest;
 }
 
-Result<ConvAlgorithm> ConvState::fastest_form(
-    CudaKernelContext& ctx, const std::vector<const cudnnConvolutionFwdAlgoPerf_t*>& candidates,
-    std::string& report) {
-  const void* x = padded_ ? ctx.workspace() : ctx.input(kX).raw();
-  void* scratch = static_cast<std::byte*>(ctx.workspace()) + padded_bytes_;
+Result<ConvAlgorithm> ConvState::fastest_form(CudaKernelContext& ctx,
+                                              const std::vector<Candidate>& candidates, std::string& report) {
+  // As run() does, but for the padding (the same for every candidate): the dense copy is part of the
+  // subsampled form's cost.
   const auto run_form = [&]() -> Status {
+    if (algorithm_.subsampled) FOVEA_TRY(subsample(ctx, ctx.workspace()));
+    const auto [x, scratch] = operands(ctx);
     if (!algorithm_.fused) return run_plain(ctx, x, scratch);
     FOVEA_CUDNN_TRY(run_fused(ctx, x, scratch));
     return Status::ok();
   };
   std::optional<ConvAlgorithm> best;
   float best_ms = 0.0f;
-  for (const cudnnConvolutionFwdAlgoPerf_t* candidate : candidates) {
+  for (const Candidate& candidate : candidates) {
     for (const bool fused : {false, true}) {
       if (fused && !cudnn_epilogue_) continue;
-      algorithm_ = ConvAlgorithm{.algo = static_cast<int>(candidate->algo),
-                                 .math_type = static_cast<int>(candidate->mathType),
-                                 .workspace_bytes = candidate->memory,
-                                 .fused = fused};
-      FOVEA_CUDNN_TRY(cudnnSetConvolutionMathType(conv_, candidate->mathType));
-      report += "algo " + std::to_string(candidate->algo) + " math " + std::to_string(candidate->mathType) +
-                (fused ? " fused" : " plain") + ": Find " + std::to_string(candidate->time) + " ms, ";
+      algorithm_ = ConvAlgorithm{.algo = static_cast<int>(candidate.perf->algo),
+                                 .math_type = static_cast<int>(candidate.perf->mathType),
+                                 .workspace_bytes = candidate.perf->memory,
+                                 .fused = fused,
+                                 .subsampled = candidate.subsampled};
+      FOVEA_CUDNN_TRY(cudnnSetConvolutionMathType(conv_desc(), candidate.perf->mathType));
+      report += "algo " + std::to_string(candidate.perf->algo) + " math " +
+                std::to_string(candidate.perf->mathType) + (candidate.subsampled ? " subsampled" : "") +
+                (fused ? " fused" : " plain") + ": Find " + std::to_string(candidate.perf->time) + " ms, ";
       if (!run_form().is_ok()) {  // this form does not take this algorithm
         report += "does not run\n";
         continue;
@@ -352,16 +509,14 @@ Result<std::size_t> ConvState::prepare(CudaKernelContext& ctx, const ops::Activa
   FOVEA_ASSIGN_OR_RETURN(std::vector<ops::WindowDim> window, ops::resolve_window(inference, attributes, x));
   FOVEA_ASSIGN_OR_RETURN(std::int64_t groups, ctx.node().attr_int("group", 1));
   FOVEA_TRY(describe(ctx, x, w, window, groups));
-  if (padded_) {
-    FOVEA_TRY(pad(ctx, ctx.workspace()));
-  }
   cudnn_epilogue_ = dtype_ != DataType::kFloat64 && activation.kind == ops::Activation::Kind::kRelu;
   if (cudnn_epilogue_) FOVEA_TRY(describe_fused_epilogue(ctx));
+  FOVEA_ASSIGN_OR_RETURN(const std::size_t limit, algorithm_workspace_limit());
   // A ReLU convolution's entry also says whether it runs fused: its own key.
-  const std::string key = conv_problem_key(ctx.node(), dtype_, x, w, window, groups) +
+  const std::string key = conv_problem_key(ctx.node(), dtype_, x, w, window, groups, limit) +
                           (channels_last_ ? "|nhwc" : "") + (cudnn_epilogue_ ? "|relu" : "");
-  FOVEA_TRY(choose_algorithm(ctx, key));
-  return padded_bytes_ + algorithm_.workspace_bytes;
+  FOVEA_TRY(choose_algorithm(ctx, key, limit));
+  return front_bytes() + algorithm_.workspace_bytes;
 }
 
 Status ConvState::describe_fused_epilogue(CudaKernelContext& ctx) {
@@ -397,6 +552,42 @@ Status ConvState::pad(CudaKernelContext& ctx, void* padded) const {
   return Status::ok();
 }
 
+Status ConvState::subsample(CudaKernelContext& ctx, void* dense) const {
+  constexpr int kMaxGridRows = 65535;  // gridDim.y's limit
+  const dim3 grid(static_cast<unsigned>((subsample_.row_units + kBlockSize - 1) / kBlockSize),
+                  static_cast<unsigned>(std::min<std::int64_t>(subsample_.rows, kMaxGridRows)));
+  const void* x = ctx.input(kX).raw();
+  switch (subsample_.unit_bytes) {
+    case 16:
+      subsample_kernel<<<grid, kBlockSize, 0, ctx.stream()>>>(static_cast<const uint4*>(x),
+                                                              static_cast<uint4*>(dense), subsample_);
+      break;
+    case 8:
+      subsample_kernel<<<grid, kBlockSize, 0, ctx.stream()>>>(static_cast<const uint2*>(x),
+                                                              static_cast<uint2*>(dense), subsample_);
+      break;
+    case 4:
+      subsample_kernel<<<grid, kBlockSize, 0, ctx.stream()>>>(static_cast<const std::uint32_t*>(x),
+                                                              static_cast<std::uint32_t*>(dense), subsample_);
+      break;
+    case 2:
+      subsample_kernel<<<grid, kBlockSize, 0, ctx.stream()>>>(static_cast<const std::uint16_t*>(x),
+                                                              static_cast<std::uint16_t*>(dense), subsample_);
+      break;
+    default:
+      subsample_kernel<<<grid, kBlockSize, 0, ctx.stream()>>>(static_cast<const std::uint8_t*>(x),
+                                                              static_cast<std::uint8_t*>(dense), subsample_);
+  }
+  FOVEA_CUDA_TRY_LAUNCH();
+  return Status::ok();
+}
+
+std::pair<const void*, void*> ConvState::operands(CudaKernelContext& ctx) const {
+  std::byte* workspace = static_cast<std::byte*>(ctx.workspace());
+  const void* x = padded_ || algorithm_.subsampled ? workspace : ctx.input(kX).raw();
+  return {x, workspace + front_bytes()};
+}
+
 cudnnStatus_t ConvState::run_fused(CudaKernelContext& ctx, const void* x, void* scratch) const {
   // cuDNN reads alpha and beta as float for half and float data (double is never fused).
   const float one = 1.0f, zero = 0.0f;
@@ -404,18 +595,15 @@ cudnnStatus_t ConvState::run_fused(CudaKernelContext& ctx, const void* x, void* 
   const void* bias = ctx.has_input(kB) ? ctx.input(kB).raw() : zero_bias_.get();
   void* y = ctx.output(0).raw();
   return cudnnConvolutionBiasActivationForward(
-      ctx.libraries().cudnn, &one, x_, x, w_, ctx.input(kW).raw(), conv_,
+      ctx.libraries().cudnn, &one, x_desc(), x, w_, ctx.input(kW).raw(), conv_desc(),
       static_cast<cudnnConvolutionFwdAlgo_t>(algorithm_.algo), scratch, algorithm_.workspace_bytes,
       residual ? &one : &zero, y_, residual ? ctx.input(kZ).raw() : y, bias_, bias, relu_, y_, y);
 }
 
 Status ConvState::run(CudaKernelContext& ctx) const {
-  const void* x = ctx.input(kX).raw();
-  if (padded_) {
-    FOVEA_TRY(pad(ctx, ctx.workspace()));
-    x = ctx.workspace();
-  }
-  void* scratch = static_cast<std::byte*>(ctx.workspace()) + padded_bytes_;
+  if (padded_) FOVEA_TRY(pad(ctx, ctx.workspace()));
+  if (algorithm_.subsampled) FOVEA_TRY(subsample(ctx, ctx.workspace()));
+  const auto [x, scratch] = operands(ctx);
   if (cudnn_epilogue_ && algorithm_.fused) {
     FOVEA_CUDNN_TRY(run_fused(ctx, x, scratch));
     return Status::ok();
@@ -431,8 +619,9 @@ Status ConvState::run_plain(CudaKernelContext& ctx, const void* x, void* scratch
   const bool wide = dtype_ == DataType::kFloat64;
   const void* alpha = wide ? static_cast<const void*>(&one64) : &one;
   const void* beta = wide ? static_cast<const void*>(&zero64) : &zero;
-  FOVEA_CUDNN_TRY(cudnnConvolutionForward(ctx.libraries().cudnn, alpha, x_, x, w_, ctx.input(kW).raw(), conv_,
-                                          algo, scratch, algorithm_.workspace_bytes, beta, y_, y.raw()));
+  FOVEA_CUDNN_TRY(cudnnConvolutionForward(ctx.libraries().cudnn, alpha, x_desc(), x, w_, ctx.input(kW).raw(),
+                                          conv_desc(), algo, scratch, algorithm_.workspace_bytes, beta, y_,
+                                          y.raw()));
   const bool has_bias = ctx.has_input(kB);
   const bool has_residual = ctx.input_count() > kZ && ctx.has_input(kZ);
   if (!has_bias && !has_residual && activation_.kind == ops::Activation::Kind::kNone) return Status::ok();

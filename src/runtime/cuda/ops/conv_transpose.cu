@@ -16,7 +16,6 @@ namespace fovea::runtime::cuda {
 namespace {
 
 constexpr int kX = 0, kW = 1, kB = 2;
-constexpr std::size_t kWorkspaceLimit = std::size_t{256} << 20;
 
 struct CropGeometry {
   std::int64_t planes = 0;  // N * C_out
@@ -62,7 +61,10 @@ class ConvTransposeState final : public CudaNodeState {
   Status run(CudaKernelContext& ctx) const;
 
  private:
-  Status choose_algorithm(CudaKernelContext& ctx, const std::string& key);
+  Result<std::size_t> largest_workspace(CudaKernelContext& ctx, std::size_t limit) const;
+  // From the cache, else by a search (or, past the search budget, cuDNN's heuristic) among the
+  // algorithms needing at most `limit` bytes of scratch.
+  Status choose_algorithm(CudaKernelContext& ctx, const std::string& key, std::size_t limit);
 
   DataType dtype_ = DataType::kFloat32;
   CropGeometry crop_;
@@ -117,25 +119,46 @@ Result<std::size_t> ConvTransposeState::prepare(CudaKernelContext& ctx) {
   FOVEA_TRY(set_tensor(full_, type, as_cudnn_dims(full_shape)));
   FOVEA_TRY(set_filter(w_, type, w.shape()));
   FOVEA_TRY(set_convolution(conv_, geometry, attributes.groups, dtype_));
+  FOVEA_ASSIGN_OR_RETURN(const std::size_t limit, algorithm_workspace_limit());
   FOVEA_TRY(choose_algorithm(
-      ctx, conv_problem_key(ctx.node(), dtype_, x.shape(), w.shape(), window, attributes.groups)));
+      ctx, conv_problem_key(ctx.node(), dtype_, x.shape(), w.shape(), window, attributes.groups, limit),
+      limit));
   return full_bytes_ + algorithm_.workspace_bytes;
 }
 
-Status ConvTransposeState::choose_algorithm(CudaKernelContext& ctx, const std::string& key) {
+// The most scratch any of cuDNN's backward-data algorithms for this problem needs, within `limit`.
+Result<std::size_t> ConvTransposeState::largest_workspace(CudaKernelContext& ctx, std::size_t limit) const {
+  std::size_t largest = 0;
+  for (int algo = 0; algo < CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT; ++algo) {
+    std::size_t bytes = 0;
+    const cudnnStatus_t status = cudnnGetConvolutionBackwardDataWorkspaceSize(
+        ctx.libraries().cudnn, w_, x_, conv_, full_, static_cast<cudnnConvolutionBwdDataAlgo_t>(algo),
+        &bytes);
+    if (status == CUDNN_STATUS_NOT_SUPPORTED) continue;  // no such algorithm for this problem
+    FOVEA_CUDNN_TRY(status);
+    if (bytes <= limit) largest = std::max(largest, bytes);
+  }
+  return largest;
+}
+
+Status ConvTransposeState::choose_algorithm(CudaKernelContext& ctx, const std::string& key,
+                                            std::size_t limit) {
   ConvAlgorithmCache& cache = ConvAlgorithmCache::instance();
   if (auto cached = cache.find(key)) {
     algorithm_ = *cached;
   } else {
     std::vector<cudnnConvolutionBwdDataAlgoPerf_t> results(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
     int returned = 0;
-    const std::size_t limit = std::min(kWorkspaceLimit, ctx.workspace_bytes() - full_bytes_);
-    void* scratch = static_cast<std::byte*>(ctx.workspace()) + full_bytes_;
+    SearchScratch scratch{.bytes = limit};
     if (cache.search_allowed()) {
       const auto started = std::chrono::steady_clock::now();
+      FOVEA_ASSIGN_OR_RETURN(const std::size_t wanted, largest_workspace(ctx, limit));
+      // The full output goes in front of the scratch.
+      FOVEA_ASSIGN_OR_RETURN(scratch, reserve_search_scratch(ctx, full_bytes_, wanted));
       FOVEA_CUDNN_TRY(cudnnFindConvolutionBackwardDataAlgorithmEx(
           ctx.libraries().cudnn, w_, ctx.input(kW).raw(), x_, ctx.input(kX).raw(), conv_, full_,
-          ctx.workspace(), static_cast<int>(results.size()), &returned, results.data(), scratch, limit));
+          ctx.workspace(), static_cast<int>(results.size()), &returned, results.data(),
+          static_cast<std::byte*>(ctx.workspace()) + full_bytes_, scratch.bytes));
       cache.charge_search(std::chrono::steady_clock::now() - started);
     } else {
       FOVEA_CUDNN_TRY(cudnnGetConvolutionBackwardDataAlgorithm_v7(ctx.libraries().cudnn, w_, x_, conv_, full_,
@@ -143,7 +166,7 @@ Status ConvTransposeState::choose_algorithm(CudaKernelContext& ctx, const std::s
                                                                   results.data()));
     }
     const auto best = std::find_if(results.begin(), results.begin() + returned, [&](const auto& perf) {
-      return perf.status == CUDNN_STATUS_SUCCESS && perf.memory <= limit &&
+      return perf.status == CUDNN_STATUS_SUCCESS && perf.memory <= scratch.bytes &&
              math_type_allowed(perf.mathType, dtype_);
     });
     if (best == results.begin() + returned) {
@@ -151,7 +174,7 @@ Status ConvTransposeState::choose_algorithm(CudaKernelContext& ctx, const std::s
                        "cuDNN has no transposed-convolution algorithm for this problem");
     }
     algorithm_ = ConvAlgorithm{static_cast<int>(best->algo), static_cast<int>(best->mathType), best->memory};
-    cache.insert(key, algorithm_);
+    if (scratch.complete) cache.insert(key, algorithm_);
   }
   FOVEA_CUDNN_TRY(cudnnSetConvolutionMathType(conv_, static_cast<cudnnMathType_t>(algorithm_.math_type)));
   return Status::ok();
