@@ -32,14 +32,16 @@ from torch import nn
 SEGMENTATION = ["fcn_resnet50", "fcn_resnet101", "deeplabv3_resnet50"]
 CLASSIFICATION = ["resnet18", "resnet50", "mobilenet_v3_large"]
 DETECTION = ["ssd300_vgg16", "ssdlite320_mobilenet_v3_large"]
+GRID_DETECTION = ["detectnet_resnet34"]
 GENERATOR = ["unet_256"]
-ALL_MODELS = SEGMENTATION + CLASSIFICATION + DETECTION + GENERATOR
+ALL_MODELS = SEGMENTATION + CLASSIFICATION + DETECTION + GRID_DETECTION + GENERATOR
 
 INPUT_SHAPES = {
     **{m: (1, 3, 520, 520) for m in SEGMENTATION},
     **{m: (1, 3, 224, 224) for m in CLASSIFICATION},
     "ssd300_vgg16": (1, 3, 300, 300),
     "ssdlite320_mobilenet_v3_large": (1, 3, 320, 320),
+    "detectnet_resnet34": (1, 3, 544, 960),
     "unet_256": (1, 3, 256, 256),
 }
 
@@ -129,6 +131,29 @@ def pix2pix_init_(net, gain=0.02):
             nn.init.constant_(m.bias, 0.0)
 
 
+# --- DetectNet_v2-style grid detector (PeopleNet's architecture) --------------------------------
+# NVIDIA's PeopleNet is DetectNet_v2 on a ResNet-34: the trunk to stride 16, then two 1x1
+# convolutions over the 34x60 grid of a 544x960 frame, per class a coverage (sigmoid) and four box
+# offsets. PeopleNet's classes are person, bag and face. Its weights are not public, so the
+# torchvision ResNet-34 trunk stands in with seeded weights: the shapes, and so the speed, are the same.
+
+
+class DetectNetV2(nn.Module):
+    CLASSES = 3
+
+    def __init__(self):
+        super().__init__()
+        r = torchvision.models.resnet34(weights=None)
+        self.trunk = nn.Sequential(r.conv1, r.bn1, r.relu, r.maxpool, r.layer1, r.layer2, r.layer3)
+        channels = 256  # layer3's output
+        self.coverage = nn.Conv2d(channels, self.CLASSES, kernel_size=1)
+        self.bbox = nn.Conv2d(channels, 4 * self.CLASSES, kernel_size=1)
+
+    def forward(self, x):
+        features = self.trunk(x)
+        return torch.sigmoid(self.coverage(features)), self.bbox(features)
+
+
 # --- wrappers: one tensor (or a tuple of tensors) out, nothing torchvision-specific around it ----
 
 
@@ -175,6 +200,8 @@ def build(name):
     if name in DETECTION:
         ssd = getattr(tv.detection, name)(weights=None, weights_backbone=None)
         return SSDBackboneHead(ssd), ["bbox_regression", "cls_logits"]
+    if name == "detectnet_resnet34":
+        return DetectNetV2(), ["output_cov", "output_bbox"]
     if name == "unet_256":
         net = UnetGenerator(3, 3, 8, ngf=64, norm_layer=nn.BatchNorm2d, use_dropout=True)
         pix2pix_init_(net)
