@@ -70,6 +70,20 @@ std::size_t PipelineStats::failed_sources() const {
       std::count_if(sources.begin(), sources.end(), [](const SourceStats& source) { return source.failed; }));
 }
 
+std::uint64_t PipelineStats::expected_frames() const {
+  std::uint64_t total = 0;
+  for (const SourceStats& source : sources) {
+    if (source.failed) {
+      total += source.frames;
+    } else if (source.expected == 0) {
+      return 0;
+    } else {
+      total += source.expected;
+    }
+  }
+  return total;
+}
+
 double PipelineStats::fps(std::uint64_t frames) const {
   return elapsed_s > 0.0 ? static_cast<double>(frames) / elapsed_s : 0.0;
 }
@@ -83,11 +97,22 @@ double PipelineStats::steady_fps() const {
 
 namespace {
 
-std::string source_state(const SourceStats& source) {
+std::string source_state(const PipelineStats& stats, const SourceStats& source) {
   if (source.failed) {
     return "failed: " + source.error;
   }
+  // After Ctrl-C every source has stopped; only one that delivered all its frames reached its end.
+  const bool complete = source.expected > 0 && source.frames >= source.expected;
+  if (stats.interrupted && !complete) return "interrupted";
   return source.ended ? "ended" : "running";
+}
+
+// "8s", "2m05s", "1h02m".
+std::string short_duration(double seconds) {
+  const auto s = static_cast<long long>(std::ceil(seconds));
+  if (s < 60) return fmt::format("{}s", s);
+  if (s < 3600) return fmt::format("{}m{:02}s", s / 60, s % 60);
+  return fmt::format("{}h{:02}m", s / 3600, s % 3600 / 60);
 }
 
 trace::TextTable source_table(const PipelineStats& stats) {
@@ -98,7 +123,7 @@ trace::TextTable source_table(const PipelineStats& stats) {
   for (const SourceStats& source : stats.sources) {
     table.rows.push_back({source.name, source.decoder + (source.fallback ? " (fallback)" : ""),
                           std::to_string(source.frames), fmt::format("{:.1f}", stats.fps(source.frames)),
-                          std::to_string(source.dropped), source_state(source)});
+                          std::to_string(source.dropped), source_state(stats, source)});
     on_gpu += source.decoder == "nvdec" ? 1 : 0;
     on_cpu += source.decoder == "cpu" ? 1 : 0;
     fallbacks += source.fallback ? 1 : 0;
@@ -145,9 +170,17 @@ nlohmann::json latency_json(const LatencySummary& latency) {
 
 }  // namespace
 
-std::string progress_line(const PipelineStats& stats) {
-  std::string line = fmt::format("{:.1f}s  {} frames  {:.1f} fps", stats.elapsed_s, stats.total_frames(),
-                                 stats.fps(stats.total_frames()));
+std::string progress_line(const PipelineStats& stats, double current_fps) {
+  const std::uint64_t frames = stats.total_frames();
+  std::string line = fmt::format("{:.1f}s  {} frames  {:.1f} fps (now {:.1f})", stats.elapsed_s, frames,
+                                 stats.fps(frames), current_fps);
+  if (const std::uint64_t expected = stats.expected_frames(); expected > 0) {
+    const std::uint64_t done = std::min(frames, expected);
+    line += fmt::format("  {}%", done * 100 / expected);
+    if (current_fps > 0.0) {
+      line += "  ETA " + short_duration(static_cast<double>(expected - done) / current_fps);
+    }
+  }
   if (!stats.sources.empty()) {
     line += "  [";
     for (std::size_t i = 0; i < stats.sources.size(); ++i) {
@@ -168,6 +201,16 @@ std::string progress_line(const PipelineStats& stats) {
     line += fmt::format("  {} dropped", stats.total_dropped());
   }
   return line;
+}
+
+std::string ProgressMeter::line(const PipelineStats& stats) {
+  const std::uint64_t frames = stats.total_frames();
+  const double span = stats.elapsed_s - last_s_;
+  const double current =
+      span > 0.0 ? static_cast<double>(frames - std::min(frames, last_frames_)) / span : 0.0;
+  last_s_ = stats.elapsed_s;
+  last_frames_ = frames;
+  return progress_line(stats, current);
 }
 
 std::string format_table(const PipelineStats& stats) {

@@ -66,9 +66,10 @@ struct SourceStats {
   std::uint64_t dropped = 0;  // live sources only: the oldest frame goes when the source's queue is full
   bool ended = false;
   bool failed = false;
-  std::string error;      // why the source failed, when it did
-  std::string decoder;    // the backend that decoded it ("nvdec", "cpu"); "" when unknown
-  bool fallback = false;  // nvdec was asked for and the cpu decoder used instead
+  std::string error;           // why the source failed, when it did
+  std::string decoder;         // the backend that decoded it ("nvdec", "cpu"); "" when unknown
+  bool fallback = false;       // nvdec was asked for and the cpu decoder used instead
+  std::uint64_t expected = 0;  // the frames it will deliver; 0 when unknown or endless (looping, live)
 };
 
 struct StageStats {
@@ -92,10 +93,14 @@ struct PipelineStats {
   // batch's trip through every stage.
   double first_output_s = -1.0;
   std::uint64_t first_output_frames = 0;
+  bool interrupted = false;  // Ctrl-C stopped the sources: those that had not ended say so
 
   std::uint64_t total_frames() const;
   std::uint64_t total_dropped() const;
   std::size_t failed_sources() const;
+  // The frames every source will deliver; 0 when any source's count is unknown (a failed source
+  // counts what it delivered).
+  std::uint64_t expected_frames() const;
   // Frames per second of wall-clock time since the start; 0 before any time has passed.
   double fps(std::uint64_t frames) const;
   // The steady state: frames after the first batch over the time after it, what a long run
@@ -103,12 +108,24 @@ struct PipelineStats {
   double steady_fps() const;
 };
 
-// One line without a newline, for a progress line redrawn in place:
-// "12.3s  1200 frames  97.6 fps  [cam0 48.8  cam1 48.8]  queues mux 2/4 infer 4/4".
-std::string progress_line(const PipelineStats& stats);
+// One line without a newline, for a progress line redrawn in place: elapsed time, frames, the mean
+// rate and `current_fps` (the rate since the previous line), with the percent done and the time
+// left at the current rate when the frame count is known, then per source and per queue:
+// "12.3s  1200 frames  97.6 fps (now 101.2)  60%  ETA 8s  [cam0 48.8  cam1 48.8]  queues mux 2/4".
+std::string progress_line(const PipelineStats& stats, double current_fps);
 
-// The final report: sources (frames, fps, drops, status), stages (p50/p99/max), queues
-// (capacity, high-water mark), one aligned table per section, ending in a newline.
+// Produces the progress lines of one run: remembers the previous snapshot for the current rate.
+class ProgressMeter {
+ public:
+  std::string line(const PipelineStats& stats);
+
+ private:
+  double last_s_ = 0.0;
+  std::uint64_t last_frames_ = 0;
+};
+
+// The final report: sources (frames, fps, drops, status: ended, running, interrupted or failed), stages
+// (p50/p99/max), queues (capacity, high-water mark), one aligned table per section, ending in a newline.
 std::string format_table(const PipelineStats& stats);
 
 // The same figures for report.json: {"elapsed_s", "batches", "total": {...}, "startup":

@@ -154,6 +154,17 @@ struct VideoSources::Source {
     return Status::ok();
   }
 
+  // The frames one pass delivers, from the container's frame count (a share of it for a start or
+  // duration); 0 when unknown or endless (a looping or live source), for the progress line's ETA.
+  std::int64_t expected_frames(const io::StreamInfo& info) const {
+    if (config.loop || info.frame_count <= 0) return 0;
+    if (config.start <= 0.0 && !config.duration) return info.frame_count;
+    if (info.duration_s <= 0.0) return 0;
+    const double end = std::min(info.duration_s, config.start + config.duration.value_or(info.duration_s));
+    const double share = std::max(0.0, end - config.start) / info.duration_s;
+    return static_cast<std::int64_t>(std::llround(share * static_cast<double>(info.frame_count)));
+  }
+
   Status run_passes() {
     FOVEA_TRY(check_options());
     FOVEA_TRY(prepare_device());
@@ -173,6 +184,7 @@ struct VideoSources::Source {
     {
       const std::lock_guard lock(mutex);
       report.frame_rate = info.frame_rate;
+      report.expected_frames = expected_frames(info);
     }
     Timeline timeline(info.time_base, info.frame_rate, config.start, config.duration);
     std::unique_ptr<io::Decoder> decoder;

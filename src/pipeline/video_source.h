@@ -55,6 +55,7 @@ struct SourceReport {
   std::string fallback_reason;                            // "" unless nvdec was asked and not used
   Rational frame_rate;                                    // of the source stream, for encoders
   int loops = 0;                                          // completed passes over the file
+  std::int64_t expected_frames = 0;  // one pass's frames, when known and the source ends (not looping)
   std::int64_t frames_decoded = 0;
   std::int64_t frames_damaged = 0;
 };

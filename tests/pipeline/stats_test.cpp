@@ -75,8 +75,51 @@ TEST(PipelineStats, Totals) {
 }
 
 TEST(PipelineStats, ProgressLine) {
-  EXPECT_EQ(progress_line(known_stats()),
-            "2.0s  200 frames  100.0 fps  [cam0 60.0  cam1 40.0  bad.mp4 failed]  queues mux 2/4  3 dropped");
+  EXPECT_EQ(progress_line(known_stats(), 90.0),
+            "2.0s  200 frames  100.0 fps (now 90.0)  [cam0 60.0  cam1 40.0  bad.mp4 failed]  queues mux 2/4  "
+            "3 dropped");
+}
+
+// With every source's frame count known: the percent done, and the time left at the current rate.
+TEST(PipelineStats, ProgressLineShowsPercentAndEtaWhenTheFrameCountIsKnown) {
+  PipelineStats stats = known_stats();
+  stats.sources[0].expected = 300;
+  EXPECT_EQ(stats.expected_frames(), 0u) << "cam1's count is unknown";
+  stats.sources[1].expected = 500;
+  EXPECT_EQ(stats.expected_frames(), 800u) << "the failed source counts what it delivered";
+  // 200 of 800 frames; 600 left at 40 fps.
+  EXPECT_EQ(progress_line(stats, 40.0),
+            "2.0s  200 frames  100.0 fps (now 40.0)  25%  ETA 15s  [cam0 60.0  cam1 40.0  bad.mp4 failed]  "
+            "queues mux 2/4  3 dropped");
+  EXPECT_TRUE(
+      progress_line(stats, 4.0).starts_with("2.0s  200 frames  100.0 fps (now 4.0)  25%  ETA 2m30s  ["));
+  EXPECT_TRUE(progress_line(stats, 0.0).starts_with("2.0s  200 frames  100.0 fps (now 0.0)  25%  [cam0"));
+}
+
+// The meter's current rate is over the time since its previous line, not since the start.
+TEST(PipelineStats, ProgressMeterShowsTheCurrentRate) {
+  ProgressMeter meter;
+  PipelineStats stats = known_stats();  // 200 frames at 2 s
+  EXPECT_TRUE(meter.line(stats).starts_with("2.0s  200 frames  100.0 fps (now 100.0)  ["));
+  stats.elapsed_s = 3.0;
+  stats.sources[0].frames += 10;  // 10 frames in the last second
+  EXPECT_TRUE(meter.line(stats).starts_with("3.0s  210 frames  70.0 fps (now 10.0)  ["));
+}
+
+// After Ctrl-C the sources that had not delivered all their frames say "interrupted", not "ended".
+TEST(PipelineStats, InterruptedSourcesSaySo) {
+  PipelineStats stats = known_stats();
+  stats.interrupted = true;
+  stats.sources[0].expected = 120;  // cam0 had delivered every frame before Ctrl-C
+  stats.sources[1].ended = true;
+  const std::string table = format_table(stats);
+  EXPECT_NE(table.find("cam0     nvdec                           120   60.0        0  ended\n"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("cam1     cpu (fallback)                   80   40.0        3  interrupted\n"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("failed: invalid data"), std::string::npos) << table;
 }
 
 TEST(PipelineStats, FinalTableIsAligned) {
