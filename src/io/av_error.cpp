@@ -55,10 +55,24 @@ Status av_error(int code, std::string_view what) {
 namespace {
 
 thread_local std::string t_last_message;
+thread_local std::string t_last_warning;
+
+// "[libx264 @ 0x55d0c0a3c2c0] msg" -> "[libx264] msg": the address means nothing to a reader.
+std::string without_address(std::string text) {
+  const std::size_t at = text.find(" @ 0x");
+  const std::size_t close = text.find(']');
+  if (text.starts_with('[') && at != std::string::npos && close != std::string::npos && at < close) {
+    text.erase(at, close - at);
+  }
+  return text;
+}
 
 void ffmpeg_log_callback(void* context, int level, const char* format, va_list args) {
-  if (level > AV_LOG_WARNING && log_level() < LogLevel::kDebug) {
-    return;  // cheap early out: FFmpeg's info/verbose chatter is only formatted when asked for
+  const bool warning = level > AV_LOG_ERROR && level <= AV_LOG_WARNING;
+  // Cheap early out: a line fovea would not show is not even formatted, but for errors, which are
+  // kept for the Status.
+  if (level > AV_LOG_ERROR && log_level() < (warning ? LogLevel::kWarn : LogLevel::kDebug)) {
+    return;
   }
   char line[1024];
   int print_prefix = 1;
@@ -70,11 +84,18 @@ void ffmpeg_log_callback(void* context, int level, const char* format, va_list a
   if (text.empty()) {
     return;
   }
+  text = without_address(std::move(text));
   if (level <= AV_LOG_ERROR) {
     t_last_message = text;
   }
-  // FFmpeg's errors are reported through fovea's Status with context, so they are logged at debug
-  // level here to avoid printing each problem twice.
+  // FFmpeg's (and libx264's, which logs through it) warnings are fovea warnings, hidden by -q; a
+  // warning repeated line after line is said once. Errors come back in a Status with context, and
+  // FFmpeg's info and below are chatter: both are logged at debug level, not to print twice.
+  if (warning && text != t_last_warning) {
+    t_last_warning = text;
+    log_warn("ffmpeg: {}", text);
+    return;
+  }
   log_debug("ffmpeg: {}", text);
 }
 

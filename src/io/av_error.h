@@ -33,7 +33,8 @@ inline bool av_ok(int e) {
   } while (0)
 
 namespace fovea::io {
-// Routes FFmpeg's own log lines into fovea's log at debug level (-v shows them) and
+// Routes FFmpeg's own log lines into fovea's log: its warnings (libx264's too) as warnings (-q
+// hides them), the rest at debug level (-v shows them; errors come back in a Status), and
 // remembers the last error-level line per thread, so a Status can carry FFmpeg's specific reason
 // ("moov atom not found") instead of only the generic AVERROR text. Idempotent.
 void install_ffmpeg_log_bridge();

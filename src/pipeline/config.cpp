@@ -8,6 +8,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <initializer_list>
 #include <limits>
@@ -696,6 +697,18 @@ Result<PipelineConfig> parse_config(std::string_view text, std::string_view sour
   return guarded(source_name, [&] { return parse_tree(Parser(source_name, true), root); });
 }
 
+namespace {
+
+// A relative path in a file means "next to the file", wherever fovea is started from; URLs
+// (rtsp://, http://, ...) and absolute paths stay as written.
+void resolve_from(const std::filesystem::path& folder, std::string& path) {
+  if (path.empty() || path.find("://") != std::string::npos) return;
+  const std::filesystem::path given(path);
+  if (given.is_relative()) path = (folder / given).lexically_normal().string();
+}
+
+}  // namespace
+
 Result<PipelineConfig> load_config(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
   if (!file) {
@@ -705,7 +718,14 @@ Result<PipelineConfig> load_config(const std::string& path) {
   std::ostringstream text;
   text << file.rdbuf();
   if (file.bad()) return make_error(StatusCode::kIoError, path, ": reading the configuration failed");
-  return parse_config(text.str(), path);
+  FOVEA_ASSIGN_OR_RETURN(PipelineConfig config, parse_config(text.str(), path));
+  const std::filesystem::path folder = std::filesystem::path(path).parent_path();
+  for (SourceConfig& source : config.sources) resolve_from(folder, source.uri);
+  resolve_from(folder, config.model.path);
+  if (config.sinks.video) resolve_from(folder, config.sinks.video->output_dir);
+  if (config.sinks.metadata) resolve_from(folder, config.sinks.metadata->path);
+  if (config.stats.report) resolve_from(folder, *config.stats.report);
+  return config;
 }
 
 Status apply_override(PipelineConfig& config, std::string_view assignment) {

@@ -4,11 +4,17 @@
 //   run.yaml:4:15: mux.batch_size: expected an integer, got 'four'
 // A PipelineConfig returned by these functions has passed every check; a default-constructed one
 // has not (it lists no sources and no model).
+//
+// The struct defaults below are fovea's one set of defaults: a YAML file, `fovea segment`'s flags,
+// `fovea demo` and `fovea sweep` all start from them (docs/config.md lists them).
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,9 +36,11 @@ struct SourceConfig {
 };
 
 struct MuxConfig {
-  int batch_size = 1;
-  int width = 1920;  // of the batch frames; every source is scaled to it
-  int height = 1080;
+  int batch_size = 4;
+  // The batch frames' size, both or neither; every source is scaled to it. Absent: the sources' own
+  // size when they agree, else the first source's (with_frame_size decides, and logs why).
+  std::optional<int> width;
+  std::optional<int> height;
   std::int64_t push_timeout_us = -1;         // a partial batch goes out after this long; -1 waits forever
   std::optional<int> max_frames_per_source;  // per batch; absent: no cap
   bool live = false;
@@ -41,13 +49,18 @@ struct MuxConfig {
 
 enum class ColorOrder { kRgb, kBgr };
 
+// ImageNet's channel statistics (RGB, 0..1 scale): torchvision's models, FCN-ResNet among them, are
+// trained on images normalized with them.
+inline constexpr std::array<float, 3> kImagenetMean{0.485f, 0.456f, 0.406f};
+inline constexpr std::array<float, 3> kImagenetStd{0.229f, 0.224f, 0.225f};
+
 struct ModelConfig {
-  std::string path;                       // ONNX file
-  std::optional<std::string> input_name;  // absent: the model's only input
-  runtime::Precision precision = runtime::Precision::kFloat32;
+  std::string path;                                             // ONNX file
+  std::optional<std::string> input_name;                        // absent: the model's only input
+  runtime::Precision precision = runtime::Precision::kFloat16;  // the GPU's; the CPU runs fp32
   // Normalization on the 0..1 scale, per tensor channel: (pixel / 255 - mean) / std.
-  std::array<float, 3> mean{0.0f, 0.0f, 0.0f};
-  std::array<float, 3> std{1.0f, 1.0f, 1.0f};
+  std::array<float, 3> mean = kImagenetMean;
+  std::array<float, 3> std = kImagenetStd;
   ColorOrder color_order = ColorOrder::kRgb;
   std::optional<int> input_width;  // both or neither; absent: the model's own input shape
   std::optional<int> input_height;
@@ -115,5 +128,24 @@ Status apply_override(PipelineConfig& config, std::string_view assignment);
 // The configuration as YAML, every key written (absent optionals as null): parse_config reads it
 // back to an equal PipelineConfig.
 std::string dump_config(const PipelineConfig& config);
+
+// How an error names the key it is about, for a configuration that was not read from a file: given
+// the key path ("task.blur_kernel", "task.classes.1"; "" for the configuration as a whole), the
+// words that stand for it, such as the command-line flag and value the user typed ("--blur 33").
+using KeyNamer = std::function<std::string(std::string_view key_path)>;
+
+// The checks parse_config makes, on a configuration built in code (the command line's); an error
+// reads "<name_key(key)>: <reason>", e.g. "--blur 33: must be odd, got 33".
+Result<PipelineConfig> check_config(const PipelineConfig& config, const KeyNamer& name_key);
+
+// The encoder presets sinks.video.preset takes: x264's names and NVENC's p1..p7.
+std::span<const std::string_view> encoder_presets();
+
+// `config` with mux.width and mux.height set. When the configuration leaves them out, the sources
+// are opened (not decoded) to read their size: their own size when they all agree, else the first
+// source's, said in the log; a source that cannot be opened is left to fail when the flow runs.
+// When they are given, the log names the sources that will be scaled to them. Sizes round down to
+// even (4:2:0 frames). Fails only when the size is left out and no source can be opened.
+Result<PipelineConfig> with_frame_size(PipelineConfig config, const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace fovea::pipeline
