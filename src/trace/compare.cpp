@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <map>
 #include <utility>
 
 #include "trace/report_io.h"
@@ -9,20 +11,72 @@
 namespace fovea::trace {
 namespace {
 
+std::optional<std::int64_t> pipeline_wall_ns(const TraceData& data) {
+  std::optional<std::int64_t> first_start, last_end;
+  for (const RangeRecord& range : data.ranges) {
+    if (range_label(range) != kPipelineRange) continue;
+    first_start = std::min(first_start.value_or(range.start_ns), range.start_ns);
+    last_end = std::max(last_end.value_or(range.end_ns), range.end_ns);
+  }
+  if (!first_start) return std::nullopt;
+  return *last_end - *first_start;
+}
+
+// The largest projected GPU time; a run without GPU data falls back to the largest CPU time, so
+// that a CPU run still names where its time went.
+std::optional<Bottleneck> find_bottleneck(const Tables& tables) {
+  std::optional<Bottleneck> best;
+  for (const GpuProjRow& row : tables.gpu_proj) {
+    if (row.range == kPipelineRange) continue;
+    if (!best || row.proj.total > best->total_ns)
+      best = Bottleneck{.range = row.range, .total_ns = row.proj.total, .avg_ns = row.proj.avg, .gpu = true};
+  }
+  if (best) return best;
+  for (const NvtxRow& row : tables.nvtx) {
+    if (row.range == kPipelineRange) continue;
+    if (!best || row.time.total > best->total_ns)
+      best = Bottleneck{.range = row.range, .total_ns = row.time.total, .avg_ns = row.time.avg};
+  }
+  return best;
+}
+
 RunSummary summarize(std::string label, Report report) {
   RunSummary run{.label = std::move(label), .report = std::move(report)};
-  for (const NvtxRow& row : run.report.tables.nvtx) {
-    if (row.range == kPipelineRange) run.pipeline_ns = row.time.total;
-  }
-  for (const GpuProjRow& row : run.report.tables.gpu_proj) {
-    if (row.range == kPipelineRange) continue;
-    if (!run.bottleneck || row.proj.total > run.bottleneck->proj.total) run.bottleneck = row;
-  }
+  run.pipeline_ns = pipeline_wall_ns(run.report.data);
+  run.bottleneck = find_bottleneck(run.report.tables);
   return run;
 }
 
+std::string milliseconds(double ns) {
+  return fmt::format("{:.3f} ms", ns / 1e6);
+}
+
 std::string milliseconds(std::int64_t ns) {
-  return fmt::format("{:.3f} ms", static_cast<double>(ns) / 1e6);
+  return milliseconds(static_cast<double>(ns));
+}
+
+// "runs/b4/" and "runs/b4" -> "b4"; "." -> the current directory's name.
+std::string folder_name(const std::filesystem::path& dir) {
+  std::error_code ec;
+  std::filesystem::path path = std::filesystem::absolute(dir, ec).lexically_normal();
+  if (!path.has_filename()) path = path.parent_path();
+  const std::string name = path.filename().string();
+  return name.empty() ? dir.string() : name;
+}
+
+// Colliding labels become the directory as given, and those that still collide (the same
+// directory twice) get " #N", N counting from 2.
+void make_unique(std::vector<std::string>& labels, const std::vector<RunInput>& inputs) {
+  std::map<std::string, int> uses;
+  for (const std::string& label : labels) ++uses[label];
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    if (uses[labels[i]] > 1 && inputs[i].label.empty()) labels[i] = inputs[i].dir.lexically_normal().string();
+  }
+  std::map<std::string, int> seen;
+  for (std::string& label : labels) {
+    const int n = ++seen[label];
+    if (n > 1) label += fmt::format(" #{}", n);
+  }
 }
 
 }  // namespace
@@ -38,15 +92,20 @@ Comparison compare_reports(std::vector<std::pair<std::string, Report>> runs) {
 }
 
 Result<Comparison> compare_runs(const std::vector<RunInput>& inputs) {
-  std::vector<std::pair<std::string, Report>> runs;
+  std::vector<Report> reports;
+  std::vector<std::string> labels;
   for (const RunInput& input : inputs) {
     FOVEA_ASSIGN_OR_RETURN(Report report, read_report(input.dir));
     std::string label = input.label;
     if (label.empty()) label = report.data.label;
-    if (label.empty()) label = std::filesystem::path(input.dir).lexically_normal().filename().string();
-    if (label.empty()) label = input.dir.string();
-    runs.emplace_back(std::move(label), std::move(report));
+    if (label.empty()) label = folder_name(input.dir);
+    labels.push_back(std::move(label));
+    reports.push_back(std::move(report));
   }
+  make_unique(labels, inputs);
+  std::vector<std::pair<std::string, Report>> runs;
+  for (std::size_t i = 0; i < reports.size(); ++i)
+    runs.emplace_back(std::move(labels[i]), std::move(reports[i]));
   return compare_reports(std::move(runs));
 }
 
@@ -67,22 +126,25 @@ TextTable comparison_table(const Comparison& comparison, std::optional<std::size
   return table;
 }
 
+std::string bottleneck_text(const std::optional<Bottleneck>& bottleneck) {
+  if (!bottleneck) return fmt::format("unknown (no range other than '{}')", kPipelineRange);
+  return fmt::format("{} ({} {} per instance, {} in total{})", bottleneck->range,
+                     milliseconds(bottleneck->avg_ns), bottleneck->gpu ? "GPU" : "CPU",
+                     milliseconds(bottleneck->total_ns), bottleneck->gpu ? "" : "; no GPU data");
+}
+
 std::string comparison_summary(const Comparison& comparison) {
   std::string out;
   if (comparison.fastest) {
     const RunSummary& run = comparison.runs[*comparison.fastest];
-    out += fmt::format("Fastest pipeline: {} ({})\n", run.label, milliseconds(*run.pipeline_ns));
+    out += run.pipeline_ns ? fmt::format("Fastest pipeline: {} ({} wall time)\n", run.label,
+                                         milliseconds(*run.pipeline_ns))
+                           : fmt::format("Fastest: {}\n", run.label);
   } else {
     out += fmt::format("Fastest pipeline: none of the runs has a '{}' range\n", kPipelineRange);
   }
   for (const RunSummary& run : comparison.runs) {
-    if (run.bottleneck) {
-      out += fmt::format("Bottleneck of {}: {} ({} projected on the GPU)\n", run.label, run.bottleneck->range,
-                         milliseconds(run.bottleneck->proj.total));
-    } else {
-      out += fmt::format("Bottleneck of {}: no range other than '{}' launched GPU work\n", run.label,
-                         kPipelineRange);
-    }
+    out += fmt::format("Bottleneck of {}: {}\n", run.label, bottleneck_text(run.bottleneck));
   }
   return out;
 }

@@ -37,16 +37,29 @@ const char* colour(std::size_t run) {
   return kPalette[run % std::size(kPalette)];
 }
 
-// Stages (every projected range but `pipeline`), largest projected time in any run first, with
-// each run's Total Proj Time.
-std::vector<std::pair<std::string, std::vector<std::int64_t>>> stage_times(const Comparison& c) {
+// Whether any run has projected GPU time outside `pipeline`; without, the chart shows CPU time.
+bool any_gpu_data(const Comparison& c) {
+  return std::any_of(c.runs.begin(), c.runs.end(), [](const RunSummary& run) {
+    return std::any_of(run.report.tables.gpu_proj.begin(), run.report.tables.gpu_proj.end(),
+                       [](const GpuProjRow& row) { return row.range != kPipelineRange; });
+  });
+}
+
+// Stages (every range but `pipeline`), largest time in any run first, with each run's Total Proj
+// Time (gpu) or Total Time (CPU, nvtx_sum).
+std::vector<std::pair<std::string, std::vector<std::int64_t>>> stage_times(const Comparison& c, bool gpu) {
   std::map<std::string, std::vector<std::int64_t>> by_stage;
+  auto add = [&](std::size_t r, const std::string& range, std::int64_t ns) {
+    if (range == kPipelineRange) return;
+    auto& times = by_stage.try_emplace(range, std::vector<std::int64_t>(c.runs.size(), 0)).first->second;
+    times[r] += ns;
+  };
   for (std::size_t r = 0; r < c.runs.size(); ++r) {
-    for (const GpuProjRow& row : c.runs[r].report.tables.gpu_proj) {
-      if (row.range == kPipelineRange) continue;
-      auto& times =
-          by_stage.try_emplace(row.range, std::vector<std::int64_t>(c.runs.size(), 0)).first->second;
-      times[r] += row.proj.total;
+    const Tables& tables = c.runs[r].report.tables;
+    if (gpu) {
+      for (const GpuProjRow& row : tables.gpu_proj) add(r, row.range, row.proj.total);
+    } else {
+      for (const NvtxRow& row : tables.nvtx) add(r, row.range, row.time.total);
     }
   }
   std::vector<std::pair<std::string, std::vector<std::int64_t>>> stages(by_stage.begin(), by_stage.end());
@@ -56,8 +69,8 @@ std::vector<std::pair<std::string, std::vector<std::int64_t>>> stage_times(const
   return stages;
 }
 
-std::string bar_chart(const Comparison& c) {
-  const auto stages = stage_times(c);
+std::string bar_chart(const Comparison& c, bool gpu) {
+  const auto stages = stage_times(c, gpu);
   std::int64_t max_ns = 1;
   for (const auto& [name, times] : stages)
     max_ns = std::max(max_ns, *std::max_element(times.begin(), times.end()));
@@ -90,8 +103,8 @@ std::string bar_chart(const Comparison& c) {
 
 std::string run_table(const Comparison& c) {
   std::string html =
-      "<table><tr><th></th><th>Run</th><th>Mode</th><th>pipeline (ms)</th><th>Bottleneck</th>"
-      "<th>Its projected time (ms)</th></tr>\n";
+      "<table><tr><th></th><th>Run</th><th>Mode</th><th>pipeline wall time (ms)</th><th>Bottleneck</th>"
+      "<th>Its time (ms)</th></tr>\n";
   for (std::size_t r = 0; r < c.runs.size(); ++r) {
     const RunSummary& run = c.runs[r];
     html += fmt::format(
@@ -102,7 +115,8 @@ std::string run_table(const Comparison& c) {
         capture_mode_name(run.report.data.mode),
         run.pipeline_ns ? fmt::format("{:.3f}", static_cast<double>(*run.pipeline_ns) / 1e6) : "&ndash;",
         run.bottleneck ? escape(run.bottleneck->range) : "&ndash;",
-        run.bottleneck ? fmt::format("{:.3f}", static_cast<double>(run.bottleneck->proj.total) / 1e6)
+        run.bottleneck ? fmt::format("{:.3f} {}", static_cast<double>(run.bottleneck->total_ns) / 1e6,
+                                     run.bottleneck->gpu ? "GPU" : "CPU")
                        : "&ndash;");
   }
   return html + "</table>\n";
@@ -111,14 +125,16 @@ std::string run_table(const Comparison& c) {
 }  // namespace
 
 std::string comparison_html(const Comparison& c) {
+  const bool gpu = any_gpu_data(c);
+  const char* heading = gpu ? "Projected GPU time per stage (Total Proj Time, nvtx_gpu_proj_sum)"
+                            : "CPU time per stage (Total Time, nvtx_sum; the runs have no GPU data)";
   return "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>fovea report</title>\n"
          "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin-bottom:2em}"
          "td,th{padding:4px 10px;border-bottom:1px solid "
          "#ddd;text-align:left}.fastest{font-weight:bold}</style>"
          "</head><body>\n<h1>fovea report</h1>\n" +
-         run_table(c) + "<pre>" + escape(comparison_summary(c)) +
-         "</pre>\n<h2>Projected GPU time per stage (Total Proj Time, nvtx_gpu_proj_sum)</h2>\n" +
-         bar_chart(c) + "</body></html>\n";
+         run_table(c) + "<pre>" + escape(comparison_summary(c)) + "</pre>\n<h2>" + heading + "</h2>\n" +
+         bar_chart(c, gpu) + "</body></html>\n";
 }
 
 }  // namespace fovea::trace

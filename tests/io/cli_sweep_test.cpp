@@ -103,6 +103,22 @@ TEST_F(CliSweep, RunsEachValueIntoItsFolderAndNamesTheFastest) {
   EXPECT_NE(output_.find("nvtx_gpu_proj_sum_runs"), std::string::npos) << output_;
 }
 
+// On the CPU (no GPU data) the page names each run's bottleneck as the terminal does, from the
+// same figures, and its chart is not empty.
+TEST_F(CliSweep, HtmlNamesTheTerminalsBottlenecksOnTheCpu) {
+  ASSERT_EQ(sweep({"--param", "mux.batch_size=1,2"}), 0) << output_;
+  const std::string html = read_text(out() / "report.html");
+  EXPECT_NE(html.find("<rect"), std::string::npos) << html;
+  for (const std::string label : {"mux.batch_size=1", "mux.batch_size=2"}) {
+    const std::string prefix = "bottleneck of " + label + ": ";
+    const std::size_t at = output_.find(prefix);
+    ASSERT_NE(at, std::string::npos) << output_;
+    const std::string said = output_.substr(at + prefix.size(), output_.find('\n', at) - at - prefix.size());
+    EXPECT_NE(said.find("CPU per instance"), std::string::npos) << said;
+    EXPECT_NE(html.find("Bottleneck of " + label + ": " + said), std::string::npos) << said << "\n" << html;
+  }
+}
+
 TEST_F(CliSweep, RunsTheCartesianProductInOrderWithSafeFolderNames) {
   ASSERT_EQ(sweep({"--param", "mux.batch_size=1,2", "--param", "model.mean=[0,0,0],[0.1,0,0]"}), 0)
       << output_;

@@ -32,8 +32,10 @@ TEST(TraceCompare, FastestPipelineAndBottlenecks) {
   EXPECT_EQ(c.runs[1].bottleneck->range, "encode");
   EXPECT_EQ(c.runs[2].bottleneck->range, "inference");
   const std::string summary = comparison_summary(c);
-  EXPECT_NE(summary.find("Fastest pipeline: b4 (0.006 ms)"), std::string::npos) << summary;
-  EXPECT_NE(summary.find("Bottleneck of b1: inference"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("Fastest pipeline: b4 (0.006 ms wall time)"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("Bottleneck of b1: inference (0.001 ms GPU per instance, 0.001 ms in total)"),
+            std::string::npos)
+      << summary;
 }
 
 TEST(TraceCompare, NoPipelineRangeMeansNoFastestRun) {
@@ -41,8 +43,50 @@ TEST(TraceCompare, NoPipelineRangeMeansNoFastestRun) {
   d.ranges = {range("decode", 0, 10)};
   const Comparison c = compare_reports({{"a", Report{.data = d, .tables = analyze(d)}}});
   EXPECT_FALSE(c.fastest.has_value());
-  EXPECT_FALSE(c.runs[0].bottleneck.has_value());
   EXPECT_NE(comparison_summary(c).find("none of the runs has a 'pipeline' range"), std::string::npos);
+}
+
+// A flow records a `pipeline` range per batch, and batches overlap: the run's time is the span
+// from the first one's start to the last one's end, not the sum of their durations.
+TEST(TraceCompare, FastestPipelineIsTheWallTimeOfOverlappingRanges) {
+  TraceData overlapping;  // three batches in flight together: 300 summed, 200 of wall time
+  overlapping.ranges = {range("pipeline", 0, 100, 0, 1), range("pipeline", 50, 150, 0, 2),
+                        range("pipeline", 100, 200, 0, 3)};
+  TraceData serial;  // one range of 250
+  serial.ranges = {range("pipeline", 0, 250)};
+  const Comparison c =
+      compare_reports({{"overlapping", Report{.data = overlapping, .tables = analyze(overlapping)}},
+                       {"serial", Report{.data = serial, .tables = analyze(serial)}}});
+  EXPECT_EQ(c.runs[0].pipeline_ns, 200);
+  EXPECT_EQ(c.runs[1].pipeline_ns, 250);
+  ASSERT_TRUE(c.fastest.has_value());
+  EXPECT_EQ(*c.fastest, 0u);
+}
+
+// Without GPU data (a CPU run) the bottleneck is the range with the largest CPU time, and the
+// HTML page charts CPU time and names the same bottleneck as the terminal's summary.
+TEST(TraceCompare, CpuRunsHaveACpuBottleneckAndAChart) {
+  TraceData d;
+  d.mode = CaptureMode::kCpuOnly;
+  d.ranges = {range("pipeline", 0, 1000), range("inference", 10, 710, 1), range("inference", 720, 820, 1),
+              range("encode", 830, 990, 1)};
+  const Comparison c = compare_reports({{"cpu", Report{.data = d, .tables = analyze(d)}}});
+  ASSERT_TRUE(c.runs[0].bottleneck.has_value());
+  EXPECT_EQ(c.runs[0].bottleneck->range, "inference");
+  EXPECT_FALSE(c.runs[0].bottleneck->gpu);
+  EXPECT_EQ(c.runs[0].bottleneck->total_ns, 800);
+  EXPECT_EQ(c.runs[0].bottleneck->avg_ns, 400);
+  const std::string summary = comparison_summary(c);
+  EXPECT_NE(summary.find("Bottleneck of cpu: inference (0.000 ms CPU per instance, 0.001 ms in total; no GPU "
+                         "data)"),
+            std::string::npos)
+      << summary;
+  const std::string html = comparison_html(c);
+  std::size_t bars = 0;
+  for (std::size_t at = html.find("<rect"); at != std::string::npos; at = html.find("<rect", at + 1)) ++bars;
+  EXPECT_EQ(bars, 2u) << html;  // inference and encode
+  EXPECT_NE(html.find("CPU time per stage"), std::string::npos);
+  EXPECT_NE(html.find("<td>inference</td><td>0.001 CPU</td>"), std::string::npos) << html;
 }
 
 TEST(TraceCompare, TableHasOneRowGroupPerRun) {
@@ -70,6 +114,25 @@ TEST(TraceCompare, RunsFromDirectoriesAreLabelled) {
   EXPECT_EQ(c->runs[1].label, "batch 4");  // the recorded label
   EXPECT_EQ(c->runs[2].label, "again");    // the caller's
   EXPECT_EQ(*c->fastest, 1u);
+}
+
+// The flow records no label: runs are named by their folders, and same-named folders by their
+// paths, so two runs of one clip are told apart.
+TEST(TraceCompare, RunsAreLabelledByTheirFoldersAndLabelsAreUnique) {
+  TempDir dir;
+  for (const char* sub : {"a/run", "b/run", "run1", "run2"})
+    ASSERT_TRUE(write_report(run(9000, 500, 300), dir.path() / sub).is_ok());
+  auto c = compare_runs({{.dir = dir.path() / "run1/"},
+                         {.dir = dir.path() / "run2"},
+                         {.dir = dir.path() / "a/run"},
+                         {.dir = dir.path() / "b/run"},
+                         {.dir = dir.path() / "run2"}});
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  EXPECT_EQ(c->runs[0].label, "run1");
+  EXPECT_EQ(c->runs[1].label, (dir.path() / "run2").string());
+  EXPECT_EQ(c->runs[2].label, (dir.path() / "a/run").string());
+  EXPECT_EQ(c->runs[3].label, (dir.path() / "b/run").string());
+  EXPECT_EQ(c->runs[4].label, (dir.path() / "run2").string() + " #2");
 }
 
 TEST(TraceCompare, UnreadableRunFailsWithItsName) {

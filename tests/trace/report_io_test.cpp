@@ -71,6 +71,24 @@ TEST(TraceReportIo, MissingReportFileIsNamed) {
   EXPECT_NE(r.status().message().find("report.json"), std::string::npos) << r.status().message();
 }
 
+// A folder with a run's statistics but no trace (a `fovea demo` folder, a --report file named
+// report.json) says so instead of reporting missing trace keys.
+TEST(TraceReportIo, StatisticsAreNotTakenForATrace) {
+  TempDir dir;
+  write_text(dir.path() / kStatsFile, "{\"elapsed_s\": 1.5}");
+  auto r = read_report(dir.path());
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("stats.json beside it holds the run's statistics, not a trace"),
+            std::string::npos)
+      << r.status().message();
+  write_text(dir.path() / kReportFile, "{\"elapsed_s\": 1.5, \"batches\": 3}");
+  r = read_report(dir.path());
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("report.json: holds a run's statistics (--report), not a trace"),
+            std::string::npos)
+      << r.status().message();
+}
+
 TEST(TraceReportIo, CorruptJsonIsNamed) {
   TempDir dir;
   write_text(dir.path() / kReportFile, "{\"format\": \"fovea-trace-report\", \"ranges\": [");
