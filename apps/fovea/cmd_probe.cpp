@@ -88,7 +88,7 @@ void add_probe_command(CLI::App& app, Action* action) {
   command->add_flag("--json", args->json, "Print JSON instead of text");
   command->add_option("--timeout-ms", args->timeout_ms, "Network timeout")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
   command->callback([args, action] { *action = [args] { return run_probe(*args); }; });
 }
 

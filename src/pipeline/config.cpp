@@ -1,5 +1,6 @@
 #include "pipeline/config.h"
 
+#include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -16,8 +17,10 @@
 #include <utility>
 
 #include "core/check.h"
+#include "core/log.h"
 #include "image/blur.h"
 #include "image/blur_composite.h"
+#include "io/demuxer.h"
 
 namespace fovea::pipeline {
 namespace {
@@ -124,19 +127,26 @@ std::string describe(const YAML::Node& node) {
   return "'" + node.Scalar() + "'";
 }
 
-// Where the text came from, and how errors point into it.
+// Where the text came from, and how errors point into it: "file:line:col: key: reason" for a
+// file, "--set ...: key: reason" for an override, or the caller's own name for the key (check_config).
 class Parser {
  public:
   Parser(std::string_view source_name, bool with_marks)
       : source_name_(source_name), with_marks_(with_marks) {}
+  explicit Parser(KeyNamer name_key) : name_key_(std::move(name_key)) {}
 
   Status error(const YAML::Node& node, std::string_view path, std::string_view reason) const {
-    std::string message = source_name_;
-    if (with_marks_ && !node.Mark().is_null()) {
-      message += ":" + std::to_string(node.Mark().line + 1) + ":" + std::to_string(node.Mark().column + 1);
+    std::string message;
+    if (name_key_) {
+      message = name_key_(path) + ": ";
+    } else {
+      message = source_name_;
+      if (with_marks_ && !node.Mark().is_null()) {
+        message += ":" + std::to_string(node.Mark().line + 1) + ":" + std::to_string(node.Mark().column + 1);
+      }
+      message += ": ";
+      if (!path.empty()) message += std::string(path) + ": ";
     }
-    message += ": ";
-    if (!path.empty()) message += std::string(path) + ": ";
     message += reason;
     return Status(StatusCode::kInvalidArgument, std::move(message));
   }
@@ -173,7 +183,8 @@ class Parser {
 
  private:
   std::string source_name_;
-  bool with_marks_;
+  bool with_marks_ = false;
+  KeyNamer name_key_;
 };
 
 // One value of a map: the node, its key path and the parser that reports on it.
@@ -402,10 +413,12 @@ Status check_even(const MapReader& map, std::string_view key, int value) {
 
 Status parse_mux(const MapReader& map, MuxConfig& mux) {
   FOVEA_TRY(map.read("batch_size", mux.batch_size, 1, kMaxBatchSize));
-  FOVEA_TRY(map.read("width", mux.width, 2, kMaxFrameSide));
-  FOVEA_TRY(map.read("height", mux.height, 2, kMaxFrameSide));
-  FOVEA_TRY(check_even(map, "width", mux.width));
-  FOVEA_TRY(check_even(map, "height", mux.height));
+  FOVEA_TRY(map.read_optional("width", mux.width, 2, kMaxFrameSide));
+  FOVEA_TRY(map.read_optional("height", mux.height, 2, kMaxFrameSide));
+  // That both or neither are given is checked when the flow runs (with_frame_size): one override
+  // (--set, a sweep's --param) sets one of them at a time.
+  if (mux.width) FOVEA_TRY(check_even(map, "width", *mux.width));
+  if (mux.height) FOVEA_TRY(check_even(map, "height", *mux.height));
   FOVEA_TRY(map.read("push_timeout_us", mux.push_timeout_us, -1, std::numeric_limits<std::int64_t>::max()));
   FOVEA_TRY(map.read_optional("max_frames_per_source", mux.max_frames_per_source, 1, kMaxBatchSize));
   return map.read("live", mux.live);
@@ -581,8 +594,8 @@ YAML::Node to_tree(const PipelineConfig& config) {
   }
   YAML::Node mux = root["mux"];
   mux["batch_size"] = config.mux.batch_size;
-  mux["width"] = config.mux.width;
-  mux["height"] = config.mux.height;
+  mux["width"] = optional_node(config.mux.width);
+  mux["height"] = optional_node(config.mux.height);
   mux["push_timeout_us"] = config.mux.push_timeout_us;
   mux["max_frames_per_source"] = optional_node(config.mux.max_frames_per_source);
   mux["live"] = config.mux.live;
@@ -752,6 +765,73 @@ std::string dump_config(const PipelineConfig& config) {
   YAML::Emitter emitter;
   emitter << to_tree(config);
   return std::string(emitter.c_str()) + "\n";
+}
+
+Result<PipelineConfig> check_config(const PipelineConfig& config, const KeyNamer& name_key) {
+  // The tree the file would hold, read by the file's own parser: one set of checks for both.
+  return guarded(name_key(""), [&] { return parse_tree(Parser(name_key), to_tree(config)); });
+}
+
+std::span<const std::string_view> encoder_presets() {
+  return kPresets;
+}
+
+Result<PipelineConfig> with_frame_size(PipelineConfig config, const std::atomic<bool>* cancel) {
+  struct Probed {
+    std::string uri;
+    int width = 0;
+    int height = 0;
+  };
+  if (config.mux.width.has_value() != config.mux.height.has_value()) {
+    return make_error(StatusCode::kInvalidArgument, config.mux.width ? "mux.width" : "mux.height",
+                      ": mux.width and mux.height go together; give both or neither");
+  }
+  if (config.sources.empty() && !config.mux.width) {
+    return make_error(StatusCode::kInvalidArgument, "sources: the flow needs at least one source");
+  }
+  std::vector<Probed> probed;
+  std::optional<Status> first_error;
+  for (const SourceConfig& source : config.sources) {
+    Result<std::unique_ptr<io::Demuxer>> demuxer = io::Demuxer::open(source.uri, {.cancel = cancel});
+    if (!demuxer.is_ok()) {
+      if (demuxer.status().code() == StatusCode::kCancelled) return demuxer.status();
+      if (!first_error) first_error = demuxer.status();
+      continue;
+    }
+    const io::StreamInfo& info = (*demuxer)->info();
+    probed.push_back({source.uri, info.width / 2 * 2, info.height / 2 * 2});
+  }
+  const auto size_text = [](int width, int height) { return fmt::format("{}x{}", width, height); };
+  if (config.mux.width && config.mux.height) {
+    for (const Probed& source : probed) {
+      if (source.width != *config.mux.width || source.height != *config.mux.height) {
+        log_info("mux: {} is {}; its frames are scaled to {}, the size asked for", source.uri,
+                 size_text(source.width, source.height), size_text(*config.mux.width, *config.mux.height));
+      }
+    }
+    return config;
+  }
+  if (probed.empty()) {  // there are sources, and each failed to open
+    return make_error(StatusCode::kNotFound, "mux: no source could be opened to learn the frame size from (",
+                      first_error->message(), ")");
+  }
+  const Probed& first = probed.front();
+  config.mux.width = first.width;
+  config.mux.height = first.height;
+  std::string others;
+  for (const Probed& source : probed) {
+    if (source.width != first.width || source.height != first.height) {
+      others += fmt::format("{}{} is {}", others.empty() ? "" : ", ", source.uri,
+                            size_text(source.width, source.height));
+    }
+  }
+  if (!others.empty()) {
+    log_info(
+        "mux: the sources' sizes differ ({}): their frames are scaled to the first source's size, {} "
+        "({}); mux.width and mux.height (segment: --frame-size) choose another",
+        others, size_text(first.width, first.height), first.uri);
+  }
+  return config;
 }
 
 }  // namespace fovea::pipeline

@@ -115,7 +115,8 @@ struct PipelineConfig {
   bool operator==(const PipelineConfig&) const = default;
 };
 
-// Reads and checks a YAML file; errors name `path`.
+// Reads and checks a YAML file; errors name `path`. Relative paths in it (sources, model, outputs)
+// are taken from the file's folder.
 Result<PipelineConfig> load_config(const std::string& path);
 // Parses YAML text; errors name `source_name` (a file name, "<stdin>", ...).
 Result<PipelineConfig> parse_config(std::string_view text, std::string_view source_name);

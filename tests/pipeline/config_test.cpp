@@ -84,15 +84,16 @@ TEST(PipelineConfig, DefaultsAreTheDocumentedOnes) {
   EXPECT_EQ(source.start, 0.0);
   EXPECT_FALSE(source.duration.has_value());
   const MuxConfig mux;
-  EXPECT_EQ(mux.batch_size, 1);
-  EXPECT_EQ(mux.width, 1920);
-  EXPECT_EQ(mux.height, 1080);
+  EXPECT_EQ(mux.batch_size, 4);
+  EXPECT_FALSE(mux.width.has_value());  // the sources' own size (with_frame_size)
+  EXPECT_FALSE(mux.height.has_value());
   EXPECT_EQ(mux.push_timeout_us, -1);
   EXPECT_FALSE(mux.max_frames_per_source.has_value());
   const ModelConfig model;
-  EXPECT_EQ(model.precision, runtime::Precision::kFloat32);
+  EXPECT_EQ(model.precision, runtime::Precision::kFloat16);
   EXPECT_EQ(model.color_order, ColorOrder::kRgb);
-  EXPECT_EQ(model.std, (std::array<float, 3>{1.0f, 1.0f, 1.0f}));
+  EXPECT_EQ(model.mean, (std::array<float, 3>{0.485f, 0.456f, 0.406f}));  // ImageNet's
+  EXPECT_EQ(model.std, (std::array<float, 3>{0.229f, 0.224f, 0.225f}));
   const TaskConfig task;
   EXPECT_EQ(task.blur_kernel, 31);
   EXPECT_TRUE(task.refine_mask);
@@ -136,7 +137,7 @@ TEST(PipelineConfig, DocumentedExampleLoadsWithEveryValue) {
             (VideoSinkConfig{.output_dir = "out", .codec = io::EncoderCodec::kH264, .preset = "fast"}));
   EXPECT_EQ(config.sinks.metadata, (MetadataSinkConfig{.path = "out/frames.jsonl"}));
   EXPECT_FALSE(config.sinks.null);
-  EXPECT_EQ(config.stats, (StatsConfig{.progress = true, .report = "out/report.json"}));
+  EXPECT_EQ(config.stats, (StatsConfig{.progress = true, .report = "out/stats.json"}));
 }
 
 // The leaf keys under `node`, list entries written as `name[]` ("sources[].uri").
@@ -262,6 +263,22 @@ TEST(PipelineConfigErrors, OutOfRangeValues) {
       parse_error("sources: [{uri: a.mp4}]\nmodel: {path: m.onnx, input_width: 960}\nsinks: {null: true}\n"),
       HasSubstr("model.input_width: input_width and input_height go together"));
   EXPECT_THAT(parse_error(minimal_with("sinks_x: 1\n")), HasSubstr("did you mean 'sinks'?"));
+}
+
+// A configuration built in code (segment's flags) goes through the file's checks, its errors naming
+// each key the caller's way.
+TEST(PipelineConfigErrors, CheckConfigNamesKeysTheCallersWay) {
+  const auto name = [](std::string_view key) { return std::string("<").append(key).append(">"); };
+  PipelineConfig config = parse_ok(kMinimal);
+  config.task.blur_kernel = 30;
+  EXPECT_EQ(check_config(config, name).status().message(), "<task.blur_kernel>: must be odd, got 30");
+  config.task.blur_kernel = 31;
+  config.task.classes = {1, 1};
+  EXPECT_EQ(check_config(config, name).status().message(), "<task.classes.1>: class 1 is listed twice");
+  config.task.classes = {1};
+  const Result<PipelineConfig> checked = check_config(config, name);
+  ASSERT_TRUE(checked.is_ok()) << checked.status().to_string();
+  EXPECT_EQ(*checked, config);
 }
 
 TEST(PipelineConfigErrors, SinksAreChecked) {
