@@ -4,28 +4,16 @@
 //     FMA, so IoUs and bilinear weights round the same way on both sides;
 //   - float16 inputs are read through an exact bit conversion rather than the CUDA intrinsic;
 //   - ranking uses 64-bit keys that order (value, index) totally, so sorts agree on ties.
-// The ranking keys and the box IoU are shared with ONNX NonMaxSuppression, so they live once in
-// runtime/ops/nms_util.h (post sits above runtime) and are named here.
+// The ranking keys and the box IoU are shared with ONNX NonMaxSuppression and the trackers, so
+// they live once in core/box.h.
 #pragma once
 
 #include <cstdint>
 
+#include "core/box.h"
 #include "core/host_device.h"
-#include "runtime/ops/nms_util.h"
 
 namespace fovea::post {
-
-using runtime::ops::bits_to_float;
-using runtime::ops::Box;
-using runtime::ops::box_iou;
-using runtime::ops::descending_score_key;
-using runtime::ops::float_from_order_bits;
-using runtime::ops::float_order_bits;
-using runtime::ops::float_to_bits;
-using runtime::ops::is_nan;
-using runtime::ops::key_index;
-using runtime::ops::key_score;
-using runtime::ops::normalized_box;
 
 // IEEE binary16 bits to float. Every half is exactly representable as a float, so this is exact.
 FOVEA_HD float half_bits_to_float(std::uint16_t h) {

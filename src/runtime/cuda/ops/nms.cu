@@ -32,8 +32,6 @@ namespace fovea::runtime::cuda {
 
 namespace {
 
-using ops::Box;
-
 // A key above every candidate's (descending_score_key's high word is never all ones: that would be
 // a NaN score, which is no candidate), so non-candidates sort to the end of their segment.
 constexpr std::uint64_t kNoCandidate = ~std::uint64_t{0};
@@ -86,7 +84,7 @@ __global__ void rank_keys_kernel(const float* __restrict__ scores, std::int64_t 
   FOVEA_GRID_STRIDE_LOOP(e, items) {
     const float score = scores[e];
     const auto box = static_cast<std::uint32_t>(e % boxes);
-    keys[e] = ops::onnx_nms_candidate(score, has_threshold, threshold) ? ops::descending_score_key(score, box)
+    keys[e] = ops::onnx_nms_candidate(score, has_threshold, threshold) ? descending_score_key(score, box)
                                                                        : kNoCandidate;
   }
 }
@@ -172,7 +170,7 @@ __global__ void __launch_bounds__(kTile) select_kernel(SelectArgs args) {
   for (int start = 0; start < count && kept_total < limit; start += kTile) {
     const int tile_count = min(kTile, count - start);
     const bool valid = t < tile_count;
-    const std::uint32_t index = valid ? ops::key_index(segment[start + t]) : 0;
+    const std::uint32_t index = valid ? key_index(segment[start + t]) : 0;
     const Box box =
         valid ? ops::onnx_nms_box(boxes + static_cast<std::int64_t>(index) * 4, args.center_point_box)
               : Box{};

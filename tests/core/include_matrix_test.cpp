@@ -1,0 +1,87 @@
+// DESIGN.md's layout rule, checked: dependencies between the folders under src/ point one way,
+//   core <- io, image, runtime <- post, track <- pipeline <- apps;   trace depends on core only.
+// The build alone does not enforce it (every library sees src/), so this test reads every source
+// file's #include "folder/..." lines and names each one that breaks the rule.
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace fovea {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Which src/ folders each folder may include from (itself included).
+const std::map<std::string, std::set<std::string>>& allowed_includes() {
+  static const std::map<std::string, std::set<std::string>> allowed = {
+      {"core", {"core"}},
+      {"trace", {"core", "trace"}},
+      {"io", {"core", "io"}},
+      {"image", {"core", "image"}},
+      {"runtime", {"core", "runtime"}},
+      {"post", {"core", "io", "image", "runtime", "post"}},
+      {"track", {"core", "io", "image", "runtime", "post", "track"}},
+      {"pipeline", {"core", "io", "image", "runtime", "post", "track", "trace", "pipeline"}},
+  };
+  return allowed;
+}
+
+bool is_source(const fs::path& path) {
+  static const std::set<std::string> extensions = {".h", ".cpp", ".cu", ".cuh"};
+  return extensions.count(path.extension().string()) > 0;
+}
+
+// "src/post/nms.cu:12: includes runtime/ops/nms_util.h (post may include core, ...)".
+std::vector<std::string> violations_in(const fs::path& root, const std::string& folder,
+                                       const std::set<std::string>& allowed) {
+  static const std::regex include(R"(^\s*#\s*include\s*"([a-z_]+)/([^"]+)\")");
+  std::vector<std::string> found;
+  for (const fs::directory_entry& entry : fs::recursive_directory_iterator(root / "src" / folder)) {
+    if (!entry.is_regular_file() || !is_source(entry.path())) continue;
+    std::ifstream file(entry.path());
+    std::string line;
+    for (int number = 1; std::getline(file, line); ++number) {
+      std::smatch match;
+      if (!std::regex_search(line, match, include)) continue;
+      const std::string target = match[1].str();
+      if (allowed_includes().count(target) == 0 || allowed.count(target) > 0) continue;
+      std::string rule;
+      for (const std::string& a : allowed) rule += (rule.empty() ? "" : ", ") + a;
+      found.push_back(fs::relative(entry.path(), root).string() + ":" + std::to_string(number) +
+                      ": includes " + target + "/" + match[2].str() + " (" + folder + " may include " + rule +
+                      ")");
+    }
+  }
+  return found;
+}
+
+TEST(IncludeMatrix, DependenciesBetweenFoldersPointOneWay) {
+  const fs::path root = FOVEA_SOURCE_DIR;
+  std::vector<std::string> violations;
+  for (const auto& [folder, allowed] : allowed_includes()) {
+    if (!fs::exists(root / "src" / folder)) continue;  // track/ comes with the trackers
+    for (std::string& v : violations_in(root, folder, allowed)) violations.push_back(std::move(v));
+  }
+  std::string listed;
+  for (const std::string& v : violations) listed += "\n  " + v;
+  EXPECT_TRUE(violations.empty()) << violations.size() << " includes break DESIGN.md's layout:" << listed;
+}
+
+// Every folder under src/ has a row: a new library must say what it may depend on.
+TEST(IncludeMatrix, EveryFolderHasARule) {
+  const fs::path root = FOVEA_SOURCE_DIR;
+  for (const fs::directory_entry& entry : fs::directory_iterator(root / "src")) {
+    if (!entry.is_directory()) continue;
+    EXPECT_EQ(allowed_includes().count(entry.path().filename().string()), 1u)
+        << entry.path() << " has no row in the include matrix";
+  }
+}
+
+}  // namespace
+}  // namespace fovea
