@@ -159,15 +159,12 @@ TEST_F(FlowFixture, InterruptDrainsAndFinalizesTheOutputs) {
   PipelineConfig config = base_config({clip_a()});
   config.sources[0].loop = true;
   std::atomic<bool> interrupt{false};
-  std::thread trigger([&] {
-    // Triggered by progress, not by a time: once a few frames are through, "press Ctrl-C".
-    while (count_lines(dir() / "frames.jsonl") < 2 * kFramesA)
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    interrupt = true;
-  });
-  Result<FlowResult> result = run_segmentation_flow(
-      config, {.device = DeviceChoice::kCpu, .interrupt = &interrupt, .progress = nullptr});
-  trigger.join();
+  FlowOptions options{.device = DeviceChoice::kCpu, .interrupt = &interrupt, .progress = nullptr};
+  // Triggered by progress, not by a time: once a few frames are through, "press Ctrl-C".
+  options.on_progress = [&](const PipelineStats& stats) {
+    if (stats.total_frames() >= static_cast<std::uint64_t>(2 * kFramesA)) interrupt = true;
+  };
+  Result<FlowResult> result = run_segmentation_flow(config, options);
   ASSERT_TRUE(result.is_ok()) << result.status().to_string();
   EXPECT_TRUE(result->interrupted);
   const std::uint64_t frames = result->stats.total_frames();
