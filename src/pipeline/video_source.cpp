@@ -172,11 +172,8 @@ struct VideoSources::Source {
                            io::Demuxer::open(config.uri, {.cancel = options.cancel}));
     const io::StreamInfo& info = demuxer->info();
     if (info.bit_depth > 8) {
-      return make_error(
-          StatusCode::kUnsupported,
-          fmt::format("{}: {}-bit video ({}{}{}) is not supported; the pipeline takes 8-bit sources",
-                      config.uri, info.bit_depth, info.codec_name, info.profile.empty() ? "" : " ",
-                      info.profile));
+      log_info("{}: {}-bit video ({}{}{}); the pipeline works on it in 8 bits", config.uri, info.bit_depth,
+               info.codec_name, info.profile.empty() ? "" : " ", info.profile);
     }
     if (!valid(info.time_base)) {
       return make_error(StatusCode::kCorruptData, config.uri, ": the video stream has no valid time base");
@@ -222,16 +219,17 @@ struct VideoSources::Source {
     }
   }
 
-  io::DecoderOptions decoder_options(const io::StreamInfo& info) const {
+  // Always the mux size: the decoders scale only frames of another size (NVDEC's scaler costs time
+  // even at 1:1, and unscaled frames are bit-exact with a software decode), so a stream whose
+  // resolution changes mid-stream keeps the mux size after the change too. 10/12-bit sources are
+  // narrowed to 8 bits by the decoder: every op downstream works on NV12.
+  io::DecoderOptions decoder_options() const {
     io::DecoderOptions decoder;
     decoder.backend = options.gpu ? config.decoder : io::DecoderBackend::kCpu;
     decoder.cpu_output = PixelFormat::kNV12;
-    // Scale only when the sizes differ: NVDEC's scaler costs time even at 1:1, and unscaled frames
-    // are bit-exact with a software decode.
-    if (info.width != options.width || info.height != options.height) {
-      decoder.output_width = options.width;
-      decoder.output_height = options.height;
-    }
+    decoder.output_width = options.width;
+    decoder.output_height = options.height;
+    decoder.eight_bit_output = true;
     decoder.device = options.device;
     decoder.max_frames_in_flight = options.max_frames_in_flight;
 #if defined(FOVEA_HAVE_CUDA)
@@ -247,7 +245,7 @@ struct VideoSources::Source {
     if (decoder) {
       return decoder->restart();
     }
-    FOVEA_ASSIGN_OR_RETURN(io::OpenedDecoder opened, io::open_decoder(info, decoder_options(info)));
+    FOVEA_ASSIGN_OR_RETURN(io::OpenedDecoder opened, io::open_decoder(info, decoder_options()));
     decoder = std::move(opened.decoder);
     const std::lock_guard lock(mutex);
     report.backend = decoder->backend();
@@ -257,7 +255,8 @@ struct VideoSources::Source {
   }
 
   // One pass: reads until the end of the file (draining the decoder), the end of `duration`, or a
-  // stop.
+  // stop. A read error (a truncated or damaged file) ends the pass as the end of the file does,
+  // after the frames the decoder still holds have been delivered, and is then returned.
   Result<PassEnd> run_pass(io::Demuxer& demuxer, io::Decoder& decoder, Timeline& timeline) {
     std::vector<Frame> decoded;
     const auto collect = [&decoded](Frame&& frame) { decoded.push_back(std::move(frame)); };
@@ -267,11 +266,20 @@ struct VideoSources::Source {
     };
     io::Packet packet;
     while (true) {
-      FOVEA_ASSIGN_OR_RETURN(bool got, demuxer.read(packet));
+      const Result<bool> read = demuxer.read(packet);
+      const bool got = read.is_ok() && read.value();
       {
         FOVEA_TRACE_RANGE("decode");
-        FOVEA_TRY(got ? io::send_and_receive(decoder, packet, collect)
-                      : io::finish_and_receive(decoder, collect));
+        const Status decoded_status =
+            got ? io::send_and_receive(decoder, packet, collect) : io::finish_and_receive(decoder, collect);
+        // After a read error, the read error is the one to report; the drain's is a consequence.
+        if (!decoded_status.is_ok() && read.is_ok()) {
+          return decoded_status;
+        }
+        if (!decoded_status.is_ok()) {
+          log_warn("{}: draining the decoder after a read error failed: {}", config.uri,
+                   decoded_status.to_string());
+        }
       }
       record_decoder_stats(decoder.stats());
       for (Frame& frame : decoded) {
@@ -281,6 +289,9 @@ struct VideoSources::Source {
         }
       }
       decoded.clear();
+      if (!read.is_ok()) {
+        return read.status();
+      }
       if (!got) {
         return result(PassEnd::kEndOfPass);
       }

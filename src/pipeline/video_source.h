@@ -6,9 +6,12 @@
 // the mux is stopping (Ctrl-C: push() returns false). A looping source seeks back to `start` at
 // the end and keeps its timestamps increasing across loops.
 //
-// Frames leave a source at the mux's size (MuxConfig width x height): NVDEC scales in hardware,
-// the cpu decoder with libswscale. Their format is NV12 (8-bit streams; 10-bit sources fail with a
-// clear error, the segmentation flow takes 8-bit video). On the GPU path every frame is in device
+// Frames leave a source at the mux's size (MuxConfig width x height), also after a resolution
+// change mid-stream: NVDEC scales in hardware, the cpu decoder with libswscale. Their format is
+// NV12: 10/12-bit sources are narrowed to 8 bits by the decoder (NVDEC in hardware where the GPU
+// can, otherwise the source decodes on the CPU, logged as a fallback). A read error mid-stream (a
+// truncated file) fails the source only after every frame the decoder still held was delivered.
+// On the GPU path every frame is in device
 // memory and carries a ready event recorded on the source's decode stream, which the consumer waits
 // on with cudaStreamWaitEvent: an NVDEC frame as it comes, a cpu-decoded frame (fallback) after
 // its upload into the source's device pool. On the CPU path frames are host memory, ready at once.

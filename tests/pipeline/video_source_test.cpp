@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -16,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "io/decoder.h"
+#include "io/demuxer.h"
 #include "io/synthetic_clip.h"
 #include "support/test_media.h"
 
@@ -79,6 +82,37 @@ struct RunResult {
     return out;
   }
 };
+
+// Every frame the cpu decoder can produce from `path`: read to the end or to the first read error,
+// then drained. `before_error` counts those received before that error, which is all a consumer
+// that stops at the error gets.
+struct Decodable {
+  std::size_t total = 0;
+  std::size_t before_error = 0;
+  bool read_failed = false;
+};
+
+Decodable count_decodable(const std::string& path) {
+  Decodable decodable;
+  Result<std::unique_ptr<io::Demuxer>> demuxer = io::Demuxer::open(path);
+  EXPECT_TRUE(demuxer.is_ok()) << demuxer.status().to_string();
+  if (!demuxer.is_ok()) return decodable;
+  Result<std::unique_ptr<io::Decoder>> decoder = io::open_cpu_decoder((*demuxer)->info(), {});
+  EXPECT_TRUE(decoder.is_ok()) << decoder.status().to_string();
+  if (!decoder.is_ok()) return decodable;
+  const auto count = [&decodable](Frame&&) { ++decodable.total; };
+  io::Packet packet;
+  while (true) {
+    const Result<bool> got = (*demuxer)->read(packet);
+    if (!got.is_ok() || !*got) {
+      decodable.read_failed = !got.is_ok();
+      decodable.before_error = decodable.total;
+      EXPECT_TRUE(io::finish_and_receive(**decoder, count).is_ok());
+      return decodable;
+    }
+    EXPECT_TRUE(io::send_and_receive(**decoder, packet, count).is_ok());
+  }
+}
 
 VideoSourceOptions cpu_options(int width = kWidth, int height = kHeight) {
   return {.width = width, .height = height, .gpu = false};
@@ -315,6 +349,87 @@ TEST_F(VideoSourcesTest, BadSourcesFailAloneWhileAGoodOneDeliversEverything) {
   EXPECT_FALSE(run.of(5).empty()) << "the first half of the mkv decodes";
 }
 
+// A faststart mp4 cut short opens (its index comes first) and fails to read where its data ends
+// (FFmpeg: "partial file"). The frames the decoder held then are delivered before the source fails
+// (issue 18: segment wrote 62 of the 67 frames FFmpeg decodes).
+TEST_F(VideoSourcesTest, TruncatedFileDeliversEveryFrameTheDecoderHeld) {
+  const std::string dir = testing::test_temp_dir();
+  testing::ClipSpec spec;
+  spec.width = 128;
+  spec.height = 96;
+  const Result<std::string> mp4 = testing::write_clip(dir + "/clip.mp4", spec);
+  ASSERT_TRUE(mp4.is_ok()) << mp4.status().to_string();
+  ASSERT_TRUE(testing::copy_faststart(*mp4, dir + "/faststart.mp4").is_ok());
+  const std::string truncated = dir + "/truncated.mp4";
+  ASSERT_TRUE(testing::copy_truncated(dir + "/faststart.mp4", truncated, 0.55).is_ok());
+  const Decodable decodable = count_decodable(truncated);
+  ASSERT_TRUE(decodable.read_failed) << "the cut must fail a read, not end the stream";
+  ASSERT_GT(decodable.total, decodable.before_error) << "the decoder must hold frames at the error";
+
+  const RunResult run = run_sources({{.uri = truncated}}, cpu_options(128, 96));
+  EXPECT_EQ(run.frames.size(), decodable.total);
+  ASSERT_TRUE(run.stats[0].failed);
+  EXPECT_NE(run.stats[0].error.find(truncated), std::string::npos) << run.stats[0].error;
+}
+
+// Two segments of different sizes in one MPEG-TS, as cameras and re-streamers produce (issue 18):
+// every frame arrives at the mux size, the segment already at it unscaled.
+TEST_F(VideoSourcesTest, ResolutionChangeMidStreamKeepsTheMuxSize) {
+  const std::string dir = testing::test_temp_dir();
+  // Without B-frames: the TS muxer shifts each file's timestamps by its own B-frame delay, which
+  // would move the second segment back over the end of the first.
+  testing::ClipSpec first{.width = kWidth, .height = kHeight, .frames = kFrames, .max_b_frames = 0};
+  testing::ClipSpec second{.width = 96, .height = 72, .frames = kFrames, .max_b_frames = 0};
+  const Result<std::string> change = testing::write_resolution_change_ts(dir + "/change.ts", first, second);
+  ASSERT_TRUE(change.is_ok()) << change.status().to_string();
+  // The first segment alone: the same bytes (x264 may not encode the same frames twice the same).
+  const RunResult unchanged = run_sources({{.uri = *change + ".first.ts"}}, cpu_options());
+  ASSERT_EQ(unchanged.frames.size(), static_cast<std::size_t>(kFrames));
+
+  for (const auto& [width, height] : {std::pair{kWidth, kHeight}, std::pair{96, 72}}) {
+    SCOPED_TRACE(std::to_string(width) + "x" + std::to_string(height));
+    const RunResult run = run_sources({{.uri = *change}}, cpu_options(width, height));
+    EXPECT_FALSE(run.stats[0].failed) << run.stats[0].error;
+    ASSERT_EQ(run.frames.size(), static_cast<std::size_t>(2 * kFrames));
+    for (std::size_t i = 0; i < run.frames.size(); ++i) {
+      EXPECT_EQ(run.frames[i].format, PixelFormat::kNV12) << "frame " << i;
+      EXPECT_EQ(run.frames[i].width, width) << "frame " << i;
+      EXPECT_EQ(run.frames[i].height, height) << "frame " << i;
+      if (width == kWidth && i < static_cast<std::size_t>(kFrames)) {
+        EXPECT_EQ(run.frames[i].hash, unchanged.frames[i].hash) << "frame " << i;
+      }
+    }
+    expect_steady_timeline(run.frames, static_cast<double>(run.frames[0].pts_us));
+  }
+}
+
+// 10-bit sources (H.264 High 10; HEVC Main 10 where FFmpeg has libx265) work like 8-bit ones
+// (issue 18): NV12 at the mux size, scaled or not.
+TEST_F(VideoSourcesTest, TenBitSourcesDeliverNv12AtTheMuxSize) {
+  const std::string dir = testing::test_temp_dir();
+  std::vector<io::EncoderCodec> codecs = {io::EncoderCodec::kH264};
+  if (testing::has_ffmpeg_encoder("libx265")) codecs.push_back(io::EncoderCodec::kHevc);
+  for (const io::EncoderCodec codec : codecs) {
+    const testing::ClipSpec spec{
+        .width = kWidth, .height = kHeight, .frames = kFrames, .codec = codec, .bit_depth = 10};
+    const Result<std::string> path =
+        testing::write_clip(dir + (codec == io::EncoderCodec::kH264 ? "/h264.mp4" : "/hevc.mp4"), spec);
+    ASSERT_TRUE(path.is_ok()) << path.status().to_string();
+    for (const auto& [width, height] : {std::pair{kWidth, kHeight}, std::pair{32, 24}}) {
+      SCOPED_TRACE(*path + " at " + std::to_string(width) + "x" + std::to_string(height));
+      const RunResult run = run_sources({{.uri = *path}}, cpu_options(width, height));
+      EXPECT_FALSE(run.stats[0].failed) << run.stats[0].error;
+      ASSERT_EQ(run.frames.size(), static_cast<std::size_t>(kFrames));
+      for (const Received& frame : run.frames) {
+        EXPECT_EQ(frame.format, PixelFormat::kNV12);
+        EXPECT_EQ(frame.width, width);
+        EXPECT_EQ(frame.height, height);
+      }
+      expect_steady_timeline(run.frames, 0.0);
+    }
+  }
+}
+
 TEST_F(VideoSourcesTest, BadOptionsFailEverySourceNamingTheOption) {
   const RunResult run = run_sources({{.uri = clip()}, {.uri = clip()}}, cpu_options(33, 24));
   EXPECT_TRUE(run.frames.empty());
@@ -425,6 +540,58 @@ TEST_F(VideoSourcesTest, GpuPathDeliversDeviceFramesWithReadyEvents) {
         EXPECT_LT(total / static_cast<double>(frames[i].luma.size()), 2.0) << "frame " << i;
       }
     }
+  }
+}
+
+// The GPU path with NVDEC (auto) on the media of issue 18: a resolution change mid-stream and 10-bit
+// sources arrive whole, as device NV12 at the mux size. NVDEC narrows HEVC Main 10 in hardware
+// where the GPU can; H.264 High 10, which NVDEC does not decode, falls back to the cpu decoder.
+// HEVC's sizes stay above NVDEC's minimum (144x144 on recent GPUs).
+TEST_F(VideoSourcesTest, GpuPathFollowsResolutionChangesAndTenBitSources) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  const std::string dir = testing::test_temp_dir();
+  constexpr int kW = 192;
+  constexpr int kH = 144;
+  std::vector<std::string> paths;
+  const Result<std::string> change =
+      testing::write_resolution_change_ts(dir + "/change.ts", {.width = kW, .height = kH, .frames = kFrames},
+                                          {.width = 256, .height = 192, .frames = kFrames});
+  ASSERT_TRUE(change.is_ok()) << change.status().to_string();
+  paths.push_back(*change);
+  const Result<std::string> high10 = testing::write_clip(
+      dir + "/high10.mp4", {.width = kW, .height = kH, .frames = kFrames, .bit_depth = 10});
+  ASSERT_TRUE(high10.is_ok()) << high10.status().to_string();
+  paths.push_back(*high10);
+  if (testing::has_ffmpeg_encoder("libx265")) {
+    const Result<std::string> main10 = testing::write_clip(
+        dir + "/main10.mp4",
+        {.width = kW, .height = kH, .frames = kFrames, .codec = io::EncoderCodec::kHevc, .bit_depth = 10});
+    ASSERT_TRUE(main10.is_ok()) << main10.status().to_string();
+    paths.push_back(*main10);
+  }
+  for (const std::string& path : paths) {
+    SCOPED_TRACE(path);
+    StreamMux<SourceFrame> mux({.batch_size = 1}, {"a"});
+    VideoSources sources({{.uri = path, .decoder = io::DecoderBackend::kAuto}},
+                         {.width = kW, .height = kH, .gpu = true, .max_frames_in_flight = 8}, mux);
+    sources.start();
+    std::size_t frames = 0;
+    while (std::optional<Batch<SourceFrame>> batch = mux.next_batch()) {
+      const Frame& frame = batch->frames[0].payload.frame;
+      EXPECT_EQ(frame.image.memory, MemoryKind::kDevice);
+      EXPECT_EQ(frame.image.format, PixelFormat::kNV12);
+      EXPECT_EQ(frame.image.width, kW);
+      EXPECT_EQ(frame.image.height, kH);
+      ASSERT_EQ(cudaEventSynchronize(batch->frames[0].payload.ready), cudaSuccess);
+      ++frames;
+    }
+    sources.join();
+    EXPECT_FALSE(mux.source_stats()[0].failed) << mux.source_stats()[0].error;
+    const SourceReport report = sources.reports()[0];
+    EXPECT_EQ(frames, static_cast<std::size_t>(path == *change ? 2 * kFrames : kFrames));
+    std::printf("%s: decoded by %s%s\n", path.c_str(),
+                std::string(io::decoder_backend_name(report.backend)).c_str(),
+                report.fallback_reason.empty() ? "" : (" (" + report.fallback_reason + ")").c_str());
   }
 }
 #endif
