@@ -397,7 +397,10 @@ Result<FlowResult> run_segmentation_flow(const PipelineConfig& requested, const 
     result.failed_outputs = static_cast<std::size_t>(std::count_if(
         result.outputs.begin(), result.outputs.end(), [](const SinkReport& r) { return !r.error.empty(); }));
   }
+  // A stage's error is a failure of the run (exit 1), never a bad command line: an op that finds
+  // its input malformed mid-run says kInvalidArgument about the data, not about what the user asked.
   Status status = flow.first_stage_error();
+  if (status.code() == StatusCode::kInvalidArgument) status = Status(StatusCode::kInternal, status.message());
   if (flow.metadata) {
     const Status closed = flow.metadata->finish();
     if (status.is_ok()) status = closed;
