@@ -1,0 +1,264 @@
+#include "runtime/session.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "runtime/cpu_executor.h"
+#include "runtime/engine.h"
+#include "runtime/onnx_loader.h"
+
+#if defined(FOVEA_HAVE_CUDA)
+#include "core/cuda_check.h"
+#include "core/cuda_raii.h"
+#include "runtime/cuda/conv_algorithm_cache.h"
+#include "runtime/cuda/cuda_executor.h"
+#endif
+
+namespace fovea::runtime {
+
+namespace {
+
+PlanOptions plan_options_for(const SessionOptions& options) {
+  PlanOptions plan = options.device == Device::kCuda
+                         ? device_plan_options(options.precision, options.keep_float32)
+                         : PlanOptions{.precision = options.precision, .keep_float32 = options.keep_float32};
+  plan.float16_interface = options.float16_interface;
+  return plan;
+}
+
+// Every shape names a graph input and every graph input has one, so that a misspelt name is not
+// taken for a missing shape.
+Status check_shapes(const Graph& graph, const InputShapes& shapes) {
+  std::vector<std::string> names;
+  for (ValueId id : graph.inputs) names.push_back(graph.value(id).name);
+  for (const auto& [name, shape] : shapes) {
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
+      return make_error(
+          StatusCode::kInvalidArgument, graph.where(), "'", name,
+          fmt::format("' is not an input of the model (its inputs: {})", fmt::join(names, ", ")));
+    }
+  }
+  return Status::ok();
+}
+
+std::string device_signature_for(Device device) {
+#if defined(FOVEA_HAVE_CUDA)
+  if (device == Device::kCuda) return cuda::device_signature();
+#endif
+  static_cast<void>(device);
+  return "cpu";
+}
+
+Result<ExecutionPlan> plan_for(const Graph& graph, const InputShapes& shapes, const SessionOptions& options) {
+  const PlanOptions plan_options = plan_options_for(options);
+  if (options.engine_cache.empty()) return plan_graph(graph, shapes, plan_options);
+  // The engine is keyed by the model file's bytes: a graph that did not come from a file cannot be
+  // told apart from another one.
+  if (graph.model_path.empty() || !std::filesystem::is_regular_file(graph.model_path)) {
+    return make_error(StatusCode::kInvalidArgument, graph.where(), "engine cache ",
+                      options.engine_cache.string(), ": engines are keyed by the model file, and '",
+                      graph.model_path, "' is not a readable file");
+  }
+  FOVEA_ASSIGN_OR_RETURN(std::string digest, file_digest(graph.model_path));
+  const EngineKey key{.model_digest = std::move(digest),
+                      .input_shapes = shapes,
+                      .options = plan_options,
+                      .device = device_signature_for(options.device)};
+  return plan_with_engine_cache(graph, graph.model_path, options.engine_cache, key);
+}
+
+Result<int> index_of(const std::vector<TensorSpec>& specs, std::string_view name, const std::string& model,
+                     const char* what) {
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    if (specs[i].name == name) return static_cast<int>(i);
+    names.push_back(specs[i].name);
+  }
+  return make_error(StatusCode::kInvalidArgument, model, ": no ", what, " '", std::string(name),
+                    fmt::format("' (its {}s: {})", what, fmt::join(names, ", ")));
+}
+
+TensorSpec spec_of(const Value& value) {
+  TensorSpec spec{.name = value.name, .dtype = value.type.dtype};
+  if (value.type.dims && all_known(*value.type.dims)) {
+    spec.shape = shape_of(*value.type.dims);
+  } else {
+    spec.rows_vary = true;
+  }
+  return spec;
+}
+
+#if defined(FOVEA_HAVE_CUDA)
+std::string cuda_device_description() {
+  int device = 0;
+  cudaDeviceProp properties{};
+  if (cudaGetDevice(&device) != cudaSuccess || cudaGetDeviceProperties(&properties, device) != cudaSuccess) {
+    return "cuda";
+  }
+  return std::string("cuda (") + properties.name + ")";
+}
+#endif
+
+}  // namespace
+
+std::string_view device_name(Device device) {
+  return device == Device::kCuda ? "cuda" : "cpu";
+}
+
+Result<Device> parse_device(std::string_view text) {
+  if (text == "cpu") return Device::kCpu;
+  if (text == "cuda") return Device::kCuda;
+  return make_error(StatusCode::kInvalidArgument, "device '", std::string(text), "': use cpu or cuda");
+}
+
+Result<Precision> parse_precision(std::string_view text) {
+  if (text == "fp32") return Precision::kFloat32;
+  if (text == "fp16") return Precision::kFloat16;
+  return make_error(StatusCode::kInvalidArgument, "precision '", std::string(text), "': use fp32 or fp16");
+}
+
+InferenceSession::InferenceSession(const SessionOptions& options, std::string model_path)
+    : options_(options), model_path_(std::move(model_path)) {}
+InferenceSession::~InferenceSession() = default;
+
+Result<std::unique_ptr<InferenceSession>> InferenceSession::open(const std::filesystem::path& model,
+                                                                 const InputShapes& shapes,
+                                                                 const SessionOptions& options) {
+  FOVEA_ASSIGN_OR_RETURN(Model loaded, load_onnx(model));
+  return create(loaded.graph, shapes, options);
+}
+
+Result<std::unique_ptr<InferenceSession>> InferenceSession::create(const Graph& graph,
+                                                                   const InputShapes& shapes,
+                                                                   const SessionOptions& options) {
+  // The device first: a model is not planned (nor an engine written) for a GPU that is not there.
+  if (options.device == Device::kCuda) {
+#if defined(FOVEA_HAVE_CUDA)
+    if (cuda_device_count() == 0) {
+      return make_error(StatusCode::kNotFound, graph.where(), "device cuda: no CUDA device is available");
+    }
+#else
+    return make_error(StatusCode::kUnsupported, graph.where(),
+                      "device cuda: this fovea was built without CUDA");
+#endif
+  }
+  FOVEA_TRY(check_shapes(graph, shapes));
+  FOVEA_ASSIGN_OR_RETURN(ExecutionPlan plan, plan_for(graph, shapes, options));
+  std::unique_ptr<InferenceSession> session(new InferenceSession(options, graph.model_path));
+  FOVEA_TRY(session->start(std::move(plan)));
+  return session;
+}
+
+// Creates the executor for `plan` and records what the caller sees of it.
+Status InferenceSession::start(ExecutionPlan plan) {
+  for (ValueId id : plan.graph.inputs) input_specs_.push_back(spec_of(plan.graph.value(id)));
+  for (ValueId id : plan.graph.outputs) output_specs_.push_back(spec_of(plan.graph.value(id)));
+  if (options_.device == Device::kCpu) {
+    device_description_ = "cpu";
+    cpu_ = std::make_unique<CpuExecutor>(std::move(plan));
+    return Status::ok();
+  }
+#if defined(FOVEA_HAVE_CUDA)
+  device_description_ = cuda_device_description();
+  FOVEA_ASSIGN_OR_RETURN(
+      cuda_, cuda::CudaExecutor::create(std::move(plan), {.use_cuda_graph = options_.use_cuda_graph}));
+  // A data-dependent output is placed at its bound: that is the shape its tensor has here.
+  for (int i = 0; i < output_count(); ++i) {
+    TensorSpec& spec = output_specs_[static_cast<std::size_t>(i)];
+    spec.shape = cuda_->output(i).shape();
+    spec.rows_vary = cuda_->output_rows_device(i) != nullptr;
+  }
+#endif
+  return Status::ok();
+}
+
+const ExecutionPlan& InferenceSession::plan() const {
+#if defined(FOVEA_HAVE_CUDA)
+  if (cuda_) return cuda_->plan();
+#endif
+  return cpu_->plan();
+}
+
+Result<int> InferenceSession::input_index(std::string_view name) const {
+  return index_of(input_specs_, name, model_path_, "input");
+}
+
+Result<int> InferenceSession::output_index(std::string_view name) const {
+  return index_of(output_specs_, name, model_path_, "output");
+}
+
+Result<std::vector<Tensor>> InferenceSession::run_host(cudaStream_t stream,
+                                                       const std::vector<Tensor>& inputs) {
+#if defined(FOVEA_HAVE_CUDA)
+  if (cuda_) return cuda_->run_host(inputs, stream);
+#endif
+  static_cast<void>(stream);
+  return cpu_->run(inputs);
+}
+
+SessionMemory InferenceSession::device_memory() const {
+#if defined(FOVEA_HAVE_CUDA)
+  if (cuda_) {
+    const cuda::DeviceMemoryUse use = cuda_->memory_use();
+    return {.weights = use.weights, .arena = use.arena, .io = use.io, .workspace = use.workspace};
+  }
+#endif
+  return {};
+}
+
+int InferenceSession::device_allocations() const {
+#if defined(FOVEA_HAVE_CUDA)
+  if (cuda_) return cuda_->device_allocations();
+#endif
+  return 0;
+}
+
+bool InferenceSession::uses_cuda_graph() const {
+#if defined(FOVEA_HAVE_CUDA)
+  if (cuda_) return cuda_->uses_cuda_graph();
+#endif
+  return false;
+}
+
+#if defined(FOVEA_HAVE_CUDA)
+
+const cuda::CudaExecutor& InferenceSession::cuda_executor() const {
+  FOVEA_CHECK_MSG(cuda_ != nullptr, "a CPU session has no device tensors; it runs through run_host()");
+  return *cuda_;
+}
+
+const Tensor& InferenceSession::input(int i) const {
+  return cuda_executor().input(i);
+}
+
+const Tensor& InferenceSession::output(int i) const {
+  return cuda_executor().output(i);
+}
+
+const std::int64_t* InferenceSession::output_rows_device(int i) const {
+  return cuda_executor().output_rows_device(i);
+}
+
+Status InferenceSession::copy_input(cudaStream_t stream, int i, const void* data, std::int64_t items) {
+  const Tensor& input = cuda_executor().input(i);
+  const std::int64_t capacity = input.rank() == 0 ? 1 : input.dim(0);
+  if (items < 1 || items > capacity) {
+    return make_error(StatusCode::kInvalidArgument, model_path_, ": input '", input_spec(i).name,
+                      fmt::format("' holds {} items; {} cannot be copied into it", capacity, items));
+  }
+  const std::size_t bytes =
+      input.bytes() / static_cast<std::size_t>(capacity) * static_cast<std::size_t>(items);
+  FOVEA_CUDA_TRY(cudaMemcpyAsync(const_cast<void*>(input.raw()), data, bytes, cudaMemcpyDefault, stream));
+  return Status::ok();
+}
+
+Status InferenceSession::run(cudaStream_t stream) {
+  FOVEA_CHECK_MSG(cuda_ != nullptr, "a CPU session runs through run_host()");
+  return cuda_->run(stream);
+}
+
+#endif
+
+}  // namespace fovea::runtime
