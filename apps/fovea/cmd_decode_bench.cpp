@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "commands.h"
+#include "core/gpu.h"
 #include "core/log.h"
 #include "core/output_file.h"
 #include "io/decoder.h"
@@ -52,14 +53,6 @@ struct SessionResult {
   double seconds = 0.0;
   Status status;
 };
-
-bool gpu_present() {
-#if defined(FOVEA_HAVE_CUDA)
-  return cuda_device_count() > 0;
-#else
-  return false;
-#endif
-}
 
 Result<DemuxedFile> demux_whole_file(const std::string& input) {
   io::DemuxOptions options;
@@ -112,7 +105,7 @@ class Session {
     io::DecoderOptions options;
     io::parse_decoder_backend(args_.decoder, &options.backend);
     // auto is NVDEC when there is a GPU; without one, the CPU at once rather than a fallback per session.
-    if (options.backend == io::DecoderBackend::kAuto && !gpu_present())
+    if (options.backend == io::DecoderBackend::kAuto && !gpu_available())
       options.backend = io::DecoderBackend::kCpu;
     options.threads = args_.threads;
     options.display_delay = args_.display_delay;
@@ -216,7 +209,7 @@ Status write_json(const std::string& path, const BenchArgs& args, const std::vec
 
 int run_decode_bench(const BenchArgs& args) {
   // nvdec is the default: without a GPU, say what to do instead of failing on a CUDA call.
-  if (args.decoder == "nvdec" && !gpu_present()) {
+  if (args.decoder == "nvdec" && !gpu_available()) {
     log_error("decode-bench: no GPU{}: use --decoder cpu (or auto)",
 #if defined(FOVEA_HAVE_CUDA)
               ""

@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 
 #include "commands.h"
+#include "core/gpu.h"
 #include "core/log.h"
 #include "io/synthetic_clip.h"
 #include "pipeline/config.h"
@@ -307,7 +308,7 @@ int run_demo(const DemoArgs& args) {
   // gets a shorter clip and no mask refinement (the joint bilateral filter is the slowest op there).
   const pipeline::FlowOptions options = flow_options(args.common);
   const bool cpu = options.device == pipeline::DeviceChoice::kCpu ||
-                   (options.device == pipeline::DeviceChoice::kAuto && !pipeline::gpu_available());
+                   (options.device == pipeline::DeviceChoice::kAuto && !gpu_available());
   const std::string clip = (dir / "demo_clip.mp4").string();
   const std::string model = (dir / "demo_model.onnx").string();
   const int frames = args.frames.value_or(cpu ? 24 : 90);

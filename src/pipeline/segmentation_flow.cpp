@@ -12,15 +12,13 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/gpu.h"
 #include "core/log.h"
 #include "core/output_file.h"
 #include "pipeline/stage.h"
 #include "pipeline/stream_mux.h"
 #include "pipeline/video_source.h"
 #include "trace/session.h"
-#if defined(FOVEA_HAVE_CUDA)
-#include "core/cuda_raii.h"
-#endif
 
 namespace fovea::pipeline {
 
@@ -294,14 +292,6 @@ Status check_flow_outputs(const PipelineConfig& config, const std::vector<std::s
 }
 
 }  // namespace
-
-bool gpu_available() {
-#if defined(FOVEA_HAVE_CUDA)
-  return cuda_device_count() > 0;
-#else
-  return false;
-#endif
-}
 
 std::vector<std::string> source_names(const std::vector<SourceConfig>& sources) {
   std::vector<std::string> names;

@@ -52,9 +52,6 @@ struct FlowResult {
 // kInvalidArgument.
 Result<FlowResult> run_segmentation_flow(const PipelineConfig& config, const FlowOptions& options = {});
 
-// Whether this build has CUDA and a GPU is present: what DeviceChoice::kAuto picks.
-bool gpu_available();
-
 // Names for the sources in outputs and stats: the file stem of each uri, made unique with a suffix.
 std::vector<std::string> source_names(const std::vector<SourceConfig>& sources);
 

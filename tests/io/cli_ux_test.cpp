@@ -13,26 +13,16 @@
 
 #include <gtest/gtest.h>
 
+#include "core/gpu.h"
 #include "io/synthetic_clip.h"
 #include "runtime/demo_model.h"
 #include "support/cli_process.h"
 #include "support/test_media.h"
-#if defined(FOVEA_HAVE_CUDA)
-#include "core/cuda_raii.h"
-#endif
 
 namespace fovea::testing {
 namespace {
 
 namespace fs = std::filesystem;
-
-bool gpu_present() {
-#if defined(FOVEA_HAVE_CUDA)
-  return cuda_device_count() > 0;
-#else
-  return false;
-#endif
-}
 
 std::size_t count_of(const std::string& text, const std::string& what) {
   std::size_t count = 0;
@@ -130,12 +120,12 @@ TEST_F(CliUx, NvencFallbackIsNotRepeatedPerOutput) {
   std::vector<std::string> args = segment({"-o", (dir_ / "out").string()});
   args.insert(args.begin() + 2, second.string());
   ASSERT_EQ(fovea(args), 0) << output_;
-  EXPECT_LE(count_of(output_, "unavailable"), gpu_present() ? 1u : 0u) << output_;
+  EXPECT_LE(count_of(output_, "unavailable"), gpu_available() ? 1u : 0u) << output_;
   EXPECT_TRUE(fs::is_regular_file(dir_ / "out" / "second.mp4")) << output_;
 }
 
 TEST_F(CliUx, DecodeBenchWithoutAGpuSaysToUseTheCpu) {
-  if (gpu_present()) GTEST_SKIP() << "a GPU is present: nvdec is the right default";
+  if (gpu_available()) GTEST_SKIP() << "a GPU is present: nvdec is the right default";
   EXPECT_EQ(fovea({"decode-bench", clip().string()}), 1) << output_;
   EXPECT_NE(output_.find("no GPU"), std::string::npos) << output_;
   EXPECT_NE(output_.find("--decoder cpu"), std::string::npos) << output_;
