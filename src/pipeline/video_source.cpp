@@ -2,9 +2,9 @@
 // timeline (start, duration, loops) and push it into the mux.
 //
 // A pass runs from a seek to `start` to the end of the file or of `duration`; a looping source
-// starts the next pass with a fresh decoder (nothing of the old stream's reference pictures or
-// reordering is left to flush) and shifts its timestamps by the length of the pass before, so that
-// they keep increasing.
+// restarts its decoder for the next pass (nothing of the old stream's reference pictures or
+// reordering is left to flush, and no new NVDEC session slows the others) and shifts its timestamps
+// by the length of the pass before, so that they keep increasing.
 #include "pipeline/video_source.h"
 
 #include <algorithm>

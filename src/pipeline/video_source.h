@@ -11,8 +11,8 @@
 // NV12: 10/12-bit sources are narrowed to 8 bits by the decoder (NVDEC in hardware where the GPU
 // can, otherwise the source decodes on the CPU, logged as a fallback). A read error mid-stream (a
 // truncated file) fails the source only after every frame the decoder still held was delivered.
-// On the GPU path every frame is in device
-// memory and carries a ready event recorded on the source's decode stream, which the consumer waits
+// On the GPU path every frame is in device memory and carries a ready event recorded on the
+// source's decode stream, which the consumer waits
 // on with cudaStreamWaitEvent: an NVDEC frame as it comes, a cpu-decoded frame (fallback) after
 // its upload into the source's device pool. On the CPU path frames are host memory, ready at once.
 #pragma once
