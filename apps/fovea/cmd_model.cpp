@@ -3,7 +3,6 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -16,13 +15,10 @@
 #include "core/log.h"
 #include "core/output_file.h"
 #include "model_device.h"
-#include "runtime/cpu_executor.h"
 #include "runtime/evaluate.h"
 #include "runtime/npy.h"
 #include "runtime/onnx_loader.h"
 #include "runtime/parallel.h"
-#include "trace/session.h"
-#include "trace/tracer.h"
 
 namespace fovea::app {
 namespace {
@@ -77,13 +73,16 @@ Result<runtime::InputShapes> parse_shapes(const std::vector<std::string>& texts)
   return shapes;
 }
 
-Result<DevicePlanOptions> device_plan_options(const ModelArgs& args) {
-  DevicePlanOptions options;
-  FOVEA_ASSIGN_OR_RETURN(options.precision, parse_precision(args.precision));
+// The session's options from --device, --precision, --keep-fp32, --no-cuda-graph and --engine-cache.
+// The last four are CUDA's (their help says so): on the CPU the model runs in fp32, planned each time.
+Result<runtime::SessionOptions> session_options(const ModelArgs& args) {
+  runtime::SessionOptions options;
+  FOVEA_ASSIGN_OR_RETURN(options.device, runtime::parse_device(args.device));
+  if (options.device == runtime::Device::kCpu) return options;
+  FOVEA_ASSIGN_OR_RETURN(options.precision, runtime::parse_precision(args.precision));
   options.keep_float32 = args.keep_fp32;
   options.use_cuda_graph = !args.no_cuda_graph;
   options.engine_cache = args.engine_cache;
-  options.model_path = args.model;
   return options;
 }
 
@@ -197,13 +196,11 @@ int run_info(const ModelArgs& args) {
   report["planned_nodes"] = plan->graph.nodes.size();
   report["arena_bytes"] = plan->memory.arena_bytes;
   report["naive_bytes"] = plan->memory.naive_bytes;
-  std::optional<DeviceMemoryReport> device_memory;
+  std::optional<runtime::SessionMemory> device_memory;
   if (args.device == "cuda") {
-    auto options = device_plan_options(args);
-    auto device_plan = options.is_ok() ? runtime::plan_graph(graph, *shapes, plan_options(*options))
-                                       : Result<runtime::ExecutionPlan>(options.status());
-    auto memory = device_plan.is_ok() ? cuda_memory(*device_plan, *options)
-                                      : Result<DeviceMemoryReport>(device_plan.status());
+    auto options = session_options(args);
+    auto memory = options.is_ok() ? cuda_memory(graph, *shapes, *options)
+                                  : Result<runtime::SessionMemory>(options.status());
     if (!memory.is_ok()) {
       log_error("{}", memory.status().to_string());
       return kExitFailure;
@@ -211,7 +208,7 @@ int run_info(const ModelArgs& args) {
     device_memory = *memory;
     report["cuda"] = {{"precision", args.precision},          {"weights_bytes", memory->weights},
                       {"arena_bytes", memory->arena},         {"io_bytes", memory->io},
-                      {"workspace_bytes", memory->workspace}, {"total_bytes", memory->total}};
+                      {"workspace_bytes", memory->workspace}, {"total_bytes", memory->total()}};
   }
   if (args.json) {
     std::printf("%s\n", report.dump(2).c_str());
@@ -247,7 +244,7 @@ int run_info(const ModelArgs& args) {
     std::printf(
         "  GPU memory  %s in all for the CUDA plan (%s): weights %s, arena %s, inputs and outputs %s, "
         "workspace %s\n",
-        human_bytes(static_cast<double>(device_memory->total)).c_str(), args.precision.c_str(),
+        human_bytes(static_cast<double>(device_memory->total())).c_str(), args.precision.c_str(),
         human_bytes(static_cast<double>(device_memory->weights)).c_str(),
         human_bytes(static_cast<double>(device_memory->arena)).c_str(),
         human_bytes(static_cast<double>(device_memory->io)).c_str(),
@@ -320,32 +317,6 @@ Status write_outputs(const ModelArgs& args, const runtime::Graph& graph,
   return Status::ok();
 }
 
-int run_model_cuda(const ModelArgs& args, const runtime::Graph& graph, const runtime::InputShapes& shapes,
-                   const std::vector<runtime::Tensor>& inputs) {
-  auto options = device_plan_options(args);
-  if (!options.is_ok()) {
-    log_error("{}", options.status().to_string());
-    return kExitUsage;
-  }
-  auto result = run_on_cuda(graph, shapes, inputs, args.repeat, *options, args.trace_dir);
-  if (!result.is_ok()) {
-    log_error("{}", result.status().to_string());
-    return kExitFailure;
-  }
-  if (Status s = write_outputs(args, graph, result->outputs); !s.is_ok()) {
-    log_error("{}", s.to_string());
-    return kExitFailure;
-  }
-  const double first = result->run_ms.front();
-  std::sort(result->run_ms.begin(), result->run_ms.end());
-  std::printf(
-      "planned and prepared in %.1f ms, ran in %.2f ms (median of %d runs, copies included; the first "
-      "took %.2f ms) on CUDA in %s\n",
-      result->setup_ms, result->run_ms[result->run_ms.size() / 2], args.repeat, first,
-      args.precision.c_str());
-  return kExitOk;
-}
-
 int run_model(const ModelArgs& args) {
   if (args.device != "cpu" && args.device != "cuda") {
     log_error("--device {}: use cpu or cuda", args.device);
@@ -369,49 +340,37 @@ int run_model(const ModelArgs& args) {
     log_error("{}", inputs.status().with_context("--input").to_string());
     return code == StatusCode::kInvalidArgument || code == StatusCode::kNotFound ? kExitUsage : kExitFailure;
   }
-  if (args.device == "cuda") return run_model_cuda(args, model->graph, shapes, *inputs);
-  const auto plan_start = std::chrono::steady_clock::now();
-  auto plan = runtime::plan_graph(model->graph, shapes);
-  if (!plan.is_ok()) {
-    log_error("{}", plan.status().to_string());
+  auto options = session_options(args);
+  if (!options.is_ok()) {
+    log_error("{}", options.status().to_string());
+    return kExitUsage;
+  }
+  auto result = run_model_session(model->graph, shapes, *inputs, args.repeat, *options, args.trace_dir);
+  if (!result.is_ok()) {
+    log_error("{}", result.status().to_string());
     return kExitFailure;
   }
-  runtime::CpuExecutor executor(std::move(plan).value());
-  // The first run pays for first-touch page faults and thread start-up; with --repeat the
-  // median of the runs is the steady-state figure.
-  using ms = std::chrono::duration<double, std::milli>;
-  std::vector<double> times;
-  Result<std::vector<runtime::Tensor>> outputs = std::vector<runtime::Tensor>{};
-  const auto run_start = std::chrono::steady_clock::now();
-  auto trace_session = trace::start_session_if_requested({.dir = args.trace_dir});
-  if (!trace_session.is_ok()) {
-    log_error("{}", trace_session.status().to_string());
-    return kExitFailure;
-  }
-  trace::StartEndRange pipeline_range("pipeline");
-  for (int r = 0; r < args.repeat; ++r) {
-    FOVEA_TRACE_RANGE("inference", r);
-    const auto start = std::chrono::steady_clock::now();
-    outputs = executor.run(*inputs);
-    times.push_back(ms(std::chrono::steady_clock::now() - start).count());
-    if (!outputs.is_ok()) {
-      log_error("{}", outputs.status().to_string());
-      return kExitFailure;
-    }
-  }
-  pipeline_range.end();
-  const double first = times.front();
-  std::sort(times.begin(), times.end());
-  const double median = times[times.size() / 2];
-  if (Status s = write_outputs(args, executor.plan().graph, *outputs); !s.is_ok()) {
+  if (Status s = write_outputs(args, model->graph, result->outputs); !s.is_ok()) {
     log_error("{}", s.to_string());
     return kExitFailure;
   }
-  std::printf(
-      "planned in %.1f ms, ran in %.1f ms (median of %d runs; the first took %.1f ms) on %d CPU threads "
-      "(arena %.1f MiB)\n",
-      ms(run_start - plan_start).count(), median, args.repeat, first, runtime::cpu_thread_count(),
-      static_cast<double>(executor.plan().memory.arena_bytes) / (1 << 20));
+  // The first run pays for first-touch page faults and thread start-up; with --repeat the
+  // median of the runs is the steady-state figure.
+  const double first = result->run_ms.front();
+  std::sort(result->run_ms.begin(), result->run_ms.end());
+  const double median = result->run_ms[result->run_ms.size() / 2];
+  if (options->device == runtime::Device::kCuda) {
+    std::printf(
+        "planned and prepared in %.1f ms, ran in %.2f ms (median of %d runs, copies included; the first "
+        "took %.2f ms) on CUDA in %s\n",
+        result->setup_ms, median, args.repeat, first, args.precision.c_str());
+  } else {
+    std::printf(
+        "planned in %.1f ms, ran in %.1f ms (median of %d runs; the first took %.1f ms) on %d CPU threads "
+        "(arena %.1f MiB)\n",
+        result->setup_ms, median, args.repeat, first, runtime::cpu_thread_count(),
+        static_cast<double>(result->arena_bytes) / (1 << 20));
+  }
   return kExitOk;
 }
 
@@ -422,7 +381,7 @@ int run_bench(const ModelArgs& args) {
     return kExitFailure;
   }
   auto overrides = parse_shapes(args.shapes);
-  auto options = device_plan_options(args);
+  auto options = session_options(args);
   if (!overrides.is_ok() || !options.is_ok()) {
     log_error("{}", (!overrides.is_ok() ? overrides.status() : options.status()).to_string());
     return kExitUsage;
@@ -432,7 +391,7 @@ int run_bench(const ModelArgs& args) {
     log_error("{}", shapes.status().with_context("--shape").to_string());
     return kExitUsage;
   }
-  const BenchOptions bench{.plan = *options, .warmup = args.warmup, .iterations = args.iterations};
+  const BenchOptions bench{.session = *options, .warmup = args.warmup, .iterations = args.iterations};
   nlohmann::json report = nlohmann::json::array();
   if (!args.json) {
     std::printf("%s on CUDA, %s, CUDA graph %s, %d warm-up and %d timed runs per batch\n", args.model.c_str(),

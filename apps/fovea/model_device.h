@@ -1,44 +1,35 @@
-// The model commands' CUDA side (model_device.cpp): planning for a precision, creating the CUDA
-// executor and timing it. Without CUDA these return a clear "built without CUDA" error.
+// The model commands' work on an InferenceSession (runtime/session.h): running a model on host
+// tensors on the CPU or CUDA, what a CUDA session holds in device memory, and timing CUDA sessions
+// over batch sizes. A CUDA request that cannot be served (no GPU, or a build without CUDA) is the
+// session's error, which says so.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
-#include "runtime/planner.h"
+#include "runtime/session.h"
 
 namespace fovea::app {
 
-struct DevicePlanOptions {
-  runtime::Precision precision = runtime::Precision::kFloat32;
-  std::vector<std::string> keep_float32;
-  bool use_cuda_graph = true;
-  // With a folder: plans are cached there as engines (runtime/engine.h), keyed by this model file.
-  std::string engine_cache;
-  std::string model_path;
-};
-
-Result<runtime::Precision> parse_precision(const std::string& text);
-
-// How the CUDA executor's plans are made: the precision, and NHWC convolutions for float16.
-runtime::PlanOptions plan_options(const DevicePlanOptions& options);
-
-struct DeviceRunResult {
+struct RunResult {
   std::vector<runtime::Tensor> outputs;
-  std::vector<double> run_ms;  // wall time of each run_host (copies in and out included)
-  double setup_ms = 0;         // executor creation: uploads, algorithm search, graph capture
+  std::vector<double> run_ms;   // wall time of each run_host (CUDA: copies in and out included)
+  double setup_ms = 0;          // the session: planning or the engine, uploads, algorithm search, capture
+  std::size_t arena_bytes = 0;  // the plan's intermediates
 };
 
-// Plans `graph` for `shapes`, creates the CUDA executor and runs `inputs` `repeat` times; with a
-// `trace_dir`, the runs are traced into it (fovea report).
-Result<DeviceRunResult> run_on_cuda(const runtime::Graph& graph, const runtime::InputShapes& shapes,
+// Creates a session for `graph` at `shapes` and runs `inputs` `repeat` times; with a `trace_dir`,
+// the runs are traced into it (fovea report).
+Result<RunResult> run_model_session(const runtime::Graph& graph, const runtime::InputShapes& shapes,
                                     const std::vector<runtime::Tensor>& inputs, int repeat,
-                                    const DevicePlanOptions& options, const std::string& trace_dir = {});
+                                    const runtime::SessionOptions& options,
+                                    const std::string& trace_dir = {});
 
-struct DeviceMemoryReport {
-  std::size_t weights = 0, arena = 0, io = 0, workspace = 0, total = 0;
-};
-Result<DeviceMemoryReport> cuda_memory(const runtime::ExecutionPlan& plan, const DevicePlanOptions& options);
+// What a CUDA session for `graph` at `shapes` holds on the device.
+Result<runtime::SessionMemory> cuda_memory(const runtime::Graph& graph, const runtime::InputShapes& shapes,
+                                           const runtime::SessionOptions& options);
 
 struct BenchPoint {
   std::int64_t batch = 0;
@@ -52,13 +43,13 @@ struct BenchPoint {
 };
 
 struct BenchOptions {
-  DevicePlanOptions plan;
+  runtime::SessionOptions session;  // a CUDA session's
   int warmup = 20;
   int iterations = 200;
 };
 
-// Plans `graph` for `shapes` with dim 0 of every input set to `batch`, fills the inputs with
-// random data and times the executor on its own stream.
+// Creates a CUDA session for `graph` at `shapes` with dim 0 of every input set to `batch`, fills
+// the inputs with random data and times it on its own stream.
 Result<BenchPoint> bench_on_cuda(const runtime::Graph& graph, runtime::InputShapes shapes, std::int64_t batch,
                                  const BenchOptions& options);
 
