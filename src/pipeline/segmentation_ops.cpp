@@ -11,14 +11,11 @@
 #include "image/encode_convert.h"
 #include "post/class_map.h"
 #include "post/class_mask.h"
-#include "runtime/cpu_executor.h"
 #include "runtime/onnx_loader.h"
-#include "runtime/planner.h"
 
 #if defined(FOVEA_HAVE_CUDA)
 #include "core/cuda_check.h"
 #include "core/cuda_raii.h"
-#include "runtime/cuda/cuda_executor.h"
 #endif
 
 namespace fovea::pipeline {
@@ -45,17 +42,6 @@ TensorView first_items(const void* data, DataType dtype, MemoryKind memory, cons
 }
 
 }  // namespace
-
-struct SegmentationOps::Model {
-  runtime::Shape input_shape;  // [batch, 3, H, W]
-  DataType input_dtype = DataType::kFloat32;
-  runtime::Shape output_shape;  // [batch, classes, H', W']
-  DataType output_dtype = DataType::kFloat32;
-  std::unique_ptr<runtime::CpuExecutor> cpu;
-#if defined(FOVEA_HAVE_CUDA)
-  std::unique_ptr<runtime::cuda::CudaExecutor> cuda;
-#endif
-};
 
 struct SegmentationOps::Streams {
 #if defined(FOVEA_HAVE_CUDA)
@@ -106,20 +92,11 @@ Result<std::unique_ptr<SegmentationOps>> SegmentationOps::create(const Segmentat
 }
 
 std::string SegmentationOps::description() const {
-  std::string device = "cpu";
-#if defined(FOVEA_HAVE_CUDA)
-  if (settings_.gpu) {
-    cudaDeviceProp properties{};
-    device = cudaGetDeviceProperties(&properties, settings_.device) == cudaSuccess
-                 ? std::string("cuda (") + properties.name + ")"
-                 : std::string("cuda");
-  }
-#endif
-  const bool half =
-      model_->input_dtype == DataType::kFloat16 || settings_.model.precision == runtime::Precision::kFloat16;
-  return device + ", model " + settings_.model.path + " at " + std::to_string(input_width()) + "x" +
-         std::to_string(input_height()) + " batch " + std::to_string(settings_.batch_size) +
-         (settings_.gpu && half ? " fp16" : " fp32");
+  const bool half = model_->input_spec(0).dtype == DataType::kFloat16 ||
+                    settings_.model.precision == runtime::Precision::kFloat16;
+  return model_->device_description() + ", model " + settings_.model.path + " at " +
+         std::to_string(input_width()) + "x" + std::to_string(input_height()) + " batch " +
+         std::to_string(settings_.batch_size) + (settings_.gpu && half ? " fp16" : " fp32");
 }
 
 Status SegmentationOps::load_model() {
@@ -158,34 +135,30 @@ Status SegmentationOps::load_model() {
     width = fixed_w;
     height = fixed_h;
   }
-  runtime::PlanOptions options;
+  runtime::SessionOptions options;
   if (settings_.gpu) {
-    options = runtime::device_plan_options(config.precision);
+    options.device = runtime::Device::kCuda;
+    options.precision = config.precision;
     // In fp16 the preprocess writes float16 and the class map reads float16 scores: no Casts.
     options.float16_interface = config.precision == runtime::Precision::kFloat16;
   } else if (config.precision == runtime::Precision::kFloat16) {
     log_info("model.precision fp16 applies to the GPU; the CPU path runs the model in fp32");
   }
-  model_ = std::make_unique<Model>();
-  model_->input_shape = {settings_.batch_size, 3, height, width};
-  FOVEA_ASSIGN_OR_RETURN(runtime::ExecutionPlan plan,
-                         runtime::plan_graph(graph, {{input.name, model_->input_shape}}, options));
-  const runtime::ValueType& in_type = plan.graph.value(plan.graph.inputs[0]).type;
-  const runtime::ValueType& out_type = plan.graph.value(plan.graph.outputs[0]).type;
-  model_->input_dtype = in_type.dtype;
-  model_->output_dtype = out_type.dtype;
-  if (!out_type.dims || out_type.dims->size() != 4 || !runtime::all_known(*out_type.dims)) {
-    return make_error(StatusCode::kInvalidArgument, config.path, ": output '",
-                      plan.graph.value(plan.graph.outputs[0]).name, "' must be class scores [N, C, H, W]");
+  const runtime::Shape input_shape = {settings_.batch_size, 3, height, width};
+  FOVEA_ASSIGN_OR_RETURN(model_,
+                         runtime::InferenceSession::create(graph, {{input.name, input_shape}}, options));
+  const runtime::TensorSpec& scores = model_->output_spec(0);
+  if (scores.rows_vary || !scores.shape || scores.shape->size() != 4) {
+    return make_error(StatusCode::kInvalidArgument, config.path, ": output '", scores.name,
+                      "' must be class scores [N, C, H, W]");
   }
-  model_->output_shape = runtime::shape_of(*out_type.dims);
-  const std::int64_t classes = model_->output_shape[1];
+  const std::int64_t classes = (*scores.shape)[1];
   if (classes < 1 || classes > post::kMaxMapClasses) {
     return make_error(StatusCode::kInvalidArgument, config.path,
                       fmt::format(": {} classes; segmentation takes 1 to 256", classes));
   }
-  map_height_ = static_cast<int>(model_->output_shape[2]);
-  map_width_ = static_cast<int>(model_->output_shape[3]);
+  map_height_ = static_cast<int>((*scores.shape)[2]);
+  map_width_ = static_cast<int>((*scores.shape)[3]);
   classes_ = settings_.task.classes;
   if (classes_.empty()) {
     for (int c = 1; c < classes; ++c) classes_.push_back(c);
@@ -201,18 +174,11 @@ Status SegmentationOps::load_model() {
       .width = width,
       .height = height,
       .layout = image::TensorLayout::kNCHW,
-      .dtype = model_->input_dtype,
+      .dtype = model_->input_spec(0).dtype,
       .bgr = config.color_order == ColorOrder::kBgr,
       .fit = config.keep_aspect ? image::ResizeFit::kLetterbox : image::ResizeFit::kStretch,
       .mean = config.mean,
       .std = config.std};
-  if (settings_.gpu) {
-#if defined(FOVEA_HAVE_CUDA)
-    FOVEA_ASSIGN_OR_RETURN(model_->cuda, runtime::cuda::CudaExecutor::create(std::move(plan)));
-#endif
-  } else {
-    model_->cpu = std::make_unique<runtime::CpuExecutor>(std::move(plan));
-  }
   return Status::ok();
 }
 
@@ -253,8 +219,9 @@ Status SegmentationOps::allocate_slots() {
     return &pools_.back();
   };
   pools_.reserve(sets.size() + 1);
-  const std::size_t tensor_bytes = static_cast<std::size_t>(runtime::element_count(model_->input_shape)) *
-                                   data_type_size(model_->input_dtype);
+  const runtime::TensorSpec& input = model_->input_spec(0);
+  const std::size_t tensor_bytes =
+      static_cast<std::size_t>(runtime::element_count(*input.shape)) * data_type_size(input.dtype);
   FOVEA_ASSIGN_OR_RETURN(BufferPool * tensor_pool, add_pool("input tensor", work_memory, tensor_bytes));
   for (auto& slot : buffers) {
     FOVEA_ASSIGN_OR_RETURN(PooledBuffer block, tensor_pool->acquire());
@@ -344,9 +311,9 @@ Status SegmentationOps::preprocess(SegmentBatch& batch) {
   for (const MuxFrame<SourceFrame>& frame : batch.frames) frames.images.push_back(frame.payload.frame.image);
   FOVEA_ASSIGN_OR_RETURN(image::PreprocessPlan plan, image::plan_preprocess(frames, preprocess_params_));
   buffers.placements = plan.placements;
-  const TensorView tensor =
-      first_items(buffers.tensor, model_->input_dtype,
-                  settings_.gpu ? MemoryKind::kDevice : MemoryKind::kHost, model_->input_shape, n);
+  const runtime::TensorSpec& input = model_->input_spec(0);
+  const TensorView tensor = first_items(
+      buffers.tensor, input.dtype, settings_.gpu ? MemoryKind::kDevice : MemoryKind::kHost, *input.shape, n);
   const image::ImageBatch rgb = first_images(buffers.rgb, n);
   if (!settings_.gpu) {
     FOVEA_TRACE_RANGE("preprocess", static_cast<std::int64_t>(batch.number));
@@ -376,8 +343,11 @@ Status SegmentationOps::infer(SegmentBatch& batch) {
     std::vector<runtime::Tensor> outputs;
     {
       FOVEA_TRACE_RANGE("inference", number);
-      FOVEA_ASSIGN_OR_RETURN(outputs, model_->cpu->run({runtime::Tensor::borrow(
-                                          model_->input_dtype, model_->input_shape, buffers.tensor)}));
+      const runtime::TensorSpec& input = model_->input_spec(0);
+      // The slot's tensor itself, borrowed: the CPU executor reads it in place.
+      FOVEA_ASSIGN_OR_RETURN(
+          outputs,
+          model_->run_host(nullptr, {runtime::Tensor::borrow(input.dtype, *input.shape, buffers.tensor)}));
     }
     FOVEA_TRACE_RANGE("postprocess", number);
     const TensorView scores =
@@ -389,16 +359,13 @@ Status SegmentationOps::infer(SegmentBatch& batch) {
   FOVEA_TRY(begin(batch, stream));
   {
     FOVEA_TRACE_RANGE("inference", number, stream);
-    // The executor's input lives at a fixed address (its CUDA graph reads it there); the slot's
+    // The session's input lives at a fixed address (its CUDA graph reads it there); the slot's
     // tensor is copied in so that preprocess can fill the next batch's slot meanwhile.
-    const runtime::Tensor& input = model_->cuda->input(0);
-    const std::size_t bytes = input.bytes() / static_cast<std::size_t>(settings_.batch_size) * n;
-    FOVEA_CUDA_TRY(cudaMemcpyAsync(const_cast<void*>(input.raw()), buffers.tensor, bytes,
-                                   cudaMemcpyDeviceToDevice, stream));
-    FOVEA_TRY(model_->cuda->run(stream));
+    FOVEA_TRY(model_->copy_input(stream, 0, buffers.tensor, static_cast<std::int64_t>(n)));
+    FOVEA_TRY(model_->run(stream));
   }
   FOVEA_TRACE_RANGE("postprocess", number, stream);
-  const runtime::Tensor& output = model_->cuda->output(0);
+  const runtime::Tensor& output = model_->output(0);
   const TensorView scores = first_items(output.raw(), output.dtype(), MemoryKind::kDevice, output.shape(), n);
   FOVEA_TRY(post::run_class_map_cuda(stream, scores, {}, class_maps));
   return end(batch, stream);

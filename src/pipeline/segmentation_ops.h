@@ -33,6 +33,7 @@
 #include "pipeline/slot_pool.h"
 #include "pipeline/stream_mux.h"
 #include "pipeline/video_source.h"
+#include "runtime/session.h"
 #include "trace/tracer.h"
 
 namespace fovea::pipeline {
@@ -100,7 +101,6 @@ class SegmentationOps {
   Status wait_for_outputs(const SegmentBatch& batch);
 
  private:
-  struct Model;    // the executor (CPU or CUDA) and its input/output
   struct Streams;  // GPU: one stream per stage
   explicit SegmentationOps(const SegmentationSettings& settings);
   Status load_model();
@@ -114,8 +114,8 @@ class SegmentationOps {
   std::vector<int> classes_;
   int map_width_ = 0;  // the model output's spatial size
   int map_height_ = 0;
-  std::size_t class_map_image_bytes_ = 0;  // one class map's share of its slot's block
-  std::unique_ptr<Model> model_;
+  std::size_t class_map_image_bytes_ = 0;             // one class map's share of its slot's block
+  std::unique_ptr<runtime::InferenceSession> model_;  // input 0: the image tensor; output 0: the scores
   std::unique_ptr<Streams> streams_;
   std::vector<BufferPool> pools_;
   std::unique_ptr<SlotPool<BatchBuffers>> slots_;
