@@ -44,11 +44,11 @@ def main():
     parser.add_argument("--fp16", action="store_true")
     parser.add_argument("--batch", type=int, default=1)
     parser.add_argument("--target-class", type=int, default=8)
-    parser.add_argument("--size", default="544x960", help="network input HEIGHTxWIDTH")
+    parser.add_argument("--size", default="960x544", help="network input WIDTHxHEIGHT, as fovea takes it")
     parser.add_argument("--blur", type=int, default=31)
     parser.add_argument("--frames", type=int, default=0, help="stop after this many frames (0: all)")
     args = parser.parse_args()
-    height, width = (int(v) for v in args.size.split("x"))
+    width, height = (int(v) for v in args.size.split("x"))
     dtype = torch.float16 if args.fp16 else torch.float32
 
     model, _ = compare_torch.build("fcn_resnet101")

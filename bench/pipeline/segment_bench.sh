@@ -42,7 +42,7 @@ segment() {  # name sources... -- extra args
   shift
   nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 200 > "$out/$name.gpumem" 2>/dev/null &
   local sampler=$!
-  /usr/bin/time -v "$fovea" segment "${inputs[@]}" --model "$model" --class 8 --size 544x960 --precision fp16 \
+  /usr/bin/time -v "$fovea" segment "${inputs[@]}" --model "$model" --class 8 --size 960x544 --precision fp16 \
     --no-progress --report "$out/$name.json" "$@" > "$out/$name.log" 2>&1 || true
   kill "$sampler" 2>/dev/null || true
   local fps gpu
