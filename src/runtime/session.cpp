@@ -28,8 +28,8 @@ PlanOptions plan_options_for(const SessionOptions& options) {
   return plan;
 }
 
-// Every shape names a graph input and every graph input has one, so that a misspelt name is not
-// taken for a missing shape.
+// Every shape names a graph input: a misspelt name is reported as such, not only as the input it
+// leaves without a shape (plan_graph names those).
 Status check_shapes(const Graph& graph, const InputShapes& shapes) {
   std::vector<std::string> names;
   for (ValueId id : graph.inputs) names.push_back(graph.value(id).name);

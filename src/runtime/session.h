@@ -6,17 +6,18 @@
 // the CUDA graph captured); a run then only enqueues on the caller's stream, reading input(i) and
 // writing output(i), device tensors at addresses fixed for the session's life:
 //
-//   SessionOptions options{.device = Device::kCuda, .precision = Precision::kFloat16};
-//   auto session = InferenceSession::open("ssd.onnx", {{"images", {16, 3, 300, 300}}}, options);
-//   session->copy_input(stream, 0, d_batch, frames);  // or write input(0) in a kernel
-//   session->run(stream);                             // no host synchronization
+//   const SessionOptions options{.device = Device::kCuda, .precision = Precision::kFloat16};
+//   FOVEA_ASSIGN_OR_RETURN(auto session,
+//                          InferenceSession::open("ssd.onnx", {{"images", {16, 3, 300, 300}}}, options));
+//   FOVEA_TRY(session->copy_input(stream, 0, d_batch, frames));  // or write input(0) in a kernel
+//   FOVEA_TRY(session->run(stream));                             // no host synchronization
 //   ... output(i) holds the result once `stream` reaches this point
 //
-// The inputs and outputs are the session's single set, so runs are ordered by the caller: on one
-// stream they are; across streams, the next run may not begin before the previous one's outputs are
-// read. The CPU executor (the float32 reference) has no device tensors: run_host() takes host
-// tensors (borrowed ones are not copied) and returns the outputs; CUDA sessions take it too, for
-// tools and tests, with copies in and out and a wait.
+// The inputs and outputs are the session's single set, so the caller orders runs: on one stream
+// they are; across streams, a run may not begin before the previous one's outputs are read. The CPU
+// executor (the float32 reference) has no device tensors: run_host() takes host tensors (borrowed
+// ones are read in place) and returns the outputs; CUDA sessions take it too, for tools and tests,
+// with copies in and out and a wait. One session runs one batch at a time, from one thread at a time.
 #pragma once
 
 #include <cstddef>
@@ -65,9 +66,9 @@ struct SessionOptions {
 struct TensorSpec {
   std::string name;
   DataType dtype = DataType::kFloat32;
-  // The planned shape. Absent for an output whose rows the data decides (NonMaxSuppression's
-  // selection) on the CPU, where each run returns its true shape; on CUDA such an output has the
-  // most rows it can hold, and output_rows_device() says how many a run filled.
+  // The planned shape; inputs always have one. Absent for an output whose rows the data decides
+  // (NonMaxSuppression's selection) on the CPU, where each run returns its true shape; on CUDA such
+  // an output has the most rows it can hold, and output_rows_device() says how many a run filled.
   std::optional<Shape> shape;
   bool rows_vary = false;  // the data decides the first dimension
 };
