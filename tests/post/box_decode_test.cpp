@@ -1,6 +1,10 @@
 // Box decoders: hand-computed SSD (center and corner priors, image scaling) and YOLO (objectness,
 // sigmoid, a transposed YOLOv8-style view, float16) cases, and bad shapes.
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -98,6 +102,41 @@ TEST(YoloDecode, TransposedViewWithoutObjectness) {
   expect_box(boxes.data() + 4, 27.0f, 29.0f, 33.0f, 31.0f);
   EXPECT_FLOAT_EQ(scores[0], 0.7f);
   EXPECT_FLOAT_EQ(scores[1], 0.3f);
+}
+
+// exp_rn against exp in double over the whole float range: within 2 ulp of the correctly rounded
+// result where that is a normal float, exact at the edges (inf, 0, NaN).
+TEST(ExpRn, WithinTwoUlpOverTheFloatRange) {
+  int worst = 0;
+  for (float x = -87.0f; x < 88.7f; x += 0.0137f) {
+    const float want = static_cast<float>(std::exp(static_cast<double>(x)));
+    const float got = exp_rn(x);
+    std::int32_t a, b;
+    std::memcpy(&a, &want, 4);
+    std::memcpy(&b, &got, 4);
+    worst = std::max(worst, std::abs(a - b));
+  }
+  EXPECT_LE(worst, 2);
+  EXPECT_EQ(exp_rn(0.0f), 1.0f);
+  EXPECT_EQ(exp_rn(100.0f), INFINITY);
+  EXPECT_EQ(exp_rn(-INFINITY), 0.0f);
+  EXPECT_EQ(exp_rn(-200.0f), 0.0f);
+  EXPECT_TRUE(std::isnan(exp_rn(NAN)));
+  EXPECT_GT(exp_rn(-100.0f), 0.0f);  // subnormal
+  EXPECT_NEAR(exp_rn(-100.0f) / 3.720075976020836e-44f, 1.0f, 0.01f);
+}
+
+// torchvision's BoxCoder(weights=(10, 10, 5, 5)).decode_single on a pixel corner anchor, with dw
+// beyond bbox_xform_clip = log(1000 / 16).
+TEST(SsdDecode, TorchvisionBoxCoder) {
+  std::vector<float> loc = {1.0f, -2.0f, 5.0f * std::log(2.0f), 1000.0f};
+  std::vector<float> anchors = {10.0f, 20.0f, 50.0f, 60.0f};  // w = h = 40, center (30, 40)
+  std::vector<float> out(4);
+  ASSERT_TRUE(run_ssd_decode_cpu(host_tensor(loc, {1, 1, 4}), host_tensor(anchors, {1, 4}),
+                                 torchvision_ssd_decode_params(), host_tensor(out, {1, 1, 4}))
+                  .is_ok());
+  // cx = 0.1 * 40 + 30 = 34, w = 2 * 40 = 80; cy = -0.2 * 40 + 40 = 32, h = 62.5 * 40 = 2500.
+  expect_box(out.data(), -6.0f, 32.0f - 1250.0f, 74.0f, 32.0f + 1250.0f);
 }
 
 TEST(YoloDecode, TooFewColumnsIsRejected) {
