@@ -15,6 +15,8 @@ std::string_view pixel_format_name(PixelFormat format) {
     case PixelFormat::kGRAY8: return "gray8";
     case PixelFormat::kPlanarF32: return "planar-f32";
     case PixelFormat::kPlanarF16: return "planar-f16";
+    case PixelFormat::kRGB16: return "rgb16";
+    case PixelFormat::kRGBA16: return "rgba16";
   }
   return "unknown";
 }
@@ -56,6 +58,8 @@ Result<FormatLayout> format_layout(PixelFormat format, int width, int height, in
     case PixelFormat::kBGR8: set({{3 * width, height}}); break;
     case PixelFormat::kRGBA8: set({{4 * width, height}}); break;
     case PixelFormat::kGRAY8: set({{width, height}}); break;
+    case PixelFormat::kRGB16: set({{6 * width, height}}); break;
+    case PixelFormat::kRGBA16: set({{8 * width, height}}); break;
     case PixelFormat::kPlanarF32:
     case PixelFormat::kPlanarF16: {
       if (channels < 1 || channels > kMaxPlanes) {

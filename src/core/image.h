@@ -8,9 +8,12 @@
 // 10/12/16-bit) | | kYUV420P    | 3      | Y  w×h            | U (w/2)×(h/2)       | V (w/2)×(h/2)| u8      |
 // | kRGB8/kBGR8 | 1      | packed 3×w×h      |                     |              | u8      |
 // | kRGBA8      | 1      | packed 4×w×h      |                     |              | u8      |
+// | kRGB16      | 1      | packed 3×w×h      |                     |              | u16     |
+// | kRGBA16     | 1      | packed 4×w×h      |                     |              | u16     |
 // | kGRAY8      | 1      | w×h               |                     |              | u8      |
 // | kPlanarF32  | c      | one plane each    |                     |              | f32     |
 // | kPlanarF16  | c      | one plane each    |                     |              | f16     |
+// kRGB16/kRGBA16 hold 16-bit image files (PNG) at full depth, samples in host byte order.
 // Chroma sizes round up for odd widths and heights ((w+1)/2), as FFmpeg and NVDEC do.
 #pragma once
 
@@ -23,7 +26,19 @@
 
 namespace fovea {
 
-enum class PixelFormat { kNV12, kP016, kYUV420P, kRGB8, kBGR8, kRGBA8, kGRAY8, kPlanarF32, kPlanarF16 };
+enum class PixelFormat {
+  kNV12,
+  kP016,
+  kYUV420P,
+  kRGB8,
+  kBGR8,
+  kRGBA8,
+  kGRAY8,
+  kPlanarF32,
+  kPlanarF16,
+  kRGB16,
+  kRGBA16
+};
 
 enum class MemoryKind { kHost, kPinnedHost, kDevice };
 
@@ -34,9 +49,12 @@ bool is_device_accessible(MemoryKind kind);
 inline constexpr int kMaxPlanes = 4;
 
 // Bytes between horizontally adjacent pixels in plane 0 (the packed plane, luma, or one float
-// plane): RGB8/BGR8 3, RGBA8 4, P016 and planar F16 2, planar F32 4, the others 1.
+// plane): RGB8/BGR8 3, RGBA8 4, P016 and planar F16 2, planar F32 4, RGB16 6, RGBA16 8, the
+// others 1.
 constexpr int pixel_bytes(PixelFormat format) {
   switch (format) {
+    case PixelFormat::kRGB16: return 6;
+    case PixelFormat::kRGBA16: return 8;
     case PixelFormat::kRGB8:
     case PixelFormat::kBGR8: return 3;
     case PixelFormat::kRGBA8:
