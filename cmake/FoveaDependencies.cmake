@@ -2,6 +2,8 @@
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(FFMPEG REQUIRED IMPORTED_TARGET libavformat libavcodec libavutil libswscale)
 pkg_check_modules(FFNVCODEC REQUIRED IMPORTED_TARGET ffnvcodec)
+# Image files (src/io/image_*): libjpeg62-turbo-dev, libpng-dev, libwebp-dev.
+pkg_check_modules(IMAGE_CODECS REQUIRED IMPORTED_TARGET libjpeg libpng libwebp)
 find_package(fmt REQUIRED)
 find_package(CLI11 CONFIG QUIET)
 if(NOT CLI11_FOUND)
