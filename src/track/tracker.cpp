@@ -174,7 +174,12 @@ struct Tracker::State {
       const Track& t = tracks[rows[r]];
       for (std::uint32_t c = 0; c < cols.size(); ++c) {
         const Detection& d = detections[cols[c]];
-        if (d.class_id != t.class_id) continue;
+        // Most pairs do not even overlap; rejecting them before box_iou's division is most of
+        // the speed at 100 objects per frame (10,000 pairs, ~100 overlapping).
+        if (d.class_id != t.class_id || d.box.x1 >= t.box.x2 || t.box.x1 >= d.box.x2 ||
+            d.box.y1 >= t.box.y2 || t.box.y1 >= d.box.y2) {
+          continue;
+        }
         const float iou = box_iou(t.box, d.box);
         if (iou > 0.0f && iou >= min_iou) candidates.push_back({r, c, 1.0 - double{iou}});
       }
