@@ -12,6 +12,7 @@ packages=(build-essential cmake ninja-build pkgconf git
   libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libffmpeg-nvenc-dev ffmpeg
   libprotobuf-dev protobuf-compiler libonnx-dev libyaml-cpp-dev libcli11-dev nlohmann-json3-dev
   libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libjpeg62-turbo-dev libpng-dev libwebp-dev  # image files (src/io/image_*)
   libonnx-testdata clang-14 libclang-rt-14-dev
   libopencv-dev)  # tests only: the parity reference for resize, blur and color conversion
 
