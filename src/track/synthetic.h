@@ -12,7 +12,8 @@
 //     waypoint inside the frame, turns there toward an exit point and leaves across an edge;
 //   - paths cross at random; the object lower in the frame (larger bottom y) is nearer the camera
 //     and hides what is behind it. With these sizes and speeds a person passing behind a car is
-//     hidden for up to about a second (130 px of car width at the slow relative speed of 4 px/frame);
+//     hidden for up to about a second (130 px of car width at a relative speed of 4 px/frame), and
+//     rarely longer (a slow person behind a slow car: 67 frames at most in a minute of scenes);
 //   - an object is in the ground truth of a frame while at least min_visibility of its box is
 //     visible (inside the frame and not hidden), with its full box clipped to the frame.
 #pragma once
