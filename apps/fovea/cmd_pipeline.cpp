@@ -161,6 +161,7 @@ struct SegmentArgs {
   bool no_refine = false;
   std::optional<int> blur;
   std::optional<std::string> preset;
+  std::string engine_cache;
   CommonArgs common;
 };
 
@@ -271,6 +272,7 @@ Result<pipeline::PipelineConfig> segment_config(const SegmentArgs& args) {
     config.sinks.null = true;
   }
   if (!args.metadata.empty()) config.sinks.metadata = pipeline::MetadataSinkConfig{.path = args.metadata};
+  if (!args.engine_cache.empty()) config.model.engine_cache = args.engine_cache;
   apply_common(args.common, config);
   // The file's checks, their errors naming the flags.
   return pipeline::check_config(config, [&](std::string_view key) { return flag_of_key(args, config, key); });
@@ -427,6 +429,8 @@ void add_pipeline_commands(CLI::App& app, Action* action) {
                                pipeline::VideoSinkConfig{}.preset))
       ->check(encoder_preset());
   segment->add_option("--metadata", seg->metadata, "Per-frame JSON Lines file");
+  segment->add_option("--engine-cache", seg->engine_cache,
+                      "GPU: keep the planned model in this folder, so later runs skip the algorithm search");
   add_common_options(segment, &seg->common);
   segment->callback([action, seg] { *action = [seg] { return run_segment(*seg); }; });
 

@@ -437,6 +437,7 @@ Status parse_model(const MapReader& map, ModelConfig& model) {
     const std::string_view given = model.input_width ? "input_width" : "input_height";
     return map.field(given).error("input_width and input_height go together; give both or neither");
   }
+  FOVEA_TRY(map.read_optional("engine_cache", model.engine_cache));
   return map.read("keep_aspect", model.keep_aspect);
 }
 
@@ -545,7 +546,7 @@ Result<PipelineConfig> parse_tree(const Parser& parser, const YAML::Node& root) 
   if (!root["model"] || root["model"].IsNull()) return parser.missing(root, "model.path");
   FOVEA_TRY(parse_section(parser, root, "model",
                           {"path", "input_name", "precision", "mean", "std", "color_order", "input_width",
-                           "input_height", "keep_aspect"},
+                           "input_height", "keep_aspect", "engine_cache"},
                           config.model, parse_model));
   FOVEA_TRY(parse_section(parser, root, "task", {"type", "classes", "blur_kernel", "sigma", "refine_mask"},
                           config.task, parse_task));
@@ -608,6 +609,7 @@ YAML::Node to_tree(const PipelineConfig& config) {
   model["color_order"] = enum_node(kColorOrderNames, config.model.color_order);
   model["input_width"] = optional_node(config.model.input_width);
   model["input_height"] = optional_node(config.model.input_height);
+  model["engine_cache"] = optional_node(config.model.engine_cache);
   model["keep_aspect"] = config.model.keep_aspect;
   YAML::Node task = root["task"];
   task["type"] = enum_node(kTaskTypeNames, config.task.type);
@@ -735,6 +737,7 @@ Result<PipelineConfig> load_config(const std::string& path) {
   const std::filesystem::path folder = std::filesystem::path(path).parent_path();
   for (SourceConfig& source : config.sources) resolve_from(folder, source.uri);
   resolve_from(folder, config.model.path);
+  if (config.model.engine_cache) resolve_from(folder, *config.model.engine_cache);
   if (config.sinks.video) resolve_from(folder, config.sinks.video->output_dir);
   if (config.sinks.metadata) resolve_from(folder, config.sinks.metadata->path);
   if (config.stats.report) resolve_from(folder, *config.stats.report);

@@ -65,6 +65,9 @@ struct ModelConfig {
   std::optional<int> input_width;  // both or neither; absent: the model's own input shape
   std::optional<int> input_height;
   bool keep_aspect = false;  // letterbox instead of stretching
+  // GPU: a folder where the planned model is kept as an engine (runtime/engine.h), so later runs
+  // skip cuDNN's algorithm search; absent: planned on every run.
+  std::optional<std::string> engine_cache;
   bool operator==(const ModelConfig&) const = default;
 };
 

@@ -141,8 +141,10 @@ Status SegmentationOps::load_model() {
     options.precision = config.precision;
     // In fp16 the preprocess writes float16 and the class map reads float16 scores: no Casts.
     options.float16_interface = config.precision == runtime::Precision::kFloat16;
+    if (config.engine_cache) options.engine_cache = *config.engine_cache;
   } else if (config.precision == runtime::Precision::kFloat16) {
-    log_info("model.precision fp16 applies to the GPU; the CPU path runs the model in fp32");
+    // fp16 is the default, so this is every CPU run: not worth more than a debug line.
+    log_debug("model.precision fp16 applies to the GPU; the CPU path runs the model in fp32");
   }
   const runtime::Shape input_shape = {settings_.batch_size, 3, height, width};
   FOVEA_ASSIGN_OR_RETURN(model_,

@@ -127,7 +127,8 @@ TEST(PipelineConfig, DocumentedExampleLoadsWithEveryValue) {
                                        .color_order = ColorOrder::kRgb,
                                        .input_width = 960,
                                        .input_height = 544,
-                                       .keep_aspect = false}));
+                                       .keep_aspect = false,
+                                       .engine_cache = "engines"}));
   EXPECT_EQ(config.task, (TaskConfig{.type = TaskType::kSegmentation,
                                      .classes = {8},
                                      .blur_kernel = 31,
@@ -182,6 +183,21 @@ TEST(PipelineConfig, LoadsAFileAndNamesItInErrors) {
   std::filesystem::remove_all(dir);
   ASSERT_FALSE(config.is_ok());
   EXPECT_EQ(config.status().message(), path + ":8:15: mux.batch_size: expected an integer, got 'four'");
+}
+
+// Paths in a file are taken from its folder, the engine cache's too.
+TEST(PipelineConfig, PathsInAFileAreTakenFromItsFolder) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("fovea_config_paths_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "run.yaml").string();
+  std::ofstream(path) << "sources:\n  - uri: clip.mp4\nmodel:\n  path: m.onnx\n  engine_cache: engines\n"
+                      << "sinks:\n  null: true\n";
+  const Result<PipelineConfig> config = load_config(path);
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(config.is_ok()) << config.status().to_string();
+  EXPECT_EQ(config->model.path, (dir / "m.onnx").string());
+  EXPECT_EQ(config->model.engine_cache, (dir / "engines").string());
 }
 
 TEST(PipelineConfig, MissingFileIsNotFound) {
