@@ -142,7 +142,7 @@ bool ConvAlgorithmCache::search_allowed() {
   if (!warned_) {
     log_warn(
         "cuDNN algorithm search used its {} s budget (FOVEA_CUDNN_SEARCH_SECONDS); the remaining "
-        "convolutions use cuDNN's heuristic choice",
+        "convolutions use cuDNN's heuristic choice, and a later run searches them",
         std::chrono::duration_cast<std::chrono::seconds>(budget_).count());
     warned_ = true;
   }

@@ -74,7 +74,9 @@ class ConvAlgorithmCache {
   void insert(const std::string& key, const ConvAlgorithm& algorithm);
 
   // Searches are timed; past the budget (FOVEA_CUDNN_SEARCH_SECONDS, default 60 s per process)
-  // cuDNN's heuristic picks instead, and the log says so once.
+  // cuDNN's heuristic picks instead, and the log says so once. Heuristic picks are not cached: a
+  // process that ran out (FCN-ResNet101 swept over six batches, issue 25) would otherwise pin them
+  // for every later one.
   bool search_allowed();
   void charge_search(std::chrono::steady_clock::duration spent);
 

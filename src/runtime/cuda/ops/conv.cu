@@ -6,7 +6,8 @@
 //
 // The algorithm is searched at plan time (cudnnFindConvolutionForwardAlgorithmEx on the plan's
 // real buffers) and cached on disk (conv_algorithm_cache.h), keyed by GPU, driver, cuDNN and the
-// exact problem. Find proposes the candidates; each is then timed as the calls the plan will make:
+// exact problem. Find proposes the candidates (and times each once: those far over the fastest are
+// dropped, fastest_form says why); each is then timed as the calls the plan will make:
 // the plain convolution (plus fovea's epilogue pass, if any) and, with a ReLU epilogue, cuDNN's
 // fused call, each replayed as a CUDA graph (shortest_run_ms says why). `fovea -v` logs every
 // timing. The search may hand an algorithm up to an eighth of the device's memory as scratch
@@ -423,7 +424,8 @@ Status ConvState::choose_algorithm(CudaKernelContext& ctx, const std::string& ke
       log_conv_search(ctx.node().name, key, report);
       cache.charge_search(std::chrono::steady_clock::now() - started);
     }
-    if (complete) cache.insert(key, algorithm_);
+    // A heuristic pick is not cached: the next process, with a budget of its own, searches it.
+    if (search && complete) cache.insert(key, algorithm_);
   }
   FOVEA_CUDNN_TRY(
       cudnnSetConvolutionMathType(conv_desc(), static_cast<cudnnMathType_t>(algorithm_.math_type)));
@@ -463,9 +465,27 @@ Result<ConvAlgorithm> ConvState::fastest_form(CudaKernelContext& ctx,
     FOVEA_CUDNN_TRY(run_fused(ctx, x, scratch));
     return Status::ok();
   };
+  // Find has timed every candidate once, eagerly. One that took more than twice the fastest's time
+  // plus kFindNoiseMs cannot win and is not replayed: cuDNN's kernels without tensor cores take
+  // 0.3-1.2 s per call on FCN-ResNet101's dilated 3x3 convolutions at batches 4-16, and replaying
+  // them spent the whole search budget, leaving the larger batches to cuDNN's heuristic (issue 25).
+  // Find's single eager call is no measure of small kernels: on the H200 it read up to 0.41 ms for
+  // tensor-core kernels that then replayed in 5-15 us and won (SSDLite320, U-Net and SSD300 at
+  // batches 1-64), 0.32 ms beyond twice the fastest's Find time; a first margin of 0.1 ms pruned
+  // them and halved SSDLite320's items/s. kFindNoiseMs is 30 times that, and still far under the
+  // candidates worth skipping; replaying one that Find put under it costs tens of ms at most.
+  constexpr float kFindNoiseMs = 10.0f;
+  float fastest_find = candidates.front().perf->time;
+  for (const Candidate& candidate : candidates) fastest_find = std::min(fastest_find, candidate.perf->time);
   std::optional<ConvAlgorithm> best;
   float best_ms = 0.0f;
   for (const Candidate& candidate : candidates) {
+    if (candidate.perf->time > 2.0f * fastest_find + kFindNoiseMs) {
+      report += "algo " + std::to_string(candidate.perf->algo) + " math " +
+                std::to_string(candidate.perf->mathType) + (candidate.subsampled ? " subsampled" : "") +
+                ": Find " + std::to_string(candidate.perf->time) + " ms, not replayed\n";
+      continue;
+    }
     for (const bool fused : {false, true}) {
       if (fused && !cudnn_epilogue_) continue;
       algorithm_ = ConvAlgorithm{.algo = static_cast<int>(candidate.perf->algo),

@@ -150,7 +150,8 @@ Status ConvTransposeState::choose_algorithm(CudaKernelContext& ctx, const std::s
     std::vector<cudnnConvolutionBwdDataAlgoPerf_t> results(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
     int returned = 0;
     SearchScratch scratch{.bytes = limit};
-    if (cache.search_allowed()) {
+    const bool search = cache.search_allowed();
+    if (search) {
       const auto started = std::chrono::steady_clock::now();
       FOVEA_ASSIGN_OR_RETURN(const std::size_t wanted, largest_workspace(ctx, limit));
       // The full output goes in front of the scratch.
@@ -174,7 +175,8 @@ Status ConvTransposeState::choose_algorithm(CudaKernelContext& ctx, const std::s
                        "cuDNN has no transposed-convolution algorithm for this problem");
     }
     algorithm_ = ConvAlgorithm{static_cast<int>(best->algo), static_cast<int>(best->mathType), best->memory};
-    if (scratch.complete) cache.insert(key, algorithm_);
+    // A heuristic pick is not cached: the next process, with a budget of its own, searches it.
+    if (search && scratch.complete) cache.insert(key, algorithm_);
   }
   FOVEA_CUDNN_TRY(cudnnSetConvolutionMathType(conv_, static_cast<cudnnMathType_t>(algorithm_.math_type)));
   return Status::ok();
