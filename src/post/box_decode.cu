@@ -26,13 +26,6 @@ Input3<T> input3(const TensorView& t) {
   return Input3<T>{static_cast<const T*>(t.data), t.strides[0], t.strides[1], t.strides[2]};
 }
 
-__device__ void store_box(float* out, Box b) {
-  out[0] = b.x1;
-  out[1] = b.y1;
-  out[2] = b.x2;
-  out[3] = b.y2;
-}
-
 template <typename T>
 __global__ void ssd_decode_kernel(Input3<T> loc, const float* priors, std::int64_t prior_s0,
                                   std::int64_t prior_s1, int batch, int boxes, SsdDecodeParams params,

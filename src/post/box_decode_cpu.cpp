@@ -20,13 +20,6 @@ Box prior_at(const TensorView& priors, std::int64_t b) {
   return Box{p[0], p[s], p[2 * s], p[3 * s]};
 }
 
-void store_box(float* out, Box b) {
-  out[0] = b.x1;
-  out[1] = b.y1;
-  out[2] = b.x2;
-  out[3] = b.y2;
-}
-
 }  // namespace
 
 Result<BoxDecodePlan> plan_ssd_decode(const TensorView& loc, const TensorView& priors,

@@ -24,13 +24,6 @@ constexpr int kThreads = 256;
 constexpr int kWarp = 32;
 constexpr unsigned kFullMask = 0xffffffffu;
 
-__device__ void store_box(float* out, Box b) {
-  out[0] = b.x1;
-  out[1] = b.y1;
-  out[2] = b.x2;
-  out[3] = b.y2;
-}
-
 // SSD with softmax: one warp per anchor, lanes over the classes (coalesced rows of C logits); the
 // max, the sum (detail::softmax_sum's order) and the best class are butterfly reductions.
 template <typename T>

@@ -40,6 +40,14 @@ FOVEA_HD float load_float(const std::uint16_t* p) {
   return half_bits_to_float(*p);
 }
 
+// A box written out as the four floats x1, y1, x2, y2 (the boxes tensors' layout).
+FOVEA_HD void store_box(float* out, Box b) {
+  out[0] = b.x1;
+  out[1] = b.y1;
+  out[2] = b.x2;
+  out[3] = b.y2;
+}
+
 // Argmax's comparison: a beats b when it is larger, and any number beats NaN. Callers scan in
 // ascending index and replace only when strictly better, so ties go to the lower index.
 FOVEA_HD bool beats(float a, float b) {
