@@ -124,6 +124,23 @@ TEST_F(CliUx, NvencFallbackIsNotRepeatedPerOutput) {
   EXPECT_TRUE(fs::is_regular_file(dir_ / "out" / "second.mp4")) << output_;
 }
 
+// x265 prints to stderr itself, past FFmpeg's log; its level follows fovea's: by default its info
+// banner (its whole configuration) is not printed, with -v it is. Skipped by name where FFmpeg has
+// no libx265 (the GPU machine's minimal build).
+TEST_F(CliUx, X265FollowsFoveasLogLevel) {
+  if (!has_ffmpeg_encoder("libx265")) GTEST_SKIP() << "this FFmpeg has no libx265";
+  const auto transcode = [&](const std::string& name, std::vector<std::string> more) {
+    std::vector<std::string> args{
+        "transcode", clip().string(), (dir_ / name).string(), "--codec", "hevc", "--decoder", "cpu"};
+    args.insert(args.end(), more.begin(), more.end());
+    return fovea(args);
+  };
+  ASSERT_EQ(transcode("default.mp4", {}), 0) << output_;
+  EXPECT_EQ(output_.find("x265 [info]"), std::string::npos) << output_;
+  ASSERT_EQ(transcode("verbose.mp4", {"-v"}), 0) << output_;
+  EXPECT_NE(output_.find("x265 [info]"), std::string::npos) << output_;
+}
+
 TEST_F(CliUx, DecodeBenchWithoutAGpuSaysToUseTheCpu) {
   if (gpu_available()) GTEST_SKIP() << "a GPU is present: nvdec is the right default";
   EXPECT_EQ(fovea({"decode-bench", clip().string()}), 1) << output_;
