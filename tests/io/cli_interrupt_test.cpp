@@ -45,9 +45,12 @@ TEST(CliInterrupt, TranscodeFinalizesItsOutputOnSigint) {
     std::error_code ec;
     const bool written =
         std::any_of(std::filesystem::directory_iterator(dir, ec), std::filesystem::directory_iterator(),
-                    [&ec](const std::filesystem::directory_entry& entry) {
-                      return entry.path().extension() == ".partial" &&
-                             std::filesystem::file_size(entry.path(), ec) > 64 * 1024;
+                    [](const std::filesystem::directory_entry& entry) {
+                      // A file gone between listing and stat (the pre-run check's empty probe)
+                      // would read as size -1.
+                      std::error_code size_error;
+                      const std::uintmax_t size = std::filesystem::file_size(entry.path(), size_error);
+                      return entry.path().extension() == ".partial" && !size_error && size > 64 * 1024;
                     });
     if (written) break;
     if (waitpid(pid, &status, WNOHANG) == pid) {

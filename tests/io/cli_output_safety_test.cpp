@@ -73,7 +73,10 @@ std::vector<fs::path> partial_files(const fs::path& folder, std::uintmax_t min_b
   std::vector<fs::path> found;
   std::error_code ec;
   for (const fs::directory_entry& entry : fs::directory_iterator(folder, ec)) {
-    if (entry.path().extension() == ".partial" && fs::file_size(entry.path(), ec) >= min_bytes) {
+    // A file gone between listing and stat (the pre-run check's empty probe) would read as -1.
+    std::error_code size_error;
+    const std::uintmax_t size = fs::file_size(entry.path(), size_error);
+    if (entry.path().extension() == ".partial" && !size_error && size >= min_bytes) {
       found.push_back(entry.path());
     }
   }
