@@ -30,6 +30,7 @@ struct ShapeSpec {
   double amplitude_y, period_y, phase_y;
 };
 
+// In class order (kSyntheticRedClass, then green, then blue): ground_truth_boxes numbers them so.
 constexpr std::array<ShapeSpec, 3> kShapes{{
     {ShapeKind::kCircle, {224, 40, 36}, 0.14, 0.14, 0.36, 150, 0.0, 0.25, 110, 0.5},
     {ShapeKind::kRectangle, {44, 212, 28}, 0.12, 0.09, 0.38, 180, 3.1, 0.30, 130, 1.0},
@@ -248,6 +249,30 @@ std::vector<std::uint8_t> ground_truth_mask(int frame_index, int width, int heig
     }
   }
   return mask;
+}
+
+std::vector<SyntheticObject> ground_truth_boxes(int frame_index, int width, int height) {
+  FOVEA_CHECK(width > 0 && height > 0);
+  const Scene scene = scene_at(frame_index, width, height);
+  // Per shape, the extent of the pixels it shows; x1 > x2 marks a shape not seen yet.
+  std::array<Box, kShapes.size()> extents;
+  extents.fill(Box{static_cast<float>(width), static_cast<float>(height), 0.0f, 0.0f});
+  for (int y = 0; y < height; ++y) {
+    for (int x = 0; x < width; ++x) {
+      const ShapeSpec* shape = subject_at(scene, x, y);
+      if (shape == nullptr) continue;
+      Box& box = extents[static_cast<std::size_t>(shape - kShapes.data())];
+      box = Box{std::min(box.x1, static_cast<float>(x)), std::min(box.y1, static_cast<float>(y)),
+                std::max(box.x2, static_cast<float>(x + 1)), std::max(box.y2, static_cast<float>(y + 1))};
+    }
+  }
+  std::vector<SyntheticObject> objects;
+  for (std::size_t i = 0; i < extents.size(); ++i) {
+    // The shapes are listed in class order: red, green, blue.
+    if (extents[i].x1 < extents[i].x2)
+      objects.push_back({static_cast<int>(i) + kSyntheticRedClass, extents[i]});
+  }
+  return objects;
 }
 
 Status write_synthetic_clip(const std::string& path, const SyntheticClipOptions& options) {

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "core/box.h"
 #include "core/frame.h"
 #include "core/status.h"
 
@@ -29,6 +30,10 @@ namespace fovea::io {
 inline constexpr float kSyntheticSubjectMinColorfulness = 0.70f;
 inline constexpr float kSyntheticSubjectMaxColorfulness = 0.80f;
 inline constexpr float kSyntheticBackgroundMaxColorfulness = 0.06f;
+inline constexpr float kSyntheticSubjectMinHueMargin = 0.61f;
+inline constexpr int kSyntheticRedClass = 1;
+inline constexpr int kSyntheticGreenClass = 2;
+inline constexpr int kSyntheticBlueClass = 3;
 // Smallest frame: the shapes must stay several pixels wide and libx264 needs even sizes for 4:2:0.
 inline constexpr int kSyntheticMinSide = 16;
 
@@ -57,6 +62,18 @@ Frame render_synthetic_yuv420p(int frame_index, int width, int height, std::uint
 // The subject mask of frame `frame_index`: width*height bytes, row-major, 1 where a shape covers
 // the pixel center and 0 on the background.
 std::vector<std::uint8_t> ground_truth_mask(int frame_index, int width, int height);
+
+// One shape of a frame as a detection target: its class (kSynthetic*Class) and the exact extent
+// of its visible pixels, x1, y1 the smallest pixel and x2, y2 the largest plus one (pixel edges).
+struct SyntheticObject {
+  int class_id = 0;
+  Box box;
+};
+
+// The shapes visible in frame `frame_index` (a later shape covers an earlier one, so a shape may be
+// partly or wholly hidden; a wholly hidden one is absent), in class order; width and height are
+// positive (FOVEA_CHECK).
+std::vector<SyntheticObject> ground_truth_boxes(int frame_index, int width, int height);
 
 // Encodes the clip to `path` (H.264 through libx264; the container from the extension, .mp4 for
 // the demo). Errors name the path or the option.

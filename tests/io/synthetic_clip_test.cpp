@@ -47,6 +47,89 @@ TEST(SyntheticClip, SubjectsAreSaturatedAndTheBackgroundIsNearlyGray) {
   }
 }
 
+// The class a subject pixel shows: its largest channel (1 red, 2 green, 3 blue).
+int dominant_class(const std::uint8_t* rgb) {
+  return static_cast<int>(std::max_element(rgb, rgb + 3) - rgb) + kSyntheticRedClass;
+}
+
+// A class's hue margin at a pixel: its channel minus the larger of the other two, 0..1 scale.
+float hue_margin(const std::uint8_t* rgb, int class_id) {
+  const int own = class_id - kSyntheticRedClass;
+  const int others = std::max(rgb[(own + 1) % 3], rgb[(own + 2) % 3]);
+  return static_cast<float>(rgb[own] - others) / 255.0f;
+}
+
+TEST(SyntheticClip, EachClassHasItsHueMargin) {
+  for (int index : {0, 51, 74}) {
+    const Frame frame = render_synthetic_rgb(index, kWidth, kHeight, 5);
+    const std::vector<std::uint8_t> mask = ground_truth_mask(index, kWidth, kHeight);
+    for (int y = 0; y < kHeight; ++y) {
+      for (int x = 0; x < kWidth; ++x) {
+        const std::uint8_t* rgb = frame.image.row(0, y) + 3 * x;
+        const bool subject = mask[static_cast<std::size_t>(y) * kWidth + x] != 0;
+        for (int c = kSyntheticRedClass; c <= kSyntheticBlueClass; ++c) {
+          const float margin = hue_margin(rgb, c);
+          if (!subject) {
+            ASSERT_LE(margin, kSyntheticBackgroundMaxColorfulness) << index << " at " << x << "," << y;
+          } else if (c == dominant_class(rgb)) {
+            ASSERT_GE(margin, kSyntheticSubjectMinHueMargin) << index << " at " << x << "," << y;
+          } else {
+            ASSERT_LT(margin, 0.0f) << index << " class " << c << " at " << x << "," << y;
+          }
+        }
+      }
+    }
+  }
+}
+
+// The boxes against a reference built from the mask and the rendered colors: per class, the
+// extent of the mask pixels whose largest channel is the class's.
+std::vector<SyntheticObject> boxes_from_mask(int index, int width, int height) {
+  const Frame frame = render_synthetic_rgb(index, width, height, 1);
+  const std::vector<std::uint8_t> mask = ground_truth_mask(index, width, height);
+  std::vector<SyntheticObject> objects;
+  for (int c = kSyntheticRedClass; c <= kSyntheticBlueClass; ++c) {
+    Box box{static_cast<float>(width), static_cast<float>(height), 0.0f, 0.0f};
+    for (int y = 0; y < height; ++y) {
+      for (int x = 0; x < width; ++x) {
+        if (mask[static_cast<std::size_t>(y) * width + x] == 0 ||
+            dominant_class(frame.image.row(0, y) + 3 * x) != c) {
+          continue;
+        }
+        box = Box{std::min(box.x1, static_cast<float>(x)), std::min(box.y1, static_cast<float>(y)),
+                  std::max(box.x2, static_cast<float>(x + 1)), std::max(box.y2, static_cast<float>(y + 1))};
+      }
+    }
+    if (box.x1 < box.x2) objects.push_back({c, box});
+  }
+  return objects;
+}
+
+struct BoxesCase {
+  int index, width, height;
+  std::size_t objects;
+};
+
+TEST(SyntheticClip, GroundTruthBoxesAreTheVisibleExtents) {
+  // Frames 51 and 82 have overlapping shapes at 480x272 (a later shape hides part of an earlier
+  // one); at 24x300 the shapes overflow the narrow frame and in frame 116 one is wholly hidden.
+  for (const BoxesCase& c :
+       {BoxesCase{0, kWidth, kHeight, 3}, BoxesCase{51, 480, 272, 3}, BoxesCase{82, 480, 272, 3},
+        BoxesCase{37, 96, 54, 3}, BoxesCase{116, 24, 300, 2}}) {
+    const std::vector<SyntheticObject> boxes = ground_truth_boxes(c.index, c.width, c.height);
+    const std::vector<SyntheticObject> expected = boxes_from_mask(c.index, c.width, c.height);
+    ASSERT_EQ(boxes.size(), c.objects) << "frame " << c.index << " at " << c.width << "x" << c.height;
+    ASSERT_EQ(expected.size(), c.objects) << "frame " << c.index << " at " << c.width << "x" << c.height;
+    for (std::size_t i = 0; i < boxes.size(); ++i) {
+      EXPECT_EQ(boxes[i].class_id, expected[i].class_id) << "frame " << c.index;
+      EXPECT_EQ(boxes[i].box.x1, expected[i].box.x1) << "frame " << c.index << " class " << boxes[i].class_id;
+      EXPECT_EQ(boxes[i].box.y1, expected[i].box.y1) << "frame " << c.index << " class " << boxes[i].class_id;
+      EXPECT_EQ(boxes[i].box.x2, expected[i].box.x2) << "frame " << c.index << " class " << boxes[i].class_id;
+      EXPECT_EQ(boxes[i].box.y2, expected[i].box.y2) << "frame " << c.index << " class " << boxes[i].class_id;
+    }
+  }
+}
+
 TEST(SyntheticClip, IsDeterministicAndMoves) {
   const Frame a = render_synthetic_rgb(5, kWidth, kHeight, 3);
   const Frame b = render_synthetic_rgb(5, kWidth, kHeight, 3);
