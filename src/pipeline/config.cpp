@@ -1,6 +1,7 @@
 #include "pipeline/config.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -11,9 +12,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <initializer_list>
 #include <limits>
+#include <span>
 #include <sstream>
+#include <type_traits>
 #include <utility>
 
 #include "core/check.h"
@@ -42,6 +44,10 @@ constexpr EnumName<io::DecoderBackend> kDecoderNames[] = {{io::DecoderBackend::k
 constexpr EnumName<runtime::Precision> kPrecisionNames[] = {{runtime::Precision::kFloat32, "fp32"},
                                                             {runtime::Precision::kFloat16, "fp16"}};
 constexpr EnumName<ColorOrder> kColorOrderNames[] = {{ColorOrder::kRgb, "rgb"}, {ColorOrder::kBgr, "bgr"}};
+constexpr EnumName<FlowKind> kFlowNames[] = {{FlowKind::kSegmentation, "segmentation"},
+                                             {FlowKind::kDetection, "detection"}};
+constexpr EnumName<StageKind> kStageNames[] = {
+    {StageKind::kSegment, "segment"}, {StageKind::kDetect, "detect"}, {StageKind::kOsd, "osd"}};
 constexpr EnumName<TaskType> kTaskTypeNames[] = {{TaskType::kSegmentation, "segmentation"}};
 constexpr EnumName<io::EncoderCodec> kCodecNames[] = {{io::EncoderCodec::kH264, "h264"},
                                                       {io::EncoderCodec::kHevc, "hevc"}};
@@ -92,8 +98,7 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 }
 
 // The closest known key within two edits (typos, not different words), or none.
-std::optional<std::string_view> closest_key(std::string_view key,
-                                            std::initializer_list<std::string_view> known) {
+std::optional<std::string_view> closest_key(std::string_view key, std::span<const std::string_view> known) {
   std::optional<std::string_view> best;
   std::size_t best_distance = 3;
   for (std::string_view candidate : known) {
@@ -153,7 +158,7 @@ class Parser {
 
   // `node` must be a map whose keys are all in `known`, each once.
   Status check_map(const YAML::Node& node, std::string_view path,
-                   std::initializer_list<std::string_view> known) const {
+                   const std::vector<std::string_view>& known) const {
     if (!node.IsMap()) return error(node, path, "expected a map, got " + describe(node));
     std::vector<std::string> seen;
     for (const auto& entry : node) {
@@ -345,27 +350,7 @@ class MapReader {
     return Status::ok();
   }
 
-  // Exactly three numbers: one per channel. std entries must be positive (they divide).
-  Status read(std::string_view key, std::array<float, 3>& out, bool strictly_positive) const {
-    if (!has(key)) return Status::ok();
-    const Field list = field(key);
-    if (!list.node.IsSequence() || list.node.size() != out.size())
-      return list.expected("a list of 3 numbers");
-    std::array<float, 3> values{};
-    for (std::size_t i = 0; i < values.size(); ++i) {
-      double value = 0.0;
-      FOVEA_TRY(read_number(element(list, i), value, strictly_positive));
-      values[i] = static_cast<float>(value);
-    }
-    out = values;
-    return Status::ok();
-  }
-
  private:
-  static Field element(const Field& list, std::size_t index) {
-    return {list.parser, list.node[index], list.path + "." + std::to_string(index)};
-  }
-
   static Status read_number(const Field& value_field, double& out, bool strictly_positive) {
     FOVEA_ASSIGN_OR_RETURN(const double value, to_number(value_field));
     if (strictly_positive ? value <= 0.0 : value < 0.0) {
@@ -380,6 +365,454 @@ class MapReader {
   YAML::Node node_;
   std::string path_;
 };
+
+// --- Schema tables ---------------------------------------------------------------------------------
+// The sections written as tables (the models' entries, detect, osd, sinks.video.mosaic): each key
+// once, with its member, its rules and its line in docs/config.md. Parsing, the unknown-key check
+// (with the nearest key), the dump and schema_keys() (the docs check) all read the same table.
+
+constexpr double kUnbounded = std::numeric_limits<double>::infinity();
+
+// What a value may be. Integers and numbers lie in [min, max] (min itself excluded when
+// `min_exclusive`); for lists of numbers and class thresholds, each entry does.
+struct KeyRules {
+  double min = -kUnbounded;
+  double max = kUnbounded;
+  bool min_exclusive = false;
+  bool even = false;              // frame sides (4:2:0 frames)
+  bool required = false;          // the key must be given
+  bool may_be_empty = false;      // strings: "" is a value ("" names the first model)
+  std::string_view default_text;  // docs: words for a default its value does not say
+};
+
+std::string format_number(double value) {
+  return fmt::format("{}", value);
+}
+
+// "1..64", "≥ 0", "in (0, 1]": the range as docs/config.md writes it.
+std::string range_text(const KeyRules& rules) {
+  if (rules.max == kUnbounded) return (rules.min_exclusive ? "> " : "≥ ") + format_number(rules.min);
+  if (rules.min_exclusive) return fmt::format("in ({}, {}]", rules.min, rules.max);
+  return fmt::format("{}..{}", rules.min, rules.max);
+}
+
+// Why `value` is out of `rules`' range, in the words the hand-written sections use; "" when in it.
+std::string range_problem(double value, const KeyRules& rules) {
+  const bool below = rules.min_exclusive ? value <= rules.min : value < rules.min;
+  if (!below && value <= rules.max) return {};
+  if (rules.max == kUnbounded) {
+    if (rules.min == 0.0) return rules.min_exclusive ? "must be positive" : "must not be negative";
+    return "must be at least " + format_number(rules.min);
+  }
+  if (rules.min_exclusive) return fmt::format("must be above {} and at most {}", rules.min, rules.max);
+  return fmt::format("must be between {} and {}", rules.min, rules.max);
+}
+
+Result<double> checked_number(const Field& field, const KeyRules& rules, bool integer) {
+  double value = 0.0;
+  if (integer) {
+    FOVEA_ASSIGN_OR_RETURN(const std::int64_t whole, to_integer(field));
+    value = static_cast<double>(whole);
+  } else {
+    FOVEA_ASSIGN_OR_RETURN(value, to_number(field));
+  }
+  if (const std::string problem = range_problem(value, rules); !problem.empty()) {
+    return field.error(problem + ", got " + field.node.Scalar());
+  }
+  if (rules.even && std::fmod(value, 2.0) != 0.0) {
+    return field.error("must be even (4:2:0 frames), got " + field.node.Scalar());
+  }
+  return value;
+}
+
+Result<int> to_class_id(const Field& field) {
+  FOVEA_ASSIGN_OR_RETURN(const std::int64_t value, to_integer(field));
+  if (value < 0 || value > std::numeric_limits<int>::max()) {
+    return field.error("must be a class id (0 or more), got " + std::to_string(value));
+  }
+  return static_cast<int>(value);
+}
+
+Status repeated_class(const Field& field, int class_id) {
+  return field.error("class " + std::to_string(class_id) + " is listed twice");
+}
+
+Field element(const Field& list, std::size_t index) {
+  return {list.parser, list.node[index], list.path + "." + std::to_string(index)};
+}
+
+// The parsers post/detect_post.h knows, for the docs' list of choices.
+constexpr post::DetectParser kDetectParsers[] = {post::DetectParser::kSsd, post::DetectParser::kYolo,
+                                                 post::DetectParser::kDetectNet, post::DetectParser::kBoxes};
+
+std::vector<std::string_view> detect_parser_names() {
+  std::vector<std::string_view> names;
+  for (const post::DetectParser parser : kDetectParsers) names.push_back(post::detect_parser_name(parser));
+  return names;
+}
+
+// Reading one value of each member type; `rules` as above.
+Status read_value(const Field& field, const KeyRules& rules, int& out) {
+  FOVEA_ASSIGN_OR_RETURN(const double value, checked_number(field, rules, true));
+  out = static_cast<int>(value);
+  return Status::ok();
+}
+
+Status read_value(const Field& field, const KeyRules& rules, float& out) {
+  FOVEA_ASSIGN_OR_RETURN(const double value, checked_number(field, rules, false));
+  out = static_cast<float>(value);
+  return Status::ok();
+}
+
+Status read_value(const Field& field, const KeyRules&, bool& out) {
+  FOVEA_ASSIGN_OR_RETURN(out, to_bool(field));
+  return Status::ok();
+}
+
+Status read_value(const Field& field, const KeyRules& rules, std::string& out) {
+  FOVEA_ASSIGN_OR_RETURN(std::string value, to_text(field));
+  if (value.empty() && !rules.may_be_empty) return field.error("must not be empty");
+  out = std::move(value);
+  return Status::ok();
+}
+
+// Class ids: 0 or more, each once.
+Status read_value(const Field& field, const KeyRules&, std::vector<int>& out) {
+  if (!field.node.IsSequence()) return field.expected("a list of class ids");
+  std::vector<int> values;
+  for (std::size_t i = 0; i < field.node.size(); ++i) {
+    const Field entry = element(field, i);
+    FOVEA_ASSIGN_OR_RETURN(const int class_id, to_class_id(entry));
+    if (std::find(values.begin(), values.end(), class_id) != values.end())
+      return repeated_class(entry, class_id);
+    values.push_back(class_id);
+  }
+  out = std::move(values);
+  return Status::ok();
+}
+
+// {class id: threshold}, each class once; `rules` bound the thresholds.
+Status read_value(const Field& field, const KeyRules& rules, std::vector<ClassThreshold>& out) {
+  if (!field.node.IsMap()) return field.expected("a map of class id: threshold");
+  std::vector<ClassThreshold> values;
+  for (const auto& entry : field.node) {
+    const std::string path = field.path + "." + key_text(entry.first);
+    FOVEA_ASSIGN_OR_RETURN(const int class_id, to_class_id(Field{field.parser, entry.first, path}));
+    const bool repeated = std::any_of(values.begin(), values.end(), [&](const ClassThreshold& given) {
+      return given.class_id == class_id;
+    });
+    if (repeated) return repeated_class(Field{field.parser, entry.first, path}, class_id);
+    FOVEA_ASSIGN_OR_RETURN(const double threshold,
+                           checked_number(Field{field.parser, entry.second, path}, rules, false));
+    values.push_back({class_id, static_cast<float>(threshold)});
+  }
+  out = std::move(values);
+  return Status::ok();
+}
+
+// Exactly three numbers: one per channel.
+Status read_value(const Field& field, const KeyRules& rules, std::array<float, 3>& out) {
+  if (!field.node.IsSequence() || field.node.size() != out.size())
+    return field.expected("a list of 3 numbers");
+  std::array<float, 3> values{};
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    FOVEA_ASSIGN_OR_RETURN(const double value, checked_number(element(field, i), rules, false));
+    values[i] = static_cast<float>(value);
+  }
+  out = values;
+  return Status::ok();
+}
+
+Status read_value(const Field& field, const KeyRules&, runtime::Precision& out) {
+  FOVEA_ASSIGN_OR_RETURN(out, to_enum(field, kPrecisionNames));
+  return Status::ok();
+}
+
+Status read_value(const Field& field, const KeyRules&, ColorOrder& out) {
+  FOVEA_ASSIGN_OR_RETURN(out, to_enum(field, kColorOrderNames));
+  return Status::ok();
+}
+
+// post names the parsers, and its error lists them.
+Status read_value(const Field& field, const KeyRules&, post::DetectParser& out) {
+  FOVEA_ASSIGN_OR_RETURN(const std::string name, to_text(field));
+  Result<post::DetectParser> parser = post::parse_parser_name(name);
+  if (!parser.is_ok()) return field.error(parser.status().message());
+  out = *parser;
+  return Status::ok();
+}
+
+// Optional keys: null (`~`, or nothing) is "absent".
+template <typename T>
+Status read_value(const Field& field, const KeyRules& rules, std::optional<T>& out) {
+  if (field.node.IsNull()) {
+    out.reset();
+    return Status::ok();
+  }
+  T value{};
+  FOVEA_TRY(read_value(field, rules, value));
+  out = std::move(value);
+  return Status::ok();
+}
+
+// Writing one value as the dump does; parse reads it back equal.
+template <typename T>
+requires(std::is_arithmetic_v<T> || std::is_same_v<T, std::string>) YAML::Node to_node(const T& value) {
+  return YAML::Node(value);
+}
+
+YAML::Node to_node(const std::vector<int>& class_ids) {
+  YAML::Node node(YAML::NodeType::Sequence);
+  for (const int class_id : class_ids) node.push_back(class_id);
+  return node;
+}
+
+// Written with text keys: yaml-cpp would turn a null node given the integer key 0 into a list.
+YAML::Node to_node(const std::vector<ClassThreshold>& thresholds) {
+  YAML::Node node(YAML::NodeType::Map);
+  for (const ClassThreshold& entry : thresholds) node[std::to_string(entry.class_id)] = entry.threshold;
+  return node;
+}
+
+YAML::Node to_node(const std::array<float, 3>& values) {
+  return YAML::Node(std::vector<float>(values.begin(), values.end()));
+}
+
+YAML::Node to_node(runtime::Precision value) {
+  return YAML::Node(std::string(enum_name(kPrecisionNames, value)));
+}
+
+YAML::Node to_node(ColorOrder value) {
+  return YAML::Node(std::string(enum_name(kColorOrderNames, value)));
+}
+
+YAML::Node to_node(post::DetectParser value) {
+  return YAML::Node(std::string(post::detect_parser_name(value)));
+}
+
+template <typename T>
+YAML::Node to_node(const std::optional<T>& value) {
+  return value ? to_node(*value) : YAML::Node(YAML::NodeType::Null);
+}
+
+// What docs/config.md's "type" column says of each member type.
+std::string quoted_choices(const auto& names) {
+  std::string text;
+  for (const auto& entry : names) {
+    if constexpr (requires { entry.name; }) {
+      text += (text.empty() ? "`" : ", `") + std::string(entry.name) + "`";
+    } else {
+      text += (text.empty() ? "`" : ", `") + std::string(entry) + "`";
+    }
+  }
+  return text;
+}
+
+template <typename T>
+std::string kind_text(std::type_identity<T>, const KeyRules& rules) {
+  if constexpr (std::is_same_v<T, int>) {
+    return (rules.even ? "even integer " : "integer ") + range_text(rules);
+  } else if constexpr (std::is_same_v<T, float>) {
+    return "number " + range_text(rules);
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return "bool";
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    return "string";
+  } else if constexpr (std::is_same_v<T, std::vector<int>>) {
+    return "list of integers ≥ 0, no repeats";
+  } else if constexpr (std::is_same_v<T, std::vector<ClassThreshold>>) {
+    return "map of class id: number " + range_text(rules);
+  } else if constexpr (std::is_same_v<T, std::array<float, 3>>) {
+    return "3 numbers " + range_text(rules);
+  } else if constexpr (std::is_same_v<T, runtime::Precision>) {
+    return quoted_choices(kPrecisionNames);
+  } else if constexpr (std::is_same_v<T, ColorOrder>) {
+    return quoted_choices(kColorOrderNames);
+  } else if constexpr (std::is_same_v<T, post::DetectParser>) {
+    return quoted_choices(detect_parser_names());
+  } else {
+    return kind_text(std::type_identity<typename T::value_type>{}, rules);  // std::optional
+  }
+}
+
+// A default as docs/config.md's "default" column writes it.
+template <typename T>
+std::string default_text(const T& value) {
+  if constexpr (requires { value.has_value(); }) {
+    return value ? default_text(*value) : "absent";
+  } else if constexpr (std::is_same_v<T, std::vector<ClassThreshold>>) {
+    return value.empty() ? "`{}`" : "`...`";
+  } else if constexpr (std::is_same_v<T, std::vector<int>> || std::is_same_v<T, std::array<float, 3>>) {
+    return fmt::format("`[{}]`", fmt::join(value, ", "));
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return value ? "`true`" : "`false`";
+  } else if constexpr (std::is_arithmetic_v<T> || std::is_same_v<T, std::string>) {
+    return fmt::format("`{}`", value);
+  } else {
+    return "`" + YAML::Dump(to_node(value)) + "`";  // enums: their name
+  }
+}
+
+// One key of a table: its name in the section, its rules, its line in the docs, and the functions
+// that read it into, write it from and describe its member (made by key<&Section::member>).
+template <typename Section>
+struct KeySpec {
+  std::string_view name;
+  KeyRules rules;
+  std::string_view doc;
+  Status (*read)(const Field&, const KeyRules&, Section&);
+  YAML::Node (*write)(const Section&);
+  std::string (*kind)(const KeyRules&);
+  std::string (*default_value)(const KeyRules&);
+};
+
+template <typename>
+struct MemberTraits;
+template <typename S, typename V>
+struct MemberTraits<V S::*> {
+  using Section = S;
+  using Value = V;
+};
+
+template <auto member>
+auto key(std::string_view name, KeyRules rules, std::string_view doc) {
+  using Section = typename MemberTraits<decltype(member)>::Section;
+  using Value = typename MemberTraits<decltype(member)>::Value;
+  return KeySpec<Section>{
+      .name = name,
+      .rules = rules,
+      .doc = doc,
+      .read = [](const Field& field, const KeyRules& key_rules,
+                 Section& section) { return read_value(field, key_rules, section.*member); },
+      .write = [](const Section& section) { return to_node(section.*member); },
+      .kind = [](const KeyRules& key_rules) { return kind_text(std::type_identity<Value>{}, key_rules); },
+      .default_value = [](const KeyRules& key_rules) -> std::string {
+        if (key_rules.required) return "required";
+        if (!key_rules.default_text.empty()) return std::string(key_rules.default_text);
+        return default_text(Section{}.*member);
+      }};
+}
+
+// models: entries (and the lone model:, which takes every key but the name, the first).
+const KeySpec<ModelConfig> kModelKeys[] = {
+    key<&ModelConfig::name>(
+        "name", {.required = true},
+        "How stages name the model (`detect.model`); unique. A lone `model:` is named `model`."),
+    key<&ModelConfig::path>("path", {.required = true}, "The ONNX file."),
+    key<&ModelConfig::input_name>("input_name", {},
+                                  "The input tensor to feed; absent: the model's only input."),
+    key<&ModelConfig::precision>("precision", {}, "Inference precision on the GPU (the CPU runs fp32)."),
+    key<&ModelConfig::mean>("mean", {.min = 0},
+                            "Per channel, on the 0..1 scale: the tensor holds `(pixel / 255 - mean) / std`."),
+    key<&ModelConfig::std>("std", {.min = 0, .min_exclusive = true},
+                           "Per channel, on the 0..1 scale (ImageNet's by default)."),
+    key<&ModelConfig::color_order>("color_order", {},
+                                   "Channel order of the input tensor; `mean` and `std` are in this order."),
+    key<&ModelConfig::input_width>("input_width", {.min = 1, .max = kMaxFrameSide},
+                                   "Network input width; give it with `input_height`."),
+    key<&ModelConfig::input_height>("input_height", {.min = 1, .max = kMaxFrameSide},
+                                    "Network input height."),
+    key<&ModelConfig::keep_aspect>(
+        "keep_aspect", {}, "Letterbox (keep the aspect ratio, pad) instead of stretching to the input size."),
+    key<&ModelConfig::engine_cache>("engine_cache", {},
+                                    "GPU: a folder where the planned model is kept as an engine."),
+    key<&ModelConfig::parser>(
+        "parser", {},
+        "How a detector's outputs read (`src/post/detect_post.h`); the detect stage's model "
+        "needs one."),
+    key<&ModelConfig::labels>("labels", {},
+                              "A text file of class names, one per line, line 1 naming class 0."),
+    key<&ModelConfig::batch_size>("batch_size",
+                                  {.min = 1, .max = kMaxBatchSize, .default_text = "absent (16)"},
+                                  "The model's own batch when it runs on objects (a secondary model)."),
+};
+
+const KeySpec<DetectConfig> kDetectKeys[] = {
+    key<&DetectConfig::model>("model", {.may_be_empty = true, .default_text = "`\"\"` (the first model)"},
+                              "The `models` entry the detect stage runs, by name."),
+    key<&DetectConfig::confidence>("confidence", {.min = 0, .max = 1},
+                                   "A detection counts when its score is above this."),
+    key<&DetectConfig::class_confidence>(
+        "class_confidence", {.min = 0, .max = 1},
+        "Per-class thresholds in place of `confidence`, e.g. `{0: 0.6, 2: 0.3}`."),
+    key<&DetectConfig::iou>(
+        "iou", {.min = 0, .max = 1, .min_exclusive = true},
+        "Non-maximum suppression per class: a box overlapping a better one by more than this "
+        "IoU is dropped."),
+    key<&DetectConfig::classes>("classes", {}, "Keep only these classes; empty: every class."),
+    key<&DetectConfig::top_k>("top_k", {.min = 1, .max = 10000},
+                              "At most this many detections per frame, the best."),
+    key<&DetectConfig::min_width>("min_width", {.min = 0},
+                                  "Boxes narrower than this (frame pixels) are dropped."),
+    key<&DetectConfig::min_height>("min_height", {.min = 0},
+                                   "Boxes lower than this (frame pixels) are dropped."),
+    key<&DetectConfig::interval>(
+        "interval", {.min = 0, .max = 1000},
+        "Frames skipped between two inferences, per source (DeepStream's `interval`)."),
+};
+
+const KeySpec<OsdConfig> kOsdKeys[] = {
+    key<&OsdConfig::enabled>("enabled", {}, "Draw the detections on the frames."),
+    key<&OsdConfig::thickness>("thickness", {.min = 1, .max = 64}, "Box border width in pixels."),
+    key<&OsdConfig::fill_alpha>("fill_alpha", {.min = 0, .max = 1},
+                                "Opacity of a fill in the box's class color; 0: no fill."),
+    key<&OsdConfig::labels>("labels", {}, "The class name (or number) above each box."),
+    key<&OsdConfig::scores>("scores", {}, "The score after the class name."),
+    key<&OsdConfig::text_scale>("text_scale", {.min = 1, .max = 16},
+                                "Label font magnification; the font's cells are 8x8 pixels."),
+    key<&OsdConfig::blur_classes>("blur_classes", {},
+                                  "Privacy: these classes' boxes are blurred, not drawn."),
+};
+
+const KeySpec<MosaicConfig> kMosaicKeys[] = {
+    key<&MosaicConfig::width>("width", {.min = 16, .max = kMaxFrameSide, .even = true},
+                              "Width of the mosaic video."),
+    key<&MosaicConfig::height>("height", {.min = 16, .max = kMaxFrameSide, .even = true},
+                               "Height of the mosaic video."),
+    key<&MosaicConfig::columns>("columns", {.min = 1, .max = 64},
+                                "Tiles per row; absent: the smallest square grid."),
+};
+
+template <typename Section>
+std::vector<std::string_view> key_names(std::span<const KeySpec<Section>> keys) {
+  std::vector<std::string_view> names;
+  for (const KeySpec<Section>& spec : keys) names.push_back(spec.name);
+  return names;
+}
+
+// Reads the map `node` (at `path`) into `section` by the table `keys`: absent keys keep their value.
+template <typename Section>
+Status parse_keys(const Parser& parser, const YAML::Node& node, const std::string& path,
+                  std::type_identity_t<std::span<const KeySpec<Section>>> keys, Section& section) {
+  FOVEA_TRY(parser.check_map(node, path, key_names(keys)));
+  for (const KeySpec<Section>& spec : keys) {
+    const std::optional<YAML::Node> value = lookup(node, spec.name);
+    if (!value) {
+      if (spec.rules.required) return parser.missing(node, join_path(path, spec.name));
+      continue;
+    }
+    FOVEA_TRY(spec.read(Field{parser, *value, join_path(path, spec.name)}, spec.rules, section));
+  }
+  return Status::ok();
+}
+
+template <typename Section>
+YAML::Node write_keys(std::type_identity_t<std::span<const KeySpec<Section>>> keys, const Section& section) {
+  YAML::Node node(YAML::NodeType::Map);
+  for (const KeySpec<Section>& spec : keys) node[std::string(spec.name)] = spec.write(section);
+  return node;
+}
+
+template <typename Section>
+void append_schema(std::string_view prefix, std::span<const KeySpec<Section>> keys,
+                   std::vector<SchemaKey>& out) {
+  for (const KeySpec<Section>& spec : keys) {
+    out.push_back({.key = std::string(prefix) + std::string(spec.name),
+                   .kind = spec.kind(spec.rules),
+                   .default_value = spec.default_value(spec.rules),
+                   .meaning = std::string(spec.doc)});
+  }
+}
 
 Status parse_source(const Parser& parser, const YAML::Node& node, const std::string& path,
                     SourceConfig& source) {
@@ -424,49 +857,116 @@ Status parse_mux(const MapReader& map, MuxConfig& mux) {
   return map.read("live", mux.live);
 }
 
-Status parse_model(const MapReader& map, ModelConfig& model) {
-  FOVEA_TRY(map.read_required("path", model.path));
-  FOVEA_TRY(map.read_optional("input_name", model.input_name));
-  FOVEA_TRY(map.read("precision", model.precision, kPrecisionNames));
-  FOVEA_TRY(map.read("mean", model.mean, false));
-  FOVEA_TRY(map.read("std", model.std, true));
-  FOVEA_TRY(map.read("color_order", model.color_order, kColorOrderNames));
-  FOVEA_TRY(map.read_optional("input_width", model.input_width, 1, kMaxFrameSide));
-  FOVEA_TRY(map.read_optional("input_height", model.input_height, 1, kMaxFrameSide));
+// Where a model was given ("models.1", or "model" for the lone form), for the checks that need
+// every section read first (the detect stage's parser).
+struct ModelSite {
+  YAML::Node node;
+  std::string path;
+};
+
+Status parse_model(const Parser& parser, const YAML::Node& node, const std::string& path,
+                   std::span<const KeySpec<ModelConfig>> keys, ModelConfig& model) {
+  FOVEA_TRY(parse_keys<ModelConfig>(parser, node, path, keys, model));
   if (model.input_width.has_value() != model.input_height.has_value()) {
     const std::string_view given = model.input_width ? "input_width" : "input_height";
-    return map.field(given).error("input_width and input_height go together; give both or neither");
+    return Field{parser, *lookup(node, given), join_path(path, given)}.error(
+        "input_width and input_height go together; give both or neither");
   }
-  FOVEA_TRY(map.read_optional("engine_cache", model.engine_cache));
-  return map.read("keep_aspect", model.keep_aspect);
+  return Status::ok();
+}
+
+// `models:`, a list of named models, or the older lone `model:` (named "model").
+Status parse_models(const Parser& parser, const YAML::Node& root, std::vector<ModelConfig>& models,
+                    std::vector<ModelSite>& sites) {
+  const std::optional<YAML::Node> lone = lookup(root, "model");
+  const std::optional<YAML::Node> list = lookup(root, "models");
+  const bool has_lone = lone && !lone->IsNull();
+  const bool has_list = list && !list->IsNull();
+  if (has_lone && has_list) {
+    return parser.error(*list, "models", "give either 'model' (one model) or 'models' (a list), not both");
+  }
+  if (has_lone) {
+    ModelConfig model;
+    FOVEA_TRY(parse_model(parser, *lone, "model", std::span(kModelKeys).subspan(1), model));
+    models = {model};
+    sites = {{*lone, "model"}};
+    return Status::ok();
+  }
+  if (!has_list) return parser.missing(root, "model.path");
+  const Field field{parser, *list, "models"};
+  if (!field.node.IsSequence()) return field.expected("a list of models");
+  if (field.node.size() == 0) return field.error("must list at least one model");
+  models.assign(field.node.size(), ModelConfig{});
+  sites.clear();
+  for (std::size_t i = 0; i < models.size(); ++i) {
+    const Field entry = element(field, i);
+    FOVEA_TRY(parse_model(parser, entry.node, entry.path, kModelKeys, models[i]));
+    for (std::size_t j = 0; j < i; ++j) {
+      if (models[j].name == models[i].name) {
+        return Field{parser, entry.node["name"], entry.path + ".name"}.error(
+            "'" + models[i].name + "' is already the name of " + sites[j].path + "; model names are unique");
+      }
+    }
+    sites.push_back({entry.node, entry.path});
+  }
+  return Status::ok();
+}
+
+// The rules of `stages:`: the primary stage (segment or detect) first and once, osd after detect,
+// no stage twice.
+Status check_stage(const Field& entry, const std::vector<StageKind>& before, StageKind stage) {
+  const std::string name(enum_name(kStageNames, stage));
+  if (std::find(before.begin(), before.end(), stage) != before.end())
+    return entry.error(name + " is listed twice");
+  const bool primary = stage != StageKind::kOsd;
+  if (before.empty() && !primary) {
+    return entry.error("the first stage runs the primary model: segment or detect, got " + name);
+  }
+  if (!before.empty() && primary) {
+    return entry.error("only one stage runs the primary model, and stages.0 (" +
+                       std::string(enum_name(kStageNames, before.front())) + ") does; got " + name);
+  }
+  if (stage == StageKind::kOsd &&
+      std::find(before.begin(), before.end(), StageKind::kDetect) == before.end()) {
+    return entry.error("osd draws the detect stage's boxes: it comes after detect");
+  }
+  return Status::ok();
+}
+
+Status parse_stages(const Parser& parser, const YAML::Node& root, std::vector<StageKind>& stages) {
+  const std::optional<YAML::Node> node = lookup(root, "stages");
+  if (!node || node->IsNull()) return Status::ok();
+  const Field list{parser, *node, "stages"};
+  if (!list.node.IsSequence()) return list.expected("a list of stages");
+  std::vector<StageKind> kinds;
+  for (std::size_t i = 0; i < list.node.size(); ++i) {
+    const Field entry = element(list, i);
+    FOVEA_ASSIGN_OR_RETURN(const StageKind stage, to_enum(entry, kStageNames));
+    FOVEA_TRY(check_stage(entry, kinds, stage));
+    kinds.push_back(stage);
+  }
+  stages = std::move(kinds);
+  return Status::ok();
 }
 
 Status parse_classes(const MapReader& map, std::vector<int>& classes) {
   if (!map.has("classes")) return Status::ok();
-  const Field list = map.field("classes");
-  if (!list.node.IsSequence()) return list.expected("a list of class ids");
-  std::vector<int> values;
-  for (std::size_t i = 0; i < list.node.size(); ++i) {
-    const Field entry{list.parser, list.node[i], list.path + "." + std::to_string(i)};
-    FOVEA_ASSIGN_OR_RETURN(const std::int64_t value, to_integer(entry));
-    if (value < 0 || value > std::numeric_limits<int>::max()) {
-      return entry.error("must be a class id (0 or more), got " + std::to_string(value));
-    }
-    if (std::find(values.begin(), values.end(), value) != values.end()) {
-      return entry.error("class " + std::to_string(value) + " is listed twice");
-    }
-    values.push_back(static_cast<int>(value));
-  }
-  classes = std::move(values);
-  return Status::ok();
+  return read_value(map.field("classes"), {}, classes);
 }
 
-Status parse_task(const MapReader& map, TaskConfig& task) {
+// The segment stage's settings. The blur kernel's limits are the segment stage's (its fused blur and
+// composite); a flow without it keeps its task: section unchecked there.
+Status parse_task(const MapReader& map, TaskConfig& task, bool segment_runs) {
   FOVEA_TRY(map.read("type", task.type, kTaskTypeNames));
   FOVEA_TRY(parse_classes(map, task.classes));
-  FOVEA_TRY(map.read("blur_kernel", task.blur_kernel, 1, image::kMaxBlurCompositeKernelSize));
-  if (task.blur_kernel % 2 == 0) {
-    return map.field("blur_kernel").error("must be odd, got " + std::to_string(task.blur_kernel));
+  if (!segment_runs) {
+    FOVEA_TRY(map.read("blur_kernel", task.blur_kernel, std::numeric_limits<int>::min(),
+                       std::numeric_limits<int>::max()));
+  } else {
+    FOVEA_TRY(map.read("blur_kernel", task.blur_kernel, 1, image::kMaxBlurCompositeKernelSize));
+    if (task.blur_kernel % 2 == 0) {
+      return map.field("blur_kernel").error("must be odd, got " + std::to_string(task.blur_kernel));
+    }
   }
   FOVEA_TRY(map.read_optional("sigma", task.sigma));
   return map.read("refine_mask", task.refine_mask);
@@ -474,9 +974,15 @@ Status parse_task(const MapReader& map, TaskConfig& task) {
 
 Status parse_video_sink(const Parser& parser, const MapReader& sinks, VideoSinkConfig& video) {
   const Field node = sinks.field("video");
-  FOVEA_TRY(parser.check_map(node.node, node.path, {"output_dir", "codec", "preset", "qp"}));
+  FOVEA_TRY(parser.check_map(node.node, node.path, {"output_dir", "mosaic", "codec", "preset", "qp"}));
   const MapReader map(parser, node.node, node.path);
   FOVEA_TRY(map.read_required("output_dir", video.output_dir));
+  if (map.has("mosaic") && !map.field("mosaic").node.IsNull()) {
+    MosaicConfig mosaic;
+    FOVEA_TRY(parse_keys<MosaicConfig>(parser, map.field("mosaic").node, node.path + ".mosaic", kMosaicKeys,
+                                       mosaic));
+    video.mosaic = mosaic;
+  }
   FOVEA_TRY(map.read("codec", video.codec, kCodecNames));
   FOVEA_TRY(map.read("preset", video.preset));
   if (std::find(std::begin(kPresets), std::end(kPresets), video.preset) == std::end(kPresets)) {
@@ -527,29 +1033,70 @@ Status parse_stats(const MapReader& map, StatsConfig& stats) {
 // keys.
 template <typename Section, typename Parse>
 Status parse_section(const Parser& parser, const YAML::Node& root, std::string_view key,
-                     std::initializer_list<std::string_view> known, Section& section, Parse parse) {
+                     const std::vector<std::string_view>& known, Section& section, Parse parse) {
   const YAML::Node node = root[std::string(key)];
   if (!node || node.IsNull()) return Status::ok();  // an empty section (`mux:`) keeps the defaults
   FOVEA_TRY(parser.check_map(node, key, known));
   return parse(MapReader(parser, node, std::string(key)), section);
 }
 
+// A top-level section written as a table (detect, osd), when present and not empty.
+template <typename Section>
+Status parse_table_section(const Parser& parser, const YAML::Node& root, const std::string& key,
+                           std::type_identity_t<std::span<const KeySpec<Section>>> keys, Section& section) {
+  const std::optional<YAML::Node> node = lookup(root, key);
+  if (!node || node->IsNull()) return Status::ok();
+  return parse_keys<Section>(parser, *node, key, keys, section);
+}
+
+bool runs(const PipelineConfig& config, StageKind stage) {
+  const std::vector<StageKind> stages = stages_of(config);
+  return std::find(stages.begin(), stages.end(), stage) != stages.end();
+}
+
+// detect.model names a model, and the detect stage's model says how its outputs read.
+Status check_detect_model(const Parser& parser, const YAML::Node& root, const PipelineConfig& config,
+                          const std::vector<ModelSite>& sites) {
+  const ModelConfig* model = find_model(config, config.detect.model);
+  if (model == nullptr) {
+    const std::optional<YAML::Node> detect = lookup(root, "detect");
+    std::vector<std::string_view> names;
+    for (const ModelConfig& entry : config.models) names.push_back(entry.name);
+    return Field{parser, *lookup(*detect, "model"), "detect.model"}.error(
+        "no model is named '" + config.detect.model + "' (the models: " + join_names(names) + ")");
+  }
+  if (!runs(config, StageKind::kDetect) || model->parser) return Status::ok();
+  const ModelSite& site = sites[static_cast<std::size_t>(model - config.models.data())];
+  return parser.error(
+      site.node, site.path + ".parser",
+      "the detect stage runs this model: give its parser, one of " + join_names(detect_parser_names()));
+}
+
 Result<PipelineConfig> parse_tree(const Parser& parser, const YAML::Node& root) {
   if (root.IsNull()) return parser.error(root, "", "the configuration is empty");
-  FOVEA_TRY(parser.check_map(root, "", {"sources", "mux", "model", "task", "sinks", "stats"}));
+  FOVEA_TRY(parser.check_map(
+      root, "",
+      {"sources", "mux", "model", "models", "flow", "stages", "task", "detect", "osd", "sinks", "stats"}));
   PipelineConfig config;
   FOVEA_TRY(parse_sources(parser, root, config.sources));
   FOVEA_TRY(
       parse_section(parser, root, "mux",
                     {"batch_size", "width", "height", "push_timeout_us", "max_frames_per_source", "live"},
                     config.mux, parse_mux));
-  if (!root["model"] || root["model"].IsNull()) return parser.missing(root, "model.path");
-  FOVEA_TRY(parse_section(parser, root, "model",
-                          {"path", "input_name", "precision", "mean", "std", "color_order", "input_width",
-                           "input_height", "keep_aspect", "engine_cache"},
-                          config.model, parse_model));
+  std::vector<ModelSite> model_sites;
+  FOVEA_TRY(parse_models(parser, root, config.models, model_sites));
+  if (const std::optional<YAML::Node> flow = lookup(root, "flow")) {
+    FOVEA_ASSIGN_OR_RETURN(config.flow, to_enum(Field{parser, *flow, "flow"}, kFlowNames));
+  }
+  FOVEA_TRY(parse_stages(parser, root, config.stages));
+  const bool segment_runs = runs(config, StageKind::kSegment);
   FOVEA_TRY(parse_section(parser, root, "task", {"type", "classes", "blur_kernel", "sigma", "refine_mask"},
-                          config.task, parse_task));
+                          config.task, [segment_runs](const MapReader& map, TaskConfig& task) {
+                            return parse_task(map, task, segment_runs);
+                          }));
+  FOVEA_TRY(parse_table_section<DetectConfig>(parser, root, "detect", kDetectKeys, config.detect));
+  FOVEA_TRY(check_detect_model(parser, root, config, model_sites));
+  FOVEA_TRY(parse_table_section<OsdConfig>(parser, root, "osd", kOsdKeys, config.osd));
   FOVEA_TRY(parse_section(
       parser, root, "sinks", {"video", "metadata", "null"}, config.sinks,
       [&parser](const MapReader& map, SinksConfig& sinks) { return parse_sinks(parser, map, sinks); }));
@@ -576,11 +1123,6 @@ YAML::Node enum_node(const EnumName<E> (&names)[N], E value) {
   return YAML::Node(std::string(enum_name(names, value)));
 }
 
-template <typename T>
-YAML::Node optional_node(const std::optional<T>& value) {
-  return value ? YAML::Node(*value) : YAML::Node(YAML::NodeType::Null);
-}
-
 YAML::Node to_tree(const PipelineConfig& config) {
   YAML::Node root;
   root["sources"] = YAML::Node(YAML::NodeType::Sequence);
@@ -590,48 +1132,47 @@ YAML::Node to_tree(const PipelineConfig& config) {
     node["decoder"] = enum_node(kDecoderNames, source.decoder);
     node["loop"] = source.loop;
     node["start"] = source.start;
-    node["duration"] = optional_node(source.duration);
+    node["duration"] = to_node(source.duration);
     root["sources"].push_back(node);
   }
   YAML::Node mux = root["mux"];
   mux["batch_size"] = config.mux.batch_size;
-  mux["width"] = optional_node(config.mux.width);
-  mux["height"] = optional_node(config.mux.height);
+  mux["width"] = to_node(config.mux.width);
+  mux["height"] = to_node(config.mux.height);
   mux["push_timeout_us"] = config.mux.push_timeout_us;
-  mux["max_frames_per_source"] = optional_node(config.mux.max_frames_per_source);
+  mux["max_frames_per_source"] = to_node(config.mux.max_frames_per_source);
   mux["live"] = config.mux.live;
-  YAML::Node model = root["model"];
-  model["path"] = config.model.path;
-  model["input_name"] = optional_node(config.model.input_name);
-  model["precision"] = enum_node(kPrecisionNames, config.model.precision);
-  model["mean"] = std::vector<float>(config.model.mean.begin(), config.model.mean.end());
-  model["std"] = std::vector<float>(config.model.std.begin(), config.model.std.end());
-  model["color_order"] = enum_node(kColorOrderNames, config.model.color_order);
-  model["input_width"] = optional_node(config.model.input_width);
-  model["input_height"] = optional_node(config.model.input_height);
-  model["engine_cache"] = optional_node(config.model.engine_cache);
-  model["keep_aspect"] = config.model.keep_aspect;
+  root["models"] = YAML::Node(YAML::NodeType::Sequence);
+  for (const ModelConfig& model : config.models)
+    root["models"].push_back(write_keys<ModelConfig>(kModelKeys, model));
+  root["flow"] = enum_node(kFlowNames, config.flow);
+  root["stages"] = YAML::Node(YAML::NodeType::Sequence);
+  for (const StageKind stage : config.stages) root["stages"].push_back(enum_node(kStageNames, stage));
   YAML::Node task = root["task"];
   task["type"] = enum_node(kTaskTypeNames, config.task.type);
-  task["classes"] = YAML::Node(YAML::NodeType::Sequence);
-  for (const int class_id : config.task.classes) task["classes"].push_back(class_id);
+  task["classes"] = to_node(config.task.classes);
   task["blur_kernel"] = config.task.blur_kernel;
-  task["sigma"] = optional_node(config.task.sigma);
+  task["sigma"] = to_node(config.task.sigma);
   task["refine_mask"] = config.task.refine_mask;
+  root["detect"] = write_keys<DetectConfig>(kDetectKeys, config.detect);
+  root["osd"] = write_keys<OsdConfig>(kOsdKeys, config.osd);
   YAML::Node sinks = root["sinks"];
   sinks["video"] = YAML::Node(YAML::NodeType::Null);
   if (config.sinks.video) {
     sinks["video"]["output_dir"] = config.sinks.video->output_dir;
+    sinks["video"]["mosaic"] = config.sinks.video->mosaic
+                                   ? write_keys<MosaicConfig>(kMosaicKeys, *config.sinks.video->mosaic)
+                                   : YAML::Node(YAML::NodeType::Null);
     sinks["video"]["codec"] = enum_node(kCodecNames, config.sinks.video->codec);
     sinks["video"]["preset"] = config.sinks.video->preset;
-    sinks["video"]["qp"] = optional_node(config.sinks.video->qp);
+    sinks["video"]["qp"] = to_node(config.sinks.video->qp);
   }
   sinks["metadata"] = YAML::Node(YAML::NodeType::Null);
   if (config.sinks.metadata) sinks["metadata"]["path"] = config.sinks.metadata->path;
   sinks["null"] = config.sinks.null;
   YAML::Node stats = root["stats"];
   stats["progress"] = config.stats.progress;
-  stats["report"] = optional_node(config.stats.report);
+  stats["report"] = to_node(config.stats.report);
   return root;
 }
 
@@ -695,6 +1236,16 @@ Status set_path(YAML::Node& root, std::string_view key, const YAML::Node& value)
   return Status::ok();
 }
 
+// `model.X`, the key of the lone `model:` that users' scripts set, is `models.0.X`: the tree
+// apply_override edits is the dump's, which always writes `models:`.
+std::string with_models_path(std::string_view key) {
+  constexpr std::string_view kLone = "model";
+  if (key.starts_with(kLone) && (key.size() == kLone.size() || key[kLone.size()] == '.')) {
+    return "models.0" + std::string(key.substr(kLone.size()));
+  }
+  return std::string(key);
+}
+
 // yaml-cpp reports through exceptions; none leaves this file.
 template <typename Function>
 auto guarded(std::string_view source_name, Function function) -> decltype(function()) {
@@ -706,6 +1257,31 @@ auto guarded(std::string_view source_name, Function function) -> decltype(functi
 }
 
 }  // namespace
+
+std::vector<StageKind> stages_of(const PipelineConfig& config) {
+  if (!config.stages.empty()) return config.stages;
+  switch (config.flow) {
+    case FlowKind::kSegmentation: return {StageKind::kSegment};
+    case FlowKind::kDetection: return {StageKind::kDetect, StageKind::kOsd};
+  }
+  FOVEA_CHECK_MSG(false, "a flow preset has no stages");
+}
+
+const ModelConfig* find_model(const PipelineConfig& config, std::string_view name) {
+  if (name.empty()) return config.models.empty() ? nullptr : &config.models.front();
+  const auto found = std::find_if(config.models.begin(), config.models.end(),
+                                  [name](const ModelConfig& model) { return model.name == name; });
+  return found == config.models.end() ? nullptr : &*found;
+}
+
+std::vector<SchemaKey> schema_keys() {
+  std::vector<SchemaKey> keys;
+  append_schema<ModelConfig>("models[].", kModelKeys, keys);
+  append_schema<DetectConfig>("detect.", kDetectKeys, keys);
+  append_schema<OsdConfig>("osd.", kOsdKeys, keys);
+  append_schema<MosaicConfig>("sinks.video.mosaic.", kMosaicKeys, keys);
+  return keys;
+}
 
 Result<PipelineConfig> parse_config(std::string_view text, std::string_view source_name) {
   FOVEA_ASSIGN_OR_RETURN(const YAML::Node root, load_yaml(text, source_name));
@@ -736,8 +1312,11 @@ Result<PipelineConfig> load_config(const std::string& path) {
   FOVEA_ASSIGN_OR_RETURN(PipelineConfig config, parse_config(text.str(), path));
   const std::filesystem::path folder = std::filesystem::path(path).parent_path();
   for (SourceConfig& source : config.sources) resolve_from(folder, source.uri);
-  resolve_from(folder, config.model.path);
-  if (config.model.engine_cache) resolve_from(folder, *config.model.engine_cache);
+  for (ModelConfig& model : config.models) {
+    resolve_from(folder, model.path);
+    if (model.engine_cache) resolve_from(folder, *model.engine_cache);
+    if (model.labels) resolve_from(folder, *model.labels);
+  }
   if (config.sinks.video) resolve_from(folder, config.sinks.video->output_dir);
   if (config.sinks.metadata) resolve_from(folder, config.sinks.metadata->path);
   if (config.stats.report) resolve_from(folder, *config.stats.report);
@@ -750,7 +1329,7 @@ Status apply_override(PipelineConfig& config, std::string_view assignment) {
   if (equals == std::string_view::npos || equals == 0) {
     return make_error(StatusCode::kInvalidArgument, source, ": expected key=value (e.g. mux.batch_size=4)");
   }
-  const std::string_view key = assignment.substr(0, equals);
+  const std::string key = with_models_path(assignment.substr(0, equals));
   FOVEA_ASSIGN_OR_RETURN(const YAML::Node value, load_yaml(assignment.substr(equals + 1), source));
   // The whole tree is read again, so an override is typed and checked exactly like the file.
   FOVEA_ASSIGN_OR_RETURN(PipelineConfig updated, guarded(source, [&]() -> Result<PipelineConfig> {

@@ -22,6 +22,7 @@
 #include "core/status.h"
 #include "io/decoder.h"
 #include "io/encoder.h"
+#include "post/detect_post.h"
 #include "runtime/planner.h"
 
 namespace fovea::pipeline {
@@ -55,6 +56,8 @@ inline constexpr std::array<float, 3> kImagenetMean{0.485f, 0.456f, 0.406f};
 inline constexpr std::array<float, 3> kImagenetStd{0.229f, 0.224f, 0.225f};
 
 struct ModelConfig {
+  // How stages refer to the model (`models:` entries); a lone `model:` is named "model".
+  std::string name = "model";
   std::string path;                                             // ONNX file
   std::optional<std::string> input_name;                        // absent: the model's only input
   runtime::Precision precision = runtime::Precision::kFloat16;  // the GPU's; the CPU runs fp32
@@ -68,8 +71,26 @@ struct ModelConfig {
   // GPU: a folder where the planned model is kept as an engine (runtime/engine.h), so later runs
   // skip cuDNN's algorithm search; absent: planned on every run.
   std::optional<std::string> engine_cache;
+  // Detection models: how their outputs read (post/detect_post.h); absent for other models.
+  std::optional<post::DetectParser> parser;
+  // One class name per line, as many lines as the model has classes; absent: class numbers.
+  std::optional<std::string> labels;
+  // The model's own batch, for models that run on objects (secondary); the primary model's batch
+  // is mux.batch_size. Absent: 16.
+  std::optional<int> batch_size;
   bool operator==(const ModelConfig&) const = default;
 };
+
+// `flow:`, a preset: the stages it expands to when `stages:` is left out.
+//   segmentation  [segment]        background blur behind the target classes
+//   detection     [detect, osd]    boxes, drawn when osd.enabled
+enum class FlowKind { kSegmentation, kDetection };
+
+// The stage kinds `stages:` lists, in flow order; each reads its own section of the file.
+//   segment  the primary model as a segmenter (`task:`)
+//   detect   the primary model as a detector (`detect:`)
+//   osd      draws the results on the frames (`osd:`)
+enum class StageKind { kSegment, kDetect, kOsd };
 
 enum class TaskType { kSegmentation };
 
@@ -82,8 +103,51 @@ struct TaskConfig {
   bool operator==(const TaskConfig&) const = default;
 };
 
+// Class-specific detection threshold (detect.class_confidence: {class: threshold}).
+struct ClassThreshold {
+  int class_id = 0;
+  float threshold = 0.0f;
+  bool operator==(const ClassThreshold&) const = default;
+};
+
+struct DetectConfig {
+  std::string model;                             // a models: name; "" is the first model
+  float confidence = 0.4f;                       // a detection counts when its score is above this
+  std::vector<ClassThreshold> class_confidence;  // per-class overrides of `confidence`
+  float iou = 0.5f;          // class-aware NMS: a box overlapping a better one more than this goes
+  std::vector<int> classes;  // keep only these classes; empty: every class
+  int top_k = 100;           // detections per frame, at most (the best)
+  float min_width = 0.0f;    // frame pixels; smaller boxes are dropped
+  float min_height = 0.0f;
+  // Frames skipped between two inferences, per source (DeepStream's `interval`): 0 runs the model
+  // on every frame, 2 on frames 0, 3, 6, ...
+  int interval = 0;
+  bool operator==(const DetectConfig&) const = default;
+};
+
+struct OsdConfig {
+  bool enabled = false;
+  int thickness = 2;              // box border, pixels
+  float fill_alpha = 0.0f;        // 0..1 box fill in the class color; 0: none
+  bool labels = true;             // the class name (or number) above each box
+  bool scores = true;             // and its score
+  int text_scale = 2;             // label font magnification (8x8 pixel cells)
+  std::vector<int> blur_classes;  // privacy: these classes' boxes are blurred, not drawn
+  bool operator==(const OsdConfig&) const = default;
+};
+
+// Every source tiled into one video (DeepStream's nvmultistreamtiler): sources in a grid of
+// `columns` (absent: the smallest square grid), each scaled into its tile with its aspect kept.
+struct MosaicConfig {
+  int width = 1920;
+  int height = 1080;
+  std::optional<int> columns;
+  bool operator==(const MosaicConfig&) const = default;
+};
+
 struct VideoSinkConfig {
-  std::string output_dir;  // one file per source
+  std::string output_dir;  // one file per source, or mosaic.mp4 with `mosaic`
+  std::optional<MosaicConfig> mosaic;
   io::EncoderCodec codec = io::EncoderCodec::kH264;
   std::string preset = "medium";  // x264 names (ultrafast .. placebo) or NVENC's p1 .. p7
   std::optional<int> qp;          // constant quantizer, 0..51 (0 is lossless with x264); absent: crf 23
@@ -111,22 +175,33 @@ struct StatsConfig {
 struct PipelineConfig {
   std::vector<SourceConfig> sources;
   MuxConfig mux;
-  ModelConfig model;
-  TaskConfig task;
+  // `models:` (a list, each with a unique name) or one `model:`; models[0] is the primary model.
+  std::vector<ModelConfig> models;
+  FlowKind flow = FlowKind::kSegmentation;
+  std::vector<StageKind> stages;  // empty: the preset's (stages_of)
+  TaskConfig task;                // the segment stage
+  DetectConfig detect;
+  OsdConfig osd;
   SinksConfig sinks;
   StatsConfig stats;
   bool operator==(const PipelineConfig&) const = default;
 };
 
-// Reads and checks a YAML file; errors name `path`. Relative paths in it (sources, model, outputs)
-// are taken from the file's folder.
+// The stages the flow runs: config.stages, or the preset's when it leaves them out.
+std::vector<StageKind> stages_of(const PipelineConfig& config);
+// The model a stage names ("" the primary model); nullptr when no model has that name.
+const ModelConfig* find_model(const PipelineConfig& config, std::string_view name);
+
+// Reads and checks a YAML file; errors name `path`. Relative paths in it (sources, every model's
+// path, engine_cache and labels, outputs) are taken from the file's folder.
 Result<PipelineConfig> load_config(const std::string& path);
 // Parses YAML text; errors name `source_name` (a file name, "<stdin>", ...).
 Result<PipelineConfig> parse_config(std::string_view text, std::string_view source_name);
 
 // Applies one `--set key=value` override: `key` is a dotted path ("mux.batch_size",
-// "sources.0.uri", "model.mean.1"; the index one past a list's end appends an entry) and `value`
-// is YAML, typed and checked as in a file. On error `config` is left unchanged.
+// "sources.0.uri", "models.1.mean.1"; the index one past a list's end appends an entry) and `value`
+// is YAML, typed and checked as in a file. `model.X`, the lone model's key, is `models.0.X`. On
+// error `config` is left unchanged.
 Status apply_override(PipelineConfig& config, std::string_view assignment);
 
 // The configuration as YAML, every key written (absent optionals as null): parse_config reads it
@@ -141,6 +216,17 @@ using KeyNamer = std::function<std::string(std::string_view key_path)>;
 // The checks parse_config makes, on a configuration built in code (the command line's); an error
 // reads "<name_key(key)>: <reason>", e.g. "--blur 33: must be odd, got 33".
 Result<PipelineConfig> check_config(const PipelineConfig& config, const KeyNamer& name_key);
+
+// One key of the sections written as schema tables (models entries, detect, osd,
+// sinks.video.mosaic), as docs/config.md's tables give it: `| `key` | kind | default | meaning`
+// (the docs may say more after the meaning). A test holds the docs to these.
+struct SchemaKey {
+  std::string key;            // "detect.iou", "models[].path"
+  std::string kind;           // "number in (0, 1]"
+  std::string default_value;  // "`0.5`", "absent", "required"
+  std::string meaning;
+};
+std::vector<SchemaKey> schema_keys();
 
 // The encoder presets sinks.video.preset takes: x264's names and NVENC's p1..p7.
 std::span<const std::string_view> encoder_presets();

@@ -48,15 +48,42 @@ std::string read_text(const std::filesystem::path& path) {
   return text.str();
 }
 
-// The first ```yaml block of docs/config.md, the documented complete example.
-std::string doc_example() {
-  const std::string doc = read_text(std::filesystem::path(FOVEA_DOCS_DIR) / "config.md");
+std::string config_doc() {
+  return read_text(std::filesystem::path(FOVEA_DOCS_DIR) / "config.md");
+}
+
+// The `index`th ```yaml block of docs/config.md: 0 the complete segmentation example, 1 the
+// detection example.
+std::string doc_example(int index = 0) {
+  const std::string doc = config_doc();
   const std::string fence = "```yaml\n";
-  const std::size_t begin = doc.find(fence);
-  EXPECT_NE(begin, std::string::npos) << "docs/config.md has no ```yaml block";
+  std::size_t begin = doc.find(fence);
+  for (int i = 0; i < index && begin != std::string::npos; ++i) begin = doc.find(fence, begin + fence.size());
+  EXPECT_NE(begin, std::string::npos) << "docs/config.md has no ```yaml block " << index;
   if (begin == std::string::npos) return {};
   const std::size_t end = doc.find("```", begin + fence.size());
   return doc.substr(begin + fence.size(), end - begin - fence.size());
+}
+
+std::string detection_example() {
+  return doc_example(1);
+}
+
+// A detection flow: one detector with its parser. The models list comes last, so that
+// detection_with() can add entries to it.
+constexpr std::string_view kDetection = R"(sources:
+  - uri: a.mp4
+flow: detection
+sinks:
+  null: true
+models:
+  - name: det
+    path: d.onnx
+    parser: ssd
+)";
+
+std::string detection_with(std::string_view extra) {
+  return std::string(kDetection) + std::string(extra);
 }
 
 TEST(PipelineConfig, MinimalFileTakesEveryDefault) {
@@ -64,8 +91,14 @@ TEST(PipelineConfig, MinimalFileTakesEveryDefault) {
   ASSERT_EQ(config.sources.size(), 1u);
   EXPECT_EQ(config.sources[0], (SourceConfig{.uri = "a.mp4"}));
   EXPECT_EQ(config.mux, MuxConfig{});
-  EXPECT_EQ(config.model, (ModelConfig{.path = "m.onnx"}));
+  EXPECT_EQ(config.models, (std::vector<ModelConfig>{{.path = "m.onnx"}}));
+  EXPECT_EQ(config.models[0].name, "model");
+  EXPECT_EQ(config.flow, FlowKind::kSegmentation);
+  EXPECT_TRUE(config.stages.empty());
+  EXPECT_EQ(stages_of(config), std::vector<StageKind>{StageKind::kSegment});
   EXPECT_EQ(config.task, TaskConfig{});
+  EXPECT_EQ(config.detect, DetectConfig{});
+  EXPECT_EQ(config.osd, OsdConfig{});
   EXPECT_EQ(config.sinks, (SinksConfig{.null = true}));
   EXPECT_EQ(config.stats, StatsConfig{});
 }
@@ -100,6 +133,26 @@ TEST(PipelineConfig, DefaultsAreTheDocumentedOnes) {
   EXPECT_TRUE(task.classes.empty());
   EXPECT_TRUE(StatsConfig{}.progress);
   EXPECT_EQ(VideoSinkConfig{}.preset, "medium");
+  EXPECT_FALSE(VideoSinkConfig{}.mosaic.has_value());
+  EXPECT_FALSE(model.parser.has_value());
+  EXPECT_FALSE(model.labels.has_value());
+  EXPECT_FALSE(model.batch_size.has_value());
+  const DetectConfig detect;
+  EXPECT_EQ(detect.model, "");
+  EXPECT_EQ(detect.confidence, 0.4f);
+  EXPECT_EQ(detect.iou, 0.5f);
+  EXPECT_EQ(detect.top_k, 100);
+  EXPECT_EQ(detect.interval, 0);
+  const OsdConfig osd;
+  EXPECT_FALSE(osd.enabled);
+  EXPECT_EQ(osd.thickness, 2);
+  EXPECT_EQ(osd.text_scale, 2);
+  EXPECT_TRUE(osd.labels);
+  EXPECT_TRUE(osd.scores);
+  const MosaicConfig mosaic;
+  EXPECT_EQ(mosaic.width, 1920);
+  EXPECT_EQ(mosaic.height, 1080);
+  EXPECT_FALSE(mosaic.columns.has_value());
 }
 
 TEST(PipelineConfig, DocumentedExampleLoadsWithEveryValue) {
@@ -119,16 +172,17 @@ TEST(PipelineConfig, DocumentedExampleLoadsWithEveryValue) {
                                    .push_timeout_us = 40000,
                                    .max_frames_per_source = 2,
                                    .live = false}));
-  EXPECT_EQ(config.model, (ModelConfig{.path = "models/fcn_resnet101.onnx",
-                                       .input_name = "input",
-                                       .precision = runtime::Precision::kFloat16,
-                                       .mean = {0.485f, 0.456f, 0.406f},
-                                       .std = {0.229f, 0.224f, 0.225f},
-                                       .color_order = ColorOrder::kRgb,
-                                       .input_width = 960,
-                                       .input_height = 544,
-                                       .keep_aspect = false,
-                                       .engine_cache = "engines"}));
+  ASSERT_EQ(config.models.size(), 1u);
+  EXPECT_EQ(config.models[0], (ModelConfig{.path = "models/fcn_resnet101.onnx",
+                                           .input_name = "input",
+                                           .precision = runtime::Precision::kFloat16,
+                                           .mean = {0.485f, 0.456f, 0.406f},
+                                           .std = {0.229f, 0.224f, 0.225f},
+                                           .color_order = ColorOrder::kRgb,
+                                           .input_width = 960,
+                                           .input_height = 544,
+                                           .keep_aspect = false,
+                                           .engine_cache = "engines"}));
   EXPECT_EQ(config.task, (TaskConfig{.type = TaskType::kSegmentation,
                                      .classes = {8},
                                      .blur_kernel = 31,
@@ -143,7 +197,10 @@ TEST(PipelineConfig, DocumentedExampleLoadsWithEveryValue) {
 
 // The leaf keys under `node`, list entries written as `name[]` ("sources[].uri").
 void collect_keys(const YAML::Node& node, const std::string& path, std::vector<std::string>& keys) {
-  if (node.IsMap()) {
+  const bool keyed_by_class =
+      node.IsMap() && node.size() > 0 &&
+      node.begin()->first.Scalar().find_first_not_of("0123456789") == std::string::npos;
+  if (node.IsMap() && !keyed_by_class) {  // class_confidence's keys are data, not schema
     for (const auto& entry : node) {
       const std::string key = entry.first.IsNull() ? "null" : entry.first.Scalar();
       collect_keys(entry.second, path.empty() ? key : path + "." + key, keys);
@@ -157,10 +214,11 @@ void collect_keys(const YAML::Node& node, const std::string& path, std::vector<s
 
 // Every key dump_config writes has a row in the schema table, so a new key cannot go undocumented.
 TEST(PipelineConfig, EveryKeyIsDocumented) {
-  const std::string doc = read_text(std::filesystem::path(FOVEA_DOCS_DIR) / "config.md");
+  const std::string doc = config_doc();
   std::vector<std::string> keys;
   collect_keys(YAML::Load(dump_config(parse_ok(doc_example()))), "", keys);
-  EXPECT_GT(keys.size(), 30u);
+  collect_keys(YAML::Load(dump_config(parse_ok(detection_example()))), "", keys);
+  EXPECT_GT(keys.size(), 60u);
   for (const std::string& key : keys) {
     EXPECT_THAT(doc, HasSubstr("`" + key + "`")) << "docs/config.md does not document " << key;
   }
@@ -196,8 +254,8 @@ TEST(PipelineConfig, PathsInAFileAreTakenFromItsFolder) {
   const Result<PipelineConfig> config = load_config(path);
   std::filesystem::remove_all(dir);
   ASSERT_TRUE(config.is_ok()) << config.status().to_string();
-  EXPECT_EQ(config->model.path, (dir / "m.onnx").string());
-  EXPECT_EQ(config->model.engine_cache, (dir / "engines").string());
+  EXPECT_EQ(config->models[0].path, (dir / "m.onnx").string());
+  EXPECT_EQ(config->models[0].engine_cache, (dir / "engines").string());
 }
 
 TEST(PipelineConfig, MissingFileIsNotFound) {
@@ -340,11 +398,11 @@ TEST(PipelineConfigOverrides, SetValuesTypedLikeTheFile) {
   ASSERT_TRUE(apply_override(config, "sources.0.uri=b.mp4").is_ok());
   EXPECT_EQ(config.sources[0].uri, "b.mp4");
   ASSERT_TRUE(apply_override(config, "model.precision=fp16").is_ok());
-  EXPECT_EQ(config.model.precision, runtime::Precision::kFloat16);
+  EXPECT_EQ(config.models[0].precision, runtime::Precision::kFloat16);
   ASSERT_TRUE(apply_override(config, "model.mean.1=0.5").is_ok());
-  EXPECT_EQ(config.model.mean[1], 0.5f);
+  EXPECT_EQ(config.models[0].mean[1], 0.5f);
   ASSERT_TRUE(apply_override(config, "model.std=[0.2, 0.3, 0.4]").is_ok());
-  EXPECT_EQ(config.model.std, (std::array<float, 3>{0.2f, 0.3f, 0.4f}));
+  EXPECT_EQ(config.models[0].std, (std::array<float, 3>{0.2f, 0.3f, 0.4f}));
   ASSERT_TRUE(apply_override(config, "task.classes=[8, 15]").is_ok());
   EXPECT_EQ(config.task.classes, (std::vector<int>{8, 15}));
   ASSERT_TRUE(apply_override(config, "sinks.video.output_dir=out").is_ok());
@@ -386,6 +444,335 @@ TEST(PipelineConfigOverrides, InvalidOverridesNameTheKeyAndChangeNothing) {
   EXPECT_THAT(error("mux..batch_size=4"), HasSubstr("empty key"));
   EXPECT_THAT(error("model.path=[a"), HasSubstr("malformed YAML"));
   EXPECT_THAT(error("sources.1.decoder=cpu"), HasSubstr("missing required key 'sources.1.uri'"));
+  EXPECT_EQ(config, original);
+}
+
+// Each key of the table-driven sections has its row in docs/config.md as the table gives it, so the
+// docs' kind, range and default cannot drift from the parser's.
+TEST(PipelineConfig, SchemaTablesMatchTheDocs) {
+  const std::string doc = config_doc();
+  const std::vector<SchemaKey> keys = schema_keys();
+  EXPECT_GT(keys.size(), 30u);
+  for (const SchemaKey& key : keys) {
+    const std::string row =
+        "| `" + key.key + "` | " + key.kind + " | " + key.default_value + " | " + key.meaning;
+    EXPECT_THAT(doc, HasSubstr(row)) << "docs/config.md lacks the row (or its start):\n" << row << " |";
+  }
+}
+
+TEST(PipelineConfig, DetectionExampleLoadsWithEveryValue) {
+  const PipelineConfig config = parse_ok(detection_example());
+  EXPECT_EQ(config.flow, FlowKind::kDetection);
+  EXPECT_EQ(stages_of(config), (std::vector<StageKind>{StageKind::kDetect, StageKind::kOsd}));
+  ASSERT_EQ(config.models.size(), 2u);
+  EXPECT_EQ(config.models[0], (ModelConfig{.name = "detector",
+                                           .path = "models/ssd300_vgg16.onnx",
+                                           .precision = runtime::Precision::kFloat16,
+                                           .input_width = 300,
+                                           .input_height = 300,
+                                           .engine_cache = "engines",
+                                           .parser = post::DetectParser::kSsd,
+                                           .labels = "models/coco_labels.txt"}));
+  EXPECT_EQ(config.models[1], (ModelConfig{.name = "color",
+                                           .path = "models/vehicle_color.onnx",
+                                           .mean = {0.0f, 0.0f, 0.0f},
+                                           .std = {1.0f, 1.0f, 1.0f},
+                                           .labels = "models/colors.txt",
+                                           .batch_size = 32}));
+  EXPECT_EQ(config.detect, (DetectConfig{.model = "detector",
+                                         .confidence = 0.4f,
+                                         .class_confidence = {{1, 0.6f}},
+                                         .iou = 0.45f,
+                                         .classes = {1, 3},
+                                         .top_k = 200,
+                                         .min_width = 8.0f,
+                                         .min_height = 8.0f,
+                                         .interval = 1}));
+  EXPECT_EQ(config.osd, (OsdConfig{.enabled = true,
+                                   .thickness = 3,
+                                   .fill_alpha = 0.2f,
+                                   .labels = true,
+                                   .scores = false,
+                                   .text_scale = 2,
+                                   .blur_classes = {}}));
+  ASSERT_TRUE(config.sinks.video.has_value());
+  EXPECT_EQ(config.sinks.video->mosaic, (MosaicConfig{.width = 1920, .height = 1080, .columns = 2}));
+  EXPECT_EQ(find_model(config, config.detect.model), &config.models[0]);
+}
+
+TEST(PipelineConfig, DetectionDumpReadsBackEqual) {
+  PipelineConfig config = parse_ok(detection_example());
+  EXPECT_EQ(parse_ok(dump_config(config)), config);
+  config.stages = {StageKind::kDetect};
+  config.detect.class_confidence = {{7, 0.25f}, {0, 0.5f}};  // file order is kept
+  config.sinks.video->mosaic->columns.reset();
+  EXPECT_EQ(parse_ok(dump_config(config)), config);
+  EXPECT_THAT(dump_config(parse_ok(kMinimal)), HasSubstr("models:"));
+}
+
+TEST(PipelineConfig, StagesAndModelsAreFound) {
+  PipelineConfig config = parse_ok(detection_with("  - name: color\n    path: c.onnx\nstages: [detect]\n"));
+  EXPECT_EQ(stages_of(config), std::vector<StageKind>{StageKind::kDetect});
+  EXPECT_EQ(find_model(config, ""), &config.models[0]);
+  EXPECT_EQ(find_model(config, "det"), &config.models[0]);
+  EXPECT_EQ(find_model(config, "color"), &config.models[1]);
+  EXPECT_EQ(find_model(config, "colour"), nullptr);
+  config.stages.clear();
+  config.flow = FlowKind::kSegmentation;
+  EXPECT_EQ(stages_of(config), std::vector<StageKind>{StageKind::kSegment});
+  EXPECT_EQ(find_model(PipelineConfig{}, ""), nullptr);
+}
+
+TEST(PipelineConfig, LoneModelIsTheFirstOfModels) {
+  const PipelineConfig lone = parse_ok(kMinimal);
+  const PipelineConfig listed =
+      parse_ok("sources: [{uri: a.mp4}]\nmodels:\n  - name: model\n    path: m.onnx\nsinks: {null: true}\n");
+  EXPECT_EQ(lone, listed);
+  EXPECT_EQ(parse_error("sources: [{uri: a.mp4}]\nmodel: {path: m.onnx, name: seg}\nsinks: {null: true}\n"),
+            "test.yaml:2:23: unknown key 'model.name'");
+}
+
+// Paths in a file are taken from its folder: every model's, its engine cache and its labels.
+TEST(PipelineConfig, ModelPathsInAFileAreTakenFromItsFolder) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("fovea_config_models_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "run.yaml").string();
+  std::ofstream(path) << detection_with(
+      "    labels: labels.txt\n    engine_cache: engines\n"
+      "  - name: second\n    path: /abs/s.onnx\n    labels: s.txt\n");
+  const Result<PipelineConfig> config = load_config(path);
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(config.is_ok()) << config.status().to_string();
+  EXPECT_EQ(config->models[0].path, (dir / "d.onnx").string());
+  EXPECT_EQ(config->models[0].labels, (dir / "labels.txt").string());
+  EXPECT_EQ(config->models[0].engine_cache, (dir / "engines").string());
+  EXPECT_EQ(config->models[1].path, "/abs/s.onnx");
+  EXPECT_EQ(config->models[1].labels, (dir / "s.txt").string());
+}
+
+TEST(PipelineConfigErrors, ModelsAreChecked) {
+  const std::string base = "sources: [{uri: a.mp4}]\nsinks: {null: true}\n";
+  EXPECT_EQ(parse_error(base + "model: {path: m.onnx}\nmodels: [{name: a, path: a.onnx}]\n"),
+            "test.yaml:4:9: models: give either 'model' (one model) or 'models' (a list), not both");
+  EXPECT_EQ(parse_error(base + "models:\n  - {name: a, path: a.onnx}\n  - {name: a, path: b.onnx}\n"),
+            "test.yaml:5:12: models.1.name: 'a' is already the name of models.0; model names are unique");
+  EXPECT_EQ(parse_error(base + "models:\n  - {path: a.onnx}\n"),
+            "test.yaml:4:5: missing required key 'models.0.name'");
+  EXPECT_EQ(parse_error(base + "models: []\n"), "test.yaml:3:9: models: must list at least one model");
+  EXPECT_THAT(parse_error(base + "models: {name: a}\n"),
+              HasSubstr("models: expected a list of models, got a map"));
+  EXPECT_EQ(parse_error(base + "models:\n  - {name: a, path: a.onnx, parsr: ssd}\n"),
+            "test.yaml:4:29: unknown key 'models.0.parsr' (did you mean 'parser'?)");
+  EXPECT_EQ(parse_error(base + "models:\n  - {name: a, path: a.onnx, parser: rcnn}\n"),
+            "test.yaml:4:37: models.0.parser: unknown detection parser 'rcnn'; known parsers: ssd, yolo, "
+            "detectnet, boxes");
+  EXPECT_EQ(parse_error(base + "models:\n  - {name: a, path: a.onnx, batch_size: 0}\n"),
+            "test.yaml:4:41: models.0.batch_size: must be between 1 and 1024, got 0");
+  EXPECT_THAT(parse_error(base + "models:\n  - {name: '', path: a.onnx}\n"),
+              HasSubstr("models.0.name: must not be empty"));
+  EXPECT_THAT(parse_error(base + "models:\n  - {name: a, path: a.onnx, labels: ''}\n"),
+              HasSubstr("models.0.labels: must not be empty"));
+  EXPECT_THAT(parse_error(base + "models:\n  - {name: a, path: a.onnx, input_height: 9}\n"),
+              HasSubstr("models.0.input_height: input_width and input_height go together"));
+}
+
+TEST(PipelineConfigErrors, StagesAreChecked) {
+  EXPECT_EQ(parse_error(detection_with("stages: [detect, track]\n")),
+            "test.yaml:10:18: stages.1: expected one of segment, detect, osd, got 'track'");
+  EXPECT_EQ(parse_error(detection_with("stages: [osd, detect]\n")),
+            "test.yaml:10:10: stages.0: the first stage runs the primary model: segment or detect, got osd");
+  EXPECT_EQ(parse_error(detection_with("stages: [detect, segment]\n")),
+            "test.yaml:10:18: stages.1: only one stage runs the primary model, and stages.0 (detect) does; "
+            "got segment");
+  EXPECT_EQ(parse_error(detection_with("stages: [detect, osd, osd]\n")),
+            "test.yaml:10:23: stages.2: osd is listed twice");
+  EXPECT_EQ(parse_error(minimal_with("stages: [segment, osd]\n")),
+            "test.yaml:7:19: stages.1: osd draws the detect stage's boxes: it comes after detect");
+  EXPECT_EQ(parse_error(minimal_with("stages: detect\n")),
+            "test.yaml:7:9: stages: expected a list of stages, got 'detect'");
+  EXPECT_EQ(parse_error(minimal_with("flow: tracking\n")),
+            "test.yaml:7:7: flow: expected one of segmentation, detection, got 'tracking'");
+  EXPECT_EQ(parse_error(minimal_with("stagse: [segment]\n")),
+            "test.yaml:7:1: unknown key 'stagse' (did you mean 'stages'?)");
+  // An empty list is the preset's.
+  EXPECT_EQ(parse_ok(detection_with("stages: []\n")), parse_ok(kDetection));
+}
+
+TEST(PipelineConfigErrors, TheDetectStageNeedsItsModelsParser) {
+  EXPECT_EQ(
+      parse_error(minimal_with("flow: detection\n")),
+      "test.yaml:4:3: model.parser: the detect stage runs this model: give its parser, one of ssd, yolo, "
+      "detectnet, boxes");
+  EXPECT_EQ(
+      parse_error(minimal_with("stages: [detect]\n")),
+      "test.yaml:4:3: model.parser: the detect stage runs this model: give its parser, one of ssd, yolo, "
+      "detectnet, boxes");
+  // detect.model picks the model; a second model without a parser runs elsewhere.
+  EXPECT_THAT(parse_error(detection_with("  - {name: b, path: b.onnx}\ndetect: {model: b}\n")),
+              HasSubstr("models.1.parser: the detect stage runs this model: give its parser"));
+  EXPECT_EQ(parse_error(detection_with("detect: {model: detector}\n")),
+            "test.yaml:10:17: detect.model: no model is named 'detector' (the models: det)");
+  // Without a detect stage, no model needs a parser.
+  EXPECT_FALSE(parse_ok(minimal_with("detect: {confidence: 0.3}\n")).models[0].parser.has_value());
+}
+
+// The segment stage's kernel limits hold where it runs; a detection file may keep an unused task:.
+TEST(PipelineConfigErrors, SegmentChecksOnlyWhenTheSegmentStageRuns) {
+  EXPECT_EQ(parse_ok(detection_with("task: {blur_kernel: 30}\n")).task.blur_kernel, 30);
+  EXPECT_THAT(parse_error(minimal_with("task: {blur_kernel: 30}\n")), HasSubstr("must be odd, got 30"));
+  EXPECT_THAT(parse_error(detection_with("task: {blur_kernel: thirty}\n")),
+              HasSubstr("task.blur_kernel: expected an integer, got 'thirty'"));
+  EXPECT_THAT(parse_error(detection_with("task: {blur_kernel: 31, colour: red}\n")),
+              HasSubstr("unknown key 'task.colour'"));
+}
+
+TEST(PipelineConfigErrors, DetectAndOsdValuesAreChecked) {
+  const auto error = [](std::string_view extra) { return parse_error(detection_with(extra)); };
+  EXPECT_EQ(error("detect: {confidance: 0.5}\n"),
+            "test.yaml:10:10: unknown key 'detect.confidance' (did you mean 'confidence'?)");
+  EXPECT_EQ(error("detect: {confidence: 1.5}\n"),
+            "test.yaml:10:22: detect.confidence: must be between 0 and 1, got 1.5");
+  EXPECT_EQ(error("detect: {iou: 0}\n"), "test.yaml:10:15: detect.iou: must be above 0 and at most 1, got 0");
+  EXPECT_EQ(error("detect: {top_k: 0}\n"),
+            "test.yaml:10:17: detect.top_k: must be between 1 and 10000, got 0");
+  EXPECT_EQ(error("detect: {interval: 1001}\n"),
+            "test.yaml:10:20: detect.interval: must be between 0 and 1000, got 1001");
+  EXPECT_EQ(error("detect: {min_width: -1}\n"),
+            "test.yaml:10:21: detect.min_width: must not be negative, got -1");
+  EXPECT_EQ(error("detect: {classes: [1, -2]}\n"),
+            "test.yaml:10:23: detect.classes.1: must be a class id (0 or more), got -2");
+  EXPECT_EQ(error("detect: {class_confidence: {2: 1.5}}\n"),
+            "test.yaml:10:32: detect.class_confidence.2: must be between 0 and 1, got 1.5");
+  EXPECT_EQ(error("detect: {class_confidence: {-1: 0.5}}\n"),
+            "test.yaml:10:29: detect.class_confidence.-1: must be a class id (0 or more), got -1");
+  EXPECT_EQ(error("detect: {class_confidence: {person: 0.5}}\n"),
+            "test.yaml:10:29: detect.class_confidence.person: expected an integer, got 'person'");
+  EXPECT_EQ(error("detect: {class_confidence: {2: 0.5, 2: 0.6}}\n"),
+            "test.yaml:10:37: detect.class_confidence.2: class 2 is listed twice");
+  EXPECT_EQ(error("detect: {class_confidence: [0.5]}\n"),
+            "test.yaml:10:28: detect.class_confidence: expected a map of class id: threshold, got a list");
+  EXPECT_EQ(error("osd: {thickness: 0}\n"),
+            "test.yaml:10:18: osd.thickness: must be between 1 and 64, got 0");
+  EXPECT_EQ(error("osd: {text_scale: 17}\n"),
+            "test.yaml:10:19: osd.text_scale: must be between 1 and 16, got 17");
+  EXPECT_EQ(error("osd: {fill_alpha: 1.1}\n"),
+            "test.yaml:10:19: osd.fill_alpha: must be between 0 and 1, got 1.1");
+  EXPECT_EQ(error("osd: {enabled: sometimes}\n"),
+            "test.yaml:10:16: osd.enabled: expected true or false, got 'sometimes'");
+  EXPECT_EQ(error("osd: {blur_classes: [3, 3]}\n"),
+            "test.yaml:10:25: osd.blur_classes.1: class 3 is listed twice");
+  EXPECT_EQ(error("osd: {labls: true}\n"),
+            "test.yaml:10:7: unknown key 'osd.labls' (did you mean 'labels'?)");
+}
+
+TEST(PipelineConfigErrors, MosaicIsChecked) {
+  const std::string base =
+      "sources: [{uri: a.mp4}]\nmodel: {path: m.onnx}\nsinks:\n  video:\n    output_dir: out\n";
+  EXPECT_EQ(parse_error(base + "    mosaic: {width: 1279}\n"),
+            "test.yaml:6:21: sinks.video.mosaic.width: must be even (4:2:0 frames), got 1279");
+  EXPECT_EQ(parse_error(base + "    mosaic: {height: 8}\n"),
+            "test.yaml:6:22: sinks.video.mosaic.height: must be between 16 and 8192, got 8");
+  EXPECT_EQ(parse_error(base + "    mosaic: {columns: 65}\n"),
+            "test.yaml:6:23: sinks.video.mosaic.columns: must be between 1 and 64, got 65");
+  EXPECT_EQ(parse_error(base + "    mosaic: {colums: 2}\n"),
+            "test.yaml:6:14: unknown key 'sinks.video.mosaic.colums' (did you mean 'columns'?)");
+  EXPECT_EQ(parse_ok(base + "    mosaic:\n").sinks.video->mosaic, std::nullopt);
+  EXPECT_EQ(parse_ok(base + "    mosaic: {}\n").sinks.video->mosaic, MosaicConfig{});
+}
+
+TEST(PipelineConfigErrors, CheckConfigCoversTheNewSections) {
+  const auto name = [](std::string_view key) { return std::string("<").append(key).append(">"); };
+  PipelineConfig config = parse_ok(kDetection);
+  config.detect.iou = 0.0f;
+  EXPECT_EQ(check_config(config, name).status().message(),
+            "<detect.iou>: must be above 0 and at most 1, got 0");
+  config.detect.iou = 0.5f;
+  config.models[0].parser.reset();
+  EXPECT_THAT(check_config(config, name).status().message(),
+              HasSubstr("<models.0.parser>: the detect stage runs this model"));
+  config.models[0].parser = post::DetectParser::kYolo;
+  config.osd.thickness = 65;
+  EXPECT_EQ(check_config(config, name).status().message(),
+            "<osd.thickness>: must be between 1 and 64, got 65");
+  config.osd.thickness = 2;
+  config.stages = {StageKind::kOsd};
+  EXPECT_THAT(check_config(config, name).status().message(), HasSubstr("<stages.0>: the first stage"));
+  config.stages = {StageKind::kDetect, StageKind::kOsd};
+  config.sinks.video = VideoSinkConfig{.output_dir = "out", .mosaic = MosaicConfig{.width = 17}};
+  EXPECT_EQ(check_config(config, name).status().message(),
+            "<sinks.video.mosaic.width>: must be even (4:2:0 frames), got 17");
+  config.sinks.video->mosaic->width = 1280;
+  const Result<PipelineConfig> checked = check_config(config, name);
+  ASSERT_TRUE(checked.is_ok()) << checked.status().to_string();
+  EXPECT_EQ(*checked, config);
+}
+
+TEST(PipelineConfigOverrides, SetReachesTheNewKeys) {
+  PipelineConfig config = parse_ok(detection_with("  - {name: second, path: s.onnx}\n"));
+  const auto set = [&config](std::string_view assignment) {
+    const Status status = apply_override(config, assignment);
+    EXPECT_TRUE(status.is_ok()) << status.to_string();
+  };
+  set("detect.confidence=0.5");
+  EXPECT_EQ(config.detect.confidence, 0.5f);
+  set("detect.class_confidence={3: 0.7}");
+  EXPECT_EQ(config.detect.class_confidence, (std::vector<ClassThreshold>{{3, 0.7f}}));
+  set("models.1.parser=yolo");
+  EXPECT_EQ(config.models[1].parser, post::DetectParser::kYolo);
+  set("detect.model=second");
+  EXPECT_EQ(find_model(config, config.detect.model), &config.models[1]);
+  set("models.1.path=x.onnx");
+  EXPECT_EQ(config.models[1].path, "x.onnx");
+  set("models.2={name: third, path: t.onnx, batch_size: 8}");
+  ASSERT_EQ(config.models.size(), 3u);
+  EXPECT_EQ(config.models[2].batch_size, 8);
+  set("osd.enabled=true");
+  EXPECT_TRUE(config.osd.enabled);
+  set("osd.blur_classes=[1, 2]");
+  EXPECT_EQ(config.osd.blur_classes, (std::vector<int>{1, 2}));
+  set("stages=[detect]");
+  EXPECT_EQ(config.stages, std::vector<StageKind>{StageKind::kDetect});
+  set("sinks.video.output_dir=out");
+  set("sinks.video.mosaic.columns=3");
+  ASSERT_TRUE(config.sinks.video->mosaic.has_value());
+  EXPECT_EQ(*config.sinks.video->mosaic, (MosaicConfig{.columns = 3}));
+  set("flow=segmentation");
+  EXPECT_EQ(config.flow, FlowKind::kSegmentation);
+}
+
+// Scripts set `model.X`, the lone model's keys: they reach the first model.
+TEST(PipelineConfigOverrides, ModelKeysAreTheFirstModels) {
+  PipelineConfig config = parse_ok(kMinimal);
+  ASSERT_TRUE(apply_override(config, "model.path=n.onnx").is_ok());
+  EXPECT_EQ(config.models[0].path, "n.onnx");
+  ASSERT_TRUE(apply_override(config, "model.parser=detectnet").is_ok());
+  EXPECT_EQ(config.models[0].parser, post::DetectParser::kDetectNet);
+  PipelineConfig listed = parse_ok(detection_with("  - {name: second, path: s.onnx}\n"));
+  ASSERT_TRUE(apply_override(listed, "model.precision=fp32").is_ok());
+  EXPECT_EQ(listed.models[0].precision, runtime::Precision::kFloat32);
+  EXPECT_EQ(listed.models[1].precision, runtime::Precision::kFloat16);
+  // Not a prefix match: `models` and `modelx` are their own keys.
+  EXPECT_THAT(apply_override(config, "modelx.path=a").message(), HasSubstr("unknown key 'modelx'"));
+}
+
+TEST(PipelineConfigOverrides, InvalidNewOverridesNameTheKeyAndChangeNothing) {
+  const PipelineConfig original = parse_ok(kDetection);
+  PipelineConfig config = original;
+  const auto error = [&config](std::string_view assignment) {
+    const Status status = apply_override(config, assignment);
+    EXPECT_FALSE(status.is_ok()) << assignment;
+    return status.message();
+  };
+  EXPECT_EQ(error("detect.confidence=2"),
+            "--set detect.confidence=2: detect.confidence: must be between 0 and 1, got 2");
+  EXPECT_EQ(
+      error("stages=[osd]"),
+      "--set stages=[osd]: stages.0: the first stage runs the primary model: segment or detect, got osd");
+  EXPECT_THAT(error("models.1.path=x.onnx"), HasSubstr("missing required key 'models.1.name'"));
+  EXPECT_THAT(error("model.parser="), HasSubstr("models.0.parser: the detect stage runs this model"));
+  EXPECT_THAT(error("models.1={name: det, path: x.onnx}"),
+              HasSubstr("models.1.name: 'det' is already the name of models.0"));
   EXPECT_EQ(config, original);
 }
 
