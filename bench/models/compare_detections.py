@@ -18,15 +18,18 @@ Per model (SSD300-VGG16, SSDLite320-MobileNetV3), on the GPU machine:
      decoding is bit-exact, so these are the planes NVDEC hands fovea), turned into the network
      input as fovea's preprocess does (fovea_input), and run through torchvision: the same
      backbone + head at the same precision, then SSD.postprocess_detections and
-     transform.postprocess, torchvision's own code (reference_detections);
+     transform.postprocess, torchvision's own code (reference_detections; at fp32 it is checked
+     to equal SSD.forward on the first batch: forward_max_diff);
   6. parity: the share of torchvision's detections that fovea reports too, with the same class,
      IoU >= 0.99 and |score difference| <= 1e-3 (target >= 99% at fp32); mAP@0.5:0.95 of both
      against the ground truth (target: fovea within 0.5 points of torchvision, fp32 and fp16).
 
 fp16 compares with torchvision at fp16 (PyTorch's half-precision backbone + head, the postprocess
 in float32 as fovea's): two float16 networks differ by more than 1e-3 in score, so its parity is
-reported but only its mAP is held to the target. Prints a JSON summary (also DIR/summary.json);
-exits 1 when a target is missed or a run fails.
+reported but only its mAP is held to the target. The SSDs' postprocess keeps the best
+topk_candidates per class before NMS (SSD300 400, SSDLite 300); fovea keeps 400 (detect_post's
+ssd default) and its CLI sets no other, so SSDLite's lowest-scored tail may differ. Prints a JSON
+summary (also DIR/summary.json); exits 1 when a target is missed or a run fails.
 """
 
 import argparse
