@@ -11,7 +11,7 @@ namespace fovea::image {
 
 namespace {
 
-// 16 jobs of ~216 bytes (8 frames) keep the launch parameters under the classic 4 KiB limit.
+// 16 jobs of 224 bytes (8 frames) keep the launch parameters under the classic 4 KiB limit.
 constexpr int kJobsPerLaunch = 16;
 // 32 x 8 threads: a warp covers 32 consecutive samples of a row (coalesced stores).
 constexpr int kBlockX = 32;
