@@ -245,7 +245,7 @@ TEST_F(CliPipeline, BadFlagValuesExitTwoNamingTheFlag) {
       {{"segment", clip_path, "--model", model_path, "--decoder", "gpu"}, "--decoder gpu"},
       {{"demo", "-o", out, "--frames", "-5"}, "--frames: must be at least 1, got -5"},
       {{"run", config.string(), "--set", "task.classes=[5]"}, "task.classes: class 5 is not among"},
-      {{"run", config.string(), "--set", "model.path=" + (dir() / "nope.onnx").string()}, "model.path"},
+      {{"run", config.string(), "--set", "model.path=" + (dir() / "nope.onnx").string()}, "models.0.path"},
       {{"model", "info", model_path, "--shape", "image=1x3x8x8"}, "--shape"},
       {{"model", "run", model_path, "--input", "input=" + (dir() / "nope.npy").string()}, "--input"},
       {{"model", "bench", model_path, "--batch", "4,0"}, "--batch: must be at least 1, got 0"},

@@ -55,10 +55,10 @@ class FlowFixture : public ::testing::Test {
     config.mux.batch_size = kBatch;
     config.mux.width = kWidth;
     config.mux.height = kHeight;
-    config.model.path = model();
-    config.model.mean = runtime::kDemoModelMean;
-    config.model.std = runtime::kDemoModelStd;
-    config.model.precision = runtime::Precision::kFloat16;
+    config.models = {{.path = model(),
+                      .precision = runtime::Precision::kFloat16,
+                      .mean = runtime::kDemoModelMean,
+                      .std = runtime::kDemoModelStd}};
     config.task.classes = {runtime::kDemoSubjectClass};
     config.task.blur_kernel = kBlur;
     config.task.refine_mask = false;
