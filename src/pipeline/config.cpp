@@ -641,7 +641,10 @@ std::string default_text(const T& value) {
   if constexpr (requires { value.has_value(); }) {
     return value ? default_text(*value) : "absent";
   } else if constexpr (std::is_same_v<T, std::vector<ClassThreshold>>) {
-    return value.empty() ? "`{}`" : "`...`";
+    std::vector<std::string> entries;
+    for (const ClassThreshold& entry : value)
+      entries.push_back(fmt::format("{}: {}", entry.class_id, entry.threshold));
+    return fmt::format("`{{{}}}`", fmt::join(entries, ", "));
   } else if constexpr (std::is_same_v<T, std::vector<int>> || std::is_same_v<T, std::array<float, 3>>) {
     return fmt::format("`[{}]`", fmt::join(value, ", "));
   } else if constexpr (std::is_same_v<T, bool>) {
