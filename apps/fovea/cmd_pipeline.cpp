@@ -24,93 +24,15 @@
 #include "commands.h"
 #include "core/gpu.h"
 #include "core/log.h"
+#include "flow_command.h"
 #include "io/synthetic_clip.h"
 #include "pipeline/config.h"
-#include "pipeline/segmentation_flow.h"
+#include "pipeline/flow.h"
 #include "runtime/demo_model.h"
 #include "trace/report_io.h"
 
 namespace fovea::app {
 namespace {
-
-struct CommonArgs {
-  std::string device = "auto";
-  bool no_progress = false;
-  std::string report;
-  std::string trace;
-};
-
-void add_common_options(CLI::App* command, CommonArgs* args) {
-  command
-      ->add_option("--device", args->device,
-                   "Where the flow runs: auto (the GPU when there is one), cuda, cpu")
-      ->check(CLI::IsMember({"auto", "cuda", "cpu"}))
-      ->capture_default_str();
-  command->add_flag("--no-progress", args->no_progress, "No live progress line");
-  command->add_option("--report", args->report, "Write the run's statistics to this JSON file");
-  command->add_option("--trace", args->trace,
-                      "Trace the run into this folder (trace.json, report.json; fovea report)");
-}
-
-pipeline::FlowOptions flow_options(const CommonArgs& args) {
-  pipeline::FlowOptions options;
-  options.device = args.device == "cuda"  ? pipeline::DeviceChoice::kGpu
-                   : args.device == "cpu" ? pipeline::DeviceChoice::kCpu
-                                          : pipeline::DeviceChoice::kAuto;
-  options.interrupt = &interrupt_flag();
-  options.trace_dir = args.trace;
-  return options;
-}
-
-void apply_common(const CommonArgs& args, pipeline::PipelineConfig& config) {
-  if (args.no_progress) config.stats.progress = false;
-  if (!args.report.empty()) config.stats.report = args.report;
-}
-
-void print_outputs(const pipeline::FlowResult& result) {
-  for (const pipeline::SinkReport& output : result.outputs) {
-    if (!output.error.empty()) {
-      std::printf("  %s: output failed: %s\n", output.source.c_str(), output.error.c_str());
-    } else if (!output.path.empty()) {
-      std::printf("  %s: %lld frames -> %s (%s)\n", output.source.c_str(),
-                  static_cast<long long>(output.frames), output.path.c_str(), output.encoder.c_str());
-    }
-  }
-}
-
-// How a command names what the flow refused: the flow names configuration keys; segment's user
-// typed flags.
-using ErrorNamer = Status (*)(const Status&);
-
-Status keys_as_written(const Status& status) {
-  return status;
-}
-
-int run_flow(const pipeline::PipelineConfig& config, const CommonArgs& args,
-             ErrorNamer name_error = keys_as_written) {
-  Result<pipeline::FlowResult> result = pipeline::run_segmentation_flow(config, flow_options(args));
-  if (!result.is_ok()) {
-    log_error("{}", name_error(result.status()).to_string());
-    switch (result.status().code()) {
-      case StatusCode::kCancelled: return kExitInterrupted;  // before anything was written
-      case StatusCode::kInvalidArgument:
-        return kExitUsage;  // what was asked cannot run (an output that is an input, ...)
-      default: return kExitFailure;
-    }
-  }
-  std::printf("\nsegmentation on %s\n\n%s\n", result->device.c_str(),
-              pipeline::format_table(result->stats).c_str());
-  print_outputs(*result);
-  if (!result->report_status.is_ok()) {
-    log_error("{}", result->report_status.to_string());
-    return kExitFailure;  // a requested output is missing
-  }
-  if (config.stats.report) std::printf("  report: %s\n", config.stats.report->c_str());
-  // 130 promises that every output was finalized.
-  if (result->interrupted) return result->failed_outputs > 0 ? kExitPartial : kExitInterrupted;
-  if (result->stats.total_frames() == 0 && result->partial()) return kExitFailure;
-  return result->partial() ? kExitPartial : kExitOk;
-}
 
 // --- fovea run ---------------------------------------------------------------------------------
 
@@ -134,11 +56,13 @@ int run_config(const RunArgs& args) {
   }
   apply_common(args.common, *config);
   // As segment's --model: a model that is not there is a mistake in what was asked.
-  if (!std::filesystem::is_regular_file(config->model.path)) {
-    log_error("{}: model.path '{}': no such file", args.config, config->model.path);
-    return kExitUsage;
+  for (std::size_t i = 0; i < config->models.size(); ++i) {
+    if (!std::filesystem::is_regular_file(config->models[i].path)) {
+      log_error("{}: models.{}.path '{}': no such file", args.config, i, config->models[i].path);
+      return kExitUsage;
+    }
   }
-  return run_flow(*config, args.common);
+  return run_flow_command(*config, args.common);
 }
 
 // --- fovea segment -----------------------------------------------------------------------------
@@ -165,24 +89,6 @@ struct SegmentArgs {
   CommonArgs common;
 };
 
-// "960x544" -> {width, height}: WIDTHxHEIGHT, as FFmpeg's -s and every size fovea prints. The
-// configuration's checks judge the numbers.
-Result<std::pair<int, int>> parse_size(const std::string& text, std::string_view flag) {
-  const auto number = [](std::string_view part, int& out) {
-    const auto [end, error] = std::from_chars(part.data(), part.data() + part.size(), out);
-    return !part.empty() && error == std::errc() && end == part.data() + part.size();
-  };
-  const std::size_t x = text.find('x');
-  int width = 0;
-  int height = 0;
-  if (x == std::string::npos || !number(std::string_view(text).substr(0, x), width) ||
-      !number(std::string_view(text).substr(x + 1), height)) {
-    return make_error(StatusCode::kInvalidArgument, std::string(flag), " ", text,
-                      ": expected WIDTHxHEIGHT, e.g. 960x544");
-  }
-  return std::pair{width, height};
-}
-
 // The entry of `list` that a key such as "task.classes.1" points at (the index after `prefix`).
 template <typename T>
 std::optional<T> indexed(const std::vector<T>& list, std::string_view key, std::string_view prefix) {
@@ -207,8 +113,8 @@ std::string flag_of_key(const SegmentArgs& args, const pipeline::PipelineConfig&
   }
   if (key == "mux.batch_size") return fmt::format("--batch {}", config.mux.batch_size);
   if (key == "mux.width" || key == "mux.height") return "--frame-size " + args.frame_size;
-  if (key == "model.input_width" || key == "model.input_height") return "--size " + args.size;
-  if (key == "model.path") return "--model '" + args.model + "'";
+  if (key == "models.0.input_width" || key == "models.0.input_height") return "--size " + args.size;
+  if (key == "models.0.path") return "--model '" + args.model + "'";
   if (key == "task.blur_kernel") return fmt::format("--blur {}", config.task.blur_kernel);
   if (key == "sinks.video.output_dir") return "-o '" + args.output_dir + "'";
   if (key == "sinks.metadata.path") return "--metadata '" + args.metadata + "'";
@@ -248,19 +154,17 @@ Result<pipeline::PipelineConfig> segment_config(const SegmentArgs& args) {
                            parse_size(args.frame_size, "--frame-size"));
   }
   if (args.batch) config.mux.batch_size = *args.batch;
-  config.model.path = args.model;
+  pipeline::ModelConfig& model = config.models.emplace_back(pipeline::ModelConfig{.path = args.model});
   if (!args.size.empty()) {
-    FOVEA_ASSIGN_OR_RETURN(std::tie(config.model.input_width, config.model.input_height),
-                           parse_size(args.size, "--size"));
+    FOVEA_ASSIGN_OR_RETURN(std::tie(model.input_width, model.input_height), parse_size(args.size, "--size"));
   }
   if (args.precision) {
-    config.model.precision =
-        *args.precision == "fp16" ? runtime::Precision::kFloat16 : runtime::Precision::kFloat32;
+    model.precision = *args.precision == "fp16" ? runtime::Precision::kFloat16 : runtime::Precision::kFloat32;
   }
   if (args.normalize) {
     const bool imagenet = *args.normalize == "imagenet";
-    config.model.mean = imagenet ? pipeline::kImagenetMean : std::array<float, 3>{0.0f, 0.0f, 0.0f};
-    config.model.std = imagenet ? pipeline::kImagenetStd : std::array<float, 3>{1.0f, 1.0f, 1.0f};
+    model.mean = imagenet ? pipeline::kImagenetMean : std::array<float, 3>{0.0f, 0.0f, 0.0f};
+    model.std = imagenet ? pipeline::kImagenetStd : std::array<float, 3>{1.0f, 1.0f, 1.0f};
   }
   config.task.classes = args.classes;
   if (args.blur) config.task.blur_kernel = *args.blur;
@@ -272,7 +176,7 @@ Result<pipeline::PipelineConfig> segment_config(const SegmentArgs& args) {
     config.sinks.null = true;
   }
   if (!args.metadata.empty()) config.sinks.metadata = pipeline::MetadataSinkConfig{.path = args.metadata};
-  if (!args.engine_cache.empty()) config.model.engine_cache = args.engine_cache;
+  if (!args.engine_cache.empty()) model.engine_cache = args.engine_cache;
   apply_common(args.common, config);
   // The file's checks, their errors naming the flags.
   return pipeline::check_config(config, [&](std::string_view key) { return flag_of_key(args, config, key); });
@@ -287,7 +191,7 @@ int run_segment(const SegmentArgs& args) {
   if (args.output_dir.empty()) {
     log_info("no -o: the blurred video is discarded (a null sink, for benchmarks); -o DIR keeps it");
   }
-  return run_flow(*config, args.common, flow_error_with_flags);
+  return run_flow_command(*config, args.common, flow_error_with_flags);
 }
 
 // --- fovea demo --------------------------------------------------------------------------------
@@ -329,11 +233,11 @@ int run_demo(const DemoArgs& args) {
   }
   pipeline::PipelineConfig config;
   config.sources.push_back({.uri = clip});
-  config.model.path = model;
-  config.model.mean = runtime::kDemoModelMean;
-  config.model.std = runtime::kDemoModelStd;
-  config.model.input_width = 960;  // half size each way: the subjects stay tens of pixels wide
-  config.model.input_height = 540;
+  pipeline::ModelConfig& segmenter = config.models.emplace_back(pipeline::ModelConfig{.path = model});
+  segmenter.mean = runtime::kDemoModelMean;
+  segmenter.std = runtime::kDemoModelStd;
+  segmenter.input_width = 960;  // half size each way: the subjects stay tens of pixels wide
+  segmenter.input_height = 540;
   config.task.classes = {runtime::kDemoSubjectClass};
   config.task.refine_mask = !cpu;
   config.sinks.video =
@@ -346,7 +250,7 @@ int run_demo(const DemoArgs& args) {
   if (common.trace.empty()) common.trace = dir.string();
   std::printf("  3. background blur: decode -> segment -> blur 31x31 -> encode\n");
   std::fflush(stdout);
-  const int code = run_flow(config, common);
+  const int code = run_flow_command(config, common);
   if (code == kExitOk) {
     std::printf("\nOpen %s: the colored shapes stay sharp, the textured background is blurred.\n",
                 (dir / "output" / "demo_clip.mp4").string().c_str());
@@ -407,12 +311,12 @@ void add_pipeline_commands(CLI::App& app, Action* action) {
   segment
       ->add_option("--precision", seg->precision,
                    fmt::format("fp16 or fp32 (GPU; the CPU runs fp32) (default {})",
-                               runtime::precision_name(defaults.model.precision)))
+                               runtime::precision_name(pipeline::ModelConfig{}.precision)))
       ->check(CLI::IsMember({"fp16", "fp32"}));
   segment
       ->add_option("--normalize", seg->normalize,
                    fmt::format("imagenet (torchvision models) or none (pixels / 255) (default {})",
-                               defaults.model.mean == pipeline::kImagenetMean ? "imagenet" : "none"))
+                               pipeline::ModelConfig{}.mean == pipeline::kImagenetMean ? "imagenet" : "none"))
       ->check(CLI::IsMember({"imagenet", "none"}));
   segment->add_option("--decoder", seg->decoder,
                       fmt::format("auto, nvdec or cpu (default {})",
@@ -443,7 +347,12 @@ void add_pipeline_commands(CLI::App& app, Action* action) {
   demo->add_option("--frames", demo_args->frames, "Frames in the clip (default 90 on the GPU, 24 on the CPU)")
       ->check(at_least(1));
   add_common_options(demo, &demo_args->common);
-  demo->callback([action, demo_args] { *action = [demo_args] { return run_demo(*demo_args); }; });
+  add_detect_demo(demo, action);
+  // CLI11 runs the parent's callback after a subcommand's: `demo detect` keeps its own action.
+  demo->callback([action, demo_args, demo] {
+    if (demo->got_subcommand("detect")) return;
+    *action = [demo_args] { return run_demo(*demo_args); };
+  });
 }
 
 }  // namespace fovea::app

@@ -23,7 +23,7 @@
 #include "commands.h"
 #include "core/log.h"
 #include "pipeline/config.h"
-#include "pipeline/segmentation_flow.h"
+#include "pipeline/flow.h"
 #include "report_output.h"
 #include "trace/compare.h"
 #include "trace/report_io.h"
@@ -264,7 +264,7 @@ void execute(SweepRun& run, const SweepArgs& args,
                                       .interrupt = &interrupt_flag(),
                                       .progress = nullptr,
                                       .trace_dir = run_dir.string()};
-  Result<pipeline::FlowResult> result = pipeline::run_segmentation_flow(run.config, options);
+  Result<pipeline::FlowResult> result = pipeline::run_flow(run.config, options);
   if (!result.is_ok()) {
     run.outcome = result.status().code() == StatusCode::kCancelled ? Outcome::kInterrupted : Outcome::kFailed;
     run.error = result.status().to_string();

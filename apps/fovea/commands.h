@@ -25,6 +25,9 @@ void add_model_command(CLI::App& app, Action* action);
 void add_report_command(CLI::App& app, Action* action);
 void add_sweep_command(CLI::App& app, Action* action);
 void add_pipeline_commands(CLI::App& app, Action* action);  // run, segment, demo
+void add_detect_command(CLI::App& app, Action* action);
+// `fovea demo detect`, under the demo command (cmd_pipeline.cpp).
+void add_detect_demo(CLI::App* demo, Action* action);
 
 // Checks shared by the subcommands' options (cmd_pipeline.cpp), so that a bad value is refused
 // before any work, with exit 2 and the option named.

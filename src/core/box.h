@@ -67,6 +67,7 @@ struct Box {
   float y1 = 0.0f;
   float x2 = 0.0f;
   float y2 = 0.0f;
+  bool operator==(const Box&) const = default;
 };
 
 // Boxes given with x1 > x2 or y1 > y2 get their corners swapped (a decoder with a negative width

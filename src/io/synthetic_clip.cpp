@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <memory>
+#include <optional>
 
 #include "core/check.h"
 #include "core/hash.h"
@@ -292,6 +293,43 @@ Status write_synthetic_clip(const std::string& path, const SyntheticClipOptions&
     FOVEA_TRY(encoder->encode(frame));
   }
   return encoder->finish();
+}
+
+SyntheticMatch& SyntheticMatch::operator+=(const SyntheticMatch& other) {
+  objects += other.objects;
+  matched += other.matched;
+  false_positives += other.false_positives;
+  worst_corner_error = std::max(worst_corner_error, other.worst_corner_error);
+  return *this;
+}
+
+SyntheticMatch match_ground_truth(int frame_index, int width, int height,
+                                  std::span<const SyntheticObject> detections, double tolerance) {
+  const auto corner_error = [](const Box& a, const Box& b) {
+    return std::max({std::abs(static_cast<double>(a.x1) - b.x1), std::abs(static_cast<double>(a.y1) - b.y1),
+                     std::abs(static_cast<double>(a.x2) - b.x2), std::abs(static_cast<double>(a.y2) - b.y2)});
+  };
+  const std::vector<SyntheticObject> truth = ground_truth_boxes(frame_index, width, height);
+  std::vector<bool> used(detections.size(), false);
+  SyntheticMatch match{.objects = static_cast<std::int64_t>(truth.size())};
+  for (const SyntheticObject& object : truth) {
+    std::optional<std::size_t> best;
+    double best_error = tolerance;
+    for (std::size_t d = 0; d < detections.size(); ++d) {
+      if (used[d] || detections[d].class_id != object.class_id) continue;
+      const double error = corner_error(detections[d].box, object.box);
+      if (error <= best_error) {
+        best = d;
+        best_error = error;
+      }
+    }
+    if (!best) continue;
+    used[*best] = true;
+    ++match.matched;
+    match.worst_corner_error = std::max(match.worst_corner_error, best_error);
+  }
+  match.false_positives = static_cast<std::int64_t>(std::count(used.begin(), used.end(), false));
+  return match;
 }
 
 }  // namespace fovea::io

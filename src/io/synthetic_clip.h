@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,19 @@ struct SyntheticObject {
 // partly or wholly hidden; a wholly hidden one is absent), in class order; width and height are
 // positive (FOVEA_CHECK).
 std::vector<SyntheticObject> ground_truth_boxes(int frame_index, int width, int height);
+
+// Detections of one frame scored against its ground truth: an object is matched by a detection
+// of its class whose box corners all lie within `tolerance` pixels of its own (each detection
+// matches one object at most); unmatched detections are false positives.
+struct SyntheticMatch {
+  std::int64_t objects = 0;
+  std::int64_t matched = 0;
+  std::int64_t false_positives = 0;
+  double worst_corner_error = 0.0;  // over the matched objects, pixels
+  SyntheticMatch& operator+=(const SyntheticMatch& other);
+};
+SyntheticMatch match_ground_truth(int frame_index, int width, int height,
+                                  std::span<const SyntheticObject> detections, double tolerance = 8.0);
 
 // Encodes the clip to `path` (H.264 through libx264; the container from the extension, .mp4 for
 // the demo). Errors name the path or the option.

@@ -56,7 +56,7 @@ class BufferPlan {
 // GPU events of one slot: the batch's ready event (the end of the last GPU work queued on it) and,
 // per GPU stage, a start/end pair from which the stage's latency is read once the batch is done.
 struct SlotEvents {
-  std::shared_ptr<void> ready;  // cudaEvent_t, owned; null on the CPU path
+  std::shared_ptr<void> ready;                     // cudaEvent_t, owned; null on the CPU path
   std::vector<std::shared_ptr<void>> stage_start;  // cudaEvent_t with timing, one per GPU stage
   std::vector<std::shared_ptr<void>> stage_end;
   std::vector<bool> stage_used;  // whether the pair was recorded for the batch in the slot now

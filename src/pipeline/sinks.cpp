@@ -6,10 +6,9 @@
 #include <system_error>
 #include <thread>
 
-#include <nlohmann/json.hpp>
-
 #include "core/log.h"
 #include "io/encoder.h"
+#include "pipeline/frame_record.h"
 #include "pipeline/queue.h"
 #include "trace/tracer.h"
 
@@ -22,18 +21,18 @@ namespace {
 constexpr std::size_t kEncoderQueueFrames = 8;
 
 struct EncodeJob {
-  std::shared_ptr<const SegmentBatch> batch;
-  std::size_t frame = 0;
+  std::shared_ptr<const FrameBatch> batch;
+  Picture picture;
 };
 
 }  // namespace
 
-std::filesystem::path video_output_path(const VideoSinkConfig& config, const std::string& source_name) {
-  return std::filesystem::path(config.output_dir) / (source_name + ".mp4");
+std::filesystem::path video_output_path(const VideoSinkConfig& config, const std::string& stream_name) {
+  return std::filesystem::path(config.output_dir) / (stream_name + ".mp4");
 }
 
 struct VideoSink::Output {
-  std::string source;
+  std::string stream;
   std::string path;
   io::EncoderOptions options;
   Rational frame_rate;
@@ -58,24 +57,36 @@ struct VideoSink::Output {
     }
   }
 
+  // The picture's timing: its frame's, or (the mosaic) the stream's own count at its frame rate.
+  Frame timed_picture(const EncodeJob& job) const {
+    Frame frame;
+    frame.image = job.picture.image;
+    if (job.picture.frame) {
+      const BatchFrame& source_frame = job.batch->frames[*job.picture.frame];
+      frame.pts = source_frame.payload.frame.pts;
+      frame.has_pts = source_frame.payload.frame.has_pts;
+      frame.time_base = source_frame.payload.time_base;
+      frame.index = source_frame.index;
+    } else {
+      frame.pts = frames;
+      frame.has_pts = true;
+      frame.time_base = Rational{frame_rate.den, frame_rate.num};
+      frame.index = frames;
+    }
+    return frame;
+  }
+
   Status encode(const EncodeJob& job) {
-    const MuxFrame<SourceFrame>& source_frame = job.batch->frames[job.frame];
     FOVEA_TRACE_RANGE("encode", static_cast<std::int64_t>(job.batch->number));
-    const Frame& decoded = source_frame.payload.frame;
+    const Frame frame = timed_picture(job);
     if (encoder == nullptr) {
-      options.time_base = source_frame.payload.time_base;
+      options.time_base = frame.time_base;
       options.frame_rate = frame_rate;
       FOVEA_ASSIGN_OR_RETURN(std::unique_ptr<io::Encoder> opened, io::Encoder::open(path, options));
       std::lock_guard lock(mutex);
       encoder = std::move(opened);
       encoder_name = encoder->encoder_name();
     }
-    Frame frame;
-    frame.image = job.batch->buffers->yuv_host[job.frame];
-    frame.pts = decoded.pts;
-    frame.has_pts = decoded.has_pts;
-    frame.time_base = source_frame.payload.time_base;
-    frame.index = source_frame.index;
     FOVEA_TRY(encoder->encode(frame));
     std::lock_guard lock(mutex);
     ++frames;
@@ -88,36 +99,40 @@ struct VideoSink::Output {
   }
 
   void fail(const Status& status) {
-    log_error("video sink {}: {}; the other outputs carry on", source, status.with_context(path).to_string());
+    log_error("video sink {}: {}; the other outputs carry on", stream, status.with_context(path).to_string());
     std::lock_guard lock(mutex);
     if (error.empty()) error = status.with_context(path).message();
   }
 };
 
-VideoSink::VideoSink(VideoSinkConfig config, std::vector<std::string> source_names, int frame_width,
-                     int frame_height, int encoder_threads, std::function<Rational(std::size_t)> frame_rate)
-    : config_(std::move(config)) {
-  for (std::size_t s = 0; s < source_names.size(); ++s) {
+VideoSink::VideoSink(VideoSinkConfig config, std::vector<std::string> stream_names, Streams streams,
+                     int width, int height, int encoder_threads, PicturePicker pick)
+    : config_(std::move(config)), streams_(streams), pick_(std::move(pick)) {
+  for (std::size_t s = 0; s < stream_names.size(); ++s) {
     auto output = std::make_unique<Output>();
-    output->source = source_names[s];
-    output->path = video_output_path(config_, source_names[s]).string();
+    output->stream = stream_names[s];
+    output->path = video_output_path(config_, stream_names[s]).string();
     output->options.codec = config_.codec;
-    output->options.width = frame_width;
-    output->options.height = frame_height;
+    output->options.width = width;
+    output->options.height = height;
     output->options.preset = config_.preset;
     output->options.threads = encoder_threads;
     output->options.qp = config_.qp.value_or(-1);
-    output->frame_rate = frame_rate(s);
-    if (output->frame_rate.num <= 0) output->frame_rate = Rational{30, 1};
     outputs_.push_back(std::move(output));
   }
 }
 
 VideoSink::~VideoSink() {
-  finish();
+  static_cast<void>(finish());
 }
 
-Status VideoSink::start() {
+Status VideoSink::start(std::span<const Rational> source_frame_rates) {
+  for (std::size_t s = 0; s < outputs_.size(); ++s) {
+    const std::size_t source = streams_ == Streams::kPerSource ? s : 0;
+    Rational rate = source < source_frame_rates.size() ? source_frame_rates[source] : Rational{};
+    if (rate.num <= 0 || rate.den <= 0) rate = Rational{30, 1};  // unknown: the common camera rate
+    outputs_[s]->frame_rate = rate;
+  }
   std::error_code error;
   std::filesystem::create_directories(config_.output_dir, error);
   if (error) {
@@ -131,26 +146,31 @@ Status VideoSink::start() {
   return Status::ok();
 }
 
-void VideoSink::write(const std::shared_ptr<const SegmentBatch>& batch) {
-  for (std::size_t i = 0; i < batch->frames.size(); ++i) {
-    Output& output = *outputs_.at(batch->frames[i].source);
+Status VideoSink::write(const std::shared_ptr<const FrameBatch>& batch) {
+  pictures_.clear();
+  pick_(*batch, pictures_);
+  for (const Picture& picture : pictures_) {
+    Output& output = *outputs_.at(picture.stream);
     // A closed queue (finish() already ran) drops the frame; that happens only while shutting down.
-    static_cast<void>(output.queue.push(EncodeJob{batch, i}));
+    static_cast<void>(output.queue.push(EncodeJob{batch, picture}));
   }
+  return Status::ok();
 }
 
-void VideoSink::finish() {
+Status VideoSink::finish() {
   for (auto& output : outputs_) output->queue.close();
   for (auto& output : outputs_) {
     if (output->thread.joinable()) output->thread.join();
   }
+  // A failed output is reported per file (reports()); the others are finalized all the same.
+  return Status::ok();
 }
 
 std::vector<SinkReport> VideoSink::reports() const {
   std::vector<SinkReport> reports;
   for (const auto& output : outputs_) {
     std::lock_guard lock(output->mutex);
-    reports.push_back({.source = output->source,
+    reports.push_back({.source = output->stream,
                        .path = output->frames > 0 ? output->path : std::string(),
                        .encoder = output->encoder_name,
                        .frames = output->frames,
@@ -160,12 +180,10 @@ std::vector<SinkReport> VideoSink::reports() const {
 }
 
 MetadataSink::MetadataSink(MetadataSinkConfig config, std::vector<std::string> source_names,
-                           std::vector<int> classes)
-    : config_(std::move(config)), source_names_(std::move(source_names)), in_set_(256, false) {
-  for (int c : classes) in_set_.at(static_cast<std::size_t>(c)) = true;
-}
+                           std::vector<std::string> labels)
+    : config_(std::move(config)), source_names_(std::move(source_names)), labels_(std::move(labels)) {}
 
-Status MetadataSink::start() {
+Status MetadataSink::start(std::span<const Rational>) {
   const std::filesystem::path path(config_.path);
   if (path.has_parent_path()) {
     std::error_code error;
@@ -180,23 +198,16 @@ Status MetadataSink::start() {
   return Status::ok();
 }
 
-Status MetadataSink::write(const SegmentBatch& batch) {
-  for (std::size_t i = 0; i < batch.frames.size(); ++i) {
-    const MuxFrame<SourceFrame>& frame = batch.frames[i];
-    const ImageView& map = batch.buffers->class_maps_host[i];
-    std::uint64_t selected = 0;
-    for (int y = 0; y < map.height; ++y) {
-      const std::uint8_t* row = map.row(0, y);
-      for (int x = 0; x < map.width; ++x) selected += in_set_[row[x]] ? 1u : 0u;
-    }
-    const double pixels = static_cast<double>(map.width) * map.height;
-    const nlohmann::json line = {
-        {"source", source_names_.at(frame.source)},
-        {"frame", frame.index},
-        {"pts_us", frame.payload.pts_us},
-        {"batch", batch.number},
-        {"target_fraction", pixels > 0 ? static_cast<double>(selected) / pixels : 0.0}};
-    file_ << line.dump() << '\n';
+Status MetadataSink::write(const std::shared_ptr<const FrameBatch>& batch) {
+  for (std::size_t i = 0; i < batch->size(); ++i) {
+    const BatchFrame& frame = batch->frames[i];
+    const FrameRecordContext context{.source = source_names_.at(frame.source),
+                                     .source_id = frame.source,
+                                     .frame = frame.index,
+                                     .pts_us = frame.pts_us,
+                                     .batch = batch->number,
+                                     .labels = labels_};
+    file_ << frame_record_json(context, batch->results[i]) << '\n';
   }
   if (!file_) {
     return make_error(StatusCode::kIoError, "sinks.metadata.path ", config_.path, ": write failed");

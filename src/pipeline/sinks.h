@@ -1,17 +1,17 @@
-// The segmentation flow's sinks, fed by the pipeline's last stage with batches whose outputs are
-// ready in host memory (SegmentationOps::wait_for_outputs):
+// The flows' sinks, fed by the sink stage with batches whose GPU work is done and whose results are
+// resolved (FrameBatch::resolve):
 //
-//   VideoSink     one video file per source (<output_dir>/<source name>.mp4). Each source has its
-//                 own encoder thread behind a bounded queue, so the CPU encoders (libx264 on a GPU
-//                 without NVENC) run in parallel across sources while the pipeline goes on; a full
-//                 queue blocks the sink stage (back-pressure up to the sources). A source whose
-//                 encoder fails is reported and skipped; the other files carry on. finish() drains
-//                 and finalizes every file, also after an error or Ctrl-C.
-//   MetadataSink  one JSON object per frame (JSON Lines): source, frame index, pts, batch and the
-//                 fraction of the frame's class map in the target classes.
+//   VideoSink     one video file per output stream: per source (<output_dir>/<source name>.mp4) or
+//                 one mosaic of every source (<output_dir>/mosaic.mp4). What it encodes is the
+//                 flow's choice (a PicturePicker: the composited frames, the frames with their OSD,
+//                 the mosaic). Each stream has its own encoder thread behind a bounded queue, so the
+//                 CPU encoders (libx264 on a GPU without NVENC) run in parallel while the pipeline
+//                 goes on; a full queue blocks the sink stage (back-pressure up to the sources). A
+//                 stream whose encoder fails is reported and skipped; the others carry on. finish()
+//                 drains and finalizes every file, also after an error or Ctrl-C.
+//   MetadataSink  one JSON object per frame (JSON Lines, docs/metadata.md, frame_record.h).
 // Both write under temporary names and rename each file into place once finalized
-// (core/output_file.h).
-// (The null sink, for benchmarks, is the absence of both.)
+// (core/output_file.h). The null sink, for benchmarks, is the absence of both.
 #pragma once
 
 #include <cstddef>
@@ -21,6 +21,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -28,56 +29,87 @@
 #include "core/output_file.h"
 #include "core/status.h"
 #include "pipeline/config.h"
-#include "pipeline/segmentation_ops.h"
+#include "pipeline/frame_batch.h"
 
 namespace fovea::pipeline {
 
-// Where the video sink writes a source's file: <output_dir>/<source name>.mp4.
-std::filesystem::path video_output_path(const VideoSinkConfig& config, const std::string& source_name);
+// Where the video sink writes a stream's file: <output_dir>/<name>.mp4.
+std::filesystem::path video_output_path(const VideoSinkConfig& config, const std::string& stream_name);
+// The stream name of the mosaic output.
+inline constexpr const char* kMosaicStreamName = "mosaic";
 
 struct SinkReport {
-  std::string source;
-  std::string path;  // the file written for this source; "" when it received no frame
+  std::string source;  // the stream: a source's name, or "mosaic"
+  std::string path;    // the file written; "" when it received no frame
   std::string encoder;
   std::int64_t frames = 0;
-  std::string error;  // why this source's output failed, when it did
+  std::string error;  // why this output failed, when it did
 };
 
-class VideoSink {
+class Sink {
  public:
-  // `frame_rate(source)` gives the nominal rate written to the container. `encoder_threads` is
-  // each encoder's thread count (0: the encoder's default).
-  VideoSink(VideoSinkConfig config, std::vector<std::string> source_names, int frame_width, int frame_height,
-            int encoder_threads, std::function<Rational(std::size_t)> frame_rate);
-  ~VideoSink();  // finish()
+  virtual ~Sink() = default;
+  // Creates the output (folder, file under a temporary name); an error names it. The sources are
+  // open by then: their nominal frame rates, in source order (0/0 where unknown).
+  virtual Status start(std::span<const Rational> source_frame_rates) = 0;
+  // Called from the sink stage, batch after batch.
+  virtual Status write(const std::shared_ptr<const FrameBatch>& batch) = 0;
+  // Drains and finalizes; idempotent.
+  virtual Status finish() = 0;
+  // Per output file, for the summary (video sinks).
+  virtual std::vector<SinkReport> reports() const { return {}; }
+};
+
+// One picture to encode: on output stream `stream`, with the timing of the batch's frame `frame`
+// (or, with no frame, the stream's own count at its frame rate: the mosaic). The image is host or
+// device memory the batch keeps alive (kYUV420P or kNV12).
+struct Picture {
+  std::size_t stream = 0;
+  std::optional<std::size_t> frame;
+  ImageView image;
+};
+using PicturePicker = std::function<void(const FrameBatch& batch, std::vector<Picture>& pictures)>;
+
+class VideoSink final : public Sink {
+ public:
+  // Per source, one stream each (stream s is source s); or one mosaic stream at the first source's
+  // rate. The rate is the nominal one written to the container.
+  enum class Streams { kPerSource, kMosaic };
+  // `encoder_threads` is each encoder's thread count (0: the encoder's default).
+  VideoSink(VideoSinkConfig config, std::vector<std::string> stream_names, Streams streams, int width,
+            int height, int encoder_threads, PicturePicker pick);
+  ~VideoSink() override;  // finish()
   VideoSink(const VideoSink&) = delete;
   VideoSink& operator=(const VideoSink&) = delete;
 
-  // Creates the output folder; an error names it.
-  Status start();
-  // Queues every frame of `batch` on its source's encoder; blocks while that encoder's queue is full.
-  void write(const std::shared_ptr<const SegmentBatch>& batch);
-  // Drains, flushes and closes every file. Idempotent.
-  void finish();
-  std::vector<SinkReport> reports() const;
+  Status start(std::span<const Rational> source_frame_rates) override;
+  // Queues the batch's pictures on their streams' encoders; blocks while an encoder's queue is full.
+  Status write(const std::shared_ptr<const FrameBatch>& batch) override;
+  Status finish() override;
+  std::vector<SinkReport> reports() const override;
 
  private:
-  struct Output;  // one source's encoder thread and state
+  struct Output;  // one stream's encoder thread and state
   VideoSinkConfig config_;
+  Streams streams_;
+  PicturePicker pick_;
+  std::vector<Picture> pictures_;  // reused batch after batch
   std::vector<std::unique_ptr<Output>> outputs_;
 };
 
-class MetadataSink {
+class MetadataSink final : public Sink {
  public:
-  MetadataSink(MetadataSinkConfig config, std::vector<std::string> source_names, std::vector<int> classes);
-  Status start();  // opens the file (under a temporary name); an error names it
-  Status write(const SegmentBatch& batch);
-  Status finish();  // flushes, closes and moves the file into place; an error names the file
+  // `labels`: the primary model's class names (empty: numbers only).
+  MetadataSink(MetadataSinkConfig config, std::vector<std::string> source_names,
+               std::vector<std::string> labels);
+  Status start(std::span<const Rational> source_frame_rates) override;
+  Status write(const std::shared_ptr<const FrameBatch>& batch) override;
+  Status finish() override;
 
  private:
   MetadataSinkConfig config_;
   std::vector<std::string> source_names_;
-  std::vector<bool> in_set_;  // per class value 0..255
+  std::vector<std::string> labels_;
   std::optional<PendingFile> pending_;
   std::ofstream file_;
 };

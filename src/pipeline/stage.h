@@ -14,7 +14,9 @@
 // A stage whose output was closed by downstream ends cleanly; the stage that failed holds the error.
 //
 // Latency: each stage records the time spent in its function per item (not the time blocked on
-// its queues), see LatencyRecorder for how the percentiles are kept.
+// its queues), see LatencyRecorder for how the percentiles are kept. A stage whose work runs on the
+// GPU is created with host timing off: its function only enqueues, and the flow records the GPU
+// time of its work instead (record_latency, from CUDA events).
 #pragma once
 
 #include <chrono>
@@ -46,9 +48,12 @@ class Stage {
   Status status() const;
   LatencySummary latency() const { return latency_.summary(); }
   StageStats stats() const { return {.name = name_, .latency = latency()}; }
+  // For stages timed elsewhere (on the GPU); thread-safe.
+  void record_latency(std::chrono::nanoseconds latency) { latency_.record(latency); }
 
  protected:
-  explicit Stage(std::string name) : name_(std::move(name)) {}
+  explicit Stage(std::string name, bool host_timed = true)
+      : name_(std::move(name)), host_timed_(host_timed) {}
   // Stage kinds join in their own destructors (their members are gone by the time this one runs).
   ~Stage();
 
@@ -60,7 +65,7 @@ class Stage {
   auto timed(Work&& work) {
     const auto start = std::chrono::steady_clock::now();
     auto result = std::forward<Work>(work)();
-    latency_.record(std::chrono::steady_clock::now() - start);
+    if (host_timed_) latency_.record(std::chrono::steady_clock::now() - start);
     return result;
   }
 
@@ -68,6 +73,7 @@ class Stage {
   void run(const std::function<Result<StepOutcome>()>& step, const std::function<void()>& close_queues);
 
   const std::string name_;
+  const bool host_timed_;
   LatencyRecorder latency_;
   mutable std::mutex status_mutex_;
   Status status_;
@@ -117,8 +123,9 @@ class TransformStage final : public Stage {
  public:
   using Process = std::function<Result<Out>(In&&)>;
 
-  TransformStage(std::string name, BoundedQueue<In>& input, BoundedQueue<Out>& output, Process process)
-      : Stage(std::move(name)), input_(input), output_(output), process_(std::move(process)) {}
+  TransformStage(std::string name, BoundedQueue<In>& input, BoundedQueue<Out>& output, Process process,
+                 bool host_timed = true)
+      : Stage(std::move(name), host_timed), input_(input), output_(output), process_(std::move(process)) {}
   ~TransformStage() { join(); }
 
   void start() {

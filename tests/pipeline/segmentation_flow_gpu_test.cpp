@@ -10,7 +10,7 @@
 #include "core/cuda_raii.h"
 #include "flow_test_util.h"
 #include "io/io_test_util.h"
-#include "pipeline/segmentation_flow.h"
+#include "pipeline/flow.h"
 
 namespace fovea::pipeline {
 namespace {
@@ -29,7 +29,7 @@ Result<std::vector<Frame>> run_and_decode(const PipelineConfig& config, DeviceCh
                                           const std::string& out) {
   PipelineConfig run = config;
   run.sinks.video->output_dir = out;
-  Result<FlowResult> result = run_segmentation_flow(run, {.device = device, .progress = nullptr});
+  Result<FlowResult> result = run_flow(run, {.device = device, .progress = nullptr});
   FOVEA_TRY(result.status());
   if (result->partial()) return make_error(StatusCode::kInternal, "a source failed");
   FOVEA_ASSIGN_OR_RETURN(fovea::testing::DecodeOutcome decoded,

@@ -19,7 +19,7 @@
 #include "image/blur.h"
 #include "io/io_test_util.h"
 #include "io/synthetic_clip.h"
-#include "pipeline/segmentation_flow.h"
+#include "pipeline/flow.h"
 
 namespace fovea::pipeline {
 namespace {
@@ -74,8 +74,7 @@ std::vector<bool> far_from(const std::vector<std::uint8_t>& mask, int width, int
 
 TEST_F(FlowFixture, TwoSourcesComeOutWholeWithTheirTimestampsAndTheBackgroundBlurred) {
   PipelineConfig config = base_config({clip_a(), clip_b()});
-  Result<FlowResult> result =
-      run_segmentation_flow(config, {.device = DeviceChoice::kCpu, .progress = nullptr});
+  Result<FlowResult> result = run_flow(config, {.device = DeviceChoice::kCpu, .progress = nullptr});
   ASSERT_TRUE(result.is_ok()) << result.status().to_string();
   EXPECT_FALSE(result->partial());
   EXPECT_FALSE(result->interrupted);
@@ -137,8 +136,7 @@ TEST_F(FlowFixture, AFailingSourceIsReportedAndTheOthersComeOutWhole) {
   const std::string garbage = (dir() / "garbage.mp4").string();
   std::ofstream(garbage) << std::string(4096, 'x');
   PipelineConfig config = base_config({missing, clip_a(), garbage});
-  Result<FlowResult> result =
-      run_segmentation_flow(config, {.device = DeviceChoice::kCpu, .progress = nullptr});
+  Result<FlowResult> result = run_flow(config, {.device = DeviceChoice::kCpu, .progress = nullptr});
   ASSERT_TRUE(result.is_ok()) << result.status().to_string();
   EXPECT_TRUE(result->partial());
   EXPECT_EQ(result->stats.failed_sources(), 2u);
@@ -164,7 +162,7 @@ TEST_F(FlowFixture, InterruptDrainsAndFinalizesTheOutputs) {
   options.on_progress = [&](const PipelineStats& stats) {
     if (stats.total_frames() >= static_cast<std::uint64_t>(2 * kFramesA)) interrupt = true;
   };
-  Result<FlowResult> result = run_segmentation_flow(config, options);
+  Result<FlowResult> result = run_flow(config, options);
   ASSERT_TRUE(result.is_ok()) << result.status().to_string();
   EXPECT_TRUE(result->interrupted);
   const std::uint64_t frames = result->stats.total_frames();
@@ -197,7 +195,7 @@ TEST_F(FlowFixture, ASlowSinkHoldsTheSourcesBack) {
     // Enough looks for a free-running source to have raced far ahead.
     if (++looks == 30) interrupt = true;
   };
-  Result<FlowResult> result = run_segmentation_flow(config, options);
+  Result<FlowResult> result = run_flow(config, options);
   ASSERT_TRUE(result.is_ok()) << result.status().to_string();
   // Six slots of kBatch frames, the mux's four-frame queue, and what the source holds between its
   // decoder and the mux: a packet's frames, up to a whole flush at the end of each loop (the
@@ -212,9 +210,8 @@ TEST_F(FlowFixture, ASlowSinkHoldsTheSourcesBack) {
 
 TEST_F(FlowFixture, AModelThatIsNotASegmentationModelIsRefusedByName) {
   PipelineConfig config = base_config({clip_a()});
-  config.model.path = (dir() / "nope.onnx").string();
-  Result<FlowResult> result =
-      run_segmentation_flow(config, {.device = DeviceChoice::kCpu, .progress = nullptr});
+  config.models[0].path = (dir() / "nope.onnx").string();
+  Result<FlowResult> result = run_flow(config, {.device = DeviceChoice::kCpu, .progress = nullptr});
   ASSERT_FALSE(result.is_ok());
   EXPECT_NE(result.status().message().find("nope.onnx"), std::string::npos) << result.status().to_string();
 }

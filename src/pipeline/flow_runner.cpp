@@ -1,4 +1,4 @@
-#include "pipeline/segmentation_flow.h"
+#include "pipeline/flow_runner.h"
 
 #include <unistd.h>
 
@@ -14,23 +14,26 @@
 
 #include "core/gpu.h"
 #include "core/log.h"
-#include "core/output_file.h"
 #include "pipeline/stage.h"
 #include "pipeline/stream_mux.h"
 #include "pipeline/video_source.h"
 #include "trace/session.h"
+#include "trace/tracer.h"
+
+#if defined(FOVEA_HAVE_CUDA)
+#include <cuda_runtime.h>
+
+#include "core/cuda_check.h"
+#include "core/cuda_raii.h"
+#endif
 
 namespace fovea::pipeline {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using SegmentQueue = BoundedQueue<SegmentBatch>;
+using BatchQueue = BoundedQueue<FrameBatch>;
 
-// Batches in flight: one in each of the four working stages and the sink, plus one ready in the
-// mux, so every stage has its next batch at hand when it finishes one. Each costs a slot's buffers
-// (about 20 MB per 1080p frame on the GPU), so more would buy memory, not overlap.
-constexpr int kSlots = 6;
 // Between two stages one batch waits at most: the slots already bound what is in flight, and a
 // short queue keeps a batch's latency close to its processing time.
 constexpr std::size_t kStageQueueCapacity = 2;
@@ -40,40 +43,72 @@ constexpr auto kProgressInterval = std::chrono::milliseconds(500);
 // Without a terminal the progress line is a log line, printed rarely.
 constexpr auto kProgressLogInterval = std::chrono::seconds(10);
 
-Result<bool> choose_gpu(DeviceChoice choice) {
-  const bool available = gpu_available();
-  if (choice == DeviceChoice::kGpu && !available) {
-    return make_error(StatusCode::kUnsupported, "--device cuda: ",
-#if defined(FOVEA_HAVE_CUDA)
-                      "no CUDA device is available"
-#else
-                      "this fovea was built without CUDA"
-#endif
-    );
-  }
-  return choice == DeviceChoice::kCpu ? false : available;
+// Batches in flight: one in each stage and the sink, plus one ready in the mux, so every stage has
+// its next batch at hand when it finishes one. Each costs a slot's buffers, so more would buy
+// memory, not overlap.
+int slot_count(const FlowPlan& plan) {
+  return static_cast<int>(plan.stages.size()) + 2;
 }
 
-// Encoders share the machine's cores: each gets its share, at least one.
-int encoder_threads(std::size_t sources) {
-  if (sources <= 1) return 0;  // the encoder's own default: every core
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  return std::max(1, static_cast<int>(cores / sources));
+bool needs_stream(const StageSpec& stage) {
+  return std::any_of(stage.ops.begin(), stage.ops.end(), [](const Op* op) { return !op->host_only(); });
 }
+
+bool reads_results(const StageSpec& stage) {
+  return std::any_of(stage.ops.begin(), stage.ops.end(), [](const Op* op) { return op->reads_results(); });
+}
+
+// One stage as it runs: its ops, and on the GPU its stream and its index among the timed stages.
+struct RunningStage {
+  const StageSpec* spec = nullptr;
+  bool gpu = false;
+  int timed_index = -1;  // into SlotEvents' pairs; -1: host work, timed on the host
+#if defined(FOVEA_HAVE_CUDA)
+  CudaStream stream;
+#endif
+
+  Status process(FrameBatch& batch) const {
+    if (reads_results(*spec)) FOVEA_TRY(batch.resolve());
+    if (!gpu) {
+      FOVEA_TRACE_RANGE(spec->name.c_str(), static_cast<std::int64_t>(batch.number));
+      for (Op* op : spec->ops) FOVEA_TRY(op->run_cpu(batch));
+      return Status::ok();
+    }
+    if (timed_index < 0) {
+      for (Op* op : spec->ops) FOVEA_TRY(op->run(batch, nullptr));
+      return Status::ok();
+    }
+#if defined(FOVEA_HAVE_CUDA)
+    cudaStream_t s = stream.get();
+    SlotEvents& events = batch.slot->events;
+    const auto index = static_cast<std::size_t>(timed_index);
+    FOVEA_CUDA_TRY(cudaStreamWaitEvent(s, static_cast<cudaEvent_t>(events.ready.get()), 0));
+    FOVEA_TRACE_RANGE(spec->name.c_str(), static_cast<std::int64_t>(batch.number), s);
+    FOVEA_CUDA_TRY(cudaEventRecord(static_cast<cudaEvent_t>(events.stage_start[index].get()), s));
+    for (Op* op : spec->ops) FOVEA_TRY(op->run(batch, s));
+    FOVEA_CUDA_TRY(cudaEventRecord(static_cast<cudaEvent_t>(events.stage_end[index].get()), s));
+    events.stage_used[index] = true;
+    FOVEA_CUDA_TRY(cudaEventRecord(static_cast<cudaEvent_t>(events.ready.get()), s));
+#endif
+    return Status::ok();
+  }
+};
 
 // The parts of a running flow, declared in the order they must be destroyed in reverse: stages
-// first (they hold batches), then the queues, sinks, sources, mux and the ops (the slots' memory).
+// first (they hold batches), then the queues, sources, mux and the slots (their memory).
 struct Flow {
-  std::unique_ptr<SegmentationOps> ops;
+  FlowPlan* plan = nullptr;
+  bool gpu = false;
+  std::vector<BufferPool> pools;
+  std::unique_ptr<SlotPool<SlotBuffers>> slots;
   std::unique_ptr<StreamMux<SourceFrame>> mux;
   std::unique_ptr<VideoSources> sources;
-  std::unique_ptr<VideoSink> video;
-  std::unique_ptr<MetadataSink> metadata;
-  std::vector<std::unique_ptr<SegmentQueue>> queues;
+  std::vector<std::unique_ptr<RunningStage>> running;
+  std::vector<std::unique_ptr<BatchQueue>> queues;
   std::vector<std::string> queue_names;
-  std::unique_ptr<SourceStage<SegmentBatch>> mux_stage;
-  std::vector<std::unique_ptr<TransformStage<SegmentBatch, SegmentBatch>>> work_stages;
-  std::unique_ptr<SinkStage<SegmentBatch>> sink_stage;
+  std::unique_ptr<SourceStage<FrameBatch>> mux_stage;
+  std::vector<std::unique_ptr<TransformStage<FrameBatch, FrameBatch>>> work_stages;
+  std::unique_ptr<SinkStage<FrameBatch>> sink_stage;
   // Set before any stage starts; the first output's time after it (-1 until then) and frames,
   // written by the sink's thread and read by the monitor's.
   Clock::time_point start;
@@ -98,16 +133,16 @@ struct Flow {
   // empty-handed, since the slots held downstream may never come back.
   void abort() {
     mux->request_stop();
-    ops->slots().close();
+    slots->close();
   }
 };
 
 // The slot first, then the frames: while every slot is in use the frames wait in the mux's
 // bounded per-source queues, where the sources' back-pressure starts, not in the mux stage's hands.
-Result<std::optional<SegmentBatch>> next_batch(Flow& flow) {
-  std::optional<SlotPool<BatchBuffers>::Handle> slot = flow.ops->slots().acquire();
+Result<std::optional<FrameBatch>> next_batch(Flow& flow) {
+  std::optional<SlotPool<SlotBuffers>::Handle> slot = flow.slots->acquire();
   if (!slot) {
-    return std::optional<SegmentBatch>();  // a stage failed
+    return std::optional<FrameBatch>();  // a stage failed
   }
   std::optional<Batch<SourceFrame>> batch;
   {
@@ -115,51 +150,98 @@ Result<std::optional<SegmentBatch>> next_batch(Flow& flow) {
     batch = flow.mux->next_batch();
   }
   if (!batch) {
-    return std::optional<SegmentBatch>();  // every source has ended
+    return std::optional<FrameBatch>();  // every source has ended
   }
-  SegmentBatch segment{
-      .number = batch->number, .frames = std::move(batch->frames), .buffers = std::move(*slot)};
-  segment.life.emplace("pipeline", static_cast<std::int64_t>(segment.number));
-  return std::optional<SegmentBatch>(std::move(segment));
+  FrameBatch frames{.number = batch->number, .frames = std::move(batch->frames), .slot = std::move(*slot)};
+  // Every frame is the model's until a gate says otherwise.
+  frames.results.resize(frames.frames.size(), FrameResults{.inferred = true});
+  std::fill(frames.slot->events.stage_used.begin(), frames.slot->events.stage_used.end(), false);
+  frames.life.emplace("pipeline", static_cast<std::int64_t>(frames.number));
+  return std::optional<FrameBatch>(std::move(frames));
 }
 
-Status consume(Flow& flow, SegmentBatch&& batch) {
-  FOVEA_TRY(flow.ops->wait_for_outputs(batch));
-  if (flow.first_output_ns.load(std::memory_order_relaxed) < 0) {
-    flow.first_output_frames.store(batch.frames.size(), std::memory_order_relaxed);
-    const auto since_start = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - flow.start);
-    flow.first_output_ns.store(since_start.count(), std::memory_order_release);
+// The GPU time of each timed stage's work on this batch; the batch's GPU work is done.
+Status record_gpu_latencies(Flow& flow, const FrameBatch& batch) {
+#if defined(FOVEA_HAVE_CUDA)
+  const SlotEvents& events = batch.slot->events;
+  for (std::size_t s = 0; s < flow.running.size(); ++s) {
+    const int index = flow.running[s]->timed_index;
+    if (index < 0 || !events.stage_used[static_cast<std::size_t>(index)]) continue;
+    float ms = 0.0f;
+    FOVEA_CUDA_TRY(cudaEventElapsedTime(
+        &ms, static_cast<cudaEvent_t>(events.stage_start[static_cast<std::size_t>(index)].get()),
+        static_cast<cudaEvent_t>(events.stage_end[static_cast<std::size_t>(index)].get())));
+    flow.work_stages[s]->record_latency(std::chrono::nanoseconds(static_cast<std::int64_t>(ms * 1e6)));
   }
-  if (flow.metadata) FOVEA_TRY(flow.metadata->write(batch));
-  if (flow.video) flow.video->write(std::make_shared<const SegmentBatch>(std::move(batch)));
+#else
+  static_cast<void>(flow);
+  static_cast<void>(batch);
+#endif
   return Status::ok();
 }
 
-void build_stages(Flow& flow) {
-  const std::vector<std::string> names = {"mux", "preprocess", "inference", "postprocess", "composite"};
-  for (const std::string& name : names) {
-    flow.queues.push_back(std::make_unique<SegmentQueue>(kStageQueueCapacity));
-    flow.queue_names.push_back(name);
+Status consume(Flow& flow, FrameBatch&& batch) {
+  FOVEA_TRY(batch.resolve());
+  if (flow.gpu) FOVEA_TRY(record_gpu_latencies(flow, batch));
+  if (flow.first_output_ns.load(std::memory_order_relaxed) < 0) {
+    flow.first_output_frames.store(batch.size(), std::memory_order_relaxed);
+    const auto since_start = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - flow.start);
+    flow.first_output_ns.store(since_start.count(), std::memory_order_release);
   }
-  flow.mux_stage = std::make_unique<SourceStage<SegmentBatch>>(
+  const auto shared = std::make_shared<const FrameBatch>(std::move(batch));
+  for (const auto& sink : flow.plan->sinks) FOVEA_TRY(sink->write(shared));
+  return Status::ok();
+}
+
+Status build_stages(Flow& flow) {
+  int timed = 0;
+  for (const StageSpec& spec : flow.plan->stages) {
+    auto stage = std::make_unique<RunningStage>();
+    stage->spec = &spec;
+    stage->gpu = flow.gpu;
+    if (flow.gpu && needs_stream(spec)) {
+      stage->timed_index = timed++;
+#if defined(FOVEA_HAVE_CUDA)
+      FOVEA_ASSIGN_OR_RETURN(stage->stream, spec.high_priority
+                                                ? CudaStream::create(CudaStream::Priority::kHigh)
+                                                : CudaStream::create());
+#endif
+    }
+    flow.running.push_back(std::move(stage));
+  }
+  flow.queues.push_back(std::make_unique<BatchQueue>(kStageQueueCapacity));
+  flow.queue_names.push_back("mux");
+  for (const StageSpec& spec : flow.plan->stages) {
+    flow.queues.push_back(std::make_unique<BatchQueue>(kStageQueueCapacity));
+    flow.queue_names.push_back(spec.name);
+  }
+  flow.mux_stage = std::make_unique<SourceStage<FrameBatch>>(
       "mux", *flow.queues[0], [&flow] { return next_batch(flow); }, [&flow] { flow.abort(); });
-  SegmentationOps& ops = *flow.ops;
-  using Work = Status (SegmentationOps::*)(SegmentBatch&);
-  const std::vector<std::pair<std::string, Work>> work = {{"preprocess", &SegmentationOps::preprocess},
-                                                          {"inference", &SegmentationOps::infer},
-                                                          {"postprocess", &SegmentationOps::postprocess},
-                                                          {"composite", &SegmentationOps::composite}};
-  for (std::size_t i = 0; i < work.size(); ++i) {
-    const Work method = work[i].second;
-    flow.work_stages.push_back(std::make_unique<TransformStage<SegmentBatch, SegmentBatch>>(
-        work[i].first, *flow.queues[i], *flow.queues[i + 1],
-        [&ops, method](SegmentBatch&& batch) -> Result<SegmentBatch> {
-          FOVEA_TRY((ops.*method)(batch));
+  for (std::size_t i = 0; i < flow.running.size(); ++i) {
+    const RunningStage* stage = flow.running[i].get();
+    flow.work_stages.push_back(std::make_unique<TransformStage<FrameBatch, FrameBatch>>(
+        stage->spec->name, *flow.queues[i], *flow.queues[i + 1],
+        [stage](FrameBatch&& batch) -> Result<FrameBatch> {
+          FOVEA_TRY(stage->process(batch));
           return std::move(batch);
-        }));
+        },
+        /*host_timed=*/stage->timed_index < 0));
   }
-  flow.sink_stage = std::make_unique<SinkStage<SegmentBatch>>(
-      "sink", *flow.queues.back(), [&flow](SegmentBatch&& batch) { return consume(flow, std::move(batch)); });
+  flow.sink_stage = std::make_unique<SinkStage<FrameBatch>>(
+      "sink", *flow.queues.back(), [&flow](FrameBatch&& batch) { return consume(flow, std::move(batch)); });
+  return Status::ok();
+}
+
+Status allocate(Flow& flow) {
+  BufferPlan buffers;
+  for (const auto& op : flow.plan->ops) FOVEA_TRY(op->declare(buffers));
+  int timed = 0;
+  for (const StageSpec& spec : flow.plan->stages) timed += flow.gpu && needs_stream(spec) ? 1 : 0;
+  FOVEA_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<SlotBuffers>> slots,
+                         allocate_slots(buffers, flow.plan->shape.batch_size, slot_count(*flow.plan),
+                                        flow.gpu, timed, flow.pools));
+  flow.slots = std::make_unique<SlotPool<SlotBuffers>>(std::move(slots));
+  return Status::ok();
 }
 
 // `end`: when the run ended, for the final figures; now while it runs.
@@ -228,22 +310,6 @@ bool monitor(Flow& flow, const PipelineConfig& config, const FlowOptions& option
   return interrupted;
 }
 
-Result<SegmentationSettings> settings_for(const PipelineConfig& config, bool gpu) {
-  SegmentationSettings settings{.gpu = gpu,
-                                .batch_size = config.mux.batch_size,
-                                .frame_width = *config.mux.width,
-                                .frame_height = *config.mux.height,
-                                .model = config.model,
-                                .task = config.task,
-                                .encode_outputs = config.sinks.video.has_value(),
-                                .class_maps_on_host = config.sinks.metadata.has_value(),
-                                .slots = kSlots};
-  if (config.sources.empty()) {
-    return make_error(StatusCode::kInvalidArgument, "sources: the flow needs at least one source");
-  }
-  return settings;
-}
-
 Status write_report(const PipelineConfig& config, const FlowResult& result) {
   nlohmann::json report = to_json(result.stats);
   report["device"] = result.device;
@@ -260,38 +326,45 @@ Status write_report(const PipelineConfig& config, const FlowResult& result) {
   return write_file_atomically(*config.stats.report, report.dump(2) + '\n', "stats.report");
 }
 
-// Everything the run will write, named by its configuration key, for the checks before the run.
-std::vector<PlannedOutput> planned_outputs(const PipelineConfig& config,
-                                           const std::vector<std::string>& names,
-                                           const FlowOptions& options) {
-  std::vector<PlannedOutput> outputs;
-  if (config.sinks.video) {
-    outputs.push_back(
-        {.what = "sinks.video.output_dir", .path = config.sinks.video->output_dir, .is_folder = true});
-    for (const std::string& name : names) {
-      outputs.push_back({.what = "the video output", .path = video_output_path(*config.sinks.video, name)});
-    }
+Result<MuxOptions> mux_options_of(const MuxConfig& config) {
+  MuxOptions options{.batch_size = static_cast<std::size_t>(config.batch_size),
+                     .push_timeout_us = config.push_timeout_us,
+                     .live = config.live};
+  if (config.max_frames_per_source) {
+    options.max_frames_per_source_per_batch = static_cast<std::size_t>(*config.max_frames_per_source);
   }
-  if (config.sinks.metadata)
-    outputs.push_back({.what = "sinks.metadata.path", .path = config.sinks.metadata->path});
-  if (config.stats.report) outputs.push_back({.what = "stats.report", .path = *config.stats.report});
-  if (!options.trace_dir.empty()) {
-    outputs.push_back({.what = "the trace folder", .path = options.trace_dir, .is_folder = true});
-  }
-  return outputs;
+  FOVEA_TRY(validate(options));
+  return options;
 }
 
-// Before anything runs: no output may be an input (a source or the model), and each must be
-// creatable. Both are mistakes in what the user asked for: kInvalidArgument.
-Status check_flow_outputs(const PipelineConfig& config, const std::vector<std::string>& names,
-                          const FlowOptions& options) {
-  std::vector<std::string> inputs{config.model.path};
-  for (const SourceConfig& source : config.sources) inputs.push_back(source.uri);
-  const Status status = check_outputs(planned_outputs(config, names, options), inputs);
-  return status.is_ok() ? status : Status(StatusCode::kInvalidArgument, status.message());
+// Every sink finalized, whatever happened before; the first error wins.
+Status finish_sinks(FlowPlan& plan, FlowResult& result) {
+  Status status;
+  for (const auto& sink : plan.sinks) {
+    const Status finished = sink->finish();
+    if (status.is_ok()) status = finished;
+    for (SinkReport& report : sink->reports()) result.outputs.push_back(std::move(report));
+  }
+  result.failed_outputs = static_cast<std::size_t>(std::count_if(
+      result.outputs.begin(), result.outputs.end(), [](const SinkReport& r) { return !r.error.empty(); }));
+  return status;
 }
 
 }  // namespace
+
+Result<bool> choose_gpu(DeviceChoice choice) {
+  const bool available = gpu_available();
+  if (choice == DeviceChoice::kGpu && !available) {
+    return make_error(StatusCode::kUnsupported, "--device cuda: ",
+#if defined(FOVEA_HAVE_CUDA)
+                      "no CUDA device is available"
+#else
+                      "this fovea was built without CUDA"
+#endif
+    );
+  }
+  return choice == DeviceChoice::kCpu ? false : available;
+}
 
 std::vector<std::string> source_names(const std::vector<SourceConfig>& sources) {
   std::vector<std::string> names;
@@ -307,50 +380,30 @@ std::vector<std::string> source_names(const std::vector<SourceConfig>& sources) 
   return names;
 }
 
-Result<FlowResult> run_segmentation_flow(const PipelineConfig& requested, const FlowOptions& options) {
-  FOVEA_ASSIGN_OR_RETURN(const bool gpu, choose_gpu(options.device));
-  FOVEA_ASSIGN_OR_RETURN(const PipelineConfig config, with_frame_size(requested, options.interrupt));
-  FOVEA_ASSIGN_OR_RETURN(const SegmentationSettings settings, settings_for(config, gpu));
-  const std::vector<std::string> names = source_names(config.sources);
-  FOVEA_TRY(check_flow_outputs(config, names, options));
-
+Result<FlowResult> run_flow_plan(FlowPlan& plan, const PipelineConfig& config, const FlowOptions& options) {
   Flow flow;
-  FOVEA_ASSIGN_OR_RETURN(flow.ops, SegmentationOps::create(settings));
+  flow.plan = &plan;
+  flow.gpu = plan.shape.gpu;
   FlowResult result;
-  result.device = flow.ops->description();
-  log_info("segmentation on {}", result.device);
-  if (!gpu) log_info("no GPU in use: the flow runs on the CPU (the reference kernels), which is slow");
-
-  MuxOptions mux_options{.batch_size = static_cast<std::size_t>(config.mux.batch_size),
-                         .push_timeout_us = config.mux.push_timeout_us,
-                         .live = config.mux.live};
-  if (config.mux.max_frames_per_source) {
-    mux_options.max_frames_per_source_per_batch = static_cast<std::size_t>(*config.mux.max_frames_per_source);
-  }
-  FOVEA_TRY(validate(mux_options));
-  flow.mux = std::make_unique<StreamMux<SourceFrame>>(mux_options, names);
+  result.device = plan.description;
+  FOVEA_TRY(allocate(flow));
+  FOVEA_ASSIGN_OR_RETURN(const MuxOptions mux_options, mux_options_of(config.mux));
+  flow.mux = std::make_unique<StreamMux<SourceFrame>>(mux_options, plan.shape.source_names);
   // A source's frames in flight: its mux queue, and its share of every batch the slots hold.
   const int per_batch =
       std::min(config.mux.batch_size, config.mux.max_frames_per_source.value_or(config.mux.batch_size));
   VideoSourceOptions source_options{
-      .width = *config.mux.width,
-      .height = *config.mux.height,
-      .gpu = gpu,
+      .width = plan.shape.frame_width,
+      .height = plan.shape.frame_height,
+      .gpu = flow.gpu,
       .max_frames_in_flight =
-          static_cast<int>(mux_options.source_queue_capacity) + (kSlots + 1) * per_batch + 2,
+          static_cast<int>(mux_options.source_queue_capacity) + (slot_count(plan) + 1) * per_batch + 2,
       .cancel = options.interrupt};
   flow.sources = std::make_unique<VideoSources>(config.sources, source_options, *flow.mux);
-  if (config.sinks.video) {
-    flow.video = std::make_unique<VideoSink>(
-        *config.sinks.video, names, *config.mux.width, *config.mux.height, encoder_threads(names.size()),
-        [&flow](std::size_t s) { return flow.sources->reports().at(s).frame_rate; });
-    FOVEA_TRY(flow.video->start());
-  }
-  if (config.sinks.metadata) {
-    flow.metadata = std::make_unique<MetadataSink>(*config.sinks.metadata, names, flow.ops->classes());
-    FOVEA_TRY(flow.metadata->start());
-  }
-  build_stages(flow);
+  std::vector<Rational> frame_rates;
+  for (const SourceReport& report : flow.sources->reports()) frame_rates.push_back(report.frame_rate);
+  for (const auto& sink : plan.sinks) FOVEA_TRY(sink->start(frame_rates));
+  FOVEA_TRY(build_stages(flow));
 
   // No label: `fovea report` names the run by its trace folder (a source's name would label every
   // run of the same clip alike).
@@ -381,20 +434,12 @@ Result<FlowResult> run_segmentation_flow(const PipelineConfig& requested, const 
     if (Result<trace::Report> traced = session->stop(); !traced.is_ok())
       log_error("{}", traced.status().to_string());
   }
-  if (flow.video) {
-    flow.video->finish();
-    result.outputs = flow.video->reports();
-    result.failed_outputs = static_cast<std::size_t>(std::count_if(
-        result.outputs.begin(), result.outputs.end(), [](const SinkReport& r) { return !r.error.empty(); }));
-  }
   // A stage's error is a failure of the run (exit 1), never a bad command line: an op that finds
   // its input malformed mid-run says kInvalidArgument about the data, not about what the user asked.
   Status status = flow.first_stage_error();
   if (status.code() == StatusCode::kInvalidArgument) status = Status(StatusCode::kInternal, status.message());
-  if (flow.metadata) {
-    const Status closed = flow.metadata->finish();
-    if (status.is_ok()) status = closed;
-  }
+  const Status finished = finish_sinks(plan, result);
+  if (status.is_ok()) status = finished;
   if (config.stats.report) result.report_status = write_report(config, result);
   FOVEA_TRY(status);
   return result;

@@ -1,0 +1,221 @@
+#include "pipeline/flow.h"
+
+#include <algorithm>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "core/log.h"
+#include "core/output_file.h"
+#include "pipeline/detect_ops.h"
+#include "pipeline/display_ops.h"
+#include "pipeline/model_ops.h"
+#include "pipeline/segment_ops.h"
+
+#if defined(FOVEA_HAVE_CUDA)
+#include <cuda_runtime.h>
+
+#include "core/cuda_check.h"
+#endif
+
+namespace fovea::pipeline {
+
+namespace {
+
+// Encoders share the machine's cores: each gets its share, at least one.
+int encoder_threads(std::size_t streams) {
+  if (streams <= 1) return 0;  // the encoder's own default: every core
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  return std::max(1, static_cast<int>(cores / streams));
+}
+
+bool has_stage(const std::vector<StageKind>& stages, StageKind kind) {
+  return std::find(stages.begin(), stages.end(), kind) != stages.end();
+}
+
+// Everything the run will write, named by its configuration key, for the checks before the run.
+std::vector<PlannedOutput> planned_outputs(const PipelineConfig& config,
+                                           const std::vector<std::string>& names,
+                                           const FlowOptions& options) {
+  std::vector<PlannedOutput> outputs;
+  if (const auto& video = config.sinks.video) {
+    outputs.push_back({.what = "sinks.video.output_dir", .path = video->output_dir, .is_folder = true});
+    if (video->mosaic) {
+      outputs.push_back({.what = "the mosaic video", .path = video_output_path(*video, kMosaicStreamName)});
+    } else {
+      for (const std::string& name : names) {
+        outputs.push_back({.what = "the video output", .path = video_output_path(*video, name)});
+      }
+    }
+  }
+  if (config.sinks.metadata)
+    outputs.push_back({.what = "sinks.metadata.path", .path = config.sinks.metadata->path});
+  if (config.stats.report) outputs.push_back({.what = "stats.report", .path = *config.stats.report});
+  if (!options.trace_dir.empty()) {
+    outputs.push_back({.what = "the trace folder", .path = options.trace_dir, .is_folder = true});
+  }
+  return outputs;
+}
+
+// No output may be an input (a source, a model, a label file), and each must be creatable. Both are
+// mistakes in what the user asked for: kInvalidArgument.
+Status check_flow_outputs(const PipelineConfig& config, const std::vector<std::string>& names,
+                          const FlowOptions& options) {
+  std::vector<std::string> inputs;
+  for (const ModelConfig& model : config.models) {
+    inputs.push_back(model.path);
+    if (model.labels) inputs.push_back(*model.labels);
+  }
+  for (const SourceConfig& source : config.sources) inputs.push_back(source.uri);
+  const Status status = check_outputs(planned_outputs(config, names, options), inputs);
+  return status.is_ok() ? status : Status(StatusCode::kInvalidArgument, status.message());
+}
+
+template <typename T>
+T* add_op(FlowPlan& plan, std::unique_ptr<T> op) {
+  T* raw = op.get();
+  plan.ops.push_back(std::move(op));
+  return raw;
+}
+
+Result<FlowModel*> open_primary(FlowPlan& plan, const PipelineConfig& config, std::string_view name) {
+  const ModelConfig* model = find_model(config, name);
+  if (model == nullptr)
+    return make_error(StatusCode::kInvalidArgument, "detect.model '", name, "': no such model");
+  FOVEA_ASSIGN_OR_RETURN(std::unique_ptr<FlowModel> opened,
+                         open_flow_model(*model, config.mux.batch_size, plan.shape));
+  std::shared_ptr<FlowModel> shared = std::move(opened);
+  plan.keep_alive.push_back(shared);
+  plan.description = shared->session->device_description() + ", " + shared->description(plan.shape.gpu);
+  return shared.get();
+}
+
+Status add_segment(FlowPlan& plan, const PipelineConfig& config) {
+  FOVEA_ASSIGN_OR_RETURN(FlowModel * model, open_primary(plan, config, ""));
+  FOVEA_ASSIGN_OR_RETURN(
+      const SegmentSetup setup,
+      plan_segment(*model, config.task, config.sinks.video.has_value(), config.sinks.metadata.has_value()));
+  auto* rgb = add_op(plan, std::make_unique<FrameRgbOp>(plan.shape));
+  auto* preprocess = add_op(plan, std::make_unique<PreprocessOp>(*model));
+  auto* inference = add_op(plan, std::make_unique<InferenceOp>(*model));
+  auto* class_map = add_op(plan, std::make_unique<ClassMapOp>(*inference, setup));
+  auto* mask = add_op(plan, std::make_unique<SegmentMaskOp>(*model, setup, plan.shape));
+  auto* composite = add_op(plan, std::make_unique<CompositeOp>(setup, plan.shape));
+  plan.stages.push_back({.name = "preprocess", .ops = {preprocess, rgb}});
+  plan.stages.push_back({.name = "inference", .ops = {inference, class_map}, .high_priority = false});
+  plan.stages.push_back({.name = "postprocess", .ops = {mask}});
+  plan.stages.push_back({.name = "composite", .ops = {composite}});
+  if (const auto& video = config.sinks.video) {
+    const std::size_t streams = plan.shape.source_names.size();
+    plan.sinks.push_back(
+        std::make_unique<VideoSink>(*video, plan.shape.source_names, VideoSink::Streams::kPerSource,
+                                    plan.shape.frame_width, plan.shape.frame_height, encoder_threads(streams),
+                                    [](const FrameBatch& batch, std::vector<Picture>& pictures) {
+                                      const std::vector<ImageView>& yuv = batch.slot->images(kYuvHost);
+                                      for (std::size_t i = 0; i < batch.size(); ++i)
+                                        pictures.push_back({batch.frames[i].source, i, yuv[i]});
+                                    }));
+  }
+  return Status::ok();
+}
+
+// Returns the detector's class names, for the display and the metadata.
+Result<std::vector<std::string>> add_detect(FlowPlan& plan, const PipelineConfig& config) {
+  FOVEA_ASSIGN_OR_RETURN(FlowModel * model, open_primary(plan, config, config.detect.model));
+  FOVEA_ASSIGN_OR_RETURN(DetectSetup setup, plan_detect(*model, config.detect, plan.shape.gpu));
+  std::vector<std::string> labels = setup.labels;
+  StageSpec preprocess_stage{.name = "preprocess"};
+  if (config.detect.interval > 0) {
+    preprocess_stage.ops.push_back(add_op(plan, std::make_unique<GateOp>(config.detect.interval)));
+  }
+  preprocess_stage.ops.push_back(add_op(plan, std::make_unique<PreprocessOp>(*model)));
+  auto* inference = add_op(plan, std::make_unique<InferenceOp>(*model));
+  FOVEA_ASSIGN_OR_RETURN(std::unique_ptr<DetectOp> detect,
+                         DetectOp::create(*inference, std::move(setup), plan.shape));
+  auto* detect_op = add_op(plan, std::move(detect));
+  plan.stages.push_back(std::move(preprocess_stage));
+  plan.stages.push_back({.name = "inference", .ops = {inference, detect_op}, .high_priority = false});
+  return labels;
+}
+
+// The display stage and the video sink of a detection flow: the frames as they are, or with the
+// OSD when the osd stage runs and osd.enabled; per source or as one mosaic.
+Status add_display(FlowPlan& plan, const PipelineConfig& config, const std::vector<std::string>& labels,
+                   bool osd) {
+  StageSpec display{.name = "display"};
+  if (osd && config.osd.enabled) {
+    display.ops.push_back(
+        add_op(plan, std::make_unique<OsdOp>(config.osd, labels, config.detect.top_k, plan.shape)));
+  }
+  const auto& video = config.sinks.video;
+  if (video && video->mosaic) {
+    FOVEA_ASSIGN_OR_RETURN(std::unique_ptr<MosaicOp> mosaic, MosaicOp::create(*video->mosaic, plan.shape));
+    display.ops.push_back(add_op(plan, std::move(mosaic)));
+    plan.sinks.push_back(std::make_unique<VideoSink>(
+        *video, std::vector<std::string>{kMosaicStreamName}, VideoSink::Streams::kMosaic,
+        video->mosaic->width, video->mosaic->height, encoder_threads(1),
+        [](const FrameBatch& batch, std::vector<Picture>& pictures) {
+          pictures.push_back({.stream = 0, .image = batch.slot->images(kMosaicHost)[0]});
+        }));
+  } else if (video) {
+    display.ops.push_back(add_op(plan, std::make_unique<FrameDownloadOp>(plan.shape)));
+    const bool gpu = plan.shape.gpu;
+    plan.sinks.push_back(std::make_unique<VideoSink>(
+        *video, plan.shape.source_names, VideoSink::Streams::kPerSource, plan.shape.frame_width,
+        plan.shape.frame_height, encoder_threads(plan.shape.source_names.size()),
+        [gpu](const FrameBatch& batch, std::vector<Picture>& pictures) {
+          for (std::size_t i = 0; i < batch.size(); ++i) {
+            pictures.push_back(
+                {batch.frames[i].source, i, gpu ? batch.slot->images(kFramesHost)[i] : batch.image(i)});
+          }
+        }));
+  }
+  if (!display.ops.empty()) plan.stages.push_back(std::move(display));
+  return Status::ok();
+}
+
+Result<FlowPlan> build_plan(const PipelineConfig& config, const FlowShape& shape) {
+  FlowPlan plan;
+  plan.shape = shape;
+  const std::vector<StageKind> stages = stages_of(config);
+  std::vector<std::string> labels;
+  if (has_stage(stages, StageKind::kSegment)) {
+    FOVEA_TRY(add_segment(plan, config));
+  } else {
+    FOVEA_ASSIGN_OR_RETURN(labels, add_detect(plan, config));
+    FOVEA_TRY(add_display(plan, config, labels, has_stage(stages, StageKind::kOsd)));
+  }
+  if (config.sinks.metadata) {
+    plan.sinks.push_back(std::make_unique<MetadataSink>(*config.sinks.metadata, shape.source_names, labels));
+  }
+  return plan;
+}
+
+}  // namespace
+
+Result<FlowResult> run_flow(const PipelineConfig& requested, const FlowOptions& options) {
+  FOVEA_ASSIGN_OR_RETURN(const bool gpu, choose_gpu(options.device));
+  FOVEA_ASSIGN_OR_RETURN(const PipelineConfig config, with_frame_size(requested, options.interrupt));
+  if (config.sources.empty()) {
+    return make_error(StatusCode::kInvalidArgument, "sources: the flow needs at least one source");
+  }
+  const FlowShape shape{.gpu = gpu,
+                        .batch_size = config.mux.batch_size,
+                        .frame_width = *config.mux.width,
+                        .frame_height = *config.mux.height,
+                        .source_names = source_names(config.sources)};
+  FOVEA_TRY(check_flow_outputs(config, shape.source_names, options));
+#if defined(FOVEA_HAVE_CUDA)
+  if (gpu) FOVEA_CUDA_TRY(cudaSetDevice(shape.device));
+#endif
+  FOVEA_ASSIGN_OR_RETURN(FlowPlan plan, build_plan(config, shape));
+  // "segmentation on cuda (NVIDIA H200), model m.onnx at 960x544 batch 4 fp16"
+  plan.description =
+      (has_stage(stages_of(config), StageKind::kSegment) ? "segmentation on " : "detection on ") +
+      plan.description;
+  log_info("{}", plan.description);
+  if (!gpu) log_info("no GPU in use: the flow runs on the CPU (the reference kernels), which is slow");
+  return run_flow_plan(plan, config, options);
+}
+
+}  // namespace fovea::pipeline

@@ -1,0 +1,230 @@
+#include "pipeline/model_ops.h"
+
+#include <fmt/format.h>
+
+#include "core/log.h"
+#include "runtime/onnx_loader.h"
+
+#if defined(FOVEA_HAVE_CUDA)
+#include <cuda_runtime.h>
+
+#include "core/cuda_check.h"
+#endif
+
+namespace fovea::pipeline {
+
+namespace {
+
+// A dense row-major view of `shape` with its first dimension cut to `items`.
+TensorView first_items(void* data, DataType dtype, MemoryKind memory, const runtime::Shape& shape,
+                       std::size_t items) {
+  TensorView view{.data = data, .dtype = dtype, .memory = memory, .rank = static_cast<int>(shape.size())};
+  std::int64_t stride = 1;
+  for (int d = view.rank - 1; d >= 0; --d) {
+    const auto i = static_cast<std::size_t>(d);
+    view.shape[i] = d == 0 ? static_cast<std::int64_t>(items) : shape[i];
+    view.strides[i] = stride;
+    stride *= shape[i];
+  }
+  return view;
+}
+
+image::ImageBatch inferred_images(const FrameBatch& batch) {
+  image::ImageBatch images;
+  for (std::size_t i : inferred_frames(batch)) images.images.push_back(batch.image(i));
+  return images;
+}
+
+// The input size the model runs at: its own when its input fixes one (a configured size must then
+// agree), else the configuration's, else the frames'.
+Result<std::pair<int, int>> input_size(const ModelConfig& config, const runtime::Dims& dims,
+                                       const FlowShape& shape) {
+  int width = config.input_width.value_or(shape.frame_width);
+  int height = config.input_height.value_or(shape.frame_height);
+  if (dims[2].known() && dims[3].known()) {
+    const auto fixed_h = static_cast<int>(dims[2].value), fixed_w = static_cast<int>(dims[3].value);
+    if (config.input_width && (fixed_w != width || fixed_h != height)) {
+      return make_error(
+          StatusCode::kInvalidArgument, config.path,
+          fmt::format(": input_width/input_height {}x{} differ from the model's fixed input size {}x{}",
+                      width, height, fixed_w, fixed_h));
+    }
+    width = fixed_w;
+    height = fixed_h;
+  }
+  return std::pair{width, height};
+}
+
+}  // namespace
+
+std::string FlowModel::description(bool gpu) const {
+  const bool half = gpu && config.precision == runtime::Precision::kFloat16;
+  return fmt::format("model {} at {}x{} batch {} {}", config.path, input_width(), input_height(), batch_size,
+                     half ? "fp16" : "fp32");
+}
+
+Result<std::unique_ptr<FlowModel>> open_flow_model(const ModelConfig& config, int batch_size,
+                                                   const FlowShape& shape) {
+  FOVEA_ASSIGN_OR_RETURN(runtime::Model loaded, runtime::load_onnx(config.path));
+  const runtime::Graph& graph = loaded.graph;
+  if (graph.inputs.size() != 1 || graph.outputs.empty()) {
+    return make_error(
+        StatusCode::kInvalidArgument, config.path,
+        fmt::format(": an image model takes one input (it has {}) and gives at least one output "
+                    "(it has {})",
+                    graph.inputs.size(), graph.outputs.size()));
+  }
+  const runtime::Value& input = graph.value(graph.inputs[0]);
+  if (config.input_name && *config.input_name != input.name) {
+    return make_error(StatusCode::kInvalidArgument, config.path, ": input_name '", *config.input_name,
+                      "': the model's input is '", input.name, "'");
+  }
+  const std::optional<runtime::Dims>& dims = input.type.dims;
+  if (!dims || dims->size() != 4 || ((*dims)[1].known() && (*dims)[1].value != 3)) {
+    return make_error(StatusCode::kInvalidArgument, config.path, ": input '", input.name, "' is ",
+                      dims ? runtime::dims_string(*dims) : std::string("of unknown rank"),
+                      "; an image model takes [N, 3, H, W]");
+  }
+  if ((*dims)[0].known() && (*dims)[0].value != batch_size) {
+    return make_error(
+        StatusCode::kInvalidArgument, config.path,
+        fmt::format(": input '{}' fixes the batch at {}, the flow batches {} frames (mux.batch_size, "
+                    "--batch); export the model with a dynamic batch or match it",
+                    input.name, (*dims)[0].value, batch_size));
+  }
+  FOVEA_ASSIGN_OR_RETURN(const auto size, input_size(config, *dims, shape));
+  runtime::SessionOptions options;
+  if (shape.gpu) {
+    options.device = runtime::Device::kCuda;
+    options.precision = config.precision;
+    // In fp16 the preprocess writes float16 and the post ops read float16 outputs: no Casts.
+    options.float16_interface = config.precision == runtime::Precision::kFloat16;
+    if (config.engine_cache) options.engine_cache = *config.engine_cache;
+  } else if (config.precision == runtime::Precision::kFloat16) {
+    // fp16 is the default, so this is every CPU run: not worth more than a debug line.
+    log_debug("{}: precision fp16 applies to the GPU; the CPU path runs the model in fp32", config.path);
+  }
+  auto model = std::make_unique<FlowModel>();
+  model->config = config;
+  model->batch_size = batch_size;
+  model->tensor_buffer = "tensor " + config.name;
+  const runtime::Shape input_shape = {batch_size, 3, size.second, size.first};
+  FOVEA_ASSIGN_OR_RETURN(model->session,
+                         runtime::InferenceSession::create(graph, {{input.name, input_shape}}, options));
+  model->preprocess = image::PreprocessParams{
+      .width = size.first,
+      .height = size.second,
+      .layout = image::TensorLayout::kNCHW,
+      .dtype = model->session->input_spec(0).dtype,
+      .bgr = config.color_order == ColorOrder::kBgr,
+      .fit = config.keep_aspect ? image::ResizeFit::kLetterbox : image::ResizeFit::kStretch,
+      .mean = config.mean,
+      .std = config.std};
+  return model;
+}
+
+std::vector<std::size_t> inferred_frames(const FrameBatch& batch) {
+  std::vector<std::size_t> frames;
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    if (batch.results[i].inferred) frames.push_back(i);
+  }
+  return frames;
+}
+
+Status GateOp::run_host(FrameBatch& batch) {
+  // By the frame's own index, so each source keeps its rhythm whatever the batches mix; a frame the
+  // source dropped before the mux leaves a gap, as it would in DeepStream's per-source count.
+  const auto period = static_cast<std::int64_t>(interval_) + 1;
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    batch.results[i].inferred = batch.frames[i].index % period == 0;
+  }
+  return Status::ok();
+}
+
+Status PreprocessOp::declare(BufferPlan& plan) {
+  const runtime::TensorSpec& input = model_.session->input_spec(0);
+  // Zeroed: a partial batch leaves the tensor's tail as it was, and it must hold numbers.
+  return plan.bytes(
+      model_.tensor_buffer,
+      {.bytes = static_cast<std::size_t>(runtime::element_count(*input.shape)) * data_type_size(input.dtype),
+       .place = BufferPlace::kDevice,
+       .zeroed = true});
+}
+
+Status PreprocessOp::run_cpu(FrameBatch& batch) {
+  const image::ImageBatch frames = inferred_images(batch);
+  if (frames.images.empty()) return Status::ok();
+  const runtime::TensorSpec& input = model_.session->input_spec(0);
+  const TensorView tensor = first_items(batch.slot->bytes(model_.tensor_buffer), input.dtype,
+                                        MemoryKind::kHost, *input.shape, frames.images.size());
+  return image::run_preprocess_cpu(frames, model_.preprocess, tensor);
+}
+
+Status PreprocessOp::run(FrameBatch& batch, cudaStream_t stream) {
+#if defined(FOVEA_HAVE_CUDA)
+  // Every frame's decode, not only the inferred ones': the stages after this one read the frames
+  // through the batch's ready event, which this stream records.
+  for (const BatchFrame& frame : batch.frames) {
+    if (frame.payload.ready != nullptr) FOVEA_CUDA_TRY(cudaStreamWaitEvent(stream, frame.payload.ready, 0));
+  }
+  const image::ImageBatch frames = inferred_images(batch);
+  if (frames.images.empty()) return Status::ok();
+  const runtime::TensorSpec& input = model_.session->input_spec(0);
+  const TensorView tensor = first_items(batch.slot->bytes(model_.tensor_buffer), input.dtype,
+                                        MemoryKind::kDevice, *input.shape, frames.images.size());
+  return image::run_preprocess_cuda(stream, frames, model_.preprocess, tensor);
+#else
+  static_cast<void>(batch);
+  static_cast<void>(stream);
+  return make_error(StatusCode::kUnsupported, "preprocess on the GPU: this fovea was built without CUDA");
+#endif
+}
+
+Status InferenceOp::run_cpu(FrameBatch& batch) {
+  host_outputs_.clear();
+  if (inferred_frames(batch).empty()) return Status::ok();
+  const runtime::TensorSpec& input = model_.session->input_spec(0);
+  // The slot's tensor itself, borrowed: the CPU executor reads it in place.
+  FOVEA_ASSIGN_OR_RETURN(
+      host_outputs_,
+      model_.session->run_host(nullptr, {runtime::Tensor::borrow(input.dtype, *input.shape,
+                                                                 batch.slot->bytes(model_.tensor_buffer))}));
+  return Status::ok();
+}
+
+Status InferenceOp::run(FrameBatch& batch, cudaStream_t stream) {
+#if defined(FOVEA_HAVE_CUDA)
+  const std::size_t n = inferred_frames(batch).size();
+  if (n == 0) return Status::ok();
+  // The session's input lives at a fixed address (its CUDA graph reads it there); the slot's tensor
+  // is copied in so that preprocess can fill the next batch's slot meanwhile.
+  FOVEA_TRY(model_.session->copy_input(stream, 0, batch.slot->bytes(model_.tensor_buffer),
+                                       static_cast<std::int64_t>(n)));
+  return model_.session->run(stream);
+#else
+  static_cast<void>(batch);
+  static_cast<void>(stream);
+  return make_error(StatusCode::kUnsupported, "inference on the GPU: this fovea was built without CUDA");
+#endif
+}
+
+std::vector<TensorView> InferenceOp::outputs(std::size_t items) const {
+  std::vector<TensorView> views;
+  if (model_.session->device() == runtime::Device::kCpu) {
+    for (const runtime::Tensor& t : host_outputs_) {
+      views.push_back(
+          first_items(const_cast<void*>(t.raw()), t.dtype(), MemoryKind::kHost, t.shape(), items));
+    }
+    return views;
+  }
+#if defined(FOVEA_HAVE_CUDA)
+  for (int i = 0; i < model_.session->output_count(); ++i) {
+    const runtime::Tensor& t = model_.session->output(i);
+    views.push_back(
+        first_items(const_cast<void*>(t.raw()), t.dtype(), MemoryKind::kDevice, t.shape(), items));
+  }
+#endif
+  return views;
+}
+
+}  // namespace fovea::pipeline
