@@ -36,12 +36,12 @@ static_assert(io::kSyntheticBlueClass == kDemoDetectorBlueClass);
 
 constexpr std::uint32_t kSeed = 11;
 // A detection matches its object at IoU >= 0.9: unlike a pixel distance, this holds the same in
-// network-input and frame pixels (the downscaled test maps boxes back to the frame), and it still
-// fails a box one side of which is 3 pixels off on the smallest object (54 pixels at 480x272),
-// while the header's expected error, one pixel on a circle's side, gives 0.98.
+// network-input and frame pixels (the resized test maps boxes back to the 1080p frame), and on the
+// smallest object (54 pixels at 480x272) it fails a box with one side 6 pixels off or every side 2
+// pixels off (IoU 0.86), while the header's expected error, one pixel on a side, gives 0.98.
 constexpr float kMinIou = 0.9f;
 // The boxes parser's own default (default_detect_params(kBoxes)): a cell inside an object scores
-// 1, and a false speck would need a quarter of a cell (16 of 64 pixels) to count.
+// 1, and a false speck would need a quarter of a cell (64 of its 256 pixels) to count.
 constexpr float kScoreThreshold = 0.25f;
 
 // Frames 0, 51, 82 and 45 have overlapping shapes at both sizes (a later shape covers part of an
