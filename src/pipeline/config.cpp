@@ -46,8 +46,14 @@ constexpr EnumName<runtime::Precision> kPrecisionNames[] = {{runtime::Precision:
 constexpr EnumName<ColorOrder> kColorOrderNames[] = {{ColorOrder::kRgb, "rgb"}, {ColorOrder::kBgr, "bgr"}};
 constexpr EnumName<FlowKind> kFlowNames[] = {{FlowKind::kSegmentation, "segmentation"},
                                              {FlowKind::kDetection, "detection"}};
-constexpr EnumName<StageKind> kStageNames[] = {
-    {StageKind::kSegment, "segment"}, {StageKind::kDetect, "detect"}, {StageKind::kOsd, "osd"}};
+constexpr EnumName<StageKind> kStageNames[] = {{StageKind::kSegment, "segment"},
+                                               {StageKind::kDetect, "detect"},
+                                               {StageKind::kTrack, "track"},
+                                               {StageKind::kClassify, "classify"},
+                                               {StageKind::kOsd, "osd"}};
+constexpr EnumName<track::TrackerKind> kTrackerNames[] = {{track::TrackerKind::kIou, "iou"},
+                                                          {track::TrackerKind::kSort, "sort"},
+                                                          {track::TrackerKind::kByteTrack, "bytetrack"}};
 constexpr EnumName<TaskType> kTaskTypeNames[] = {{TaskType::kSegmentation, "segmentation"}};
 constexpr EnumName<io::EncoderCodec> kCodecNames[] = {{io::EncoderCodec::kH264, "h264"},
                                                       {io::EncoderCodec::kHevc, "hevc"}};
@@ -533,6 +539,11 @@ Status read_value(const Field& field, const KeyRules&, ColorOrder& out) {
   return Status::ok();
 }
 
+Status read_value(const Field& field, const KeyRules&, track::TrackerKind& out) {
+  FOVEA_ASSIGN_OR_RETURN(out, to_enum(field, kTrackerNames));
+  return Status::ok();
+}
+
 // post names the parsers, and its error lists them.
 Status read_value(const Field& field, const KeyRules&, post::DetectParser& out) {
   FOVEA_ASSIGN_OR_RETURN(const std::string name, to_text(field));
@@ -586,6 +597,10 @@ YAML::Node to_node(ColorOrder value) {
   return YAML::Node(std::string(enum_name(kColorOrderNames, value)));
 }
 
+YAML::Node to_node(track::TrackerKind value) {
+  return YAML::Node(std::string(enum_name(kTrackerNames, value)));
+}
+
 YAML::Node to_node(post::DetectParser value) {
   return YAML::Node(std::string(post::detect_parser_name(value)));
 }
@@ -628,6 +643,8 @@ std::string kind_text(std::type_identity<T>, const KeyRules& rules) {
     return quoted_choices(kPrecisionNames);
   } else if constexpr (std::is_same_v<T, ColorOrder>) {
     return quoted_choices(kColorOrderNames);
+  } else if constexpr (std::is_same_v<T, track::TrackerKind>) {
+    return quoted_choices(kTrackerNames);
   } else if constexpr (std::is_same_v<T, post::DetectParser>) {
     return quoted_choices(detect_parser_names());
   } else {
@@ -752,6 +769,47 @@ const KeySpec<DetectConfig> kDetectKeys[] = {
     key<&DetectConfig::interval>(
         "interval", {.min = 0, .max = 1000},
         "Frames skipped between two inferences, per source (DeepStream's `interval`)."),
+};
+
+// The tracker's own default applies to each parameter left out (track::default_tracker_params).
+constexpr std::string_view kTrackerDefault = "absent (the tracker's)";
+
+const KeySpec<TrackConfig> kTrackKeys[] = {
+    key<&TrackConfig::enabled>("enabled", {}, "The `detection` preset runs the track stage after `detect`."),
+    key<&TrackConfig::tracker>("tracker", {}, "The algorithm (`src/track/tracker.h`)."),
+    key<&TrackConfig::match_iou>("match_iou", {.min = 0, .max = 1, .default_text = kTrackerDefault},
+                                 "Smallest IoU for a detection to continue a track."),
+    key<&TrackConfig::low_match_iou>("low_match_iou", {.min = 0, .max = 1, .default_text = kTrackerDefault},
+                                     "`bytetrack`: the IoU of its second stage (low-score detections)."),
+    key<&TrackConfig::tentative_match_iou>("tentative_match_iou",
+                                           {.min = 0, .max = 1, .default_text = kTrackerDefault},
+                                           "`bytetrack`: the IoU with tracks not yet confirmed."),
+    key<&TrackConfig::min_score>("min_score", {.min = 0, .max = 1, .default_text = kTrackerDefault},
+                                 "Detections scoring below this are not tracked."),
+    key<&TrackConfig::high_score>("high_score", {.min = 0, .max = 1, .default_text = kTrackerDefault},
+                                  "`bytetrack`: detections from this score up are high-score ones."),
+    key<&TrackConfig::new_track_score>("new_track_score",
+                                       {.min = 0, .max = 1, .default_text = kTrackerDefault},
+                                       "Smallest score that starts a track."),
+    key<&TrackConfig::min_hits>("min_hits", {.min = 1, .max = 1000, .default_text = kTrackerDefault},
+                                "Detections a track needs before it gets its id and is output."),
+    key<&TrackConfig::max_age>("max_age", {.min = 0, .max = 100000, .default_text = kTrackerDefault},
+                               "Frames a lost track is kept (predicted, not output) before it is removed."),
+};
+
+const KeySpec<SecondaryConfig> kSecondaryKeys[] = {
+    key<&SecondaryConfig::model>("model", {.required = true}, "The `models` entry to run, by name."),
+    key<&SecondaryConfig::operate_on_classes>("operate_on_classes", {},
+                                              "The detector's classes it classifies; empty: every class."),
+    key<&SecondaryConfig::min_width>("min_width", {.min = 0},
+                                     "Objects narrower than this (frame pixels) are not classified."),
+    key<&SecondaryConfig::min_height>("min_height", {.min = 0},
+                                      "Objects lower than this (frame pixels) are not classified."),
+    key<&SecondaryConfig::reinfer_interval>(
+        "reinfer_interval", {.min = 0, .max = 100000},
+        "Frames between two classifications of a tracked object; 0 or 1: every frame."),
+    key<&SecondaryConfig::top_k>("top_k", {.min = 1, .max = 1000},
+                                 "Labels kept per object, the most likely first."),
 };
 
 const KeySpec<OsdConfig> kOsdKeys[] = {
@@ -915,13 +973,20 @@ Status parse_models(const Parser& parser, const YAML::Node& root, std::vector<Mo
   return Status::ok();
 }
 
-// The rules of `stages:`: the primary stage (segment or detect) first and once, osd after detect,
-// no stage twice.
+// The stages after detect, in the one order they run in.
+constexpr StageKind kObjectStages[] = {StageKind::kTrack, StageKind::kClassify, StageKind::kOsd};
+
+bool is_object_stage(StageKind stage) {
+  return std::find(std::begin(kObjectStages), std::end(kObjectStages), stage) != std::end(kObjectStages);
+}
+
+// The rules of `stages:`: the primary stage (segment or detect) first and once; track, classify
+// and osd after detect, in that order; no stage twice.
 Status check_stage(const Field& entry, const std::vector<StageKind>& before, StageKind stage) {
   const std::string name(enum_name(kStageNames, stage));
   if (std::find(before.begin(), before.end(), stage) != before.end())
     return entry.error(name + " is listed twice");
-  const bool primary = stage != StageKind::kOsd;
+  const bool primary = !is_object_stage(stage);
   if (before.empty() && !primary) {
     return entry.error("the first stage runs the primary model: segment or detect, got " + name);
   }
@@ -932,6 +997,16 @@ Status check_stage(const Field& entry, const std::vector<StageKind>& before, Sta
   if (stage == StageKind::kOsd &&
       std::find(before.begin(), before.end(), StageKind::kDetect) == before.end()) {
     return entry.error("osd draws the detect stage's boxes: it comes after detect");
+  }
+  if (!primary && before.front() != StageKind::kDetect) {
+    return entry.error(name + " works on the detect stage's objects: it comes after detect");
+  }
+  const auto order = [](StageKind kind) {
+    return std::find(std::begin(kObjectStages), std::end(kObjectStages), kind) - std::begin(kObjectStages);
+  };
+  if (!primary && order(before.back()) > order(stage) && is_object_stage(before.back())) {
+    return entry.error(name + " comes before " + std::string(enum_name(kStageNames, before.back())) +
+                       " (the order is detect, track, classify, osd)");
   }
   return Status::ok();
 }
@@ -1075,11 +1150,49 @@ Status check_detect_model(const Parser& parser, const YAML::Node& root, const Pi
       "the detect stage runs this model: give its parser, one of " + join_names(detect_parser_names()));
 }
 
+// The tracker's parameters together (min_score <= high_score), named by the track section.
+Status check_track(const Parser& parser, const YAML::Node& root, const TrackConfig& track) {
+  const Status status = track::validate_tracker_params(tracker_params(track));
+  if (status.is_ok()) return Status::ok();
+  return parser.error(*lookup(root, "track"), "track", status.message());
+}
+
+// `secondary:`, a list of classifiers, each naming a model.
+Status parse_secondary(const Parser& parser, const YAML::Node& root, const std::vector<ModelConfig>& models,
+                       std::vector<SecondaryConfig>& secondary) {
+  const std::optional<YAML::Node> node = lookup(root, "secondary");
+  if (!node || node->IsNull()) return Status::ok();
+  const Field list{parser, *node, "secondary"};
+  if (!list.node.IsSequence()) return list.expected("a list of secondary models");
+  std::vector<SecondaryConfig> entries(list.node.size());
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const Field entry = element(list, i);
+    FOVEA_TRY(parse_keys<SecondaryConfig>(parser, entry.node, entry.path, kSecondaryKeys, entries[i]));
+    const bool known = std::any_of(models.begin(), models.end(),
+                                   [&](const ModelConfig& model) { return model.name == entries[i].model; });
+    if (!known) {
+      std::vector<std::string_view> names;
+      for (const ModelConfig& model : models) names.push_back(model.name);
+      return Field{parser, *lookup(entry.node, "model"), entry.path + ".model"}.error(
+          "no model is named '" + entries[i].model + "' (the models: " + join_names(names) + ")");
+    }
+  }
+  secondary = std::move(entries);
+  return Status::ok();
+}
+
+Status check_classify_has_models(const Parser& parser, const YAML::Node& root, const PipelineConfig& config) {
+  if (!runs(config, StageKind::kClassify) || !config.secondary.empty()) return Status::ok();
+  const std::optional<YAML::Node> stages = lookup(root, "stages");
+  return parser.error(stages ? *stages : root, "secondary",
+                      "the classify stage runs the secondary models: list at least one");
+}
+
 Result<PipelineConfig> parse_tree(const Parser& parser, const YAML::Node& root) {
   if (root.IsNull()) return parser.error(root, "", "the configuration is empty");
-  FOVEA_TRY(parser.check_map(
-      root, "",
-      {"sources", "mux", "model", "models", "flow", "stages", "task", "detect", "osd", "sinks", "stats"}));
+  FOVEA_TRY(parser.check_map(root, "",
+                             {"sources", "mux", "model", "models", "flow", "stages", "task", "detect",
+                              "track", "secondary", "osd", "sinks", "stats"}));
   PipelineConfig config;
   FOVEA_TRY(parse_sources(parser, root, config.sources));
   FOVEA_TRY(
@@ -1099,6 +1212,10 @@ Result<PipelineConfig> parse_tree(const Parser& parser, const YAML::Node& root) 
                           }));
   FOVEA_TRY(parse_table_section<DetectConfig>(parser, root, "detect", kDetectKeys, config.detect));
   FOVEA_TRY(check_detect_model(parser, root, config, model_sites));
+  FOVEA_TRY(parse_table_section<TrackConfig>(parser, root, "track", kTrackKeys, config.track));
+  if (lookup(root, "track")) FOVEA_TRY(check_track(parser, root, config.track));
+  FOVEA_TRY(parse_secondary(parser, root, config.models, config.secondary));
+  FOVEA_TRY(check_classify_has_models(parser, root, config));
   FOVEA_TRY(parse_table_section<OsdConfig>(parser, root, "osd", kOsdKeys, config.osd));
   FOVEA_TRY(parse_section(
       parser, root, "sinks", {"video", "metadata", "null"}, config.sinks,
@@ -1158,6 +1275,10 @@ YAML::Node to_tree(const PipelineConfig& config) {
   task["sigma"] = to_node(config.task.sigma);
   task["refine_mask"] = config.task.refine_mask;
   root["detect"] = write_keys<DetectConfig>(kDetectKeys, config.detect);
+  root["track"] = write_keys<TrackConfig>(kTrackKeys, config.track);
+  root["secondary"] = YAML::Node(YAML::NodeType::Sequence);
+  for (const SecondaryConfig& entry : config.secondary)
+    root["secondary"].push_back(write_keys<SecondaryConfig>(kSecondaryKeys, entry));
   root["osd"] = write_keys<OsdConfig>(kOsdKeys, config.osd);
   YAML::Node sinks = root["sinks"];
   sinks["video"] = YAML::Node(YAML::NodeType::Null);
@@ -1265,9 +1386,28 @@ std::vector<StageKind> stages_of(const PipelineConfig& config) {
   if (!config.stages.empty()) return config.stages;
   switch (config.flow) {
     case FlowKind::kSegmentation: return {StageKind::kSegment};
-    case FlowKind::kDetection: return {StageKind::kDetect, StageKind::kOsd};
+    case FlowKind::kDetection: {
+      std::vector<StageKind> stages = {StageKind::kDetect};
+      if (config.track.enabled) stages.push_back(StageKind::kTrack);
+      if (!config.secondary.empty()) stages.push_back(StageKind::kClassify);
+      stages.push_back(StageKind::kOsd);
+      return stages;
+    }
   }
   FOVEA_CHECK_MSG(false, "a flow preset has no stages");
+}
+
+track::TrackerParams tracker_params(const TrackConfig& track) {
+  track::TrackerParams params = track::default_tracker_params(track.tracker);
+  params.match_iou = track.match_iou.value_or(params.match_iou);
+  params.low_match_iou = track.low_match_iou.value_or(params.low_match_iou);
+  params.tentative_match_iou = track.tentative_match_iou.value_or(params.tentative_match_iou);
+  params.min_score = track.min_score.value_or(params.min_score);
+  params.high_score = track.high_score.value_or(params.high_score);
+  params.new_track_score = track.new_track_score.value_or(params.new_track_score);
+  params.min_hits = track.min_hits.value_or(params.min_hits);
+  params.max_age = track.max_age.value_or(params.max_age);
+  return params;
 }
 
 const ModelConfig* find_model(const PipelineConfig& config, std::string_view name) {
@@ -1281,6 +1421,8 @@ std::vector<SchemaKey> schema_keys() {
   std::vector<SchemaKey> keys;
   append_schema<ModelConfig>("models[].", kModelKeys, keys);
   append_schema<DetectConfig>("detect.", kDetectKeys, keys);
+  append_schema<TrackConfig>("track.", kTrackKeys, keys);
+  append_schema<SecondaryConfig>("secondary[].", kSecondaryKeys, keys);
   append_schema<OsdConfig>("osd.", kOsdKeys, keys);
   append_schema<MosaicConfig>("sinks.video.mosaic.", kMosaicKeys, keys);
   return keys;

@@ -24,6 +24,7 @@
 #include "io/encoder.h"
 #include "post/detect_post.h"
 #include "runtime/planner.h"
+#include "track/tracker.h"
 
 namespace fovea::pipeline {
 
@@ -83,14 +84,18 @@ struct ModelConfig {
 
 // `flow:`, a preset: the stages it expands to when `stages:` is left out.
 //   segmentation  [segment]        background blur behind the target classes
-//   detection     [detect, osd]    boxes, drawn when osd.enabled
+//   detection     [detect, osd]    boxes, drawn when osd.enabled; with `track` after detect when
+//                                  track.enabled, and `classify` after it when `secondary:` lists
+//                                  a model
 enum class FlowKind { kSegmentation, kDetection };
 
 // The stage kinds `stages:` lists, in flow order; each reads its own section of the file.
-//   segment  the primary model as a segmenter (`task:`)
-//   detect   the primary model as a detector (`detect:`)
-//   osd      draws the results on the frames (`osd:`)
-enum class StageKind { kSegment, kDetect, kOsd };
+//   segment   the primary model as a segmenter (`task:`)
+//   detect    the primary model as a detector (`detect:`)
+//   track     identities for the detections across frames, per source (`track:`)
+//   classify  the secondary models on the objects (`secondary:`)
+//   osd       draws the results on the frames (`osd:`)
+enum class StageKind { kSegment, kDetect, kTrack, kClassify, kOsd };
 
 enum class TaskType { kSegmentation };
 
@@ -123,6 +128,39 @@ struct DetectConfig {
   // on every frame, 2 on frames 0, 3, 6, ...
   int interval = 0;
   bool operator==(const DetectConfig&) const = default;
+};
+
+// `track:`, the track stage (track/tracker.h). The tracker's parameters are its published defaults
+// (track::default_tracker_params) unless given here.
+struct TrackConfig {
+  bool enabled = false;  // the detection preset adds the track stage
+  track::TrackerKind tracker = track::TrackerKind::kByteTrack;
+  std::optional<float> match_iou;
+  std::optional<float> low_match_iou;
+  std::optional<float> tentative_match_iou;
+  std::optional<float> min_score;
+  std::optional<float> high_score;
+  std::optional<float> new_track_score;
+  std::optional<int> min_hits;
+  std::optional<int> max_age;
+  bool operator==(const TrackConfig&) const = default;
+};
+
+// The tracker the track stage runs: the tracker's defaults with the keys `track` gives.
+track::TrackerParams tracker_params(const TrackConfig& track);
+
+// One entry of `secondary:`, a classifier run on the objects (the classify stage).
+struct SecondaryConfig {
+  std::string model;                    // a models: name
+  std::vector<int> operate_on_classes;  // the detector's classes it runs on; empty: every class
+  float min_width = 0.0f;               // frame pixels; smaller objects are not classified
+  float min_height = 0.0f;
+  // A tracked object is classified again only once this many frames have passed since its last
+  // classification, its last labels kept meanwhile; 0 or 1: every frame. Untracked objects are
+  // classified on every frame.
+  int reinfer_interval = 0;
+  int top_k = 1;  // labels kept per object, the best
+  bool operator==(const SecondaryConfig&) const = default;
 };
 
 struct OsdConfig {
@@ -181,6 +219,8 @@ struct PipelineConfig {
   std::vector<StageKind> stages;  // empty: the preset's (stages_of)
   TaskConfig task;                // the segment stage
   DetectConfig detect;
+  TrackConfig track;
+  std::vector<SecondaryConfig> secondary;  // the classify stage runs each, in order
   OsdConfig osd;
   SinksConfig sinks;
   StatsConfig stats;
@@ -217,8 +257,8 @@ using KeyNamer = std::function<std::string(std::string_view key_path)>;
 // reads "<name_key(key)>: <reason>", e.g. "--blur 33: must be odd, got 33".
 Result<PipelineConfig> check_config(const PipelineConfig& config, const KeyNamer& name_key);
 
-// One key of the sections written as schema tables (models entries, detect, osd,
-// sinks.video.mosaic), as docs/config.md's tables give it: `| `key` | kind | default | meaning`
+// One key of the sections written as schema tables (models entries, detect, track, secondary
+// entries, osd, sinks.video.mosaic), as docs/config.md's tables give it: `| `key` | kind | default | meaning`
 // (the docs may say more after the meaning). A test holds the docs to these.
 struct SchemaKey {
   std::string key;            // "detect.iou", "models[].path"

@@ -7,10 +7,12 @@
 
 #include "core/log.h"
 #include "core/output_file.h"
+#include "pipeline/classify_ops.h"
 #include "pipeline/detect_ops.h"
 #include "pipeline/display_ops.h"
 #include "pipeline/model_ops.h"
 #include "pipeline/segment_ops.h"
+#include "pipeline/track_ops.h"
 
 #if defined(FOVEA_HAVE_CUDA)
 #include <cuda_runtime.h>
@@ -138,6 +140,55 @@ Result<std::vector<std::string>> add_detect(FlowPlan& plan, const PipelineConfig
   return labels;
 }
 
+// track: one host stage after the inference stage, every source's tracks (track_ops.h).
+Status add_track(FlowPlan& plan, const PipelineConfig& config) {
+  FOVEA_ASSIGN_OR_RETURN(std::unique_ptr<TrackOp> track,
+                         TrackOp::create(tracker_params(config.track), plan.shape.source_names.size()));
+  plan.stages.push_back({.name = "track", .ops = {add_op(plan, std::move(track))}});
+  return Status::ok();
+}
+
+// A class the detector cannot give would make a secondary model silently idle: refused.
+Status check_object_classes(const SecondaryConfig& entry, std::size_t index,
+                            const std::vector<std::string>& detector_labels) {
+  if (detector_labels.empty()) return Status::ok();  // the class count is the label file's
+  for (const int class_id : entry.operate_on_classes) {
+    if (static_cast<std::size_t>(class_id) >= detector_labels.size()) {
+      return make_error(StatusCode::kInvalidArgument,
+                        fmt::format("secondary.{}.operate_on_classes: class {}: the detector has {} classes "
+                                    "(0..{})",
+                                    index, class_id, detector_labels.size(), detector_labels.size() - 1));
+    }
+  }
+  return Status::ok();
+}
+
+// classify: a stage per secondary model, in the order `secondary:` lists them (classify_ops.h),
+// each at the model's own batch size.
+Status add_classify(FlowPlan& plan, const PipelineConfig& config, const std::vector<std::string>& labels) {
+  constexpr int kDefaultSecondaryBatch = 16;
+  const int max_objects = config.mux.batch_size * config.detect.top_k;
+  for (std::size_t i = 0; i < config.secondary.size(); ++i) {
+    const SecondaryConfig& entry = config.secondary[i];
+    FOVEA_TRY(check_object_classes(entry, i, labels));
+    const ModelConfig* model_config = find_model(config, entry.model);
+    if (model_config == nullptr) {
+      return make_error(StatusCode::kInvalidArgument, "secondary.", std::to_string(i), ".model '",
+                        entry.model, "': no such model");
+    }
+    FOVEA_ASSIGN_OR_RETURN(
+        std::unique_ptr<FlowModel> opened,
+        open_flow_model(*model_config, model_config->batch_size.value_or(kDefaultSecondaryBatch),
+                        plan.shape));
+    std::shared_ptr<FlowModel> model = std::move(opened);
+    plan.keep_alive.push_back(model);
+    FOVEA_ASSIGN_OR_RETURN(ClassifySetup setup, plan_classify(*model, entry, max_objects));
+    auto* classify = add_op(plan, std::make_unique<ClassifyOp>(*model, std::move(setup), plan.shape));
+    plan.stages.push_back({.name = classify->name(), .ops = {classify}, .high_priority = false});
+  }
+  return Status::ok();
+}
+
 // The display stage and the video sink of a detection flow: the frames as they are, or with the
 // OSD when the osd stage runs and osd.enabled; per source or as one mosaic.
 Status add_display(FlowPlan& plan, const PipelineConfig& config, const std::vector<std::string>& labels,
@@ -183,6 +234,8 @@ Result<FlowPlan> build_plan(const PipelineConfig& config, const FlowShape& shape
     FOVEA_TRY(add_segment(plan, config));
   } else {
     FOVEA_ASSIGN_OR_RETURN(labels, add_detect(plan, config));
+    if (has_stage(stages, StageKind::kTrack)) FOVEA_TRY(add_track(plan, config));
+    if (has_stage(stages, StageKind::kClassify)) FOVEA_TRY(add_classify(plan, config, labels));
     FOVEA_TRY(add_display(plan, config, labels, has_stage(stages, StageKind::kOsd)));
   }
   if (config.sinks.metadata) {

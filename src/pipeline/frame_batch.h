@@ -41,6 +41,9 @@ struct ObjectResult {
   int class_id = -1;
   float score = 0.0f;
   std::int64_t track_id = -1;  // -1: not tracked
+  // The tracker's prediction on a frame the detector skipped (box and class of the track; score
+  // of its last detection), not a detection.
+  bool predicted = false;
   std::vector<SecondaryLabel> secondary;
   bool operator==(const ObjectResult&) const = default;
 };
@@ -58,10 +61,10 @@ struct FrameResults {
 using BatchFrame = MuxFrame<SourceFrame>;
 
 struct FrameBatch {
-  std::uint64_t number = 0;          // 0-based, in mux order
-  std::vector<BatchFrame> frames;    // holding them keeps the decoders' buffers alive
-  std::vector<FrameResults> results;  // one per frame
-  SlotPool<SlotBuffers>::Handle slot;  // the named buffers and the GPU events
+  std::uint64_t number = 0;                  // 0-based, in mux order
+  std::vector<BatchFrame> frames;            // holding them keeps the decoders' buffers alive
+  std::vector<FrameResults> results;         // one per frame
+  SlotPool<SlotBuffers>::Handle slot;        // the named buffers and the GPU events
   std::optional<trace::StartEndRange> life;  // "pipeline": from the mux to the sink
   // Host steps queued by GPU ops, run by resolve() once the GPU work before them is done.
   std::vector<std::function<Status(FrameBatch&)>> after_gpu;

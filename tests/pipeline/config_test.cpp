@@ -578,8 +578,9 @@ TEST(PipelineConfigErrors, ModelsAreChecked) {
 }
 
 TEST(PipelineConfigErrors, StagesAreChecked) {
-  EXPECT_EQ(parse_error(detection_with("stages: [detect, track]\n")),
-            "test.yaml:10:18: stages.1: expected one of segment, detect, osd, got 'track'");
+  EXPECT_EQ(
+      parse_error(detection_with("stages: [detect, tracker]\n")),
+      "test.yaml:10:18: stages.1: expected one of segment, detect, track, classify, osd, got 'tracker'");
   EXPECT_EQ(parse_error(detection_with("stages: [osd, detect]\n")),
             "test.yaml:10:10: stages.0: the first stage runs the primary model: segment or detect, got osd");
   EXPECT_EQ(parse_error(detection_with("stages: [detect, segment]\n")),
@@ -774,6 +775,68 @@ TEST(PipelineConfigOverrides, InvalidNewOverridesNameTheKeyAndChangeNothing) {
   EXPECT_THAT(error("models.1={name: det, path: x.onnx}"),
               HasSubstr("models.1.name: 'det' is already the name of models.0"));
   EXPECT_EQ(config, original);
+}
+
+// kDetection with a second model for the classify stage.
+std::string cascade_with(std::string_view extra) {
+  return detection_with("  - name: color\n    path: c.onnx\n    batch_size: 8\n" + std::string(extra));
+}
+
+TEST(PipelineConfig, TrackAndSecondaryAreReadAndTheirStagesJoinThePreset) {
+  const PipelineConfig config = parse_ok(cascade_with(
+      "track: {enabled: true, tracker: sort, max_age: 10, min_hits: 1}\n"
+      "secondary:\n"
+      "  - {model: color, operate_on_classes: [1, 3], min_width: 16, reinfer_interval: 10, top_k: 2}\n"));
+  EXPECT_EQ(stages_of(config), (std::vector<StageKind>{StageKind::kDetect, StageKind::kTrack,
+                                                       StageKind::kClassify, StageKind::kOsd}));
+  const track::TrackerParams params = tracker_params(config.track);
+  EXPECT_EQ(params.kind, track::TrackerKind::kSort);
+  EXPECT_EQ(params.max_age, 10);
+  EXPECT_EQ(params.min_hits, 1);
+  // Left out: SORT's own.
+  EXPECT_EQ(params.match_iou, track::default_tracker_params(track::TrackerKind::kSort).match_iou);
+  ASSERT_EQ(config.secondary.size(), 1u);
+  EXPECT_EQ(config.secondary[0], (SecondaryConfig{.model = "color",
+                                                  .operate_on_classes = {1, 3},
+                                                  .min_width = 16.0f,
+                                                  .reinfer_interval = 10,
+                                                  .top_k = 2}));
+  EXPECT_EQ(parse_ok(dump_config(config)), config);
+
+  // Without track.enabled and secondary the preset is the detect flow's; listed stages run as listed.
+  EXPECT_EQ(stages_of(parse_ok(kDetection)), (std::vector<StageKind>{StageKind::kDetect, StageKind::kOsd}));
+  EXPECT_EQ(stages_of(parse_ok(detection_with("stages: [detect, track]\n"))),
+            (std::vector<StageKind>{StageKind::kDetect, StageKind::kTrack}));
+  PipelineConfig overridden = parse_ok(cascade_with(""));
+  ASSERT_TRUE(apply_override(overridden, "track.enabled=true").is_ok());
+  ASSERT_TRUE(apply_override(overridden, "secondary.0.model=color").is_ok());
+  EXPECT_EQ(stages_of(overridden), (std::vector<StageKind>{StageKind::kDetect, StageKind::kTrack,
+                                                           StageKind::kClassify, StageKind::kOsd}));
+}
+
+TEST(PipelineConfigErrors, TrackAndSecondaryAreChecked) {
+  EXPECT_THAT(parse_error(detection_with("stages: [detect, osd, track]\n")),
+              HasSubstr("stages.2: track comes before osd (the order is detect, track, classify, osd)"));
+  EXPECT_THAT(parse_error(minimal_with("stages: [segment, track]\n")),
+              HasSubstr("stages.1: track works on the detect stage's objects: it comes after detect"));
+  EXPECT_THAT(parse_error(detection_with("stages: [detect, classify]\n")),
+              HasSubstr("secondary: the classify stage runs the secondary models: list at least one"));
+  EXPECT_THAT(parse_error(detection_with("secondary: [{model: nope}]\n")),
+              HasSubstr("secondary.0.model: no model is named 'nope' (the models: det)"));
+  EXPECT_THAT(parse_error(detection_with("secondary: [{operate_on_classes: [1]}]\n")),
+              HasSubstr("missing required key 'secondary.0.model'"));
+  EXPECT_THAT(parse_error(detection_with("secondary: [{model: det, top_k: 0}]\n")),
+              HasSubstr("secondary.0.top_k: must be between 1 and 1000, got 0"));
+  EXPECT_THAT(parse_error(detection_with("secondary: {model: det}\n")),
+              HasSubstr("secondary: expected a list of secondary models"));
+  EXPECT_THAT(parse_error(detection_with("track: {tracker: kalman}\n")),
+              HasSubstr("track.tracker: expected one of iou, sort, bytetrack, got 'kalman'"));
+  EXPECT_THAT(parse_error(detection_with("track: {min_score: 0.9}\n")),
+              HasSubstr("track: tracker parameter min_score: 0.9 is above high_score 0.5"));
+  EXPECT_THAT(parse_error(detection_with("track: {min_hits: 0}\n")),
+              HasSubstr("track.min_hits: must be between 1 and 1000, got 0"));
+  EXPECT_THAT(parse_error(detection_with("track: {max_ages: 3}\n")),
+              HasSubstr("unknown key 'track.max_ages' (did you mean 'max_age'?)"));
 }
 
 }  // namespace

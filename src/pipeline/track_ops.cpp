@@ -1,0 +1,70 @@
+#include "pipeline/track_ops.h"
+
+#include "core/log.h"
+
+namespace fovea::pipeline {
+
+TrackOp::TrackOp(std::unique_ptr<track::Tracker> tracker, std::size_t sources)
+    : tracker_(std::move(tracker)), last_index_(sources) {}
+
+Result<std::unique_ptr<TrackOp>> TrackOp::create(const track::TrackerParams& params, std::size_t sources) {
+  Result<std::unique_ptr<track::Tracker>> tracker = track::Tracker::create(params);
+  if (!tracker.is_ok()) return tracker.status().with_context("track");
+  return std::unique_ptr<TrackOp>(new TrackOp(std::move(*tracker), sources));
+}
+
+void TrackOp::reset_on_restart(std::size_t source, std::int64_t index) {
+  std::optional<std::int64_t>& last = last_index_[source];
+  const std::int64_t max_gap = static_cast<std::int64_t>(tracker_->params().max_age) + 1;
+  if (last && (index <= *last || index - *last > max_gap)) {
+    log_debug("track: source {} went from frame {} to {}: its tracks start again", source, *last, index);
+    tracker_->reset(static_cast<std::uint32_t>(source));
+    ++resets_;
+  }
+  last = index;
+}
+
+void TrackOp::track_detections(std::uint32_t source, std::vector<ObjectResult>& objects) {
+  detections_.clear();
+  for (const ObjectResult& object : objects) {
+    detections_.push_back({.box = object.box, .class_id = object.class_id, .score = object.score});
+  }
+  tracker_->update(source, detections_, tracked_);
+  for (ObjectResult& object : objects) object.track_id = -1;
+  for (const track::TrackedObject& t : tracked_) {
+    objects[*t.detection].track_id = static_cast<std::int64_t>(t.track_id);
+  }
+}
+
+void TrackOp::track_prediction(std::uint32_t source, std::vector<ObjectResult>& objects) {
+  tracker_->predict(source, tracked_);
+  objects.clear();
+  for (const track::TrackedObject& t : tracked_) {
+    objects.push_back({.box = t.box,
+                       .class_id = t.class_id,
+                       .score = t.score,
+                       .track_id = static_cast<std::int64_t>(t.track_id),
+                       .predicted = true});
+  }
+}
+
+Status TrackOp::run_host(FrameBatch& batch) {
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    const BatchFrame& frame = batch.frames[i];
+    if (frame.source >= last_index_.size()) {
+      return make_error(StatusCode::kInternal, "track: a frame of source ", std::to_string(frame.source),
+                        " in a flow of ", std::to_string(last_index_.size()), " sources");
+    }
+    reset_on_restart(frame.source, frame.index);
+    const auto source = static_cast<std::uint32_t>(frame.source);
+    FrameResults& results = batch.results[i];
+    if (results.inferred) {
+      track_detections(source, results.objects);
+    } else {
+      track_prediction(source, results.objects);
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace fovea::pipeline
