@@ -149,6 +149,7 @@ void append_object(fmt::memory_buffer& out, const ObjectResult& object, std::spa
     append(out, ",\"track_id\":");
     append_integer(out, object.track_id);
   }
+  if (object.predicted) append(out, ",\"predicted\":true");
   if (!object.secondary.empty()) {
     append(out, ",\"secondary\":[");
     for (std::size_t i = 0; i < object.secondary.size(); ++i) {
@@ -292,7 +293,8 @@ Result<SecondaryLabel> read_secondary(const Json& value, const std::string& path
   return secondary;
 }
 
-constexpr std::string_view kObjectKeys[] = {"box", "class_id", "label", "score", "track_id", "secondary"};
+constexpr std::string_view kObjectKeys[] = {"box",      "class_id",  "label",    "score",
+                                            "track_id", "predicted", "secondary"};
 
 Result<ParsedObject> read_object(const Json& value, const std::string& path) {
   FOVEA_ASSIGN_OR_RETURN(const Fields fields, Fields::of(value, path, kObjectKeys));
@@ -305,6 +307,10 @@ Result<ParsedObject> read_object(const Json& value, const std::string& path) {
   FOVEA_ASSIGN_OR_RETURN(object.score, fields.read("score", read_float));
   if (fields.has("track_id")) {
     FOVEA_ASSIGN_OR_RETURN(object.track_id, fields.read("track_id", read_count<std::int64_t>));
+  }
+  if (fields.has("predicted")) {
+    FOVEA_ASSIGN_OR_RETURN(object.predicted, fields.read("predicted", read_bool));
+    if (!object.predicted) return wrong_type(path + ".predicted", "true (or the key omitted)", false);
   }
   if (fields.has("secondary")) {
     const auto read_secondaries = [](const Json& array, const std::string& array_path) {

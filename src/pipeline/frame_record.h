@@ -52,6 +52,7 @@ struct ParsedObject {
   std::optional<std::string> label;
   float score = 0.0f;
   std::optional<std::int64_t> track_id;
+  bool predicted = false;                 // the record's "predicted", false when absent
   std::vector<SecondaryLabel> secondary;  // label "" where the record has none
   bool operator==(const ParsedObject&) const = default;
 };

@@ -49,6 +49,7 @@ ParsedFrameRecord expected_record(const FrameRecordContext& context, const Frame
     ParsedObject parsed{.box = {object.box.x1, object.box.y1, object.box.x2, object.box.y2},
                         .class_id = object.class_id,
                         .score = object.score,
+                        .predicted = object.predicted,
                         .secondary = object.secondary};
     const auto id = static_cast<std::size_t>(object.class_id);
     if (id < context.labels.size() && !context.labels[id].empty()) parsed.label = context.labels[id];
@@ -386,6 +387,23 @@ TEST(FrameRecord, DocumentedExamplesAreValidAndEveryKeyIsDocumented) {
   for (const std::string& key : keys) {
     EXPECT_THAT(doc, HasSubstr("| `" + key + "`")) << "docs/metadata.md has no table row for " << key;
   }
+}
+
+TEST(FrameRecord, APredictedObjectSaysSoAndADetectionDoesNot) {
+  const FrameResults results{
+      .inferred = false,
+      .objects = {ObjectResult{
+                      .box = Box{1, 2, 3, 4}, .class_id = 1, .score = 0.5f, .track_id = 3, .predicted = true},
+                  ObjectResult{.box = Box{1, 2, 3, 4}, .class_id = 1, .score = 0.5f, .track_id = 4}}};
+  const std::string line = frame_record_json(context_with(kLabels), results);
+  EXPECT_THAT(line, HasSubstr(R"("track_id":3,"predicted":true})"));
+  EXPECT_THAT(line, HasSubstr(R"("track_id":4})"));
+  expect_round_trip(context_with(kLabels), results);
+  // Only true is written; false is the key left out.
+  EXPECT_THAT(parse_error(valid_with("\"track_id\":4", "\"track_id\":4,\"predicted\":false")),
+              HasSubstr("objects[0].predicted"));
+  EXPECT_THAT(parse_error(valid_with("\"track_id\":4", "\"track_id\":4,\"predicted\":1")),
+              HasSubstr("objects[0].predicted"));
 }
 
 }  // namespace
