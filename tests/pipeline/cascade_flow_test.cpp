@@ -1,0 +1,314 @@
+// The DeepStream cascade on the CPU: detect (the demo detector, runtime/demo_detector.h) -> track
+// -> classify, on synthetic clips whose shapes are known (io::ground_truth_boxes). Checks what a
+// user would: with a detector interval every frame still has its objects, the skipped frames'
+// flagged predicted; each shape keeps one track id over the clip, and two sources showing the same
+// clip get the same ids (ids are per source); a source that restarts starts its tracks again; a
+// secondary classifier (a tiny color model written here) labels every object with its color,
+// honours its class filter and minimum size; a model that is not a classifier is refused naming
+// it; zero and many objects run.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/box.h"
+#include "detection_flow_fixture.h"
+#include "pipeline/flow.h"
+#include "pipeline/track_ops.h"
+#include "runtime/demo_model.h"
+#include "runtime/graph.h"
+#include "runtime/onnx_writer.h"
+
+namespace fovea::pipeline {
+namespace {
+
+using namespace detect_test;
+using ::testing::HasSubstr;
+
+constexpr int kClipFrames = 24;
+constexpr int kColorSide = 32;  // the color model's input
+const char* const kColors[] = {"red", "green", "blue"};
+
+// A classifier of the dominant color: the mean of each RGB channel over the crop
+// (GlobalAveragePool, Flatten), then logits that favour the channel above the other two (Gemm).
+// Output [N, 3]: red, green, blue.
+runtime::Graph color_model_graph() {
+  using namespace runtime;
+  Graph graph;
+  graph.opsets[""] = 17;
+  const ValueId input = graph.add_value(
+      "input", ValueType{DataType::kFloat32, Dims{Dim::unknown("N"), Dim::known_size(3),
+                                                  Dim::known_size(kColorSide), Dim::known_size(kColorSide)}});
+  graph.inputs.push_back(input);
+  const auto node = [&](const std::string& op, std::vector<ValueId> inputs, const std::string& output,
+                        std::map<std::string, Attribute, std::less<>> attributes = {}) {
+    const ValueId out = graph.add_value(output, ValueType{DataType::kFloat32, std::nullopt});
+    Node n;
+    n.name = output;
+    n.op_type = op;
+    n.opset = 17;
+    n.inputs = std::move(inputs);
+    n.outputs = {out};
+    n.attributes = std::move(attributes);
+    graph.nodes.push_back(std::move(n));
+    graph.value(out).producer = static_cast<int>(graph.nodes.size() - 1);
+    return out;
+  };
+  const ValueId pooled = node("GlobalAveragePool", {input}, "pooled");
+  const ValueId flat = node("Flatten", {pooled}, "flat");
+  constexpr float s = 20.0f;
+  // B [3 in, 3 out]: class c gets s * (x_c - (x_a + x_b) / 2).
+  const ValueId weights = graph.add_constant(
+      "weights", Tensor::from_vector<float>(DataType::kFloat32, {3, 3},
+                                            {s, -s / 2, -s / 2, -s / 2, s, -s / 2, -s / 2, -s / 2, s}));
+  const ValueId logits = node("Gemm", {flat, weights}, "logits");
+  graph.value(logits).type = ValueType{DataType::kFloat32, Dims{Dim::unknown("N"), Dim::known_size(3)}};
+  graph.outputs.push_back(logits);
+  return graph;
+}
+
+class CascadeFlow : public DetectionFlow {
+ protected:
+  void SetUp() override {
+    DetectionFlow::SetUp();
+    ASSERT_TRUE(io::write_synthetic_clip(path("long.mp4"),
+                                         {.width = kWidth, .height = kHeight, .frames = kClipFrames})
+                    .is_ok());
+    Result<std::string> bytes = runtime::serialize_onnx(color_model_graph(), {});
+    ASSERT_TRUE(bytes.is_ok()) << bytes.status().to_string();
+    std::ofstream(path("color.onnx"), std::ios::binary) << *bytes;
+    std::ofstream(path("colors.txt")) << "red\ngreen\nblue\n";
+  }
+
+  // Two sources showing the same clip, the detector every third frame, ByteTrack confirming a track
+  // at its first detection (so that the first skipped frames have tracks to predict).
+  PipelineConfig tracked(const std::vector<std::string>& clips = {"long.mp4", "long.mp4"}) const {
+    PipelineConfig cfg = config(clips);
+    cfg.detect.interval = 2;
+    cfg.track = {.enabled = true, .tracker = track::TrackerKind::kByteTrack, .min_hits = 1};
+    return cfg;
+  }
+
+  void add_color_model(PipelineConfig& cfg, SecondaryConfig entry = {.model = "color"}) const {
+    ModelConfig color{.name = "color", .path = path("color.onnx")};
+    color.mean = {0.0f, 0.0f, 0.0f};
+    color.std = {1.0f, 1.0f, 1.0f};
+    color.labels = path("colors.txt");
+    color.batch_size = 4;  // several chunks per batch, the last partial
+    cfg.models.push_back(color);
+    cfg.secondary.push_back(entry);
+  }
+};
+
+Result<FlowResult> run_on_cpu(const PipelineConfig& config) {
+  return run_flow(config, {.device = DeviceChoice::kCpu, .progress = nullptr});
+}
+
+// The ground-truth shape an object is, by class and the best IoU; -1 when none overlaps by half.
+int shape_of(const ParsedObject& object, std::int64_t frame) {
+  const std::vector<io::SyntheticObject> truth =
+      io::ground_truth_boxes(static_cast<int>(frame), kWidth, kHeight);
+  const Box box{object.box[0], object.box[1], object.box[2], object.box[3]};
+  int best = -1;
+  float best_iou = 0.5f;
+  for (std::size_t k = 0; k < truth.size(); ++k) {
+    const float iou = box_iou(box, truth[k].box);
+    if (truth[k].class_id == object.class_id && iou >= best_iou) {
+      best = truth[k].class_id;  // one shape per class in the synthetic scene
+      best_iou = iou;
+    }
+  }
+  return best;
+}
+
+TEST_F(CascadeFlow, EveryFrameHasItsObjectsAndEachShapeKeepsOneTrackId) {
+  ASSERT_EQ(stages_of(tracked()),
+            (std::vector<StageKind>{StageKind::kDetect, StageKind::kTrack, StageKind::kOsd}));
+  Result<FlowResult> result = run_on_cpu(tracked());
+  ASSERT_TRUE(result.is_ok()) << result.status().to_string();
+  const auto lines = records();
+  ASSERT_EQ(lines.size(), static_cast<std::size_t>(2 * kClipFrames));
+  std::map<std::pair<std::size_t, int>, std::set<std::int64_t>> ids;  // (source, shape) -> track ids
+  for (const auto& [key, record] : lines) {
+    const bool inferred = record.frame % 3 == 0;
+    EXPECT_EQ(record.inferred, inferred);
+    ASSERT_TRUE(record.objects.has_value());
+    EXPECT_FALSE(record.objects->empty()) << "source " << key.first << " frame " << key.second;
+    for (const ParsedObject& object : *record.objects) {
+      EXPECT_EQ(object.predicted, !inferred) << "frame " << record.frame;
+      ASSERT_TRUE(object.track_id.has_value()) << "frame " << record.frame;
+      const int shape = shape_of(object, record.frame);
+      EXPECT_GE(shape, 0) << "frame " << record.frame << ": an object that is no shape";
+      if (shape >= 0) ids[{key.first, shape}].insert(*object.track_id);
+    }
+  }
+  ASSERT_FALSE(ids.empty());
+  for (const auto& [key, track_ids] : ids) {
+    EXPECT_EQ(track_ids.size(), 1u) << "source " << key.first << " shape " << key.second;
+  }
+  // The two sources show the same clip: the same ids, their states apart.
+  for (const auto& [key, record] : lines) {
+    if (key.first != 0) continue;
+    const ParsedFrameRecord& other = lines.at({1, key.second});
+    ASSERT_EQ(other.objects->size(), record.objects->size());
+    for (std::size_t i = 0; i < record.objects->size(); ++i) {
+      EXPECT_EQ((*other.objects)[i].track_id, (*record.objects)[i].track_id);
+    }
+  }
+}
+
+// Frames as the mux hands them to the track stage: one source, given indices, one box each.
+FrameBatch batch_of(const std::vector<std::int64_t>& indices) {
+  FrameBatch batch;
+  for (const std::int64_t index : indices) {
+    batch.frames.push_back(BatchFrame{.source = 0, .index = index});
+    batch.results.push_back(
+        {.inferred = true,
+         .objects = {ObjectResult{.box = Box{10, 10, 50, 50}, .class_id = 1, .score = 0.9f}}});
+  }
+  return batch;
+}
+
+TEST(TrackOp, ASourceThatRestartsOrJumpsStartsItsTracksAgain) {
+  track::TrackerParams params = track::default_tracker_params(track::TrackerKind::kByteTrack);
+  params.min_hits = 1;
+  params.max_age = 5;
+  Result<std::unique_ptr<TrackOp>> op = TrackOp::create(params, 1);
+  ASSERT_TRUE(op.is_ok()) << op.status().to_string();
+  const auto ids = [&](const std::vector<std::int64_t>& indices) {
+    FrameBatch batch = batch_of(indices);
+    EXPECT_TRUE((*op)->run_host(batch).is_ok());
+    std::vector<std::int64_t> out;
+    for (const FrameResults& r : batch.results) out.push_back(r.objects.at(0).track_id);
+    return out;
+  };
+  EXPECT_EQ(ids({0, 1, 2}), (std::vector<std::int64_t>{1, 1, 1}));
+  EXPECT_EQ(ids({5, 6}), (std::vector<std::int64_t>{1, 1})) << "a gap within max_age keeps the track";
+  EXPECT_EQ((*op)->resets(), 0u);
+  EXPECT_EQ(ids({0, 1}), (std::vector<std::int64_t>{2, 2})) << "back to frame 0: a restart";
+  EXPECT_EQ((*op)->resets(), 1u);
+  EXPECT_EQ(ids({100}), (std::vector<std::int64_t>{3})) << "a jump past max_age";
+  EXPECT_EQ((*op)->resets(), 2u);
+}
+
+TEST_F(CascadeFlow, TheColorModelLabelsEveryObjectWithItsColor) {
+  PipelineConfig cfg = tracked();
+  add_color_model(cfg);
+  ASSERT_EQ(stages_of(cfg), (std::vector<StageKind>{StageKind::kDetect, StageKind::kTrack,
+                                                    StageKind::kClassify, StageKind::kOsd}));
+  Result<FlowResult> result = run_on_cpu(cfg);
+  ASSERT_TRUE(result.is_ok()) << result.status().to_string();
+  std::size_t labelled = 0;
+  for (const auto& [key, record] : records()) {
+    for (const ParsedObject& object : *record.objects) {
+      ASSERT_EQ(object.secondary.size(), 1u) << "frame " << record.frame;
+      const SecondaryLabel& label = object.secondary[0];
+      EXPECT_EQ(label.model, "color");
+      EXPECT_EQ(label.class_id, object.class_id - 1) << "frame " << record.frame;
+      EXPECT_EQ(label.label, kColors[object.class_id - 1]);
+      EXPECT_GT(label.score, 0.5f);
+      ++labelled;
+    }
+  }
+  EXPECT_GT(labelled, 0u);
+}
+
+TEST_F(CascadeFlow, TracksReuseTheirLabelsBetweenClassifications) {
+  PipelineConfig cfg = tracked({"long.mp4"});
+  add_color_model(cfg, {.model = "color", .reinfer_interval = 10, .top_k = 3});
+  Result<FlowResult> result = run_on_cpu(cfg);
+  ASSERT_TRUE(result.is_ok()) << result.status().to_string();
+  for (const auto& [key, record] : records()) {
+    for (const ParsedObject& object : *record.objects) {
+      ASSERT_EQ(object.secondary.size(), 3u) << "frame " << record.frame;
+      EXPECT_EQ(object.secondary[0].class_id, object.class_id - 1) << "frame " << record.frame;
+      EXPECT_GE(object.secondary[0].score, object.secondary[1].score);
+      EXPECT_GE(object.secondary[1].score, object.secondary[2].score);
+    }
+  }
+}
+
+TEST_F(CascadeFlow, TheClassFilterAndTheMinimumSizeChooseTheObjects) {
+  PipelineConfig cfg = config({"a.mp4"});
+  add_color_model(cfg, {.model = "color", .operate_on_classes = {runtime::kDemoDetectorRedClass}});
+  Result<FlowResult> result = run_on_cpu(cfg);
+  ASSERT_TRUE(result.is_ok()) << result.status().to_string();
+  std::size_t red = 0;
+  for (const auto& [key, record] : records()) {
+    for (const ParsedObject& object : *record.objects) {
+      const bool is_red = object.class_id == runtime::kDemoDetectorRedClass;
+      EXPECT_EQ(object.secondary.size(), is_red ? 1u : 0u);
+      red += is_red ? 1 : 0;
+    }
+  }
+  EXPECT_GT(red, 0u);
+
+  cfg = config({"a.mp4"});
+  add_color_model(cfg, {.model = "color", .min_width = static_cast<float>(kWidth)});
+  result = run_on_cpu(cfg);
+  ASSERT_TRUE(result.is_ok()) << result.status().to_string();
+  for (const auto& [key, record] : records()) {
+    for (const ParsedObject& object : *record.objects) EXPECT_TRUE(object.secondary.empty());
+  }
+
+  cfg = config({"a.mp4"});
+  add_color_model(cfg, {.model = "color", .operate_on_classes = {7}});
+  result = run_on_cpu(cfg);
+  ASSERT_FALSE(result.is_ok());
+  EXPECT_THAT(result.status().message(), HasSubstr("secondary.0.operate_on_classes: class 7"));
+}
+
+TEST_F(CascadeFlow, AModelThatIsNotAClassifierIsRefusedNamingIt) {
+  ASSERT_TRUE(runtime::write_demo_segmentation_model(path("segmenter.onnx")).is_ok());
+  PipelineConfig cfg = config({"a.mp4"});
+  cfg.models.push_back({.name = "segmenter", .path = path("segmenter.onnx")});
+  cfg.secondary.push_back({.model = "segmenter"});
+  Result<FlowResult> result = run_on_cpu(cfg);
+  ASSERT_FALSE(result.is_ok());
+  EXPECT_EQ(result.status().code(), StatusCode::kInvalidArgument);
+  const std::string& message = result.status().message();
+  EXPECT_THAT(message, HasSubstr("segmenter.onnx"));
+  EXPECT_THAT(message, HasSubstr("secondary model 'segmenter'"));
+  EXPECT_THAT(message, HasSubstr("output 'out'"));
+  EXPECT_THAT(message, HasSubstr("[N, C]"));
+}
+
+TEST_F(CascadeFlow, ZeroAndManyObjectsRun) {
+  PipelineConfig none = tracked({"a.mp4"});
+  none.detect.confidence = 1.0f;  // a detection counts above it: none does
+  none.detect.classes = {runtime::kDemoDetectorRedClass};
+  add_color_model(none);
+  Result<FlowResult> result = run_on_cpu(none);
+  ASSERT_TRUE(result.is_ok()) << result.status().to_string();
+  std::size_t empty = 0;
+  for (const auto& [key, record] : records()) empty += record.objects->empty() ? 1 : 0;
+  EXPECT_GT(empty, 0u);
+
+  // Every box the detector scores above 0 (about 60 a frame at this size, 180 a batch, in 45
+  // chunks of the color model's batch of 4), each classified.
+  PipelineConfig many = tracked({"a.mp4"});
+  many.detect.confidence = 0.0f;
+  many.detect.iou = 1.0f;
+  many.detect.top_k = 2000;
+  add_color_model(many, {.model = "color", .top_k = 3});
+  result = run_on_cpu(many);
+  ASSERT_TRUE(result.is_ok()) << result.status().to_string();
+  std::size_t most = 0;
+  for (const auto& [key, record] : records()) {
+    most = std::max(most, record.objects->size());
+    for (const ParsedObject& object : *record.objects) {
+      const float w = object.box[2] - object.box[0], h = object.box[3] - object.box[1];
+      if (w > 0 && h > 0) {
+        EXPECT_EQ(object.secondary.size(), 3u);
+      }
+    }
+  }
+  EXPECT_GE(most, 50u);
+}
+
+}  // namespace
+}  // namespace fovea::pipeline
