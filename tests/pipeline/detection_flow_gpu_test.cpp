@@ -1,8 +1,11 @@
 // The detection flow on the GPU against the same flow on the CPU: NVDEC, the fused preprocess, the
 // CUDA executor, the box decode and NMS on the GPU, the OSD and the mosaic. The demo detector's
-// boxes are pooled pixel coordinates and its scores shares of a cell's pixels, exact in float16
-// too, so both runs must report the same objects with the same classes, boxes within half a
-// frame pixel and scores within 1e-3; and both must find every object of the clip.
+// boxes are pooled pixel coordinates and its scores shares of a cell's 16 x 16 pixels. In float32
+// both runs must report the same objects with the same classes, boxes within half a frame pixel
+// and scores within 1e-3. In float16 a pixel whose hue margin lies at the threshold may flip (the
+// input tensor itself is rounded to float16), which moves a box edge by one network pixel and a
+// score by 1/256 per pixel: boxes within one network pixel in frame units, scores within 2/256.
+// Both runs must find every object of the clip.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -38,6 +41,10 @@ class DetectionFlowGpu : public DetectionFlow {
 
 TEST_F(DetectionFlowGpu, MatchesTheCpuFlowObjectForObject) {
   for (const runtime::Precision precision : {runtime::Precision::kFloat32, runtime::Precision::kFloat16}) {
+    const bool half = precision == runtime::Precision::kFloat16;
+    const double box_tolerance =
+        half ? static_cast<double>(kWidth) / runtime::kDemoDetectorInputWidth + 1e-3 : 0.5;
+    const double score_tolerance = half ? 2.0 / 256 : 1e-3;
     PipelineConfig cfg = config({"a.mp4", "b.mp4"});
     cfg.models[0].precision = precision;
     cfg.detect.interval = 1;
@@ -53,8 +60,8 @@ TEST_F(DetectionFlowGpu, MatchesTheCpuFlowObjectForObject) {
         const ParsedObject& a = (*expected.objects)[i];
         const ParsedObject& b = (*got.objects)[i];
         EXPECT_EQ(a.class_id, b.class_id);
-        EXPECT_NEAR(a.score, b.score, 1e-3);
-        for (int c = 0; c < 4; ++c) EXPECT_NEAR(a.box[c], b.box[c], 0.5) << "frame " << key.second;
+        EXPECT_NEAR(a.score, b.score, score_tolerance);
+        for (int c = 0; c < 4; ++c) EXPECT_NEAR(a.box[c], b.box[c], box_tolerance) << "frame " << key.second;
       }
       if (got.inferred) {
         total += io::match_ground_truth(static_cast<int>(got.frame), kWidth, kHeight, detections(got),
