@@ -1,9 +1,12 @@
-// OSD in one launch per 16 images: each block owns a 32x8 tile of one image, culls the command
-// list against the tile (a warp ballot per 32 commands keeps list order), and each thread applies
+// OSD in one launch per 16 images: each block owns a 32x8 tile of one image, culls its image's part
+// of the command list against the tile (a warp ballot per 32 commands keeps list order), and each
+// thread applies
 // the surviving commands to its pixel in order with the FOVEA_HD coverage functions the CPU
 // reference uses. Tiles no command reaches only read the list; pixels no command covers are never
 // read or written.
 #include <algorithm>
+#include <utility>
+#include <vector>
 
 #include "core/cuda_check.h"
 #include "core/nvtx.h"
@@ -28,6 +31,10 @@ struct DrawImage {
   int width = 0;
   int height = 0;
   PixelFormat format = PixelFormat::kRGB8;
+  // The span of the command list holding every command of this image (the OSD lists them image by
+  // image): a tile scans only it, not the whole batch's list.
+  int command_begin = 0;
+  int command_end = 0;
 };
 
 struct DrawLaunch {
@@ -35,7 +42,6 @@ struct DrawLaunch {
   int first_image;
   const std::uint8_t* font;
   const DrawCommand* commands;
-  int num_commands;
   DrawParams params;
 };
 
@@ -66,9 +72,9 @@ __global__ void __launch_bounds__(kThreads) draw_kernel(const __grid_constant__ 
   bool loaded = false;
 
   __shared__ unsigned masks[kWarps];
-  for (int base = 0; base < launch.num_commands; base += kThreads) {
+  for (int base = view.command_begin; base < view.command_end; base += kThreads) {
     const int i = base + tid;
-    const bool hit = i < launch.num_commands && touches_tile(launch.commands[i], image, view, x0, y0);
+    const bool hit = i < view.command_end && touches_tile(launch.commands[i], image, view, x0, y0);
     const unsigned ballot = __ballot_sync(0xffffffffu, hit);
     if (threadIdx.x == 0) masks[threadIdx.y] = ballot;  // a warp is one tile row of 32 threads
     __syncthreads();
@@ -129,14 +135,22 @@ Status run_draw_cuda(cudaStream_t stream, const ImageBatch& images, std::span<co
   DrawLaunch launch{};
   launch.font = buffer;
   launch.commands = reinterpret_cast<const DrawCommand*>(buffer + detail::kDrawFontBytes);
-  launch.num_commands = static_cast<int>(commands.size());
   launch.params = params;
+  // Per image, the first and one past the last of its commands (an image without any: empty).
+  std::vector<std::pair<int, int>> spans(static_cast<std::size_t>(images.size()), {0, 0});
+  for (int i = static_cast<int>(commands.size()) - 1; i >= 0; --i) {
+    auto& span = spans[static_cast<std::size_t>(commands[static_cast<std::size_t>(i)].image)];
+    if (span.second == 0) span.second = i + 1;
+    span.first = i;
+  }
   for (int first = 0; first < images.size(); first += kImagesPerLaunch) {
     const int count = std::min(kImagesPerLaunch, images.size() - first);
     int max_width = 0;
     int max_height = 0;
     for (int i = 0; i < count; ++i) {
       launch.images[i] = draw_image(images.images[first + i]);
+      launch.images[i].command_begin = spans[static_cast<std::size_t>(first + i)].first;
+      launch.images[i].command_end = spans[static_cast<std::size_t>(first + i)].second;
       max_width = std::max(max_width, launch.images[i].width);
       max_height = std::max(max_height, launch.images[i].height);
     }
