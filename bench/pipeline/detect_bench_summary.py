@@ -7,7 +7,7 @@ RUNS.tsv has one line per result file: kind (decode, model, null, osd_mosaic, ba
 baseline_drawn), model, sources, batch, path ('-' where it does not apply). The bound of a fovea run
 with N sources at batch B is min(decode-bench's aggregate_fps for N sessions, model bench's
 items_per_second at batch B); its steady rate (report: startup.steady_fps) is held to 90% of it
-with the null sink and 85% with OSD + mosaic; fovea's best null-sink total fps to 20x the
+with the null sink and 85% with OSD + mosaic; fovea's best OSD + mosaic total fps to 20x the
 baseline's. Prints the tables (also written to SUMMARY.md); exits 1 when a target is missed or a run
 left no result.
 """
@@ -52,7 +52,7 @@ def summarize(runs):
     misses += [f"model bench {m}: no result" for m, points in model_bench.items() if not points]
     lines = ["| model | run | sources | batch | fps (total) | fps (steady) | decode ceiling | model bench | "
              "bound | steady / bound | target | peak GPU MiB |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    best_null, baseline = {}, {}
+    best_null, best_drawn, baseline = {}, {}, {}
     for kind, model, n, batch, path in runs:
         if kind in ("decode", "model"):
             continue
@@ -76,23 +76,29 @@ def summarize(runs):
             continue
         total, steady = result["total"]["fps"], result["startup"]["steady_fps"]
         ratio = steady / bound if bound else None
-        if kind == "null":
-            best_null[model] = max(best_null.get(model, 0.0), total)
+        best = best_null if kind == "null" else best_drawn
+        best[model] = max(best.get(model, 0.0), total)
         lines.append(f"| {model} | {kind} | {n} | {batch} | {total:.0f} | {steady:.0f} | {number(ceiling)} | "
                      f"{number(bench)} | {number(bound)} | {percent(ratio)} | >= {target:.0%} | "
                      f"{peak_gpu_mib(path) or '?'} |")
         if ratio is None or ratio < target:
             misses.append(f"{model} {kind} {n} sources: {percent(ratio)} of the bound, target {target:.0%}")
-    lines += ["", "| model | fovea best null fps (total) | Python null fps | ratio | Python drawn + encoded fps "
-                  "| target |", "|---|---|---|---|---|---|"]
-    for model, fovea_fps in best_null.items():
-        base = baseline.get((model, "baseline_null"))
-        ratio = fovea_fps / base if base else None
-        lines.append(f"| {model} | {fovea_fps:.0f} | {base or '?'} | {f'{ratio:.1f}x' if ratio else '?'} | "
-                     f"{baseline.get((model, 'baseline_drawn')) or '?'} | >= {BASELINE_TARGET:.0f}x |")
+    # The issue's peer decodes, detects, suppresses, draws and encodes: it is held against fovea's
+    # flow doing the same (OSD + mosaic video). The null sinks are compared too, for what the
+    # decode-to-detections part alone gains, without a target.
+    lines += ["", "| model | fovea OSD + mosaic fps | Python drawn + encoded fps | ratio (target) "
+                  "| fovea null fps | Python null fps | ratio |", "|---|---|---|---|---|---|---|"]
+    for model in sorted(set(best_null) | set(best_drawn)):
+        drawn, base_drawn = best_drawn.get(model), baseline.get((model, "baseline_drawn"))
+        null, base_null = best_null.get(model), baseline.get((model, "baseline_null"))
+        ratio = drawn / base_drawn if drawn and base_drawn else None
+        null_ratio = null / base_null if null and base_null else None
+        lines.append(f"| {model} | {number(drawn)} | {base_drawn or '?'} | "
+                     f"{f'{ratio:.1f}x' if ratio else '?'} (>= {BASELINE_TARGET:.0f}x) | {number(null)} | "
+                     f"{base_null or '?'} | {f'{null_ratio:.1f}x' if null_ratio else '?'} |")
         if ratio is None or ratio < BASELINE_TARGET:
-            misses.append(f"{model}: fovea {f'{ratio:.1f}x' if ratio else '?'} the Python baseline, "
-                          f"target {BASELINE_TARGET:.0f}x")
+            misses.append(f"{model}: fovea (OSD + mosaic) {f'{ratio:.1f}x' if ratio else '?'} the Python "
+                          f"baseline (drawn + encoded), target {BASELINE_TARGET:.0f}x")
     return lines, misses
 
 
