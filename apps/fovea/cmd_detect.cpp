@@ -36,6 +36,7 @@ struct DetectArgs {
   std::optional<float> iou;
   std::vector<int> classes;
   std::optional<int> top_k;
+  std::optional<int> candidates;
   std::optional<int> interval;
   std::optional<int> batch;
   std::string size;        // WIDTHxHEIGHT of the network input
@@ -141,6 +142,7 @@ Result<pipeline::PipelineConfig> detect_config(const DetectArgs& args) {
   if (args.iou) config.detect.iou = *args.iou;
   config.detect.classes = args.classes;
   if (args.top_k) config.detect.top_k = *args.top_k;
+  config.detect.candidates_per_class = args.candidates;
   if (args.interval) config.detect.interval = *args.interval;
   config.osd.enabled = args.osd;
   config.osd.blur_classes = args.blur_classes;
@@ -317,6 +319,8 @@ void add_detect_command(CLI::App& app, Action* action) {
   detect->add_option("--class", args->classes, "Keep only this class (repeatable); default every class");
   detect->add_option("--top-k", args->top_k,
                      fmt::format("Detections per frame, at most (default {})", defaults.detect.top_k));
+  detect->add_option("--candidates", args->candidates,
+                     "Best boxes per class that go into NMS (default the parser's: ssd 400, others 1024)");
   detect->add_option("--interval", args->interval,
                      "Frames skipped between two detections per source (default 0: every frame)");
   detect->add_option("--batch", args->batch,

@@ -27,8 +27,8 @@ Per model (SSD300-VGG16, SSDLite320-MobileNetV3), on the GPU machine:
 fp16 compares with torchvision at fp16 (PyTorch's half-precision backbone + head, the postprocess
 in float32 as fovea's): two float16 networks differ by more than 1e-3 in score, so its parity is
 reported but only its mAP is held to the target. The SSDs' postprocess keeps the best
-topk_candidates per class before NMS (SSD300 400, SSDLite 300); fovea keeps 400 (detect_post's
-ssd default) and its CLI sets no other, so SSDLite's lowest-scored tail may differ. Prints a JSON
+topk_candidates per class before NMS (SSD300 400, SSDLite 300): fovea is given the same with
+--candidates. Prints a JSON
 summary (also DIR/summary.json); exits 1 when a target is missed or a run fails.
 """
 
@@ -219,7 +219,7 @@ def run_fovea(args, ssd, onnx_path, clip, size, precision, folder):
     metadata = os.path.join(folder, f"fovea_{precision}.jsonl")
     cmd = [args.fovea, "detect", clip, "--model", onnx_path, "--parser", "ssd", "--normalize", "none",
            "--size", f"{size[0]}x{size[1]}", "--conf", str(ssd.score_thresh), "--iou", str(ssd.nms_thresh),
-           "--top-k", str(ssd.detections_per_img), "--interval", "0", "--batch", str(args.batch),
+           "--top-k", str(ssd.detections_per_img), "--candidates", str(ssd.topk_candidates), "--interval", "0", "--batch", str(args.batch),
            "--precision", precision, "--device", args.device, "--metadata", metadata,
            "--report", os.path.join(folder, f"fovea_{precision}_stats.json"), "--no-progress"]
     log = os.path.join(folder, f"fovea_{precision}.log")

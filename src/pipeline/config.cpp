@@ -762,6 +762,10 @@ const KeySpec<DetectConfig> kDetectKeys[] = {
     key<&DetectConfig::classes>("classes", {}, "Keep only these classes; empty: every class."),
     key<&DetectConfig::top_k>("top_k", {.min = 1, .max = 10000},
                               "At most this many detections per frame, the best."),
+    key<&DetectConfig::candidates_per_class>(
+        "candidates_per_class", {.min = 1, .max = 100000, .default_text = "absent (the parser's)"},
+        "The best boxes of each class that go into non-maximum suppression; absent: the parser's "
+        "customary number (ssd 400 as torchvision's SSD300, the others 1024)."),
     key<&DetectConfig::min_width>("min_width", {.min = 0},
                                   "Boxes narrower than this (frame pixels) are dropped."),
     key<&DetectConfig::min_height>("min_height", {.min = 0},

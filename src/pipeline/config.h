@@ -122,7 +122,10 @@ struct DetectConfig {
   float iou = 0.5f;          // class-aware NMS: a box overlapping a better one more than this goes
   std::vector<int> classes;  // keep only these classes; empty: every class
   int top_k = 100;           // detections per frame, at most (the best)
-  float min_width = 0.0f;    // frame pixels; smaller boxes are dropped
+  // The best boxes of each class that go into NMS; absent: the parser's customary number
+  // (post::default_detect_params; torchvision's SSDLite keeps 300, its SSD300 400).
+  std::optional<int> candidates_per_class;
+  float min_width = 0.0f;  // frame pixels; smaller boxes are dropped
   float min_height = 0.0f;
   // Frames skipped between two inferences, per source (DeepStream's `interval`): 0 runs the model
   // on every frame, 2 on frames 0, 3, 6, ...

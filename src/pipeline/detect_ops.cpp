@@ -56,6 +56,7 @@ post::DetectPostParams detect_params(post::DetectParser parser, const DetectConf
   params.classes = detect.classes;
   params.iou_threshold = detect.iou;
   params.top_k = detect.top_k;
+  if (detect.candidates_per_class) params.max_candidates_per_class = *detect.candidates_per_class;
   params.min_width = detect.min_width;
   params.min_height = detect.min_height;
   return params;
