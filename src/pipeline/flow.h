@@ -5,6 +5,8 @@
 //   segment  preprocess [frame rgb, preprocess] -> inference [model, class map] ->
 //            postprocess [mask] -> composite [composite]
 //   detect   preprocess [gate, preprocess] -> inference [model, detect]
+//   track    track [tracker] (host)
+//   classify one stage per secondary model [crops through the fused preprocess, model, top-k]
 //   osd      display [osd, mosaic or frame download]
 //
 // It runs on the GPU when this build has CUDA and a GPU is present, on the CPU otherwise, and says
