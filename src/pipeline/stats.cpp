@@ -213,6 +213,43 @@ std::string ProgressMeter::line(const PipelineStats& stats) {
   return progress_line(stats, current);
 }
 
+FlowBound flow_bound(const PipelineStats& stats) {
+  const auto busy = [&](const StageStats& stage) {
+    return stats.elapsed_s > 0.0
+               ? static_cast<double>(stage.latency.count) * stage.latency.mean_ms * 1e-3 / stats.elapsed_s
+               : 0.0;
+  };
+  FlowBound bound{.what = "sources"};
+  // The first stage is the mux (it waits for the sources and for a free slot) and the last the sink.
+  for (std::size_t s = 1; s + 1 < stats.stages.size(); ++s) {
+    if (busy(stats.stages[s]) > bound.busiest_busy) {
+      bound.busiest_busy = busy(stats.stages[s]);
+      bound.busiest_stage = stats.stages[s].name;
+    }
+  }
+  if (bound.busiest_busy >= kBoundBusy) {
+    bound.what = bound.busiest_stage;
+  } else if (stats.stages.size() >= 2 && busy(stats.stages.back()) >= kBoundBusy) {
+    bound.what = stats.stages.back().name;
+  }
+  return bound;
+}
+
+namespace {
+
+std::string bound_line(const PipelineStats& stats) {
+  const FlowBound bound = flow_bound(stats);
+  if (bound.busiest_stage.empty()) return {};
+  const std::string busiest =
+      fmt::format("{} is busy {:.0f}% of the run", bound.busiest_stage, 100.0 * bound.busiest_busy);
+  if (bound.what == bound.busiest_stage) return "bound by: " + busiest + "\n";
+  if (bound.what == "sources")
+    return "bound by: the sources (decode, input); the busiest stage, " + busiest + "\n";
+  return "bound by: the " + bound.what + " (encoders, writes); the busiest stage, " + busiest + "\n";
+}
+
+}  // namespace
+
 std::string format_table(const PipelineStats& stats) {
   std::string text = fmt::format("{} frames in {} batches, {:.2f} s, {:.1f} fps", stats.total_frames(),
                                  stats.batches, stats.elapsed_s, stats.fps(stats.total_frames()));
@@ -229,10 +266,15 @@ std::string format_table(const PipelineStats& stats) {
       text += trace::format_aligned(table);
     }
   }
+  if (const std::string line = bound_line(stats); !line.empty()) {
+    text += '\n';
+    text += line;
+  }
   return text;
 }
 
 nlohmann::json to_json(const PipelineStats& stats) {
+  const FlowBound bound = flow_bound(stats);
   nlohmann::json sources = nlohmann::json::array();
   for (const SourceStats& source : stats.sources) {
     nlohmann::json entry = {
@@ -257,17 +299,20 @@ nlohmann::json to_json(const PipelineStats& stats) {
                       {"high_water", c.high_water},
                       {"pushed", c.pushed}});
   }
-  return {{"elapsed_s", stats.elapsed_s},
-          {"batches", stats.batches},
-          {"total",
-           {{"frames", stats.total_frames()},
-            {"fps", stats.fps(stats.total_frames())},
-            {"dropped", stats.total_dropped()},
-            {"failed_sources", stats.failed_sources()}}},
-          {"startup", {{"first_output_s", stats.first_output_s}, {"steady_fps", stats.steady_fps()}}},
-          {"sources", std::move(sources)},
-          {"stages", std::move(stages)},
-          {"queues", std::move(queues)}};
+  return {
+      {"elapsed_s", stats.elapsed_s},
+      {"batches", stats.batches},
+      {"total",
+       {{"frames", stats.total_frames()},
+        {"fps", stats.fps(stats.total_frames())},
+        {"dropped", stats.total_dropped()},
+        {"failed_sources", stats.failed_sources()}}},
+      {"startup", {{"first_output_s", stats.first_output_s}, {"steady_fps", stats.steady_fps()}}},
+      {"bound",
+       {{"what", bound.what}, {"busiest_stage", bound.busiest_stage}, {"busiest_busy", bound.busiest_busy}}},
+      {"sources", std::move(sources)},
+      {"stages", std::move(stages)},
+      {"queues", std::move(queues)}};
 }
 
 }  // namespace fovea::pipeline

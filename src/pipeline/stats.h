@@ -108,6 +108,18 @@ struct PipelineStats {
   double steady_fps() const;
 };
 
+// What bounds the run's throughput, from the stages' busy time (count x mean latency over the run's
+// wall time; a GPU stage's latency is its GPU time): the busiest working stage when it is busy at
+// least kBoundBusy of the run; else the sink when it is (encoders or writes holding the flow back);
+// else the sources (decode or input): every stage waits for frames.
+inline constexpr double kBoundBusy = 0.75;
+struct FlowBound {
+  std::string what;  // a stage's name, "sink" or "sources"
+  std::string busiest_stage;
+  double busiest_busy = 0.0;  // 0..1 (above 1 when a stage's GPU work overlaps itself)
+};
+FlowBound flow_bound(const PipelineStats& stats);
+
 // One line without a newline, for a progress line redrawn in place: elapsed time, frames, the mean
 // rate and `current_fps` (the rate since the previous line), with the percent done and the time
 // left at the current rate when the frame count is known, then per source and per queue:

@@ -1,5 +1,6 @@
 #include "pipeline/stats.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -182,6 +183,43 @@ TEST(PipelineStats, JsonShape) {
   EXPECT_EQ(
       json["queues"][0],
       (nlohmann::json{{"name", "mux"}, {"depth", 2}, {"capacity", 4}, {"high_water", 4}, {"pushed", 50}}));
+}
+
+}  // namespace
+}  // namespace fovea::pipeline
+
+namespace fovea::pipeline {
+namespace {
+
+// A 10 s run whose stages were busy for the given seconds (100 batches each).
+PipelineStats busy_for(double mux_s, double preprocess_s, double inference_s, double sink_s) {
+  const auto stage = [](std::string name, double seconds) {
+    return StageStats{.name = std::move(name), .latency = {.count = 100, .mean_ms = seconds * 10.0}};
+  };
+  return PipelineStats{.elapsed_s = 10.0,
+                       .stages = {stage("mux", mux_s), stage("preprocess", preprocess_s),
+                                  stage("inference", inference_s), stage("sink", sink_s)}};
+}
+
+TEST(FlowBound, IsTheBusiestStageWhenItIsBusyMostOfTheRun) {
+  const FlowBound bound = flow_bound(busy_for(9.0, 1.0, 9.5, 9.0));
+  EXPECT_EQ(bound.what, "inference");
+  EXPECT_DOUBLE_EQ(bound.busiest_busy, 0.95);
+  EXPECT_THAT(format_table(busy_for(9.0, 1.0, 9.5, 9.0)),
+              ::testing::HasSubstr("bound by: inference is busy 95%"));
+}
+
+TEST(FlowBound, IsTheSourcesWhenEveryStageWaits) {
+  const FlowBound bound = flow_bound(busy_for(9.5, 1.0, 5.7, 5.0));
+  EXPECT_EQ(bound.what, "sources");
+  EXPECT_EQ(bound.busiest_stage, "inference");
+  EXPECT_THAT(format_table(busy_for(9.5, 1.0, 5.7, 5.0)),
+              ::testing::HasSubstr(
+                  "bound by: the sources (decode, input); the busiest stage, inference is busy 57%"));
+}
+
+TEST(FlowBound, IsTheSinkWhenTheStagesWaitForIt) {
+  EXPECT_EQ(flow_bound(busy_for(2.0, 1.0, 3.0, 9.0)).what, "sink");
 }
 
 }  // namespace
