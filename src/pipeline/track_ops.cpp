@@ -5,7 +5,7 @@
 namespace fovea::pipeline {
 
 TrackOp::TrackOp(std::unique_ptr<track::Tracker> tracker, std::size_t sources)
-    : tracker_(std::move(tracker)), last_index_(sources) {}
+    : tracker_(std::move(tracker)), last_(sources) {}
 
 Result<std::unique_ptr<TrackOp>> TrackOp::create(const track::TrackerParams& params, std::size_t sources) {
   Result<std::unique_ptr<track::Tracker>> tracker = track::Tracker::create(params);
@@ -13,15 +13,17 @@ Result<std::unique_ptr<TrackOp>> TrackOp::create(const track::TrackerParams& par
   return std::unique_ptr<TrackOp>(new TrackOp(std::move(*tracker), sources));
 }
 
-void TrackOp::reset_on_restart(std::size_t source, std::int64_t index) {
-  std::optional<std::int64_t>& last = last_index_[source];
+void TrackOp::reset_on_restart(const BatchFrame& frame) {
+  std::optional<Position>& last = last_[frame.source];
+  const int pass = frame.payload.pass;
   const std::int64_t max_gap = static_cast<std::int64_t>(tracker_->params().max_age) + 1;
-  if (last && (index <= *last || index - *last > max_gap)) {
-    log_debug("track: source {} went from frame {} to {}: its tracks start again", source, *last, index);
-    tracker_->reset(static_cast<std::uint32_t>(source));
+  if (last && (pass != last->pass || frame.index <= last->index || frame.index - last->index > max_gap)) {
+    log_debug("track: source {} went from frame {} (pass {}) to {} (pass {}): its tracks start again",
+              frame.source, last->index, last->pass, frame.index, pass);
+    tracker_->reset(static_cast<std::uint32_t>(frame.source));
     ++resets_;
   }
-  last = index;
+  last = Position{.pass = pass, .index = frame.index};
 }
 
 void TrackOp::track_detections(std::uint32_t source, std::vector<ObjectResult>& objects) {
@@ -51,11 +53,11 @@ void TrackOp::track_prediction(std::uint32_t source, std::vector<ObjectResult>& 
 Status TrackOp::run_host(FrameBatch& batch) {
   for (std::size_t i = 0; i < batch.size(); ++i) {
     const BatchFrame& frame = batch.frames[i];
-    if (frame.source >= last_index_.size()) {
+    if (frame.source >= last_.size()) {
       return make_error(StatusCode::kInternal, "track: a frame of source ", std::to_string(frame.source),
-                        " in a flow of ", std::to_string(last_index_.size()), " sources");
+                        " in a flow of ", std::to_string(last_.size()), " sources");
     }
-    reset_on_restart(frame.source, frame.index);
+    reset_on_restart(frame);
     const auto source = static_cast<std::uint32_t>(frame.source);
     FrameResults& results = batch.results[i];
     if (results.inferred) {

@@ -8,10 +8,10 @@
 //     confirmed, below the tracker's min_score) keep track_id -1;
 //   - a frame the detector skipped (detect.interval, GateOp) moves every track one frame forward,
 //     and its objects become the confirmed tracks' predicted boxes, flagged `predicted`.
-// A source's tracks are dropped (its ids keep counting) when its frame index goes backwards or
-// jumps by more than the tracker's max_age frames: a restart, after which no track can be where it
-// was. The mux counts a looping source's frames on across its passes, so a loop does not show
-// here until the source marks a new pass on its frames.
+// A source's tracks are dropped (its ids keep counting) when it starts its stream again: a new pass
+// (SourceFrame::pass, a loop; the mux counts a looping source's frames on across its passes, so
+// the index alone would not show it), or a frame index that goes backwards or jumps by more than
+// the tracker's max_age frames. After a restart no track can be where it was.
 #pragma once
 
 #include <cstdint>
@@ -38,13 +38,18 @@ class TrackOp final : public HostOp {
 
  private:
   TrackOp(std::unique_ptr<track::Tracker> tracker, std::size_t sources);
-  // Drops the source's tracks when `index` does not follow its last frame's.
-  void reset_on_restart(std::size_t source, std::int64_t index);
+  // Where a source's last frame was.
+  struct Position {
+    int pass = 0;
+    std::int64_t index = 0;
+  };
+  // Drops the source's tracks when `frame` is on another pass or does not follow its last frame.
+  void reset_on_restart(const BatchFrame& frame);
   void track_detections(std::uint32_t source, std::vector<ObjectResult>& objects);
   void track_prediction(std::uint32_t source, std::vector<ObjectResult>& objects);
 
   std::unique_ptr<track::Tracker> tracker_;
-  std::vector<std::optional<std::int64_t>> last_index_;  // per source
+  std::vector<std::optional<Position>> last_;  // per source
   std::uint64_t resets_ = 0;
   // Reused every frame: a steady state does not allocate.
   std::vector<track::Detection> detections_;

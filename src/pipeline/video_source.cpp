@@ -71,7 +71,10 @@ class Timeline {
       offset_ += last_ - first_ + frame_duration_;
     }
     pass_frames_ = 0;
+    ++pass_;
   }
+  // 0-based: the passes begun before this one.
+  int pass() const { return pass_; }
 
   // The frame's source pts; one without a pts gets the seek target plus its index in the pass's
   // frames times the frame duration (the decoder restarts its index at each pass).
@@ -110,6 +113,7 @@ class Timeline {
   std::int64_t first_ = 0;
   std::int64_t last_ = 0;
   std::int64_t pass_frames_ = 0;
+  int pass_ = -1;  // none begun yet
 };
 
 enum class PassEnd { kEndOfPass, kStopped };
@@ -326,6 +330,7 @@ struct VideoSources::Source {
     frame.has_pts = true;
     frame.index = delivered++;
     out.pts_us = timeline.to_us(frame.pts);
+    out.pass = timeline.pass();
     out.frame = std::move(frame);
     FOVEA_TRY(make_ready(out));
     const std::int64_t pts_us = out.pts_us;

@@ -4,7 +4,7 @@
 // (back-pressure), and ends by itself: at the end of its file (or of `duration`), on an error
 // (reported to the mux with mux.fail(), which logs it and lets the other sources carry on), or when
 // the mux is stopping (Ctrl-C: push() returns false). A looping source seeks back to `start` at
-// the end and keeps its timestamps increasing across loops.
+// the end, keeps its timestamps increasing across loops and numbers its passes (SourceFrame::pass).
 //
 // Frames leave a source at the mux's size (MuxConfig width x height), also after a resolution
 // change mid-stream: NVDEC scales in hardware, the cpu decoder with libswscale. Their format is
@@ -49,6 +49,10 @@ struct SourceFrame {
   // frame.pts is the same time in time_base units, and frame.index the frame's position on it.
   std::int64_t pts_us = 0;
   Rational time_base;  // of frame.pts, the source stream's, for encoders that keep timestamps
+  // 0 on the first pass over the stream, one more each time the source starts it again (a loop):
+  // what shows a restart to the ops that keep state per source (the tracker), which the index and
+  // pts, both still increasing, hide.
+  int pass = 0;
 };
 
 // What the run reports per source besides the mux's frame counts.

@@ -2,14 +2,16 @@
 // -> classify, on synthetic clips whose shapes are known (io::ground_truth_boxes). Checks what a
 // user would: with a detector interval every frame still has its objects, the skipped frames'
 // flagged predicted; each shape keeps one track id over the clip, and two sources showing the same
-// clip get the same ids (ids are per source); a source that restarts starts its tracks again; a
-// secondary classifier (a tiny color model written here) labels every object with its color,
-// honours its class filter and minimum size; a model that is not a classifier is refused naming
-// it; zero and many objects run.
+// clip get the same ids (ids are per source); a source that restarts or loops starts its tracks
+// again; a secondary classifier (a tiny color model written here) labels every object with its
+// color, honours its class filter and minimum size; a model that is not a classifier is refused
+// naming it; zero and many objects run.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <string>
@@ -86,11 +88,11 @@ TEST_F(CascadeFlow, EveryFrameHasItsObjectsAndEachShapeKeepsOneTrackId) {
   }
 }
 
-// Frames as the mux hands them to the track stage: one source, given indices, one box each.
-FrameBatch batch_of(const std::vector<std::int64_t>& indices) {
+// Frames as the mux hands them to the track stage: one source, given indices and pass, one box each.
+FrameBatch batch_of(const std::vector<std::int64_t>& indices, int pass = 0) {
   FrameBatch batch;
   for (const std::int64_t index : indices) {
-    batch.frames.push_back(BatchFrame{.source = 0, .index = index});
+    batch.frames.push_back(BatchFrame{.source = 0, .index = index, .payload = {.pass = pass}});
     batch.results.push_back(
         {.inferred = true,
          .objects = {ObjectResult{.box = Box{10, 10, 50, 50}, .class_id = 1, .score = 0.9f}}});
@@ -104,8 +106,8 @@ TEST(TrackOp, ASourceThatRestartsOrJumpsStartsItsTracksAgain) {
   params.max_age = 5;
   Result<std::unique_ptr<TrackOp>> op = TrackOp::create(params, 1);
   ASSERT_TRUE(op.is_ok()) << op.status().to_string();
-  const auto ids = [&](const std::vector<std::int64_t>& indices) {
-    FrameBatch batch = batch_of(indices);
+  const auto ids = [&](const std::vector<std::int64_t>& indices, int pass = 0) {
+    FrameBatch batch = batch_of(indices, pass);
     EXPECT_TRUE((*op)->run_host(batch).is_ok());
     std::vector<std::int64_t> out;
     for (const FrameResults& r : batch.results) out.push_back(r.objects.at(0).track_id);
@@ -118,6 +120,52 @@ TEST(TrackOp, ASourceThatRestartsOrJumpsStartsItsTracksAgain) {
   EXPECT_EQ((*op)->resets(), 1u);
   EXPECT_EQ(ids({100}), (std::vector<std::int64_t>{3})) << "a jump past max_age";
   EXPECT_EQ((*op)->resets(), 2u);
+  EXPECT_EQ(ids({101, 102}, 1), (std::vector<std::int64_t>{4, 4}))
+      << "a new pass (a loop), the index going on";
+  EXPECT_EQ((*op)->resets(), 3u);
+}
+
+// A looping source in a real flow, interrupted after a few passes: its index and pts keep rising
+// across the loops, yet the tracks of a pass end with it, so a pass's shapes get new ids and none
+// of a pass before. The passes are three frames long and the detector runs on every frame: the
+// shapes barely move within a pass, so a tracker that missed the loop would keep its tracks.
+TEST_F(CascadeFlow, ALoopingSourceStartsItsTracksAgainAtEachPass) {
+  constexpr int kPassFrames = 3;
+  PipelineConfig cfg = tracked({"long.mp4"});
+  cfg.detect.interval = 0;
+  cfg.sources[0].loop = true;
+  cfg.sources[0].duration = (kPassFrames - 0.5) / 30.0;  // at the clip's 30 fps
+  std::atomic<bool> interrupt{false};
+  FlowOptions options{.device = DeviceChoice::kCpu, .interrupt = &interrupt, .progress = nullptr};
+  options.on_progress = [&](const PipelineStats& stats) {
+    if (stats.total_frames() >= static_cast<std::uint64_t>(3 * kPassFrames + 1)) interrupt = true;
+  };
+  Result<FlowResult> result = run_flow(cfg, options);
+  ASSERT_TRUE(result.is_ok()) << result.status().to_string();
+  EXPECT_TRUE(result->interrupted);
+  std::map<std::int64_t, std::set<std::int64_t>> ids;                        // pass -> track ids
+  std::map<std::pair<std::int64_t, int>, std::set<std::int64_t>> shape_ids;  // (pass, shape) -> ids
+  for (const auto& [key, record] : records()) {
+    const std::int64_t pass = record.frame / kPassFrames;
+    for (const ParsedObject& object : *record.objects) {
+      ASSERT_TRUE(object.track_id.has_value()) << "frame " << record.frame;
+      ids[pass].insert(*object.track_id);
+      const int shape = shape_of(object, record.frame % kPassFrames);
+      if (shape >= 0) shape_ids[{pass, shape}].insert(*object.track_id);
+    }
+  }
+  ASSERT_GE(ids.size(), 2u) << "the run did not get past its first pass";
+  for (auto later = std::next(ids.begin()); later != ids.end(); ++later) {
+    for (auto earlier = ids.begin(); earlier != later; ++earlier) {
+      for (const std::int64_t id : later->second) {
+        EXPECT_EQ(earlier->second.count(id), 0u)
+            << "track " << id << " of pass " << earlier->first << " again in pass " << later->first;
+      }
+    }
+  }
+  for (const auto& [key, track_ids] : shape_ids) {
+    EXPECT_EQ(track_ids.size(), 1u) << "pass " << key.first << " shape " << key.second;
+  }
 }
 
 TEST_F(CascadeFlow, TheColorModelLabelsEveryObjectWithItsColor) {
