@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <iterator>
+#include <string_view>
+
+#include <fmt/format.h>
 
 #include "core/log.h"
 #include "image/osd_layout.h"
@@ -28,6 +32,27 @@ constexpr int kPrivacyCell = 16;
 bool blurred(const OsdConfig& config, int class_id) {
   return std::find(config.blur_classes.begin(), config.blur_classes.end(), class_id) !=
          config.blur_classes.end();
+}
+
+// The label of an object a secondary model labelled: its first secondary label (the model's name
+// and class id without a label file) and score, then the primary name (empty: "class <id>"), e.g.
+// "red 0.98 | car"; the OSD adds the track id before it and the primary score after it, as for
+// any label: "#3 red 0.98 | car 0.91". Scores follow the OSD's `scores` switch.
+void compose_label(const ObjectResult& object, std::string_view primary, bool scores, std::string& out) {
+  const SecondaryLabel& first = object.secondary.front();
+  out.clear();
+  auto at = std::back_inserter(out);
+  if (first.label.empty()) {
+    fmt::format_to(at, "{} {}", first.model, first.class_id);
+  } else {
+    out += first.label;
+  }
+  if (scores && std::isfinite(first.score)) fmt::format_to(at, " {:.2f}", first.score);
+  if (primary.empty()) {
+    fmt::format_to(at, " | class {}", object.class_id);
+  } else {
+    fmt::format_to(at, " | {}", primary);
+  }
 }
 
 #if defined(FOVEA_HAVE_CUDA)
@@ -77,6 +102,8 @@ Status OsdOp::lay_out(const FrameBatch& batch) {
     const std::vector<ObjectResult>& objects = batch.results[i].objects;
     // A tracker may carry more objects than the detector's top_k; the best ones are drawn.
     const std::size_t shown = std::min(objects.size(), static_cast<std::size_t>(max_objects_));
+    // Sized before the views into it are taken: they must not move while `drawn` holds them.
+    if (label_texts_.size() < shown) label_texts_.resize(shown);
     for (std::size_t k = 0; k < shown; ++k) {
       const ObjectResult& object = objects[k];
       if (blurred(config_, object.class_id)) {
@@ -93,12 +120,16 @@ Status OsdOp::lay_out(const FrameBatch& batch) {
         continue;
       }
       const std::size_t label = static_cast<std::size_t>(object.class_id);
-      drawn.push_back(
-          {.box = object.box,
-           .class_id = object.class_id,
-           .score = object.score,
-           .track_id = static_cast<int>(object.track_id),
-           .label = label < labels_.size() ? std::string_view(labels_[label]) : std::string_view()});
+      std::string_view text = label < labels_.size() ? std::string_view(labels_[label]) : std::string_view();
+      if (!object.secondary.empty()) {
+        compose_label(object, text, config_.scores, label_texts_[k]);
+        text = label_texts_[k];
+      }
+      drawn.push_back({.box = object.box,
+                       .class_id = object.class_id,
+                       .score = object.score,
+                       .track_id = static_cast<int>(object.track_id),
+                       .label = text});
     }
     const image::OsdStyle style{.thickness = config_.thickness,
                                 .fill_alpha = config_.fill_alpha,

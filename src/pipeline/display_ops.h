@@ -1,7 +1,8 @@
 // The display side of the detection flow, after the results are on the host:
 //
 //   OsdOp            draws each frame's objects in place on its NV12 pixels (DeepStream's nvdsosd):
-//                    boxes in their class color, labels with scores and track ids, optional fill
+//                    boxes in their class color, labels with scores, track ids and the first
+//                    secondary label ("#3 red 0.98 | car 0.91"), optional fill
 //                    (image/osd_layout.h, image/draw.h); objects of the blur classes are pixelated
 //                    instead (image/pixelate.h), before anything is drawn
 //   MosaicOp         every source tiled into one canvas (DeepStream's nvmultistreamtiler,
@@ -38,6 +39,8 @@ class OsdOp final : public Op {
   Status run(FrameBatch& batch, cudaStream_t stream) override;
   Status run_cpu(FrameBatch& batch) override;
   bool reads_results() const override { return true; }
+  // The last batch's draw commands (the labels' text among them), for tests.
+  const std::vector<image::DrawCommand>& commands() const { return commands_; }
 
  private:
   // Fills commands_ and rects_ from the batch's results.
@@ -53,6 +56,9 @@ class OsdOp final : public Op {
   std::size_t pixelate_bytes_ = 0;
   std::vector<image::DrawCommand> commands_;  // reused batch after batch (one stage thread)
   std::vector<image::PixelateRect> rects_;
+  // Labels composed with a secondary label, per object of a frame; reused batch after batch (the
+  // strings keep their capacity), and alive while the commands are appended.
+  std::vector<std::string> label_texts_;
 };
 
 class MosaicOp final : public Op {

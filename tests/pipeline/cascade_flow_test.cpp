@@ -4,8 +4,8 @@
 // flagged predicted; each shape keeps one track id over the clip, and two sources showing the same
 // clip get the same ids (ids are per source); a source that restarts or loops starts its tracks
 // again; a secondary classifier (a tiny color model written here) labels every object with its
-// color, honours its class filter and minimum size; a model that is not a classifier is refused
-// naming it; zero and many objects run.
+// color, which the OSD shows, honours its class filter and minimum size; a model that is not a
+// classifier is refused naming it; zero and many objects run.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -19,6 +19,8 @@
 
 #include "cascade_flow_fixture.h"
 #include "core/box.h"
+#include "core/image.h"
+#include "pipeline/display_ops.h"
 #include "pipeline/flow.h"
 #include "pipeline/track_ops.h"
 #include "runtime/demo_model.h"
@@ -203,6 +205,49 @@ TEST_F(CascadeFlow, TracksReuseTheirLabelsBetweenClassifications) {
       EXPECT_GE(object.secondary[1].score, object.secondary[2].score);
     }
   }
+}
+
+// The OSD's label texts for one frame of objects, drawn by OsdOp on the CPU.
+std::vector<std::string> osd_texts(OsdOp& op, const std::vector<ObjectResult>& objects) {
+  constexpr int kSide = 96;
+  Result<ImageAllocation> allocation = plan_image_allocation(PixelFormat::kNV12, kSide, kSide);
+  EXPECT_TRUE(allocation.is_ok());
+  std::vector<std::byte> pixels(allocation->total_bytes);
+  FrameBatch batch;
+  batch.frames.push_back(BatchFrame{});
+  batch.frames[0].payload.frame.image =
+      image_view_in(pixels.data(), *allocation, PixelFormat::kNV12, kSide, kSide, MemoryKind::kHost);
+  batch.results.push_back({.inferred = true, .objects = objects});
+  const Status drawn = op.run_cpu(batch);
+  EXPECT_TRUE(drawn.is_ok()) << drawn.to_string();
+  std::vector<std::string> texts;
+  for (const image::DrawCommand& command : op.commands()) {
+    if (command.kind == image::DrawKind::kText) texts.emplace_back(command.text);
+  }
+  return texts;
+}
+
+TEST(OsdOp, TheLabelShowsTheFirstSecondaryLabel) {
+  const FlowShape shape{.batch_size = 1, .frame_width = 96, .frame_height = 96};
+  OsdOp op(OsdConfig{.enabled = true}, {"background", "car"}, 8, shape);
+  const auto object = [](std::int64_t track, float score, std::vector<SecondaryLabel> secondary) {
+    return ObjectResult{.box = Box{10, 30, 60, 80},
+                        .class_id = 1,
+                        .score = score,
+                        .track_id = track,
+                        .secondary = std::move(secondary)};
+  };
+  const SecondaryLabel red{.model = "color", .class_id = 0, .label = "red", .score = 0.98f};
+  const SecondaryLabel sedan{.model = "type", .class_id = 2, .label = "sedan", .score = 0.7f};
+  EXPECT_THAT(osd_texts(op, {object(3, 0.91f, {red, sedan}), object(4, 0.5f, {}),
+                             object(5, 0.6f, {{.model = "color", .class_id = 2, .score = 0.25f}})}),
+              ::testing::ElementsAre("#3 red 0.98 | car 0.91", "#4 car 0.50", "#5 color 2 0.25 | car 0.60"));
+  // The next batch composes into the same storage: no text of the last one is left.
+  EXPECT_THAT(osd_texts(op, {object(6, 0.8f, {sedan}), object(7, 0.9f, {red})}),
+              ::testing::ElementsAre("#6 sedan 0.70 | car 0.80", "#7 red 0.98 | car 0.90"));
+
+  OsdOp unnamed(OsdConfig{.enabled = true, .scores = false}, {}, 8, shape);
+  EXPECT_THAT(osd_texts(unnamed, {object(3, 0.91f, {red})}), ::testing::ElementsAre("#3 red | class 1"));
 }
 
 TEST_F(CascadeFlow, TheClassFilterAndTheMinimumSizeChooseTheObjects) {
