@@ -26,10 +26,9 @@
 namespace fovea::app {
 namespace {
 
-// What the user typed; an option left out keeps the configuration's default.
+// What the user typed beyond the shared flags (flow_command.h).
 struct DetectArgs {
-  std::vector<std::string> inputs;
-  std::string model;
+  FlowFlags flow;
   std::string parser;
   std::string labels;
   std::optional<float> confidence;
@@ -38,106 +37,54 @@ struct DetectArgs {
   std::optional<int> top_k;
   std::optional<int> candidates;
   std::optional<int> interval;
-  std::optional<int> batch;
-  std::string size;        // WIDTHxHEIGHT of the network input
-  std::string frame_size;  // WIDTHxHEIGHT of the frames
-  std::optional<std::string> precision;
-  std::optional<std::string> normalize;
   std::vector<float> mean;  // 3 values, or none
   std::vector<float> std;
   bool letterbox = false;
-  std::optional<std::string> decoder;
   bool osd = false;
   std::vector<int> blur_classes;
   bool mosaic = false;
   std::string mosaic_size;
-  std::string output_dir;
-  std::optional<std::string> preset;
-  std::string metadata;
-  std::string engine_cache;
-  bool loop = false;
-  CommonArgs common;
 };
 
-// The flag a configuration key came from, for the configuration's errors ("--conf 1.5: ...").
-std::string flag_of_key(const DetectArgs& args, std::string_view key) {
+// The flag a configuration key came from, for the configuration's errors ("--conf: ...").
+std::string flag_of_key(const DetectArgs& args, const pipeline::PipelineConfig& config,
+                        std::string_view key) {
+  if (std::optional<std::string> flag = shared_flag_of_key(args.flow, config, key)) return *flag;
   static constexpr std::pair<std::string_view, std::string_view> kFlags[] = {
-      {"models.0.path", "--model"},
       {"models.0.parser", "--parser"},
       {"models.0.labels", "--labels"},
+      {"models.0.mean", "--mean"},
+      {"models.0.std", "--std"},
       {"detect.confidence", "--conf"},
       {"detect.iou", "--iou"},
       {"detect.classes", "--class"},
       {"detect.top_k", "--top-k"},
+      {"detect.candidates_per_class", "--candidates"},
       {"detect.interval", "--interval"},
-      {"mux.batch_size", "--batch"},
-      {"mux.width", "--frame-size"},
-      {"mux.height", "--frame-size"},
-      {"models.0.input_width", "--size"},
-      {"models.0.input_height", "--size"},
       {"osd.blur_classes", "--blur-class"},
-      {"sinks.video.mosaic", "--mosaic-size"},
-      {"sinks.video.output_dir", "-o"},
-      {"sinks.metadata.path", "--metadata"},
-      {"stats.report", "--report"}};
+      {"sinks.video.mosaic", "--mosaic-size"}};
   for (const auto& [prefix, flag] : kFlags) {
     if (key.starts_with(prefix)) return std::string(flag);
   }
-  if (key.starts_with("sources.")) return "an input";
-  static_cast<void>(args);
   return key.empty() ? std::string("the command line") : std::string(key);
 }
 
 Status flow_error_with_flags(const Status& status) {
-  static constexpr std::pair<std::string_view, std::string_view> kFlags[] = {
-      {"detect.model", "--model"},
-      {"sinks.video.output_dir", "-o"},
-      {"sinks.metadata.path", "--metadata"},
-      {"stats.report", "--report"}};
-  const std::string& message = status.message();
-  for (const auto& [key, flag] : kFlags) {
-    if (message.starts_with(key) && message.size() > key.size() &&
-        (message[key.size()] == ':' || message[key.size()] == ' ')) {
-      return Status(status.code(), std::string(flag) + message.substr(key.size()));
-    }
-  }
-  return status;
+  static constexpr std::pair<std::string_view, std::string_view> kFlags[] = {{"detect.model", "--model"}};
+  return flow_error_naming_flags(status, kFlags);
 }
 
 Result<pipeline::PipelineConfig> detect_config(const DetectArgs& args) {
   pipeline::PipelineConfig config;
   config.flow = pipeline::FlowKind::kDetection;
-  io::DecoderBackend backend = pipeline::SourceConfig{}.decoder;
-  if (args.decoder && !io::parse_decoder_backend(*args.decoder, &backend)) {
-    return make_error(StatusCode::kInvalidArgument, "--decoder ", *args.decoder, ": use auto, nvdec or cpu");
-  }
-  for (const std::string& input : args.inputs) {
-    config.sources.push_back({.uri = input, .decoder = backend, .loop = args.loop});
-  }
-  if (!args.frame_size.empty()) {
-    FOVEA_ASSIGN_OR_RETURN(std::tie(config.mux.width, config.mux.height),
-                           parse_size(args.frame_size, "--frame-size"));
-  }
-  if (args.batch) config.mux.batch_size = *args.batch;
-  pipeline::ModelConfig model{.name = "detector", .path = args.model};
+  pipeline::ModelConfig model{.name = "detector"};
   FOVEA_ASSIGN_OR_RETURN(model.parser, post::parse_parser_name(args.parser));
   if (!args.labels.empty()) model.labels = args.labels;
-  if (!args.size.empty()) {
-    FOVEA_ASSIGN_OR_RETURN(std::tie(model.input_width, model.input_height), parse_size(args.size, "--size"));
-  }
-  if (args.precision) {
-    model.precision = *args.precision == "fp16" ? runtime::Precision::kFloat16 : runtime::Precision::kFloat32;
-  }
-  if (args.normalize) {
-    const bool imagenet = *args.normalize == "imagenet";
-    model.mean = imagenet ? pipeline::kImagenetMean : std::array<float, 3>{0.0f, 0.0f, 0.0f};
-    model.std = imagenet ? pipeline::kImagenetStd : std::array<float, 3>{1.0f, 1.0f, 1.0f};
-  }
-  if (!args.mean.empty()) std::copy(args.mean.begin(), args.mean.end(), model.mean.begin());
-  if (!args.std.empty()) std::copy(args.std.begin(), args.std.end(), model.std.begin());
   model.keep_aspect = args.letterbox;
-  if (!args.engine_cache.empty()) model.engine_cache = args.engine_cache;
-  config.models = {model};
+  FOVEA_TRY(apply_flow_flags(args.flow, std::move(model), config));
+  pipeline::ModelConfig& detector = config.models[0];
+  if (!args.mean.empty()) std::copy(args.mean.begin(), args.mean.end(), detector.mean.begin());
+  if (!args.std.empty()) std::copy(args.std.begin(), args.std.end(), detector.std.begin());
   if (args.confidence) config.detect.confidence = *args.confidence;
   if (args.iou) config.detect.iou = *args.iou;
   config.detect.classes = args.classes;
@@ -146,27 +93,18 @@ Result<pipeline::PipelineConfig> detect_config(const DetectArgs& args) {
   if (args.interval) config.detect.interval = *args.interval;
   config.osd.enabled = args.osd;
   config.osd.blur_classes = args.blur_classes;
-  if (!args.output_dir.empty()) {
-    config.sinks.video = pipeline::VideoSinkConfig{.output_dir = args.output_dir};
-    if (args.preset) config.sinks.video->preset = *args.preset;
-    if (args.mosaic) {
-      config.sinks.video->mosaic = pipeline::MosaicConfig{};
-      if (!args.mosaic_size.empty()) {
-        FOVEA_ASSIGN_OR_RETURN(
-            std::tie(config.sinks.video->mosaic->width, config.sinks.video->mosaic->height),
-            parse_size(args.mosaic_size, "--mosaic-size"));
-      }
+  if (args.mosaic && config.sinks.video) {
+    config.sinks.video->mosaic = pipeline::MosaicConfig{};
+    if (!args.mosaic_size.empty()) {
+      FOVEA_ASSIGN_OR_RETURN(std::tie(config.sinks.video->mosaic->width, config.sinks.video->mosaic->height),
+                             parse_size(args.mosaic_size, "--mosaic-size"));
     }
-  } else {
-    config.sinks.null = true;
   }
-  if (!args.metadata.empty()) config.sinks.metadata = pipeline::MetadataSinkConfig{.path = args.metadata};
-  apply_common(args.common, config);
-  return pipeline::check_config(config, [&](std::string_view key) { return flag_of_key(args, key); });
+  return pipeline::check_config(config, [&](std::string_view key) { return flag_of_key(args, config, key); });
 }
 
 int run_detect(const DetectArgs& args) {
-  if (args.mosaic && args.output_dir.empty()) {
+  if (args.mosaic && args.flow.output_dir.empty()) {
     log_error("--mosaic: the mosaic is a video output; give -o DIR");
     return kExitUsage;
   }
@@ -175,10 +113,10 @@ int run_detect(const DetectArgs& args) {
     log_error("{}", config.status().to_string());
     return config.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
   }
-  if (args.output_dir.empty() && args.metadata.empty()) {
+  if (args.flow.output_dir.empty() && args.flow.metadata.empty()) {
     log_info("no -o and no --metadata: the detections are discarded (a null sink, for benchmarks)");
   }
-  return run_flow_command(*config, args.common, flow_error_with_flags);
+  return run_flow_command(*config, args.flow.common, flow_error_with_flags);
 }
 
 // --- fovea demo detect -----------------------------------------------------------------------
@@ -299,10 +237,7 @@ void add_detect_command(CLI::App& app, Action* action) {
   CLI::App* detect = app.add_subcommand(
       "detect",
       "Object detection on many sources: decode -> batch -> detect -> NMS -> OSD -> video and metadata");
-  detect->add_option("inputs", args->inputs, "Video files or URLs")->required();
-  detect->add_option("--model", args->model, "ONNX detector: [N,3,H,W] in, its outputs read by --parser")
-      ->required()
-      ->check(CLI::ExistingFile);
+  add_flow_flags(detect, &args->flow, "ONNX detector: [N,3,H,W] in, its outputs read by --parser");
   detect
       ->add_option("--parser", args->parser,
                    "How the model's outputs read: ssd (torchvision SSD/SSDLite), yolo (v5..v11 exports), "
@@ -323,20 +258,6 @@ void add_detect_command(CLI::App& app, Action* action) {
                      "Best boxes per class that go into NMS (default the parser's: ssd 400, others 1024)");
   detect->add_option("--interval", args->interval,
                      "Frames skipped between two detections per source (default 0: every frame)");
-  detect->add_option("--batch", args->batch,
-                     fmt::format("Frames per batch, across sources (default {})", defaults.mux.batch_size));
-  detect->add_option("--size", args->size,
-                     "Network input WIDTHxHEIGHT; default the model's own or the frame size");
-  detect->add_option(
-      "--frame-size", args->frame_size,
-      "Frames are scaled to WIDTHxHEIGHT; default the inputs' own size (the first input's when "
-      "they differ)");
-  detect->add_option("--precision", args->precision, "fp16 or fp32 (GPU; the CPU runs fp32) (default fp16)")
-      ->check(CLI::IsMember({"fp16", "fp32"}));
-  detect
-      ->add_option("--normalize", args->normalize,
-                   "imagenet (torchvision backbones) or none (pixels / 255) (default imagenet)")
-      ->check(CLI::IsMember({"imagenet", "none"}));
   detect
       ->add_option("--mean", args->mean,
                    "Per-channel mean on the 0..1 scale, 3 values (overrides --normalize): (pixel / 255 - "
@@ -349,24 +270,12 @@ void add_detect_command(CLI::App& app, Action* action) {
       ->excludes("--normalize");
   detect->add_flag("--letterbox", args->letterbox,
                    "Keep the frame's aspect in the network input (pad the rest)");
-  detect->add_option("--decoder", args->decoder, "auto, nvdec or cpu (default auto)");
   detect->add_flag("--osd", args->osd, "Draw boxes, labels and scores on the output video");
   detect->add_option("--blur-class", args->blur_classes,
                      "With --osd: pixelate this class's boxes (repeatable)");
   detect->add_flag("--mosaic", args->mosaic,
                    "One tiled video of every source (mosaic.mp4) instead of one per source");
   detect->add_option("--mosaic-size", args->mosaic_size, "The mosaic's WIDTHxHEIGHT (default 1920x1080)");
-  detect->add_option("-o,--output", args->output_dir,
-                     "Folder for the output videos; none: no video (null sink)");
-  detect
-      ->add_option("--preset", args->preset,
-                   "Encoder preset, x264's names or NVENC's p1..p7 (default medium)")
-      ->check(encoder_preset());
-  detect->add_option("--metadata", args->metadata, "Per-frame detections as JSON Lines (docs/metadata.md)");
-  detect->add_option("--engine-cache", args->engine_cache,
-                     "GPU: keep the planned model in this folder, so later runs skip the algorithm search");
-  detect->add_flag("--loop", args->loop, "Loop the inputs until Ctrl-C");
-  add_common_options(detect, &args->common);
   detect->callback([action, args] { *action = [args] { return run_detect(*args); }; });
 }
 

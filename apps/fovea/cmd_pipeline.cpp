@@ -67,117 +67,39 @@ int run_config(const RunArgs& args) {
 
 // --- fovea segment -----------------------------------------------------------------------------
 
-// What the user typed; an option left out keeps the configuration's default (config.h), so that
-// `segment` and a minimal YAML file run the same job.
+// What the user typed beyond the shared flags (flow_command.h).
 struct SegmentArgs {
-  std::vector<std::string> inputs;
-  std::string model;
+  FlowFlags flow;
   std::vector<int> classes;
-  std::optional<int> batch;
-  std::string size;        // WIDTHxHEIGHT of the network input
-  std::string frame_size;  // WIDTHxHEIGHT of the frames
-  std::optional<std::string> precision;
-  std::optional<std::string> normalize;
-  std::optional<std::string> decoder;
-  std::string output_dir;
-  std::string metadata;
-  bool loop = false;
   bool no_refine = false;
   std::optional<int> blur;
-  std::optional<std::string> preset;
-  std::string engine_cache;
-  CommonArgs common;
 };
-
-// The entry of `list` that a key such as "task.classes.1" points at (the index after `prefix`).
-template <typename T>
-std::optional<T> indexed(const std::vector<T>& list, std::string_view key, std::string_view prefix) {
-  std::size_t index = 0;
-  const std::string_view rest = key.substr(prefix.size());
-  const auto [end, error] = std::from_chars(rest.data(), rest.data() + rest.size(), index);
-  if (error != std::errc() || index >= list.size()) return std::nullopt;
-  return list[index];
-}
 
 // The flag and value a configuration key came from, for the configuration's errors ("--blur 33").
 std::string flag_of_key(const SegmentArgs& args, const pipeline::PipelineConfig& config,
                         std::string_view key) {
-  if (key.starts_with("sources.")) {
-    const std::optional<pipeline::SourceConfig> source = indexed(config.sources, key, "sources.");
-    if (source) return "input '" + source->uri + "'";
+  if (std::optional<std::string> flag = shared_flag_of_key(args.flow, config, key)) return *flag;
+  if (const std::optional<std::size_t> index = key_index(key, "task.classes.");
+      index && *index < config.task.classes.size()) {
+    return fmt::format("--class {}", config.task.classes[*index]);
   }
-  if (key.starts_with("task.classes.")) {
-    if (const std::optional<int> id = indexed(config.task.classes, key, "task.classes.")) {
-      return fmt::format("--class {}", *id);
-    }
-  }
-  if (key == "mux.batch_size") return fmt::format("--batch {}", config.mux.batch_size);
-  if (key == "mux.width" || key == "mux.height") return "--frame-size " + args.frame_size;
-  if (key == "models.0.input_width" || key == "models.0.input_height") return "--size " + args.size;
-  if (key == "models.0.path") return "--model '" + args.model + "'";
   if (key == "task.blur_kernel") return fmt::format("--blur {}", config.task.blur_kernel);
-  if (key == "sinks.video.output_dir") return "-o '" + args.output_dir + "'";
-  if (key == "sinks.metadata.path") return "--metadata '" + args.metadata + "'";
-  if (key == "stats.report") return "--report '" + args.common.report + "'";
   return key.empty() ? std::string("the command line") : std::string(key);
 }
 
 // The flow names the keys it refuses ("task.classes: class 5 is not among the model's 2 classes",
 // "stats.report out.json: cannot create ..."); segment's user typed the flags that set them.
 Status flow_error_with_flags(const Status& status) {
-  static constexpr std::pair<std::string_view, std::string_view> kFlags[] = {
-      {"task.classes", "--class"},
-      {"sinks.video.output_dir", "-o"},
-      {"sinks.metadata.path", "--metadata"},
-      {"stats.report", "--report"}};
-  const std::string& message = status.message();
-  for (const auto& [key, flag] : kFlags) {
-    if (message.starts_with(key) && message.size() > key.size() &&
-        (message[key.size()] == ':' || message[key.size()] == ' ')) {
-      return Status(status.code(), std::string(flag) + message.substr(key.size()));
-    }
-  }
-  return status;
+  static constexpr std::pair<std::string_view, std::string_view> kFlags[] = {{"task.classes", "--class"}};
+  return flow_error_naming_flags(status, kFlags);
 }
 
 Result<pipeline::PipelineConfig> segment_config(const SegmentArgs& args) {
   pipeline::PipelineConfig config;
-  io::DecoderBackend backend = pipeline::SourceConfig{}.decoder;
-  if (args.decoder && !io::parse_decoder_backend(*args.decoder, &backend)) {
-    return make_error(StatusCode::kInvalidArgument, "--decoder ", *args.decoder, ": use auto, nvdec or cpu");
-  }
-  for (const std::string& input : args.inputs) {
-    config.sources.push_back({.uri = input, .decoder = backend, .loop = args.loop});
-  }
-  if (!args.frame_size.empty()) {
-    FOVEA_ASSIGN_OR_RETURN(std::tie(config.mux.width, config.mux.height),
-                           parse_size(args.frame_size, "--frame-size"));
-  }
-  if (args.batch) config.mux.batch_size = *args.batch;
-  pipeline::ModelConfig& model = config.models.emplace_back(pipeline::ModelConfig{.path = args.model});
-  if (!args.size.empty()) {
-    FOVEA_ASSIGN_OR_RETURN(std::tie(model.input_width, model.input_height), parse_size(args.size, "--size"));
-  }
-  if (args.precision) {
-    model.precision = *args.precision == "fp16" ? runtime::Precision::kFloat16 : runtime::Precision::kFloat32;
-  }
-  if (args.normalize) {
-    const bool imagenet = *args.normalize == "imagenet";
-    model.mean = imagenet ? pipeline::kImagenetMean : std::array<float, 3>{0.0f, 0.0f, 0.0f};
-    model.std = imagenet ? pipeline::kImagenetStd : std::array<float, 3>{1.0f, 1.0f, 1.0f};
-  }
+  FOVEA_TRY(apply_flow_flags(args.flow, pipeline::ModelConfig{}, config));
   config.task.classes = args.classes;
   if (args.blur) config.task.blur_kernel = *args.blur;
   if (args.no_refine) config.task.refine_mask = false;
-  if (!args.output_dir.empty()) {
-    config.sinks.video = pipeline::VideoSinkConfig{.output_dir = args.output_dir};
-    if (args.preset) config.sinks.video->preset = *args.preset;
-  } else {
-    config.sinks.null = true;
-  }
-  if (!args.metadata.empty()) config.sinks.metadata = pipeline::MetadataSinkConfig{.path = args.metadata};
-  if (!args.engine_cache.empty()) model.engine_cache = args.engine_cache;
-  apply_common(args.common, config);
   // The file's checks, their errors naming the flags.
   return pipeline::check_config(config, [&](std::string_view key) { return flag_of_key(args, config, key); });
 }
@@ -188,10 +110,10 @@ int run_segment(const SegmentArgs& args) {
     log_error("{}", config.status().to_string());
     return config.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
   }
-  if (args.output_dir.empty()) {
+  if (args.flow.output_dir.empty()) {
     log_info("no -o: the blurred video is discarded (a null sink, for benchmarks); -o DIR keeps it");
   }
-  return run_flow_command(*config, args.common, flow_error_with_flags);
+  return run_flow_command(*config, args.flow.common, flow_error_with_flags);
 }
 
 // --- fovea demo --------------------------------------------------------------------------------
@@ -294,48 +216,12 @@ void add_pipeline_commands(CLI::App& app, Action* action) {
   auto seg = std::make_shared<SegmentArgs>();
   CLI::App* segment = app.add_subcommand(
       "segment", "Segmentation with background blur: decode -> infer -> blur the background -> encode");
-  segment->add_option("inputs", seg->inputs, "Video files or URLs")->required();
-  segment
-      ->add_option("--model", seg->model, "ONNX segmentation model: [N,3,H,W] in, class scores [N,C,H,W] out")
-      ->required()
-      ->check(CLI::ExistingFile);
+  add_flow_flags(segment, &seg->flow, "ONNX segmentation model: [N,3,H,W] in, class scores [N,C,H,W] out");
   segment->add_option("--class", seg->classes,
                       "Class kept sharp (repeatable), one of the model's classes; default every class but 0");
-  segment->add_option("--batch", seg->batch,
-                      fmt::format("Frames per batch, across sources (default {})", defaults.mux.batch_size));
-  segment->add_option("--size", seg->size,
-                      "Network input WIDTHxHEIGHT, e.g. 960x544; default the model's own or the frame size");
-  segment->add_option("--frame-size", seg->frame_size,
-                      "Frames are scaled to WIDTHxHEIGHT, e.g. 1920x1080; default the inputs' own size (the "
-                      "first input's when they differ)");
-  segment
-      ->add_option("--precision", seg->precision,
-                   fmt::format("fp16 or fp32 (GPU; the CPU runs fp32) (default {})",
-                               runtime::precision_name(pipeline::ModelConfig{}.precision)))
-      ->check(CLI::IsMember({"fp16", "fp32"}));
-  segment
-      ->add_option("--normalize", seg->normalize,
-                   fmt::format("imagenet (torchvision models) or none (pixels / 255) (default {})",
-                               pipeline::ModelConfig{}.mean == pipeline::kImagenetMean ? "imagenet" : "none"))
-      ->check(CLI::IsMember({"imagenet", "none"}));
-  segment->add_option("--decoder", seg->decoder,
-                      fmt::format("auto, nvdec or cpu (default {})",
-                                  io::decoder_backend_name(pipeline::SourceConfig{}.decoder)));
   segment->add_option("--blur", seg->blur,
                       fmt::format("Blur kernel size, odd, up to 31 (default {})", defaults.task.blur_kernel));
   segment->add_flag("--no-refine", seg->no_refine, "Skip the mask's edge refinement (joint bilateral)");
-  segment->add_flag("--loop", seg->loop, "Loop the inputs until Ctrl-C");
-  segment->add_option("-o,--output", seg->output_dir,
-                      "Folder for the output videos; none: a null sink (benchmark)");
-  segment
-      ->add_option("--preset", seg->preset,
-                   fmt::format("Encoder preset, x264's names or NVENC's p1..p7 (default {})",
-                               pipeline::VideoSinkConfig{}.preset))
-      ->check(encoder_preset());
-  segment->add_option("--metadata", seg->metadata, "Per-frame JSON Lines file");
-  segment->add_option("--engine-cache", seg->engine_cache,
-                      "GPU: keep the planned model in this folder, so later runs skip the algorithm search");
-  add_common_options(segment, &seg->common);
   segment->callback([action, seg] { *action = [seg] { return run_segment(*seg); }; });
 
   auto demo_args = std::make_shared<DemoArgs>();

@@ -1,11 +1,16 @@
 #include "flow_command.h"
 
+#include <array>
 #include <charconv>
 #include <cstdio>
+#include <tuple>
+
+#include <fmt/format.h>
 
 #include "commands.h"
 #include "core/gpu.h"
 #include "core/log.h"
+#include "io/decoder.h"
 #include "pipeline/flow.h"
 
 namespace fovea::app {
@@ -82,6 +87,127 @@ int run_flow_command(const pipeline::PipelineConfig& config, const CommonArgs& a
   if (result->interrupted) return result->failed_outputs > 0 ? kExitPartial : kExitInterrupted;
   if (result->stats.total_frames() == 0 && result->partial()) return kExitFailure;
   return result->partial() ? kExitPartial : kExitOk;
+}
+
+void add_flow_flags(CLI::App* command, FlowFlags* flags, const std::string& model_help) {
+  const pipeline::PipelineConfig defaults;
+  const pipeline::ModelConfig model_defaults;
+  command->add_option("inputs", flags->inputs, "Video files or URLs")->required();
+  command->add_option("--model", flags->model, model_help)->required()->check(CLI::ExistingFile);
+  command->add_option("--batch", flags->batch,
+                      fmt::format("Frames per batch, across sources (default {})", defaults.mux.batch_size));
+  command->add_option("--size", flags->size,
+                      "Network input WIDTHxHEIGHT, e.g. 960x544; default the model's own or the frame size");
+  command->add_option("--frame-size", flags->frame_size,
+                      "Frames are scaled to WIDTHxHEIGHT, e.g. 1920x1080; default the inputs' own size (the "
+                      "first input's when they differ)");
+  command
+      ->add_option("--precision", flags->precision,
+                   fmt::format("fp16 or fp32 (GPU; the CPU runs fp32) (default {})",
+                               runtime::precision_name(model_defaults.precision)))
+      ->check(CLI::IsMember({"fp16", "fp32"}));
+  command
+      ->add_option("--normalize", flags->normalize,
+                   fmt::format("imagenet (torchvision models) or none (pixels / 255) (default {})",
+                               model_defaults.mean == pipeline::kImagenetMean ? "imagenet" : "none"))
+      ->check(CLI::IsMember({"imagenet", "none"}));
+  command->add_option("--decoder", flags->decoder,
+                      fmt::format("auto, nvdec or cpu (default {})",
+                                  io::decoder_backend_name(pipeline::SourceConfig{}.decoder)));
+  command->add_flag("--loop", flags->loop, "Loop the inputs until Ctrl-C");
+  command->add_option("-o,--output", flags->output_dir,
+                      "Folder for the output videos; none: a null sink (benchmark)");
+  command
+      ->add_option("--preset", flags->preset,
+                   fmt::format("Encoder preset, x264's names or NVENC's p1..p7 (default {})",
+                               pipeline::VideoSinkConfig{}.preset))
+      ->check(encoder_preset());
+  command->add_option("--metadata", flags->metadata, "Per-frame JSON Lines file (docs/metadata.md)");
+  command->add_option("--engine-cache", flags->engine_cache,
+                      "GPU: keep the planned model in this folder, so later runs skip the algorithm search");
+  add_common_options(command, &flags->common);
+}
+
+Status apply_flow_flags(const FlowFlags& flags, pipeline::ModelConfig model,
+                        pipeline::PipelineConfig& config) {
+  io::DecoderBackend backend = pipeline::SourceConfig{}.decoder;
+  if (flags.decoder && !io::parse_decoder_backend(*flags.decoder, &backend)) {
+    return make_error(StatusCode::kInvalidArgument, "--decoder ", *flags.decoder, ": use auto, nvdec or cpu");
+  }
+  for (const std::string& input : flags.inputs) {
+    config.sources.push_back({.uri = input, .decoder = backend, .loop = flags.loop});
+  }
+  if (!flags.frame_size.empty()) {
+    FOVEA_ASSIGN_OR_RETURN(std::tie(config.mux.width, config.mux.height),
+                           parse_size(flags.frame_size, "--frame-size"));
+  }
+  if (flags.batch) config.mux.batch_size = *flags.batch;
+  model.path = flags.model;
+  if (!flags.size.empty()) {
+    FOVEA_ASSIGN_OR_RETURN(std::tie(model.input_width, model.input_height), parse_size(flags.size, "--size"));
+  }
+  if (flags.precision) {
+    model.precision =
+        *flags.precision == "fp16" ? runtime::Precision::kFloat16 : runtime::Precision::kFloat32;
+  }
+  if (flags.normalize) {
+    const bool imagenet = *flags.normalize == "imagenet";
+    model.mean = imagenet ? pipeline::kImagenetMean : std::array<float, 3>{0.0f, 0.0f, 0.0f};
+    model.std = imagenet ? pipeline::kImagenetStd : std::array<float, 3>{1.0f, 1.0f, 1.0f};
+  }
+  if (!flags.engine_cache.empty()) model.engine_cache = flags.engine_cache;
+  config.models = {std::move(model)};
+  if (!flags.output_dir.empty()) {
+    config.sinks.video = pipeline::VideoSinkConfig{.output_dir = flags.output_dir};
+    if (flags.preset) config.sinks.video->preset = *flags.preset;
+  } else {
+    config.sinks.null = true;
+  }
+  if (!flags.metadata.empty()) config.sinks.metadata = pipeline::MetadataSinkConfig{.path = flags.metadata};
+  apply_common(flags.common, config);
+  return Status::ok();
+}
+
+std::optional<std::string> shared_flag_of_key(const FlowFlags& flags, const pipeline::PipelineConfig& config,
+                                              std::string_view key) {
+  if (key.starts_with("sources.")) {
+    const std::optional<std::size_t> index = key_index(key, "sources.");
+    if (index && *index < config.sources.size()) return "input '" + config.sources[*index].uri + "'";
+    return "an input";
+  }
+  if (key == "mux.batch_size") return fmt::format("--batch {}", config.mux.batch_size);
+  if (key == "mux.width" || key == "mux.height") return "--frame-size " + flags.frame_size;
+  if (key == "models.0.input_width" || key == "models.0.input_height") return "--size " + flags.size;
+  if (key == "models.0.path") return "--model '" + flags.model + "'";
+  if (key == "sinks.video.output_dir") return "-o '" + flags.output_dir + "'";
+  if (key == "sinks.metadata.path") return "--metadata '" + flags.metadata + "'";
+  if (key == "stats.report") return "--report '" + flags.common.report + "'";
+  return std::nullopt;
+}
+
+std::optional<std::size_t> key_index(std::string_view key, std::string_view prefix) {
+  if (!key.starts_with(prefix)) return std::nullopt;
+  const std::string_view rest = key.substr(prefix.size());
+  std::size_t index = 0;
+  const auto [end, error] = std::from_chars(rest.data(), rest.data() + rest.size(), index);
+  if (error != std::errc() || end != rest.data() + rest.size()) return std::nullopt;
+  return index;
+}
+
+Status flow_error_naming_flags(const Status& status,
+                               std::span<const std::pair<std::string_view, std::string_view>> extra) {
+  static constexpr std::pair<std::string_view, std::string_view> kShared[] = {
+      {"sinks.video.output_dir", "-o"}, {"sinks.metadata.path", "--metadata"}, {"stats.report", "--report"}};
+  const std::string& message = status.message();
+  for (const auto& list : {std::span<const std::pair<std::string_view, std::string_view>>(kShared), extra}) {
+    for (const auto& [key, flag] : list) {
+      if (message.starts_with(key) && message.size() > key.size() &&
+          (message[key.size()] == ':' || message[key.size()] == ' ')) {
+        return Status(status.code(), std::string(flag) + message.substr(key.size()));
+      }
+    }
+  }
+  return status;
 }
 
 Result<std::pair<int, int>> parse_size(const std::string& text, std::string_view flag) {

@@ -6,9 +6,12 @@
 // asked for something wrong (nothing ran), 130 on Ctrl-C (outputs finalized).
 #pragma once
 
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -39,6 +42,44 @@ Status keys_as_written(const Status& status);
 // Runs the flow, prints the stats table and the outputs, and returns the exit code.
 int run_flow_command(const pipeline::PipelineConfig& config, const CommonArgs& args,
                      ErrorNamer name_error = keys_as_written);
+
+// The flags the flow commands (segment, detect) share: the sources, the batching, the primary
+// model's file, input size, precision and normalization, and the outputs. An option left out keeps
+// the configuration's default (config.h), so that a command and a minimal YAML file run the same job.
+struct FlowFlags {
+  std::vector<std::string> inputs;
+  std::string model;
+  std::optional<int> batch;
+  std::string size;        // WIDTHxHEIGHT of the network input
+  std::string frame_size;  // WIDTHxHEIGHT of the frames
+  std::optional<std::string> precision;
+  std::optional<std::string> normalize;
+  std::optional<std::string> decoder;
+  std::string output_dir;
+  std::optional<std::string> preset;
+  std::string metadata;
+  std::string engine_cache;
+  bool loop = false;
+  CommonArgs common;
+};
+
+// Registers the shared flags; `model_help` says what model the command takes.
+void add_flow_flags(CLI::App* command, FlowFlags* flags, const std::string& model_help);
+// `config` with the shared flags applied: sources, mux, `model` (the flags' file, input size,
+// precision, normalization, engine cache) as models[0], the video (or null) and metadata sinks, the
+// common options. Errors name the flag.
+Status apply_flow_flags(const FlowFlags& flags, pipeline::ModelConfig model,
+                        pipeline::PipelineConfig& config);
+// The flag and value a shared configuration key came from ("--frame-size 1920x1080"); none for
+// keys the shared flags do not set.
+std::optional<std::string> shared_flag_of_key(const FlowFlags& flags, const pipeline::PipelineConfig& config,
+                                              std::string_view key);
+// The index in a key such as "task.classes.1" after `prefix` ("task.classes."), when it is one.
+std::optional<std::size_t> key_index(std::string_view key, std::string_view prefix);
+// An error the flow gives about a key the shared flags set, rewritten to name the flag: "-o ...",
+// "--metadata ...", "--report ..."; `extra` maps the command's own keys the same way.
+Status flow_error_naming_flags(const Status& status,
+                               std::span<const std::pair<std::string_view, std::string_view>> extra = {});
 
 // "960x544" -> {width, height}: WIDTHxHEIGHT, as FFmpeg's -s and every size fovea prints. The
 // configuration's checks judge the numbers; the error names `flag`.
