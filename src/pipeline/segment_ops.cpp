@@ -36,18 +36,15 @@ image::ImageBatch frame_images(const FrameBatch& batch) {
   return images;
 }
 
+#if defined(FOVEA_HAVE_CUDA)
 // The GPU path's frames are read after the decoders' copies are done.
 Status wait_for_frames(const FrameBatch& batch, cudaStream_t stream) {
-#if defined(FOVEA_HAVE_CUDA)
   for (const BatchFrame& frame : batch.frames) {
     if (frame.payload.ready != nullptr) FOVEA_CUDA_TRY(cudaStreamWaitEvent(stream, frame.payload.ready, 0));
   }
-#else
-  static_cast<void>(batch);
-  static_cast<void>(stream);
-#endif
   return Status::ok();
 }
+#endif
 
 [[maybe_unused]] Status no_cuda(std::string_view what) {
   return make_error(StatusCode::kUnsupported, what, " on the GPU: this fovea was built without CUDA");
