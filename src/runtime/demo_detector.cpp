@@ -1,12 +1,11 @@
 #include "runtime/demo_detector.h"
 
 #include <cstdint>
-#include <map>
 #include <utility>
 #include <vector>
 
 #include "core/output_file.h"
-#include "runtime/graph.h"
+#include "runtime/graph_builder.h"
 #include "runtime/onnx_writer.h"
 
 namespace fovea::runtime {
@@ -46,22 +45,6 @@ Status check_options(const DemoDetectorOptions& options) {
   return Status::ok();
 }
 
-Attribute ints_attribute(std::vector<std::int64_t> values) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kInts;
-  attribute.ints = std::move(values);
-  return attribute;
-}
-
-Attribute int_attribute(std::int64_t value) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kInt;
-  attribute.i = value;
-  return attribute;
-}
-
-using Attributes = std::map<std::string, Attribute, std::less<>>;
-
 Attributes cast_to_float() {
   return {{"to", int_attribute(data_type_to_onnx(DataType::kFloat32))}};
 }
@@ -83,56 +66,10 @@ Window cell_window(std::int64_t s) {
   return Window{s, s, s, s, 0, 0, s - 1, s - 1};
 }
 
-class DetectorGraphBuilder {
- public:
-  DetectorGraphBuilder() { graph_.opsets[""] = kOpset; }
-
-  ValueId input(const std::string& name) {
-    const ValueId id = graph_.add_value(
-        name, ValueType{DataType::kFloat32,
-                        Dims{Dim::unknown("N"), Dim::known_size(3), Dim::unknown("H"), Dim::unknown("W")}});
-    graph_.inputs.push_back(id);
-    return id;
-  }
-
-  // One node producing one value named `output` of `dtype` (shapes are left to inference).
-  ValueId node(const std::string& op_type, std::vector<ValueId> inputs, const std::string& output,
-               Attributes attributes = {}, DataType dtype = DataType::kFloat32) {
-    const ValueId out = graph_.add_value(output, ValueType{dtype, std::nullopt});
-    Node node;
-    node.name = output;
-    node.op_type = op_type;
-    node.opset = kOpset;
-    node.inputs = std::move(inputs);
-    node.outputs = {out};
-    node.attributes = std::move(attributes);
-    graph_.nodes.push_back(std::move(node));
-    graph_.value(out).producer = static_cast<int>(graph_.nodes.size() - 1);
-    return out;
-  }
-
-  ValueId floats(const std::string& name, Shape shape, const std::vector<float>& values) {
-    return graph_.add_constant(name,
-                               Tensor::from_vector<float>(DataType::kFloat32, std::move(shape), values));
-  }
-
-  ValueId ints(const std::string& name, Shape shape, const std::vector<std::int64_t>& values) {
-    return graph_.add_constant(name,
-                               Tensor::from_vector<std::int64_t>(DataType::kInt64, std::move(shape), values));
-  }
-
-  // A graph output [N, A, 4] float32.
-  void output(ValueId id) {
-    graph_.value(id).type =
-        ValueType{DataType::kFloat32, Dims{Dim::unknown("N"), Dim::unknown("A"), Dim::known_size(kCorners)}};
-    graph_.outputs.push_back(id);
-  }
-
-  Graph finish() { return std::move(graph_); }
-
- private:
-  Graph graph_;
-};
+// Both outputs' declared type: float32 [N, A, 4], A rows of four per image.
+ValueType rows_type() {
+  return ValueType{DataType::kFloat32, Dims{Dim::unknown("N"), Dim::unknown("A"), Dim::known_size(kCorners)}};
+}
 
 // Rows of the chroma conv: each a difference of two channels, in both signs, so that the Relu
 // after it keeps |difference| split over two channels (the segmenter's first layer).
@@ -207,50 +144,57 @@ struct CoordinateMaps {
 };
 
 // x and y as float rows from the input's shape; the planner folds all of it into constants.
-CoordinateMaps coordinate_maps(DetectorGraphBuilder& b, ValueId shape) {
-  const ValueId zero = b.floats("range.start", {}, {0.0f});
-  const ValueId one = b.floats("range.delta", {}, {1.0f});
+CoordinateMaps coordinate_maps(GraphBuilder& b, ValueId shape) {
+  const ValueId zero = b.constant("range.start", float32_tensor({}, {0.0f}));
+  const ValueId one = b.constant("range.delta", float32_tensor({}, {1.0f}));
   const auto axis = [&](const std::string& name, std::int64_t dim, std::vector<std::int64_t> row_shape) {
-    const ValueId index = b.ints(name + ".index", {}, {dim});
-    const ValueId size = b.node("Gather", {shape, index}, name + "_size", {}, DataType::kInt64);
+    const ValueId index = b.constant(name + ".index", int64_tensor({}, {dim}));
+    const ValueId size = b.node("Gather", {shape, index}, name + "_size");
     const ValueId size_f = b.node("Cast", {size}, name + "_size_float", cast_to_float());
     const ValueId range = b.node("Range", {zero, size_f, one}, name + "_range");
-    return b.node("Reshape", {range, b.ints(name + ".shape", {5}, row_shape)}, name + "_coordinate");
+    return b.node("Reshape", {range, b.constant(name + ".shape", int64_tensor({5}, row_shape))},
+                  name + "_coordinate");
   };
   return CoordinateMaps{axis("x", 3, {1, 1, 1, 1, -1}), axis("y", 2, {1, 1, 1, -1, 1})};
 }
 
 // [1, 1, 4, H, W]: coordinate j at pixel (x, y) is x_weight[j] x + y_weight[j] y + offset[j], that
 // is kFar - x, x + 1, kFar - y, y + 1 (all >= 1, so 0 can mean "no pixel").
-ValueId coordinates(DetectorGraphBuilder& b, ValueId shape) {
+ValueId coordinates(GraphBuilder& b, ValueId shape) {
   const CoordinateMaps maps = coordinate_maps(b, shape);
   const Shape per_coordinate{1, 1, kCorners, 1, 1};
   const ValueId x_part = b.node(
-      "Mul", {maps.x, b.floats("coordinates.x_weight", per_coordinate, {-1, 1, 0, 0})}, "coordinates_x");
+      "Mul", {maps.x, b.constant("coordinates.x_weight", float32_tensor(per_coordinate, {-1, 1, 0, 0}))},
+      "coordinates_x");
   const ValueId y_part = b.node(
-      "Mul", {maps.y, b.floats("coordinates.y_weight", per_coordinate, {0, 0, -1, 1})}, "coordinates_y");
+      "Mul", {maps.y, b.constant("coordinates.y_weight", float32_tensor(per_coordinate, {0, 0, -1, 1}))},
+      "coordinates_y");
   const ValueId xy = b.node("Add", {x_part, y_part}, "coordinates_xy");
-  return b.node("Add", {xy, b.floats("coordinates.offset", per_coordinate, {kFar, 1, kFar, 1})},
+  return b.node("Add",
+                {xy, b.constant("coordinates.offset", float32_tensor(per_coordinate, {kFar, 1, kFar, 1}))},
                 "coordinates");
 }
 
 // [N, 3 * 4, Gh, Gw] (channel 4 class + j) to the parser's rows [N, 3 G, 4].
-ValueId to_rows(DetectorGraphBuilder& b, ValueId grid, const std::string& name) {
+ValueId to_rows(GraphBuilder& b, ValueId grid, const std::string& name) {
   const ValueId split =
-      b.node("Reshape", {grid, b.ints(name + ".split_shape", {4}, {0, kObjectClasses, kCorners, -1})},
+      b.node("Reshape",
+             {grid, b.constant(name + ".split_shape", int64_tensor({4}, {0, kObjectClasses, kCorners, -1}))},
              name + "_split");
   const ValueId transposed =
       b.node("Transpose", {split}, name + "_transposed", {{"perm", ints_attribute({0, 1, 3, 2})}});
-  return b.node("Reshape", {transposed, b.ints(name + ".rows_shape", {3}, {0, -1, kCorners})}, name);
+  return b.node("Reshape",
+                {transposed, b.constant(name + ".rows_shape", int64_tensor({3}, {0, -1, kCorners}))}, name);
 }
 
 // Per class [N, 3, H, W]: 1 where the smoothed hue margin passes the threshold, else 0.
-ValueId class_mask(DetectorGraphBuilder& b, ValueId input, const DemoDetectorOptions& options) {
-  const ValueId chroma =
-      b.node("Conv", {input, b.floats("chroma.weight", {6, 3, 1, 1}, chroma_weights())}, "chroma");
+ValueId class_mask(GraphBuilder& b, ValueId input, const DemoDetectorOptions& options) {
+  const ValueId chroma = b.node(
+      "Conv", {input, b.constant("chroma.weight", float32_tensor({6, 3, 1, 1}, chroma_weights()))}, "chroma");
   const ValueId positive = b.node("Relu", {chroma}, "chroma_positive");
   const ValueId margin = b.node(
-      "Conv", {positive, b.floats("hue.weight", {kObjectClasses, 6, 1, 1}, hue_weights())}, "hue_margin");
+      "Conv", {positive, b.constant("hue.weight", float32_tensor({kObjectClasses, 6, 1, 1}, hue_weights()))},
+      "hue_margin");
   const ValueId hue = b.node("Relu", {margin}, "hue");
   // A box filter as a per-class Conv rather than an AveragePool: the CPU executor's convolution
   // runs it about five times faster. Its zero padding makes the frame border read as background.
@@ -258,21 +202,24 @@ ValueId class_mask(DetectorGraphBuilder& b, ValueId input, const DemoDetectorOpt
   const std::int64_t half = k / 2;
   const std::vector<float> box_filter(static_cast<std::size_t>(kObjectClasses * k * k),
                                       1.0f / static_cast<float>(k * k));
-  const ValueId smoothed =
-      b.node("Conv", {hue, b.floats("smooth.weight", {kObjectClasses, 1, k, k}, box_filter)}, "smoothed_hue",
-             {{"pads", ints_attribute({half, half, half, half})}, {"group", int_attribute(kObjectClasses)}});
-  const ValueId passes = b.node("Greater", {smoothed, b.floats("hue.threshold", {}, {options.hue_threshold})},
-                                "hue_passes", {}, DataType::kBool);
+  const ValueId smoothed = b.node(
+      "Conv", {hue, b.constant("smooth.weight", float32_tensor({kObjectClasses, 1, k, k}, box_filter))},
+      "smoothed_hue",
+      {{"pads", ints_attribute({half, half, half, half})}, {"group", int_attribute(kObjectClasses)}});
+  const ValueId passes =
+      b.node("Greater", {smoothed, b.constant("hue.threshold", float32_tensor({}, {options.hue_threshold}))},
+             "hue_passes");
   return b.node("Cast", {passes}, "class_mask", cast_to_float());
 }
 
 // [N, 12, Gh, Gw]: per class x1, y1, x2, y2 of the class's pixels in each cell's window.
-ValueId box_grid(DetectorGraphBuilder& b, ValueId input, ValueId mask, const DemoDetectorOptions& options) {
-  const ValueId shape = b.node("Shape", {input}, "input_shape", {}, DataType::kInt64);
-  const ValueId mask5 = b.node("Unsqueeze", {mask, b.ints("mask.axes", {1}, {2})}, "class_mask_5d");
+ValueId box_grid(GraphBuilder& b, ValueId input, ValueId mask, const DemoDetectorOptions& options) {
+  const ValueId shape = b.node("Shape", {input}, "input_shape");
+  const ValueId mask5 =
+      b.node("Unsqueeze", {mask, b.constant("mask.axes", int64_tensor({1}, {2}))}, "class_mask_5d");
   const ValueId masked5 = b.node("Mul", {mask5, coordinates(b, shape)}, "masked_coordinates_5d");
-  const ValueId masked_shape = b.node("Mul", {shape, b.ints("masked.channels", {4}, {1, kCorners, 1, 1})},
-                                      "masked_shape", {}, DataType::kInt64);
+  const ValueId masked_shape = b.node(
+      "Mul", {shape, b.constant("masked.channels", int64_tensor({4}, {1, kCorners, 1, 1}))}, "masked_shape");
   const ValueId masked = b.node("Reshape", {masked5, masked_shape}, "masked_coordinates");
   const std::int64_t s = options.cell_stride;
   const ValueId cell_max = b.node("MaxPool", {masked}, "cell_max", pool_attributes(cell_window(s)));
@@ -283,35 +230,38 @@ ValueId box_grid(DetectorGraphBuilder& b, ValueId input, ValueId mask, const Dem
       b.node("MaxPool", {rows}, "window_y", pool_attributes(Window{2 * r + 1, 1, 1, 1, r, 0, r, 0}));
   const std::int64_t channels = kObjectClasses * kCorners;
   const auto [extent_w, extent_b] = extent_weights();
-  const ValueId extent = b.node("Conv",
-                                {extremes, b.floats("extent.weight", {channels, channels, 1, 1}, extent_w),
-                                 b.floats("extent.bias", {channels}, extent_b)},
-                                "extent");
+  const ValueId extent =
+      b.node("Conv",
+             {extremes, b.constant("extent.weight", float32_tensor({channels, channels, 1, 1}, extent_w)),
+              b.constant("extent.bias", float32_tensor({channels}, extent_b))},
+             "extent");
   const ValueId extent_relu = b.node("Relu", {extent}, "extent_positive");
   return b.node("Conv",
-                {extent_relu, b.floats("corners.weight", {channels, channels, 1, 1}, corner_weights())},
+                {extent_relu,
+                 b.constant("corners.weight", float32_tensor({channels, channels, 1, 1}, corner_weights()))},
                 "corners");
 }
 
 // [N, 12, Gh, Gw]: each cell's share of class k in column k of the class's four.
-ValueId score_grid(DetectorGraphBuilder& b, ValueId mask, const DemoDetectorOptions& options) {
+ValueId score_grid(GraphBuilder& b, ValueId mask, const DemoDetectorOptions& options) {
   Attributes share_attributes = pool_attributes(cell_window(options.cell_stride));
   share_attributes["count_include_pad"] = int_attribute(0);
   const ValueId share = b.node("AveragePool", {mask}, "cell_share", std::move(share_attributes));
   const Shape weight_shape{kObjectClasses * kCorners, kObjectClasses, 1, 1};
-  return b.node("Conv", {share, b.floats("score.weight", weight_shape, score_column_weights())},
+  return b.node("Conv",
+                {share, b.constant("score.weight", float32_tensor(weight_shape, score_column_weights()))},
                 "score_columns");
 }
 
 Graph detector_graph(const DemoDetectorOptions& options) {
-  DetectorGraphBuilder b;
-  const ValueId input = b.input("input");
+  GraphBuilder b(kOpset);
+  const ValueId input = b.input("input", image_type(3));
   const ValueId mask = class_mask(b, input, options);
   const ValueId boxes = to_rows(b, box_grid(b, input, mask, options), "boxes");
   const ValueId scores = to_rows(b, score_grid(b, mask, options), "scores");
-  b.output(boxes);
-  b.output(scores);
-  return b.finish();
+  b.output(boxes, rows_type());
+  b.output(scores, rows_type());
+  return std::move(b).take_graph();
 }
 
 }  // namespace

@@ -1,11 +1,11 @@
 #include "runtime/demo_model.h"
 
+#include <cstdint>
 #include <fstream>
-#include <map>
 #include <utility>
 #include <vector>
 
-#include "runtime/graph.h"
+#include "runtime/graph_builder.h"
 #include "runtime/onnx_writer.h"
 
 namespace fovea::runtime {
@@ -35,70 +35,6 @@ Status check_options(const DemoModelOptions& options) {
   return Status::ok();
 }
 
-Attribute ints_attribute(std::vector<std::int64_t> values) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kInts;
-  attribute.ints = std::move(values);
-  return attribute;
-}
-
-Attribute int_attribute(std::int64_t value) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kInt;
-  attribute.i = value;
-  return attribute;
-}
-
-Tensor weights(Shape shape, const std::vector<float>& values) {
-  return Tensor::from_vector<float>(DataType::kFloat32, std::move(shape), values);
-}
-
-// [N, channels, H, W] with the batch and spatial dims symbolic.
-ValueType image_type(std::int64_t channels) {
-  return ValueType{DataType::kFloat32,
-                   Dims{Dim::unknown("N"), Dim::known_size(channels), Dim::unknown("H"), Dim::unknown("W")}};
-}
-
-class DemoGraphBuilder {
- public:
-  DemoGraphBuilder() { graph_.opsets[""] = kDemoOpset; }
-
-  ValueId input(const std::string& name, std::int64_t channels) {
-    const ValueId id = graph_.add_value(name, image_type(channels));
-    graph_.inputs.push_back(id);
-    return id;
-  }
-
-  // One node producing one [N, channels, H, W] value named `output`.
-  ValueId node(const std::string& name, const std::string& op_type, std::vector<ValueId> inputs,
-               const std::string& output, std::int64_t channels,
-               std::map<std::string, Attribute, std::less<>> attributes = {}) {
-    const ValueId out = graph_.add_value(output, image_type(channels));
-    Node node;
-    node.name = name;
-    node.op_type = op_type;
-    node.opset = kDemoOpset;
-    node.inputs = std::move(inputs);
-    node.outputs = {out};
-    node.attributes = std::move(attributes);
-    graph_.nodes.push_back(std::move(node));
-    graph_.value(out).producer = static_cast<int>(graph_.nodes.size() - 1);
-    return out;
-  }
-
-  ValueId constant(const std::string& name, Tensor tensor) {
-    return graph_.add_constant(name, std::move(tensor));
-  }
-
-  Graph finish(ValueId output) {
-    graph_.outputs.push_back(output);
-    return std::move(graph_);
-  }
-
- private:
-  Graph graph_;
-};
-
 // Rows of the chroma conv: each a difference of two channels, in both signs, so that the Relu
 // after it keeps |difference| split over two channels.
 std::vector<float> chroma_weights() {
@@ -111,26 +47,29 @@ std::vector<float> chroma_weights() {
 }
 
 Graph demo_graph(const DemoModelOptions& options) {
-  DemoGraphBuilder b;
-  const ValueId input = b.input("input", 3);
-  const ValueId chroma_w = b.constant("chroma.weight", weights({6, 3, 1, 1}, chroma_weights()));
-  const ValueId chroma = b.node("chroma", "Conv", {input, chroma_w}, "chroma_difference", 6);
-  const ValueId positive = b.node("chroma_relu", "Relu", {chroma}, "chroma_positive", 6);
+  GraphBuilder b(kDemoOpset);
+  // Each value is named after its layer (demo_model.h), but for the model's output "out".
+  const ValueId input = b.input("input", image_type(3));
+  const ValueId chroma_w = b.constant("chroma.weight", float32_tensor({6, 3, 1, 1}, chroma_weights()));
+  const ValueId chroma = b.node("Conv", {input, chroma_w}, "chroma");
+  const ValueId positive = b.node("Relu", {chroma}, "chroma_relu");
   // The six positive parts sum to twice max - min; halving gives colorfulness on the 0..1 scale.
-  const ValueId sum_w = b.constant("colorfulness.weight", weights({1, 6, 1, 1}, std::vector<float>(6, 0.5f)));
-  const ValueId colorfulness = b.node("colorfulness", "Conv", {positive, sum_w}, "colorfulness", 1);
+  const ValueId sum_w =
+      b.constant("colorfulness.weight", float32_tensor({1, 6, 1, 1}, std::vector<float>(6, 0.5f)));
+  const ValueId colorfulness = b.node("Conv", {positive, sum_w}, "colorfulness");
   const std::int64_t k = options.smoothing_kernel;
   const std::int64_t half = k / 2;
-  const ValueId smoothed = b.node("smooth", "AveragePool", {colorfulness}, "smoothed_colorfulness", 1,
+  const ValueId smoothed = b.node("AveragePool", {colorfulness}, "smooth",
                                   {{"kernel_shape", ints_attribute({k, k})},
                                    {"pads", ints_attribute({half, half, half, half})},
                                    {"strides", ints_attribute({1, 1})},
                                    {"count_include_pad", int_attribute(0)}});
   const float s = options.logit_scale;
   const float t = options.colorfulness_threshold;
-  const ValueId logits_w = b.constant("logits.weight", weights({2, 1, 1, 1}, {-s, s}));
-  const ValueId logits_b = b.constant("logits.bias", weights({2}, {s * t, -s * t}));
-  return b.finish(b.node("logits", "Conv", {smoothed, logits_w, logits_b}, "out", 2));
+  const ValueId logits_w = b.constant("logits.weight", float32_tensor({2, 1, 1, 1}, {-s, s}));
+  const ValueId logits_b = b.constant("logits.bias", float32_tensor({2}, {s * t, -s * t}));
+  b.output(b.node("Conv", {smoothed, logits_w, logits_b}, "out"), image_type(2));
+  return std::move(b).take_graph();
 }
 
 }  // namespace

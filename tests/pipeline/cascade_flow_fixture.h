@@ -6,12 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
-#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "detection_flow_fixture.h"
-#include "runtime/graph.h"
+#include "runtime/graph_builder.h"
 #include "runtime/onnx_writer.h"
 
 namespace fovea::pipeline::detect_test {
@@ -25,37 +25,19 @@ const char* const kColors[] = {"red", "green", "blue"};
 // Output [N, 3]: red, green, blue.
 runtime::Graph color_model_graph() {
   using namespace runtime;
-  Graph graph;
-  graph.opsets[""] = 17;
-  const ValueId input = graph.add_value(
+  GraphBuilder b(17);
+  const ValueId input = b.input(
       "input", ValueType{DataType::kFloat32, Dims{Dim::unknown("N"), Dim::known_size(3),
                                                   Dim::known_size(kColorSide), Dim::known_size(kColorSide)}});
-  graph.inputs.push_back(input);
-  const auto node = [&](const std::string& op, std::vector<ValueId> inputs, const std::string& output,
-                        std::map<std::string, Attribute, std::less<>> attributes = {}) {
-    const ValueId out = graph.add_value(output, ValueType{DataType::kFloat32, std::nullopt});
-    Node n;
-    n.name = output;
-    n.op_type = op;
-    n.opset = 17;
-    n.inputs = std::move(inputs);
-    n.outputs = {out};
-    n.attributes = std::move(attributes);
-    graph.nodes.push_back(std::move(n));
-    graph.value(out).producer = static_cast<int>(graph.nodes.size() - 1);
-    return out;
-  };
-  const ValueId pooled = node("GlobalAveragePool", {input}, "pooled");
-  const ValueId flat = node("Flatten", {pooled}, "flat");
+  const ValueId pooled = b.node("GlobalAveragePool", {input}, "pooled");
+  const ValueId flat = b.node("Flatten", {pooled}, "flat");
   constexpr float s = 20.0f;
   // B [3 in, 3 out]: class c gets s * (x_c - (x_a + x_b) / 2).
-  const ValueId weights = graph.add_constant(
-      "weights", Tensor::from_vector<float>(DataType::kFloat32, {3, 3},
-                                            {s, -s / 2, -s / 2, -s / 2, s, -s / 2, -s / 2, -s / 2, s}));
-  const ValueId logits = node("Gemm", {flat, weights}, "logits");
-  graph.value(logits).type = ValueType{DataType::kFloat32, Dims{Dim::unknown("N"), Dim::known_size(3)}};
-  graph.outputs.push_back(logits);
-  return graph;
+  const ValueId weights = b.constant(
+      "weights", float32_tensor({3, 3}, {s, -s / 2, -s / 2, -s / 2, s, -s / 2, -s / 2, -s / 2, s}));
+  b.output(b.node("Gemm", {flat, weights}, "logits"),
+           ValueType{DataType::kFloat32, Dims{Dim::unknown("N"), Dim::known_size(3)}});
+  return std::move(b).take_graph();
 }
 
 class CascadeFlow : public DetectionFlow {
