@@ -15,7 +15,7 @@
 //   colorfulness  Conv 1x1, 6 -> 1, weights 1/2: max(R,G,B) - min(R,G,B), 0 for any gray
 //   smooth        AveragePool k x k (stride 1, same size, padding not counted): averages out the
 //                 chroma noise of texture, compression and 4:2:0 chroma subsampling
-//   logits        Conv 1x1, 1 -> 2: subject = s * (c - t), background = -s * (c - t)
+//   out           Conv 1x1, 1 -> 2 (the logits): subject = s * (c - t), background = -s * (c - t)
 //
 // The contract (colorfulness c = max - min of a pixel, on the 0..1 scale):
 //   - subjects have c in [kDemoSubjectMinColorfulness, kDemoSubjectMaxColorfulness];
