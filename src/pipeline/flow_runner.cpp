@@ -62,7 +62,8 @@ bool reads_results(const StageSpec& stage) {
 struct RunningStage {
   const StageSpec* spec = nullptr;
   bool gpu = false;
-  int timed_index = -1;  // into SlotEvents' pairs; -1: host work, timed on the host
+  int timed_index = -1;    // into SlotEvents' pairs; -1: host work, timed on the host
+  Stage* stage = nullptr;  // where the GPU path's host work records its latency
 #if defined(FOVEA_HAVE_CUDA)
   CudaStream stream;
 #endif
@@ -75,7 +76,11 @@ struct RunningStage {
       return Status::ok();
     }
     if (timed_index < 0) {
+      // Host work on the GPU path (the tracker): timed from here, after resolve() has waited for
+      // the GPU work before it, which is that work's stage's time, not this one's.
+      const auto start = Clock::now();
       for (Op* op : spec->ops) FOVEA_TRY(op->run(batch, nullptr));
+      stage->record_latency(Clock::now() - start);
       return Status::ok();
     }
 #if defined(FOVEA_HAVE_CUDA)
@@ -182,6 +187,8 @@ Status record_gpu_latencies(Flow& flow, const FrameBatch& batch) {
 
 Status consume(Flow& flow, FrameBatch&& batch) {
   FOVEA_TRY(batch.resolve());
+  // The GPU path's sink is timed from here: waiting for the batch's GPU work is the GPU stages' time.
+  const auto start = Clock::now();
   if (flow.gpu) FOVEA_TRY(record_gpu_latencies(flow, batch));
   if (flow.first_output_ns.load(std::memory_order_relaxed) < 0) {
     flow.first_output_frames.store(batch.size(), std::memory_order_relaxed);
@@ -190,6 +197,7 @@ Status consume(Flow& flow, FrameBatch&& batch) {
   }
   const auto shared = std::make_shared<const FrameBatch>(std::move(batch));
   for (const auto& sink : flow.plan->sinks) FOVEA_TRY(sink->write(shared));
+  if (flow.gpu) flow.sink_stage->record_latency(Clock::now() - start);
   return Status::ok();
 }
 
@@ -225,10 +233,14 @@ Status build_stages(Flow& flow) {
           FOVEA_TRY(stage->process(batch));
           return std::move(batch);
         },
-        /*host_timed=*/stage->timed_index < 0));
+        // The CPU path times every stage around its work; the GPU path times its GPU stages with
+        // events and its host stages itself (RunningStage::process).
+        /*host_timed=*/!flow.gpu));
+    flow.running[i]->stage = flow.work_stages.back().get();
   }
   flow.sink_stage = std::make_unique<SinkStage<FrameBatch>>(
-      "sink", *flow.queues.back(), [&flow](FrameBatch&& batch) { return consume(flow, std::move(batch)); });
+      "sink", *flow.queues.back(), [&flow](FrameBatch&& batch) { return consume(flow, std::move(batch)); },
+      /*host_timed=*/!flow.gpu);
   return Status::ok();
 }
 

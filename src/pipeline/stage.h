@@ -161,8 +161,8 @@ class SinkStage final : public Stage {
  public:
   using Consume = std::function<Status(In&&)>;
 
-  SinkStage(std::string name, BoundedQueue<In>& input, Consume consume)
-      : Stage(std::move(name)), input_(input), consume_(std::move(consume)) {}
+  SinkStage(std::string name, BoundedQueue<In>& input, Consume consume, bool host_timed = true)
+      : Stage(std::move(name), host_timed), input_(input), consume_(std::move(consume)) {}
   ~SinkStage() { join(); }
 
   void start() {
