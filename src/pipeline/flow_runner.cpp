@@ -78,6 +78,7 @@ struct RunningStage {
     if (timed_index < 0) {
       // Host work on the GPU path (the tracker): timed from here, after resolve() has waited for
       // the GPU work before it, which is that work's stage's time, not this one's.
+      FOVEA_TRACE_RANGE(spec->name.c_str(), static_cast<std::int64_t>(batch.number));
       const auto start = Clock::now();
       for (Op* op : spec->ops) FOVEA_TRY(op->run(batch, nullptr));
       stage->record_latency(Clock::now() - start);
