@@ -25,8 +25,8 @@ namespace fovea::pipeline {
 struct FlowShape {
   bool gpu = false;
   int device = 0;
-  int batch_size = 1;    // the mux's: frames per batch, at most
-  int frame_width = 0;   // the mux size: every frame of every batch
+  int batch_size = 1;   // the mux's: frames per batch, at most
+  int frame_width = 0;  // the mux size: every frame of every batch
   int frame_height = 0;
   std::vector<std::string> source_names;
 };
