@@ -174,15 +174,18 @@ class FfmpegDemuxer final : public Demuxer {
   }
 
   static int interrupt_callback(void* opaque) {
-    const auto* self = static_cast<const FfmpegDemuxer*>(opaque);
-    if (self->options_.cancel && self->options_.cancel->load(std::memory_order_relaxed)) {
+    auto* self = static_cast<FfmpegDemuxer*>(opaque);
+    const bool cancelled = self->options_.cancel && self->options_.cancel->load(std::memory_order_relaxed);
+    if (cancelled || Clock::now() > self->deadline_) {
+      self->interrupted_ = true;
       return 1;
     }
-    return Clock::now() > self->deadline_ ? 1 : 0;
+    return 0;
   }
 
   void arm_deadline() {
     deadline_ = Clock::now() + std::chrono::milliseconds(options_.timeout_ms);
+    interrupted_ = false;
     clear_last_ffmpeg_message();
   }
 
@@ -364,6 +367,12 @@ class FfmpegDemuxer final : public Demuxer {
     while (true) {
       arm_deadline();
       const int result = av_read_frame(format_.get(), in_packet_.get());
+      if (result >= 0 && interrupted_) {
+        // A read the interrupt cut short still returns the bytes it had, flagged corrupt; they are
+        // not the file's packet, so the interrupt's error stands in for it.
+        av_packet_unref(in_packet_.get());
+        return error(AVERROR_EXIT, "read failed");
+      }
       if (result == AVERROR_EOF) {
         return false;
       }
@@ -390,6 +399,7 @@ class FfmpegDemuxer final : public Demuxer {
   std::string url_;
   DemuxOptions options_;
   Clock::time_point deadline_ = Clock::time_point::max();
+  bool interrupted_ = false;  // the interrupt callback ended a call since the deadline was armed
   InputFormatPtr format_;
   AvPtr<AVBSFContext> bsf_;
   AvPtr<AVPacket> in_packet_;

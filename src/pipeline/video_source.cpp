@@ -310,6 +310,9 @@ struct VideoSources::Source {
   }
 
   Result<Step> deliver(Frame&& frame, Timeline& timeline) {
+    if (options.cancel != nullptr && options.cancel->load()) {
+      return Step::kStopped;  // frames decoded after a stop are not part of the run
+    }
     const std::int64_t pts = timeline.source_pts(frame);
     if (timeline.before_start(pts)) {
       return Step::kNext;

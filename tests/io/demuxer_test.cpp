@@ -117,5 +117,37 @@ TEST(Demuxer, CancelFlagStopsOpen) {
   EXPECT_EQ(demuxer.status().code(), StatusCode::kCancelled);
 }
 
+// A stop that lands while FFmpeg reads the file cuts the read short; the bytes it had must not come
+// back as a packet (FFmpeg flags them corrupt and a decoder loses frames on them), only as the stop.
+TEST(Demuxer, ACancelDuringReadsNeverReturnsAPartialPacket) {
+  testing::ClipSpec spec;
+  spec.frames = 60;  // packets of a few kB, many times FFmpeg's read buffer in all
+  const std::string path = testing::test_temp_dir() + "/clip.mp4";
+  ASSERT_TRUE(testing::write_clip(path, spec).is_ok());
+  std::atomic<bool> cancel{false};
+  Result<std::unique_ptr<Demuxer>> demuxer = Demuxer::open(path, {.cancel = &cancel});
+  ASSERT_TRUE(demuxer.is_ok()) << demuxer.status().to_string();
+  std::vector<std::vector<std::uint8_t>> packets;
+  Packet packet;
+  while ((*demuxer)->read(packet).value()) {
+    packets.push_back(packet.data);
+  }
+  ASSERT_EQ(packets.size(), 60u);
+  ASSERT_TRUE((*demuxer)->seek(0.0).is_ok());
+  // A few packets first, so the read buffer holds the start of a packet when the stop comes.
+  std::size_t next = 0;
+  for (; next < 3; ++next) {
+    ASSERT_TRUE((*demuxer)->read(packet).value());
+  }
+  cancel = true;
+  Result<bool> read = (*demuxer)->read(packet);
+  for (; read.is_ok() && read.value(); read = (*demuxer)->read(packet), ++next) {
+    ASSERT_LT(next, packets.size());
+    EXPECT_EQ(packet.data, packets[next]) << "packet " << next;
+  }
+  ASSERT_FALSE(read.is_ok()) << "the stop was not reported; " << next << " packets came after it";
+  EXPECT_EQ(read.status().code(), StatusCode::kCancelled) << read.status().to_string();
+}
+
 }  // namespace
 }  // namespace fovea::io
