@@ -4,6 +4,10 @@ pkg_check_modules(FFMPEG REQUIRED IMPORTED_TARGET libavformat libavcodec libavut
 pkg_check_modules(FFNVCODEC REQUIRED IMPORTED_TARGET ffnvcodec)
 # Image files (src/io/image_*): libjpeg62-turbo-dev, libpng-dev, libwebp-dev.
 pkg_check_modules(IMAGE_CODECS REQUIRED IMPORTED_TARGET libjpeg libpng libwebp)
+# Live output and the service (issue 24): libmosquitto-dev (metadata to an MQTT broker),
+# libcpp-httplib-dev (the HTTP API of `fovea serve`).
+pkg_check_modules(MOSQUITTO REQUIRED IMPORTED_TARGET libmosquitto)
+pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 find_package(fmt REQUIRED)
 find_package(CLI11 CONFIG QUIET)
 if(NOT CLI11_FOUND)
@@ -17,6 +21,10 @@ find_package(Protobuf REQUIRED)
 find_package(Threads REQUIRED)
 if(FOVEA_BUILD_TESTS)
   find_package(GTest REQUIRED)
+  # A real RTSP server for the live-source tests (libgstrtspserver-1.0-dev with GStreamer's base,
+  # good and ugly plugins: videotestsrc, x264enc, rtph264pay). Optional: the GPU machine's
+  # sysroot has no GStreamer, and the tests that need it are not built there.
+  pkg_check_modules(GST_RTSP_SERVER IMPORTED_TARGET gstreamer-rtsp-server-1.0)
 endif()
 if(FOVEA_BUILD_BENCH)
   find_package(benchmark QUIET)

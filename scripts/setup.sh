@@ -14,6 +14,9 @@ packages=(build-essential cmake ninja-build pkgconf git
   libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
   libjpeg62-turbo-dev libpng-dev libwebp-dev  # image files (src/io/image_*)
   libonnx-testdata clang-14 libclang-rt-14-dev
+  libmosquitto-dev libcpp-httplib-dev  # metadata to MQTT, the HTTP API of fovea serve
+  mosquitto libgstrtspserver-1.0-dev gstreamer1.0-plugins-base gstreamer1.0-plugins-good
+  gstreamer1.0-plugins-ugly  # tests only: a real broker and a real RTSP server
   libopencv-dev)  # tests only: the parity reference for resize, blur and color conversion
 
 missing=()

@@ -7,6 +7,7 @@ std::string_view status_code_name(StatusCode code) {
     case StatusCode::kOk: return "ok";
     case StatusCode::kInvalidArgument: return "invalid argument";
     case StatusCode::kNotFound: return "not found";
+    case StatusCode::kAlreadyExists: return "already exists";
     case StatusCode::kUnsupported: return "unsupported";
     case StatusCode::kCorruptData: return "corrupt data";
     case StatusCode::kResourceExhausted: return "resource exhausted";

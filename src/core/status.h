@@ -13,6 +13,7 @@ enum class StatusCode {
   kOk,
   kInvalidArgument,    // the caller or the user asked for something malformed
   kNotFound,           // a file, stream, key or device does not exist
+  kAlreadyExists,      // a name that must be unique is taken (a source id)
   kUnsupported,        // well-formed, but fovea (or the hardware) cannot do it
   kCorruptData,        // the input is damaged or is not what it claims to be
   kResourceExhausted,  // memory, pool capacity or a configured limit
