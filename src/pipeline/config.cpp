@@ -41,6 +41,8 @@ struct EnumName {
 constexpr EnumName<io::DecoderBackend> kDecoderNames[] = {{io::DecoderBackend::kAuto, "auto"},
                                                           {io::DecoderBackend::kCpu, "cpu"},
                                                           {io::DecoderBackend::kNvdec, "nvdec"}};
+constexpr EnumName<io::RtspTransport> kTransportNames[] = {{io::RtspTransport::kTcp, "tcp"},
+                                                           {io::RtspTransport::kUdp, "udp"}};
 constexpr EnumName<runtime::Precision> kPrecisionNames[] = {{runtime::Precision::kFloat32, "fp32"},
                                                             {runtime::Precision::kFloat16, "fp16"}};
 constexpr EnumName<ColorOrder> kColorOrderNames[] = {{ColorOrder::kRgb, "rgb"}, {ColorOrder::kBgr, "bgr"}};
@@ -881,13 +883,46 @@ void append_schema(std::string_view prefix, std::span<const KeySpec<Section>> ke
 
 Status parse_source(const Parser& parser, const YAML::Node& node, const std::string& path,
                     SourceConfig& source) {
-  FOVEA_TRY(parser.check_map(node, path, {"uri", "decoder", "loop", "start", "duration"}));
+  FOVEA_TRY(parser.check_map(node, path,
+                             {"uri", "name", "decoder", "loop", "start", "duration", "timeout", "transport",
+                              "reconnect", "reconnect_initial", "reconnect_max", "reconnect_attempts"}));
   const MapReader map(parser, node, path);
   FOVEA_TRY(map.read_required("uri", source.uri));
+  if (map.has("name") && !map.field("name").node.IsNull()) FOVEA_TRY(map.read("name", source.name));
   FOVEA_TRY(map.read("decoder", source.decoder, kDecoderNames));
   FOVEA_TRY(map.read("loop", source.loop));
   FOVEA_TRY(map.read("start", source.start, false));
-  return map.read_optional("duration", source.duration);
+  FOVEA_TRY(map.read_optional("duration", source.duration));
+  FOVEA_TRY(map.read("timeout", source.timeout, true));
+  FOVEA_TRY(map.read("transport", source.transport, kTransportNames));
+  FOVEA_TRY(map.read("reconnect", source.reconnect));
+  FOVEA_TRY(map.read("reconnect_initial", source.reconnect_initial, true));
+  FOVEA_TRY(map.read("reconnect_max", source.reconnect_max, true));
+  FOVEA_TRY(map.read("reconnect_attempts", source.reconnect_attempts, 0, 1'000'000));
+  if (source.reconnect_max < source.reconnect_initial) {
+    return map.field("reconnect_max")
+        .error(fmt::format("must be at least reconnect_initial ({} s), got {} s", source.reconnect_initial,
+                           source.reconnect_max));
+  }
+  return Status::ok();
+}
+
+// A source as the configuration file writes it (the dump, and the service's source listing).
+YAML::Node source_node(const SourceConfig& source) {
+  YAML::Node node;
+  node["uri"] = source.uri;
+  node["name"] = source.name.empty() ? YAML::Node(YAML::NodeType::Null) : YAML::Node(source.name);
+  node["decoder"] = std::string(enum_name(kDecoderNames, source.decoder));
+  node["loop"] = source.loop;
+  node["start"] = source.start;
+  node["duration"] = source.duration ? YAML::Node(*source.duration) : YAML::Node(YAML::NodeType::Null);
+  node["timeout"] = source.timeout;
+  node["transport"] = std::string(enum_name(kTransportNames, source.transport));
+  node["reconnect"] = source.reconnect;
+  node["reconnect_initial"] = source.reconnect_initial;
+  node["reconnect_max"] = source.reconnect_max;
+  node["reconnect_attempts"] = source.reconnect_attempts;
+  return node;
 }
 
 Status parse_sources(const Parser& parser, const YAML::Node& root, std::vector<SourceConfig>& sources) {
@@ -917,9 +952,18 @@ Status parse_mux(const MapReader& map, MuxConfig& mux) {
   // (--set, a sweep's --param) sets one of them at a time.
   if (mux.width) FOVEA_TRY(check_even(map, "width", *mux.width));
   if (mux.height) FOVEA_TRY(check_even(map, "height", *mux.height));
-  FOVEA_TRY(map.read("push_timeout_us", mux.push_timeout_us, -1, std::numeric_limits<std::int64_t>::max()));
+  if (map.has("push_timeout_us") && !map.field("push_timeout_us").node.IsNull()) {
+    std::int64_t timeout = -1;
+    FOVEA_TRY(map.read("push_timeout_us", timeout, -1, std::numeric_limits<std::int64_t>::max()));
+    mux.push_timeout_us = timeout;
+  }
   FOVEA_TRY(map.read_optional("max_frames_per_source", mux.max_frames_per_source, 1, kMaxBatchSize));
-  return map.read("live", mux.live);
+  if (map.has("live") && !map.field("live").node.IsNull()) {
+    bool live = false;
+    FOVEA_TRY(map.read("live", live));
+    mux.live = live;
+  }
+  return Status::ok();
 }
 
 // Where a model was given ("models.1", or "model" for the lone form), for the checks that need
@@ -1250,22 +1294,14 @@ YAML::Node enum_node(const EnumName<E> (&names)[N], E value) {
 YAML::Node to_tree(const PipelineConfig& config) {
   YAML::Node root;
   root["sources"] = YAML::Node(YAML::NodeType::Sequence);
-  for (const SourceConfig& source : config.sources) {
-    YAML::Node node;
-    node["uri"] = source.uri;
-    node["decoder"] = enum_node(kDecoderNames, source.decoder);
-    node["loop"] = source.loop;
-    node["start"] = source.start;
-    node["duration"] = to_node(source.duration);
-    root["sources"].push_back(node);
-  }
+  for (const SourceConfig& source : config.sources) root["sources"].push_back(source_node(source));
   YAML::Node mux = root["mux"];
   mux["batch_size"] = config.mux.batch_size;
   mux["width"] = to_node(config.mux.width);
   mux["height"] = to_node(config.mux.height);
-  mux["push_timeout_us"] = config.mux.push_timeout_us;
+  mux["push_timeout_us"] = to_node(config.mux.push_timeout_us);
   mux["max_frames_per_source"] = to_node(config.mux.max_frames_per_source);
-  mux["live"] = config.mux.live;
+  mux["live"] = to_node(config.mux.live);
   root["models"] = YAML::Node(YAML::NodeType::Sequence);
   for (const ModelConfig& model : config.models)
     root["models"].push_back(write_keys<ModelConfig>(kModelKeys, model));

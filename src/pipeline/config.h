@@ -21,6 +21,7 @@
 
 #include "core/status.h"
 #include "io/decoder.h"
+#include "io/demuxer.h"
 #include "io/encoder.h"
 #include "post/detect_post.h"
 #include "runtime/planner.h"
@@ -29,11 +30,20 @@
 namespace fovea::pipeline {
 
 struct SourceConfig {
-  std::string uri;  // file path or URL (rtsp://, http://, ...)
+  std::string uri;   // file path or URL (rtsp://, http://, ...)
+  std::string name;  // in outputs, metadata and the service's API; "": from the uri (source_names)
   io::DecoderBackend decoder = io::DecoderBackend::kAuto;
   bool loop = false;
   double start = 0.0;              // seconds into the source
   std::optional<double> duration;  // seconds; absent: to the end
+  // Network sources (video_source.h): connect and read timeout, RTSP transport, and reconnecting
+  // with backoff after a loss. Files ignore them.
+  double timeout = 5.0;  // seconds
+  io::RtspTransport transport = io::RtspTransport::kTcp;
+  bool reconnect = true;
+  double reconnect_initial = 0.5;  // seconds before the first attempt, doubling per failed attempt
+  double reconnect_max = 30.0;     // the longest wait between attempts
+  int reconnect_attempts = 0;      // failed attempts in a row before the source fails; 0: no limit
   bool operator==(const SourceConfig&) const = default;
 };
 
@@ -43,9 +53,13 @@ struct MuxConfig {
   // size when they agree, else the first source's (with_frame_size decides, and logs why).
   std::optional<int> width;
   std::optional<int> height;
-  std::int64_t push_timeout_us = -1;         // a partial batch goes out after this long; -1 waits forever
+  // A partial batch goes out this long after its first frame; -1 waits for a full batch. Absent:
+  // live, one frame period of the fastest source; files, a full batch.
+  std::optional<std::int64_t> push_timeout_us;
   std::optional<int> max_frames_per_source;  // per batch; absent: no cap
-  bool live = false;
+  // Live batching (stream_mux.h): never wait for one source, drop a source's oldest frames when
+  // the flow falls behind it. Absent: live when any source is a network stream.
+  std::optional<bool> live;
   bool operator==(const MuxConfig&) const = default;
 };
 

@@ -14,6 +14,7 @@
 
 #include "core/gpu.h"
 #include "core/log.h"
+#include "io/url.h"
 #include "pipeline/stage.h"
 #include "pipeline/stream_mux.h"
 #include "pipeline/video_source.h"
@@ -100,6 +101,8 @@ struct RunningStage {
   }
 };
 
+}  // namespace
+
 // The parts of a running flow, declared in the order they must be destroyed in reverse: stages
 // first (they hold batches), then the queues, sources, mux and the slots (their memory).
 struct Flow {
@@ -134,14 +137,40 @@ struct Flow {
     return Status::ok();
   }
   // Ctrl-C: the sources stop; what they decoded still goes through, so the mux keeps taking slots.
-  void drain() { mux->request_stop(); }
+  void drain() {
+    mux->request_stop();
+    sources->request_stop();
+  }
   // A stage failed (or the mux stage ended): the sources stop and a mux waiting for a slot wakes up
   // empty-handed, since the slots held downstream may never come back.
   void abort() {
-    mux->request_stop();
+    drain();
     slots->close();
   }
 };
+
+// Binds a FlowControl to the flow for as long as it lives (declared after the flow's parts, so
+// it unbinds before they are torn down).
+class FlowBinding {
+ public:
+  FlowBinding(FlowControl* control, Flow& flow) : control_(control) {
+    if (control_ == nullptr) return;
+    const std::lock_guard lock(control_->mutex_);
+    control_->flow_ = &flow;
+  }
+  ~FlowBinding() {
+    if (control_ == nullptr) return;
+    const std::lock_guard lock(control_->mutex_);
+    control_->flow_ = nullptr;
+  }
+  FlowBinding(const FlowBinding&) = delete;
+  FlowBinding& operator=(const FlowBinding&) = delete;
+
+ private:
+  FlowControl* control_;
+};
+
+namespace {
 
 // The slot first, then the frames: while every slot is in use the frames wait in the mux's
 // bounded per-source queues, where the sources' back-pressure starts, not in the mux stage's hands.
@@ -267,13 +296,19 @@ PipelineStats snapshot(const Flow& flow, Clock::time_point start,
     stats.first_output_s = static_cast<double>(first_ns) * 1e-9;
     stats.first_output_frames = flow.first_output_frames.load(std::memory_order_relaxed);
   }
-  stats.sources = flow.mux->source_stats();
-  const std::vector<SourceReport> reports = flow.sources->reports();
-  for (std::size_t s = 0; s < stats.sources.size() && s < reports.size(); ++s) {
-    stats.sources[s].decoder = std::string(io::decoder_backend_name(reports[s].backend));
-    stats.sources[s].fallback = !reports[s].fallback_reason.empty();
-    stats.sources[s].decoded = static_cast<std::uint64_t>(reports[s].frames_decoded);
-    stats.sources[s].expected = static_cast<std::uint64_t>(reports[s].expected_frames);
+  const std::vector<SourceStats> slots = flow.mux->source_stats();
+  const std::vector<std::optional<SourceReport>> reports = flow.sources->reports();
+  for (std::size_t s = 0; s < slots.size() && s < reports.size(); ++s) {
+    if (!reports[s]) continue;  // a service's slot never used
+    SourceStats source = slots[s];
+    const SourceReport& report = *reports[s];
+    source.decoder = std::string(io::decoder_backend_name(report.backend));
+    source.fallback = !report.fallback_reason.empty();
+    source.decoded = static_cast<std::uint64_t>(report.frames_decoded);
+    source.expected = static_cast<std::uint64_t>(report.expected_frames);
+    source.reconnects = static_cast<std::uint64_t>(report.reconnects);
+    source.state = std::string(source_state_name(report.state));
+    stats.sources.push_back(std::move(source));
   }
   for (Stage* stage : flow.stages()) stats.stages.push_back(stage->stats());
   for (std::size_t q = 0; q < flow.queues.size(); ++q) {
@@ -339,10 +374,23 @@ Status write_report(const PipelineConfig& config, const FlowResult& result) {
   return write_file_atomically(*config.stats.report, report.dump(2) + '\n', "stats.report");
 }
 
-Result<MuxOptions> mux_options_of(const MuxConfig& config) {
+bool any_network_source(const std::vector<SourceConfig>& sources) {
+  return std::any_of(sources.begin(), sources.end(),
+                     [](const SourceConfig& source) { return io::is_network_url(source.uri); });
+}
+
+// A service is live (its sources are cameras) unless the configuration says otherwise; a run is
+// live when one of its sources is a network stream.
+Result<MuxOptions> mux_options_of(const PipelineConfig& pipeline, const FlowOptions& flow_options) {
+  const MuxConfig& config = pipeline.mux;
+  const bool service = flow_options.control != nullptr;
+  const bool live = config.live.value_or(service || any_network_source(pipeline.sources));
   MuxOptions options{.batch_size = static_cast<std::size_t>(config.batch_size),
-                     .push_timeout_us = config.push_timeout_us,
-                     .live = config.live};
+                     .push_timeout_us = config.push_timeout_us.value_or(-1),
+                     .live = live,
+                     .auto_push_timeout = live && !config.push_timeout_us,
+                     .keep_open = service,
+                     .slots = std::max(flow_options.source_slots, pipeline.sources.size())};
   if (config.max_frames_per_source) {
     options.max_frames_per_source_per_batch = static_cast<std::size_t>(*config.max_frames_per_source);
   }
@@ -365,6 +413,35 @@ Status finish_sinks(FlowPlan& plan, FlowResult& result) {
 
 }  // namespace
 
+Result<std::size_t> FlowControl::add_source(SourceConfig source) {
+  const std::lock_guard lock(mutex_);
+  if (flow_ == nullptr) return make_error(StatusCode::kResourceExhausted, "the flow is not running");
+  std::string name = source.name;
+  return flow_->sources->add(std::move(source), std::move(name));
+}
+
+bool FlowControl::remove_source(std::size_t slot) {
+  const std::lock_guard lock(mutex_);
+  return flow_ != nullptr && flow_->sources->remove(slot);
+}
+
+std::optional<PipelineStats> FlowControl::stats() const {
+  const std::lock_guard lock(mutex_);
+  if (flow_ == nullptr) return std::nullopt;
+  return snapshot(*flow_, flow_->start);
+}
+
+std::vector<std::optional<SourceReport>> FlowControl::source_reports() const {
+  const std::lock_guard lock(mutex_);
+  if (flow_ == nullptr) return {};
+  return flow_->sources->reports();
+}
+
+bool FlowControl::running() const {
+  const std::lock_guard lock(mutex_);
+  return flow_ != nullptr;
+}
+
 Result<bool> choose_gpu(DeviceChoice choice) {
   const bool available = gpu_available();
   if (choice == DeviceChoice::kGpu && !available) {
@@ -383,7 +460,7 @@ std::vector<std::string> source_names(const std::vector<SourceConfig>& sources) 
   std::vector<std::string> names;
   std::set<std::string> used;
   for (const SourceConfig& source : sources) {
-    std::string stem = std::filesystem::path(source.uri).stem().string();
+    std::string stem = source.name.empty() ? std::filesystem::path(source.uri).stem().string() : source.name;
     if (stem.empty()) stem = "source";
     std::string name = stem;
     for (int k = 1; used.count(name) > 0; ++k) name = fmt::format("{}_{}", stem, k);
@@ -400,7 +477,7 @@ Result<FlowResult> run_flow_plan(FlowPlan& plan, const PipelineConfig& config, c
   FlowResult result;
   result.device = plan.description;
   FOVEA_TRY(allocate(flow));
-  FOVEA_ASSIGN_OR_RETURN(const MuxOptions mux_options, mux_options_of(config.mux));
+  FOVEA_ASSIGN_OR_RETURN(const MuxOptions mux_options, mux_options_of(config, options));
   flow.mux = std::make_unique<StreamMux<SourceFrame>>(mux_options, plan.shape.source_names);
   // A source's frames in flight: its mux queue, and its share of every batch the slots hold.
   const int per_batch =
@@ -410,11 +487,12 @@ Result<FlowResult> run_flow_plan(FlowPlan& plan, const PipelineConfig& config, c
       .height = plan.shape.frame_height,
       .gpu = flow.gpu,
       .max_frames_in_flight =
-          static_cast<int>(mux_options.source_queue_capacity) + (slot_count(plan) + 1) * per_batch + 2,
-      .cancel = options.interrupt};
-  flow.sources = std::make_unique<VideoSources>(config.sources, source_options, *flow.mux);
+          static_cast<int>(mux_options.source_queue_capacity) + (slot_count(plan) + 1) * per_batch + 2};
+  flow.sources =
+      std::make_unique<VideoSources>(config.sources, source_names(config.sources), source_options, *flow.mux);
   std::vector<Rational> frame_rates;
-  for (const SourceReport& report : flow.sources->reports()) frame_rates.push_back(report.frame_rate);
+  for (const std::optional<SourceReport>& report : flow.sources->reports())
+    frame_rates.push_back(report ? report->frame_rate : Rational{});
   for (const auto& sink : plan.sinks) FOVEA_TRY(sink->start(frame_rates));
   FOVEA_TRY(build_stages(flow));
 
@@ -429,6 +507,7 @@ Result<FlowResult> run_flow_plan(FlowPlan& plan, const PipelineConfig& config, c
   for (auto& stage : flow.work_stages) stage->start();
   flow.mux_stage->start();
   flow.sources->start();
+  const FlowBinding binding(options.control, flow);
   // The end is when the sink has taken the last batch, not when the monitor next looks.
   Clock::time_point end;
   std::thread watcher([&] {

@@ -18,6 +18,8 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +34,32 @@ namespace fovea::pipeline {
 
 enum class DeviceChoice { kAuto, kCpu, kGpu };
 
+struct SourceReport;
+struct Flow;
+
+// A running flow's sources, for a service that adds and removes them while it runs (fovea serve).
+// Give it to the run in FlowOptions::control: the run binds it once its stages run and unbinds it
+// before it tears them down; a call outside that window gets kUnavailable-like errors
+// (kResourceExhausted "the flow is not running"). Thread-safe.
+class FlowControl {
+ public:
+  // Starts `source` (its name set and unique: the caller's) in a free slot; returns the slot.
+  Result<std::size_t> add_source(SourceConfig source);
+  // Stops the source in `slot`; what it already decoded is still processed. False if none runs there.
+  bool remove_source(std::size_t slot);
+  // The figures so far, as the progress line and the report have them (running flows only).
+  std::optional<PipelineStats> stats() const;
+  // Per slot: the running (or last) source's report; nullopt for a slot never used.
+  std::vector<std::optional<SourceReport>> source_reports() const;
+  // The flow's mux size and sources: the run's with_frame_size decided them.
+  bool running() const;
+
+ private:
+  friend class FlowBinding;
+  mutable std::mutex mutex_;
+  Flow* flow_ = nullptr;
+};
+
 struct FlowOptions {
   DeviceChoice device = DeviceChoice::kAuto;
   const std::atomic<bool>* interrupt = nullptr;  // set by Ctrl-C; polled
@@ -41,6 +69,11 @@ struct FlowOptions {
   std::function<void(const PipelineStats&)> on_progress;
   // With a folder: the run (not the model's planning) is traced into it; `fovea report DIR`.
   std::string trace_dir;
+  // A service (fovea serve): the flow runs until interrupted, with this many source slots (at
+  // least config.sources' count), sources added and removed through `control`; without it the flow
+  // ends when its sources have.
+  FlowControl* control = nullptr;
+  std::size_t source_slots = 0;
 };
 
 struct FlowResult {

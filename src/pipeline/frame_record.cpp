@@ -331,8 +331,9 @@ Result<double> read_fraction(const Json& value, const std::string& path) {
   return fraction;
 }
 
-constexpr std::string_view kRecordKeys[] = {"v",     "source",   "source_id", "frame",          "pts_us",
-                                            "batch", "inferred", "objects",   "target_fraction"};
+constexpr std::string_view kRecordKeys[] = {"v",       "source",          "source_id", "frame",
+                                            "pts_us",  "capture_time_us", "batch",     "inferred",
+                                            "objects", "target_fraction"};
 
 // A record holds its frame's results one way: objects (detection) or target_fraction
 // (segmentation).
@@ -388,6 +389,12 @@ std::string frame_record_json(const FrameRecordContext& context, const FrameResu
   } else {
     append(out, "null");
   }
+  append(out, ",\"capture_time_us\":");
+  if (context.capture_time_us) {
+    append_integer(out, *context.capture_time_us);
+  } else {
+    append(out, "null");
+  }
   append(out, ",\"batch\":");
   append_integer(out, context.batch);
   append(out, results.inferred ? ",\"inferred\":true" : ",\"inferred\":false");
@@ -419,6 +426,7 @@ Result<ParsedFrameRecord> parse_frame_record(std::string_view line) {
   FOVEA_ASSIGN_OR_RETURN(record.source_id, fields.read("source_id", read_count<std::size_t>));
   FOVEA_ASSIGN_OR_RETURN(record.frame, fields.read("frame", read_count<std::int64_t>));
   FOVEA_ASSIGN_OR_RETURN(record.pts_us, fields.read("pts_us", read_pts));
+  FOVEA_ASSIGN_OR_RETURN(record.capture_time_us, fields.read("capture_time_us", read_pts));
   FOVEA_ASSIGN_OR_RETURN(record.batch, fields.read("batch", read_count<std::uint64_t>));
   FOVEA_ASSIGN_OR_RETURN(record.inferred, fields.read("inferred", read_bool));
   FOVEA_TRY(read_results(fields, record));

@@ -34,7 +34,10 @@ struct FrameRecordContext {
   std::size_t source_id = 0;           // its position in the flow's source list
   std::int64_t frame = 0;              // 0-based per source (MuxFrame::index)
   std::optional<std::int64_t> pts_us;  // none when the stream carries no timestamps
-  std::uint64_t batch = 0;             // the mux batch that carried the frame
+  // When the frame was captured, µs since the Unix epoch (SourceFrame::capture_time_us); none
+  // where the flow has no clock for it.
+  std::optional<std::int64_t> capture_time_us;
+  std::uint64_t batch = 0;  // the mux batch that carried the frame
   // The primary model's class names, line i of its label file = class id i; empty without one.
   std::span<const std::string> labels;
   int version = kFrameRecordVersion;  // written as "v"
@@ -63,6 +66,7 @@ struct ParsedFrameRecord {
   std::size_t source_id = 0;
   std::int64_t frame = 0;
   std::optional<std::int64_t> pts_us;
+  std::optional<std::int64_t> capture_time_us;
   std::uint64_t batch = 0;
   bool inferred = false;
   std::optional<std::vector<ParsedObject>> objects;  // detection records

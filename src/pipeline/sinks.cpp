@@ -201,12 +201,15 @@ Status MetadataSink::start(std::span<const Rational>) {
 Status MetadataSink::write(const std::shared_ptr<const FrameBatch>& batch) {
   for (std::size_t i = 0; i < batch->size(); ++i) {
     const BatchFrame& frame = batch->frames[i];
-    const FrameRecordContext context{.source = source_names_.at(frame.source),
-                                     .source_id = frame.source,
-                                     .frame = frame.index,
-                                     .pts_us = frame.pts_us,
-                                     .batch = batch->number,
-                                     .labels = labels_};
+    // A service's sources come and go: the frame names its source.
+    const FrameRecordContext context{
+        .source = frame.payload.name ? *frame.payload.name : source_names_.at(frame.source),
+        .source_id = frame.source,
+        .frame = frame.index,
+        .pts_us = frame.pts_us,
+        .capture_time_us = frame.payload.capture_time_us,
+        .batch = batch->number,
+        .labels = labels_};
     file_ << frame_record_json(context, batch->results[i]) << '\n';
   }
   if (!file_) {

@@ -277,10 +277,17 @@ nlohmann::json to_json(const PipelineStats& stats) {
   const FlowBound bound = flow_bound(stats);
   nlohmann::json sources = nlohmann::json::array();
   for (const SourceStats& source : stats.sources) {
-    nlohmann::json entry = {
-        {"name", source.name},       {"frames", source.frames},   {"fps", stats.fps(source.frames)},
-        {"dropped", source.dropped}, {"ended", source.ended},     {"failed", source.failed},
-        {"decoded", source.decoded}, {"decoder", source.decoder}, {"fallback", source.fallback}};
+    nlohmann::json entry = {{"name", source.name},
+                            {"frames", source.frames},
+                            {"fps", stats.fps(source.frames)},
+                            {"dropped", source.dropped},
+                            {"ended", source.ended},
+                            {"failed", source.failed},
+                            {"decoded", source.decoded},
+                            {"decoder", source.decoder},
+                            {"fallback", source.fallback},
+                            {"reconnects", source.reconnects},
+                            {"state", source.state}};
     if (source.failed) {
       entry["error"] = source.error;
     }

@@ -12,12 +12,20 @@
 //   sources with frames queued and waits only when none has one. A live source cannot be paused,
 //   so when its queue is full its oldest frame is dropped (counted) instead of blocking it.
 // - push_timeout_us: how long after a batch's first frame the mux waits for the rest before
-//   pushing it partial; -1 waits for a full batch (or the end of the sources).
+//   pushing it partial; -1 waits for a full batch (or the end of the sources). With
+//   auto_push_timeout (live), it is one frame period of the fastest open source (the frame rates
+//   the sources report with set_frame_rate), as DeepStream advises for batched-push-timeout: a
+//   batch never waits longer for a slow camera than the fast ones take to bring their next frame.
 // - max_frames_per_source_per_batch caps one source's share of a batch; a batch in
 //   which every remaining source has reached its cap is pushed as it is.
 // Sources end on their own: an ended or failed source leaves the rotation once its queued frames
 // are batched (frames decoded before a failure are good frames), the others carry on, and
 // next_batch() returns std::nullopt once every source has ended and everything is batched.
+// Source slots: the mux has a fixed number of them (the flow's per-source state is sized by it);
+// the constructor opens one per name. With keep_open (a service), sources come and go at run time:
+// open_source() takes a free slot, a source that ended and is drained frees its slot again (its
+// counters start over for the next one), and next_batch() waits for sources rather than end while
+// none is open, until request_stop().
 // request_stop() (Ctrl-C) ends every source at once: their next push returns false, and what is
 // queued is still batched, so the pipeline drains.
 #pragma once
@@ -50,6 +58,9 @@ struct MuxOptions {
   // decoder releases frames after B-frame reordering while holding few decoded frames (each one
   // a pool buffer); a starting value, to be measured on the GPU machine.
   std::size_t source_queue_capacity = 4;
+  bool auto_push_timeout = false;  // live: push_timeout_us follows the sources' frame rates
+  bool keep_open = false;          // a service: runs until request_stop(), sources come and go
+  std::size_t slots = 0;           // source slots; fewer than the names given: one per name
 };
 
 // Ok, or an error naming the option and the value it cannot take.
@@ -72,15 +83,51 @@ struct Batch {
 template <typename T>
 class StreamMux {
  public:
-  // `options` must have passed validate().
-  StreamMux(MuxOptions options, const std::vector<std::string>& source_names) : options_(options) {
+  // `options` must have passed validate(). One open source per name, in the first slots.
+  StreamMux(MuxOptions options, const std::vector<std::string>& source_names)
+      : options_(options), sources_(std::max(options.slots, source_names.size())) {
     FOVEA_CHECK(validate(options_).is_ok());
-    for (const std::string& name : source_names) sources_.push_back(SourceState{.name = name});
+    for (std::size_t s = 0; s < sources_.size(); ++s) {
+      sources_[s].in_use = s < source_names.size();
+      sources_[s].closed = !sources_[s].in_use;
+      if (sources_[s].in_use) sources_[s].name = source_names[s];
+    }
+    update_push_timeout();
   }
   StreamMux(const StreamMux&) = delete;
   StreamMux& operator=(const StreamMux&) = delete;
 
+  // Slots, open or not: source indices are below it.
   std::size_t source_count() const { return sources_.size(); }
+
+  // A new source in a free slot: its index, or std::nullopt when every slot is taken (a slot is
+  // free once its last source ended and its frames were batched) or the mux is stopping.
+  std::optional<std::size_t> open_source(std::string name) {
+    std::lock_guard lock(mutex_);
+    if (stop_requested_) return std::nullopt;
+    for (std::size_t s = 0; s < sources_.size(); ++s) {
+      if (sources_[s].in_use && !sources_[s].finished()) continue;
+      sources_[s] = SourceState{.name = std::move(name), .in_use = true};
+      return s;
+    }
+    return std::nullopt;
+  }
+
+  // The source's frame rate, once known: the live push timeout follows the fastest open source.
+  void set_frame_rate(std::size_t source, double frames_per_second) {
+    {
+      std::lock_guard lock(mutex_);
+      source_at(source).frame_rate = frames_per_second;
+      update_push_timeout();
+    }
+    changed_.notify_all();
+  }
+
+  // The push timeout in force (auto_push_timeout: from the frame rates).
+  std::int64_t push_timeout_us() const {
+    std::lock_guard lock(mutex_);
+    return push_timeout_us_;
+  }
 
   // Source side, from the source's own thread. Blocks while the source's queue is full (file
   // mode). False once the mux is stopping: the source should stop decoding and return.
@@ -123,6 +170,12 @@ class StreamMux {
     changed_.notify_all();
   }
 
+  // Frames still queued for `source` (a test's or a service's check that it drained).
+  std::size_t queued(std::size_t source) const {
+    std::lock_guard lock(mutex_);
+    return sources_.at(source).frames.size();
+  }
+
   // Consumer side: the next batch, or std::nullopt once every source has ended and is drained.
   std::optional<Batch<T>> next_batch() {
     std::unique_lock lock(mutex_);
@@ -135,8 +188,8 @@ class StreamMux {
       if (!source) {
         break;
       }
-      if (batch.frames.empty() && options_.push_timeout_us >= 0) {
-        deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(options_.push_timeout_us);
+      if (batch.frames.empty() && push_timeout_us_ >= 0) {
+        deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(push_timeout_us_);
       }
       take_frame(*source, batch, taken);
     }
@@ -152,12 +205,13 @@ class StreamMux {
     return batches_;
   }
 
-  // Frames batched (not pushed) per source, drops, and how each source ended.
+  // Frames batched (not pushed) per slot, drops, and how each source ended; a slot never used has
+  // an empty name.
   std::vector<SourceStats> source_stats() const {
     std::lock_guard lock(mutex_);
     std::vector<SourceStats> stats;
     for (const SourceState& state : sources_) {
-      stats.push_back({.name = state.name,
+      stats.push_back({.name = state.in_use ? state.name : std::string(),
                        .frames = state.batched,
                        .dropped = state.dropped,
                        .ended = state.closed,
@@ -174,10 +228,26 @@ class StreamMux {
     std::int64_t next_index = 0;
     std::uint64_t batched = 0;
     std::uint64_t dropped = 0;
-    bool closed = false;  // no more frames will come: end, failure or stop
+    bool in_use = false;  // a source was opened in this slot
+    bool closed = false;  // no more frames will come: end, failure or stop (or never opened)
     Status error;
+    double frame_rate = 0.0;  // 0: unknown
     bool finished() const { return closed && frames.empty(); }
   };
+
+  // Auto: one frame period of the fastest open source; 30 fps until a source says its rate.
+  void update_push_timeout() {
+    if (!options_.auto_push_timeout) {
+      push_timeout_us_ = options_.push_timeout_us;
+      return;
+    }
+    constexpr double kDefaultFrameRate = 30.0;
+    double fastest = 0.0;
+    for (const SourceState& state : sources_) {
+      if (state.in_use && !state.closed) fastest = std::max(fastest, state.frame_rate);
+    }
+    push_timeout_us_ = static_cast<std::int64_t>(1e6 / (fastest > 0.0 ? fastest : kDefaultFrameRate));
+  }
 
   std::size_t capacity() const { return options_.source_queue_capacity; }
 
@@ -191,6 +261,7 @@ class StreamMux {
       std::lock_guard lock(mutex_);
       SourceState& state = source_at(source);
       state.closed = true;
+      update_push_timeout();
       if (!error.is_ok() && state.error.is_ok()) {
         state.error = error;
         log_error("source {}: {}; the other sources carry on", state.name, error.to_string());
@@ -221,6 +292,16 @@ class StreamMux {
     return changed_.wait_until(lock, *deadline, ready);
   }
 
+  // No candidate left ends the batch, and with it the run once no source is open, unless the mux
+  // keeps open: then it waits for a source to be opened until the stop. (Sources that are open but
+  // have reached their per-batch cap end only the batch.)
+  bool none_left(const std::vector<std::size_t>& order) const {
+    if (!order.empty()) return false;
+    const bool any_open = std::any_of(sources_.begin(), sources_.end(),
+                                      [](const SourceState& state) { return !state.finished(); });
+    return !options_.keep_open || stop_requested_ || any_open;
+  }
+
   // File mode: the first candidate in order, waiting for its frame; a source that ends while
   // waited for is skipped. std::nullopt when no candidate is left or the deadline passed.
   std::optional<std::size_t> wait_for_next_frame(
@@ -228,8 +309,15 @@ class StreamMux {
       const std::optional<std::chrono::steady_clock::time_point>& deadline) {
     for (;;) {
       const std::vector<std::size_t> order = candidates(taken);
-      if (order.empty()) {
+      if (none_left(order)) {
         return std::nullopt;
+      }
+      if (order.empty()) {
+        // keep_open: wait for a source to be opened (or the stop).
+        if (!wait(lock, deadline, [&] { return stop_requested_ || !candidates(taken).empty(); })) {
+          return std::nullopt;
+        }
+        continue;
       }
       const SourceState& state = sources_[order.front()];
       if (!wait(lock, deadline, [&] { return !state.frames.empty() || state.closed; })) {
@@ -251,7 +339,7 @@ class StreamMux {
       const auto with_frame = std::find_if(order.begin(), order.end(),
                                            [&](std::size_t s) { return !sources_[s].frames.empty(); });
       found = with_frame == order.end() ? std::nullopt : std::optional<std::size_t>(*with_frame);
-      return found.has_value() || order.empty();
+      return found.has_value() || none_left(order);
     };
     if (!wait(lock, deadline, frame_or_none_left)) {
       return std::nullopt;
@@ -279,6 +367,7 @@ class StreamMux {
   std::size_t cursor_ = 0;
   std::uint64_t batches_ = 0;
   bool stop_requested_ = false;
+  std::int64_t push_timeout_us_ = -1;
 };
 
 }  // namespace fovea::pipeline

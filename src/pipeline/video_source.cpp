@@ -8,9 +8,12 @@
 #include "pipeline/video_source.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <string_view>
 #include <utility>
 
@@ -19,6 +22,7 @@
 #include "core/log.h"
 #include "core/pool.h"
 #include "io/demuxer.h"
+#include "io/url.h"
 #include "trace/tracer.h"
 
 #if defined(FOVEA_HAVE_CUDA)
@@ -32,6 +36,16 @@ namespace {
 // A frame's duration when the stream does not state its frame rate: 30 fps, the most common rate
 // of cameras and files, so a looping source without one still advances by a plausible step.
 constexpr Rational kFallbackFrameRate{30, 1};
+
+// A live stream's pts that jumps forwards by more than this (seconds) is a wrong clock, not a gap:
+// a camera that lost frames for longer has lost its connection and reconnects.
+constexpr double kMaxLiveClockJump = 10.0;
+
+std::int64_t unix_time_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
 
 bool valid(Rational r) {
   return r.num > 0 && r.den > 0;
@@ -56,15 +70,29 @@ Status explained(const Status& status, const std::string& uri, std::string_view 
 //   output = offset + (source pts - start)
 // where offset is the length of the passes before (last pts - first pts + one frame), so the first
 // frame of a pass follows the last of the pass before by one frame duration.
+//
+// A live source's timeline only moves forwards: a frame whose pts goes back, or jumps forwards by
+// more than kMaxLiveClockJump (a camera whose clock was reset or is wrong), is placed one frame
+// after the frame before, and the timeline goes on from there (counted in clock_jumps()). After a
+// reconnect the new connection's first frame follows the old connection's last one (resume_after).
 class Timeline {
  public:
-  Timeline(Rational time_base, Rational frame_rate, double start, std::optional<double> duration)
+  Timeline(Rational time_base, Rational frame_rate, double start, std::optional<double> duration, bool live)
       : time_base_(time_base),
         frame_duration_(std::max<std::int64_t>(
             1, to_ticks(1.0 / (valid(frame_rate) ? frame_rate : kFallbackFrameRate).to_double()))),
         start_(to_ticks(start)),
         has_end_(duration.has_value()),
-        end_(duration ? to_ticks(start + *duration) : 0) {}
+        end_(duration ? to_ticks(start + *duration) : 0),
+        live_(live),
+        max_jump_(to_ticks(kMaxLiveClockJump)) {}
+
+  // The first frame placed goes one frame after `pts_us` (the previous connection's last frame).
+  void resume_after(std::int64_t pts_us) {
+    resume_ = std::llround(static_cast<long double>(pts_us) * time_base_.den / time_base_.num / 1'000'000) +
+              frame_duration_;
+  }
+  int clock_jumps() const { return clock_jumps_; }
 
   void begin_pass() {
     if (pass_frames_ > 0) {
@@ -86,11 +114,25 @@ class Timeline {
 
   // Places a frame that passed the start and end checks; returns its output pts.
   std::int64_t place(std::int64_t pts) {
-    if (pass_frames_++ == 0) {
+    if (resume_) {
+      offset_ = *resume_ - (pts - start_);
+      resume_.reset();
+    }
+    const bool first_of_pass = pass_frames_++ == 0;
+    if (first_of_pass) {
       first_ = pts;
     }
     last_ = pts;
-    return offset_ + pts - start_;
+    std::int64_t out = offset_ + pts - start_;
+    const bool jumped = live_ && placed_ && (out <= last_out_ || out - last_out_ > max_jump_);
+    if (jumped) {
+      offset_ += last_out_ + frame_duration_ - out;
+      out = last_out_ + frame_duration_;
+      ++clock_jumps_;
+    }
+    placed_ = true;
+    last_out_ = out;
+    return out;
   }
   std::int64_t pass_frames() const { return pass_frames_; }
 
@@ -109,11 +151,46 @@ class Timeline {
   // A plain pair, not std::optional: GCC 12 takes the optional's value for uninitialized at -O3.
   bool has_end_;
   std::int64_t end_;
+  bool live_;
+  std::int64_t max_jump_;
   std::int64_t offset_ = 0;
   std::int64_t first_ = 0;
   std::int64_t last_ = 0;
   std::int64_t pass_frames_ = 0;
   int pass_ = -1;  // none begun yet
+  std::optional<std::int64_t> resume_;
+  bool placed_ = false;
+  std::int64_t last_out_ = 0;
+  int clock_jumps_ = 0;
+};
+
+// The waits between a live source's reconnect attempts: reconnect_initial, doubling each failed
+// attempt up to reconnect_max; at most reconnect_attempts attempts in a row (0: no limit).
+class Backoff {
+ public:
+  explicit Backoff(const SourceConfig& config)
+      : initial_(config.reconnect_initial),
+        max_(config.reconnect_max),
+        attempts_(config.reconnect_attempts) {}
+
+  // One more attempt: false when they are used up.
+  bool next() {
+    if (attempts_ > 0 && attempt_ >= attempts_) return false;
+    wait_ = attempt_ == 0 ? initial_ : std::min(max_, wait_ * 2.0);
+    ++attempt_;
+    return true;
+  }
+  // The connection worked: the next loss starts from the first wait again.
+  void reset() { attempt_ = 0; }
+  double wait_seconds() const { return wait_; }
+  int attempt() const { return attempt_; }
+
+ private:
+  double initial_;
+  double max_;
+  int attempts_;
+  int attempt_ = 0;
+  double wait_ = 0.0;
 };
 
 enum class PassEnd { kEndOfPass, kStopped };
@@ -122,17 +199,25 @@ enum class Step { kNext, kEndOfPass, kStopped };
 }  // namespace
 
 struct VideoSources::Source {
-  Source(std::size_t position, SourceConfig source, const VideoSourceOptions& source_options,
-         StreamMux<SourceFrame>& target)
-      : index(position), config(std::move(source)), options(source_options), mux(target) {
+  Source(std::size_t position, SourceConfig source, std::string source_name,
+         const VideoSourceOptions& source_options, StreamMux<SourceFrame>& target)
+      : index(position),
+        config(std::move(source)),
+        name(std::make_shared<const std::string>(std::move(source_name))),
+        options(source_options),
+        mux(target),
+        live(io::is_network_url(config.uri)) {
+    report.name = *name;
     report.uri = config.uri;
   }
 
   void run() {
-    const Status status = run_passes();
-    const bool cancelled =
-        status.code() == StatusCode::kCancelled && options.cancel != nullptr && options.cancel->load();
-    if (status.is_ok() || cancelled) {
+    Status status = check_options();
+    if (status.is_ok()) status = prepare_device();
+    if (status.is_ok()) status = run_connections();
+    const bool stopped = stop.load();
+    set_state(status.is_ok() || stopped ? SourceState::kEnded : SourceState::kFailed);
+    if (status.is_ok() || stopped) {
       mux.end(index);
     } else {
       mux.fail(index, naming(status, config.uri));
@@ -140,14 +225,61 @@ struct VideoSources::Source {
     finished.store(true);
   }
 
+  // Connects, and for a live source connects again after each loss, with backoff, until it stops,
+  // ends for good or runs out of attempts. A file runs once.
+  Status run_connections() {
+    Backoff backoff(config);
+    for (;;) {
+      const std::int64_t delivered_before = delivered;
+      const Status status = run_passes();
+      if (stop.load() || !live || !config.reconnect) return status;
+      if (delivered > delivered_before) backoff.reset();  // it was connected: start the waits over
+      if (!backoff.next()) {
+        return status.is_ok() ? status
+                              : status.with_context(fmt::format("gave up after {} attempts to reconnect",
+                                                                config.reconnect_attempts));
+      }
+      const std::string reason = status.is_ok() ? "the stream ended" : status.message();
+      {
+        const std::lock_guard lock(mutex);
+        ++report.reconnects;
+        report.last_error = reason;
+        report.state = SourceState::kReconnecting;
+      }
+      log_warn("source {}: connection lost ({}); reconnecting in {:.1f} s (attempt {}{})", *name, reason,
+               backoff.wait_seconds(), backoff.attempt(),
+               config.reconnect_attempts > 0 ? fmt::format(" of {}", config.reconnect_attempts) : "");
+      if (!wait_or_stop(backoff.wait_seconds())) return Status::ok();
+    }
+  }
+
+  // Sleeps, waking at once when the source is stopped; false if it was.
+  bool wait_or_stop(double seconds) {
+    std::unique_lock lock(stop_mutex);
+    return !stop_changed.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return stop.load(); });
+  }
+
+  void request_stop() {
+    {
+      const std::lock_guard lock(stop_mutex);
+      stop.store(true);
+    }
+    stop_changed.notify_all();
+  }
+
+  void set_state(SourceState state) {
+    const std::lock_guard lock(mutex);
+    report.state = state;
+  }
+
   Status check_options() const {
-    for (const auto& [name, value] :
+    for (const auto& [option, value] :
          {std::pair{"width", options.width}, std::pair{"height", options.height}}) {
       if (value < 2 || value % 2 != 0) {
         return make_error(
             StatusCode::kInvalidArgument,
-            fmt::format("video source option {} (the mux size) must be a positive even number, not {}", name,
-                        value));
+            fmt::format("video source option {} (the mux size) must be a positive even number, not {}",
+                        option, value));
       }
     }
     if (options.max_frames_in_flight < 1) {
@@ -169,11 +301,14 @@ struct VideoSources::Source {
     return static_cast<std::int64_t>(std::llround(share * static_cast<double>(info.frame_count)));
   }
 
+  // One connection (a file: the whole run): opens the stream and runs its passes.
   Status run_passes() {
-    FOVEA_TRY(check_options());
-    FOVEA_TRY(prepare_device());
-    FOVEA_ASSIGN_OR_RETURN(std::unique_ptr<io::Demuxer> demuxer,
-                           io::Demuxer::open(config.uri, {.cancel = options.cancel}));
+    set_state(delivered > 0 ? SourceState::kReconnecting : SourceState::kConnecting);
+    FOVEA_ASSIGN_OR_RETURN(
+        std::unique_ptr<io::Demuxer> demuxer,
+        io::Demuxer::open(config.uri, {.timeout_ms = static_cast<int>(std::lround(config.timeout * 1000)),
+                                       .rtsp_transport = config.transport,
+                                       .cancel = &stop}));
     const io::StreamInfo& info = demuxer->info();
     if (info.bit_depth > 8) {
       log_info("{}: {}-bit video ({}{}{}); the pipeline works on it in 8 bits", config.uri, info.bit_depth,
@@ -187,7 +322,25 @@ struct VideoSources::Source {
       report.frame_rate = info.frame_rate;
       report.expected_frames = expected_frames(info);
     }
-    Timeline timeline(info.time_base, info.frame_rate, config.start, config.duration);
+    if (valid(info.frame_rate)) mux.set_frame_rate(index, info.frame_rate.to_double());
+    Timeline timeline(info.time_base, info.frame_rate, config.start, config.duration, live);
+    if (last_pts_us) timeline.resume_after(*last_pts_us);
+    const int passes_before = passes;
+    const int jumps_before = clock_jumps;
+    connection = demuxer.get();
+    // The passes of this connection count on from the ones before, however it ends.
+    struct Tally {
+      Source& source;
+      Timeline& timeline;
+      int passes_before, jumps_before;
+      ~Tally() {
+        source.connection = nullptr;
+        source.passes = passes_before + timeline.pass() + 1;
+        source.clock_jumps = jumps_before + timeline.clock_jumps();
+        const std::lock_guard lock(source.mutex);
+        source.report.clock_jumps = source.clock_jumps;
+      }
+    } tally{*this, timeline, passes_before, jumps_before};
     std::unique_ptr<io::Decoder> decoder;
     for (int pass = 0;; ++pass) {
       if (pass > 0 || config.start > 0.0) {
@@ -310,7 +463,7 @@ struct VideoSources::Source {
   }
 
   Result<Step> deliver(Frame&& frame, Timeline& timeline) {
-    if (options.cancel != nullptr && options.cancel->load()) {
+    if (stop.load()) {
       return Step::kStopped;  // frames decoded after a stop are not part of the run
     }
     const std::int64_t pts = timeline.source_pts(frame);
@@ -329,12 +482,16 @@ struct VideoSources::Source {
     }
     SourceFrame out;
     out.time_base = frame.time_base;
+    if (live) out.capture_time_us = stream_wall_clock(pts).value_or(unix_time_us());
     frame.pts = timeline.place(pts);
     frame.has_pts = true;
     frame.index = delivered++;
     out.pts_us = timeline.to_us(frame.pts);
-    out.pass = timeline.pass();
+    last_pts_us = out.pts_us;
+    out.pass = passes + timeline.pass();
+    out.name = name;
     out.frame = std::move(frame);
+    if (delivered == 1 || timeline.pass_frames() == 1) set_state(SourceState::kRunning);
     FOVEA_TRY(make_ready(out));
     const std::int64_t pts_us = out.pts_us;
     return mux.push(index, std::move(out), pts_us) ? Step::kNext : Step::kStopped;
@@ -426,13 +583,27 @@ struct VideoSources::Source {
   }
 #endif
 
+  std::optional<std::int64_t> stream_wall_clock(std::int64_t pts) const {
+    return connection != nullptr ? connection->wall_clock_us(pts) : std::nullopt;
+  }
+
   const std::size_t index;
   const SourceConfig config;
+  const std::shared_ptr<const std::string> name;
   const VideoSourceOptions options;
   StreamMux<SourceFrame>& mux;
+  const bool live;  // a network stream: reconnects, and its timeline only moves forwards
   std::thread thread;
   std::atomic<bool> finished{false};
-  std::int64_t delivered = 0;  // frames pushed, over every pass
+  std::atomic<bool> stop{false};  // removed, or the flow stops: blocking reads return at once
+  std::mutex stop_mutex;          // with stop_changed, wakes a backoff wait
+  std::condition_variable stop_changed;
+  // The source thread's own, over every connection and pass.
+  std::int64_t delivered = 0;  // frames pushed
+  int passes = 0;              // passes of the connections before this one
+  int clock_jumps = 0;
+  std::optional<std::int64_t> last_pts_us;
+  const io::Demuxer* connection = nullptr;  // the open connection's demuxer, while it is open
 
   mutable std::mutex mutex;  // guards report
   SourceReport report;
@@ -448,11 +619,24 @@ struct VideoSources::Source {
 #endif
 };
 
-VideoSources::VideoSources(std::vector<SourceConfig> sources, VideoSourceOptions options,
-                           StreamMux<SourceFrame>& mux) {
-  FOVEA_CHECK_MSG(sources.size() == mux.source_count(), "one mux source per video source");
+std::string_view source_state_name(SourceState state) {
+  switch (state) {
+    case SourceState::kConnecting: return "connecting";
+    case SourceState::kRunning: return "running";
+    case SourceState::kReconnecting: return "reconnecting";
+    case SourceState::kEnded: return "ended";
+    case SourceState::kFailed: return "failed";
+  }
+  return "unknown";
+}
+
+VideoSources::VideoSources(std::vector<SourceConfig> sources, std::vector<std::string> names,
+                           VideoSourceOptions options, StreamMux<SourceFrame>& mux)
+    : mux_(mux), options_(options), sources_(mux.source_count()) {
+  FOVEA_CHECK_MSG(sources.size() == names.size(), "one name per video source");
+  FOVEA_CHECK_MSG(sources.size() <= mux.source_count(), "a mux slot per video source");
   for (std::size_t i = 0; i < sources.size(); ++i) {
-    sources_.push_back(std::make_unique<Source>(i, std::move(sources[i]), options, mux));
+    sources_[i] = std::make_unique<Source>(i, std::move(sources[i]), std::move(names[i]), options, mux);
   }
 }
 
@@ -460,48 +644,95 @@ VideoSources::~VideoSources() {
   // A source blocked on its full mux queue would never end if nobody takes batches any more.
   const bool running =
       std::any_of(sources_.begin(), sources_.end(), [](const std::unique_ptr<Source>& source) {
-        return source->thread.joinable() && !source->finished.load();
+        return source && source->thread.joinable() && !source->finished.load();
       });
   if (running) {
-    sources_.front()->mux.request_stop();
+    request_stop();
+    mux_.request_stop();
   }
   join();
 }
 
+void VideoSources::launch(Source& source) {
+  FOVEA_CHECK_MSG(!source.thread.joinable(), "a video source started twice");
+  try {
+    source.thread = std::thread([raw = &source] { raw->run(); });
+  } catch (const std::exception& error) {
+    source.finished.store(true);
+    mux_.fail(source.index, make_error(StatusCode::kResourceExhausted, source.config.uri,
+                                       ": cannot start its thread: ", error.what()));
+  }
+}
+
 void VideoSources::start() {
+  const std::lock_guard lock(mutex_);
+  FOVEA_CHECK_MSG(!started_, "VideoSources::start() called twice");
+  started_ = true;
+  const auto used = std::count_if(sources_.begin(), sources_.end(),
+                                  [](const std::unique_ptr<Source>& source) { return source != nullptr; });
   const auto nvdec_asked =
       std::count_if(sources_.begin(), sources_.end(), [](const std::unique_ptr<Source>& source) {
-        return !source->options.gpu && source->config.decoder == io::DecoderBackend::kNvdec;
+        return source && !source->options.gpu && source->config.decoder == io::DecoderBackend::kNvdec;
       });
   if (nvdec_asked > 0) {
     log_info("{} of {} sources asked for nvdec; they decode on the CPU, since nvdec needs the GPU path",
-             nvdec_asked, sources_.size());
+             nvdec_asked, used);
   }
   for (const std::unique_ptr<Source>& source : sources_) {
-    FOVEA_CHECK_MSG(!source->thread.joinable(), "VideoSources::start() called twice");
-    try {
-      source->thread = std::thread([raw = source.get()] { raw->run(); });
-    } catch (const std::exception& error) {
-      source->mux.fail(source->index, make_error(StatusCode::kResourceExhausted, source->config.uri,
-                                                 ": cannot start its thread: ", error.what()));
-    }
+    if (source) launch(*source);
+  }
+}
+
+Result<std::size_t> VideoSources::add(SourceConfig source, std::string name) {
+  const std::lock_guard lock(mutex_);
+  FOVEA_CHECK_MSG(started_, "VideoSources::add() before start()");
+  const std::optional<std::size_t> slot = mux_.open_source(name);
+  if (!slot) {
+    return make_error(StatusCode::kResourceExhausted,
+                      fmt::format("no free source slot for {}: all {} are in use (or the flow is stopping)",
+                                  source.uri, mux_.source_count()));
+  }
+  // The slot's last source has ended (the mux freed it); its thread is done or about to be.
+  if (std::unique_ptr<Source>& old = sources_[*slot]; old && old->thread.joinable()) old->thread.join();
+  sources_[*slot] = std::make_unique<Source>(*slot, std::move(source), std::move(name), options_, mux_);
+  launch(*sources_[*slot]);
+  return *slot;
+}
+
+bool VideoSources::remove(std::size_t slot) {
+  const std::lock_guard lock(mutex_);
+  if (slot >= sources_.size() || !sources_[slot] || sources_[slot]->finished.load()) return false;
+  sources_[slot]->request_stop();
+  return true;
+}
+
+void VideoSources::request_stop() {
+  const std::lock_guard lock(mutex_);
+  for (const std::unique_ptr<Source>& source : sources_) {
+    if (source) source->request_stop();
   }
 }
 
 void VideoSources::join() {
+  const std::lock_guard lock(mutex_);
   for (const std::unique_ptr<Source>& source : sources_) {
-    if (source->thread.joinable()) {
+    if (source && source->thread.joinable()) {
       source->thread.join();
     }
   }
 }
 
-std::vector<SourceReport> VideoSources::reports() const {
-  std::vector<SourceReport> reports;
+std::vector<std::optional<SourceReport>> VideoSources::reports() const {
+  const std::lock_guard lock(mutex_);
+  std::vector<std::optional<SourceReport>> reports;
   reports.reserve(sources_.size());
   for (const std::unique_ptr<Source>& source : sources_) {
-    const std::lock_guard lock(source->mutex);
-    reports.push_back(source->report);
+    if (!source) {
+      reports.emplace_back();
+      continue;
+    }
+    const std::lock_guard source_lock(source->mutex);
+    reports.emplace_back(source->report);
   }
   return reports;
 }

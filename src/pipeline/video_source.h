@@ -15,14 +15,26 @@
 // source's decode stream, which the consumer waits
 // on with cudaStreamWaitEvent: an NVDEC frame as it comes, a cpu-decoded frame (fallback) after
 // its upload into the source's device pool. On the CPU path frames are host memory, ready at once.
+//
+// Live sources (network URLs): a connection that fails, ends or stalls past `timeout` is made
+// again with exponential backoff (reconnect_initial doubling up to reconnect_max, reconnect_attempts
+// failures in a row at most; 0: forever), counted and logged. While it reconnects the source pushes
+// nothing, so the live mux batches the others without it. Its frame index and timestamps go on
+// from where they were and its pass count goes up by one, so the ops that keep state per source
+// (the tracker) start again. A live stream whose clock jumps (pts backwards, or forwards by more
+// than kMaxLiveClockJump) is re-anchored on the frame before and the jump counted: the output
+// timeline only moves forwards. Sources can be added and removed while the others run (add,
+// remove), each in a mux slot of its own.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -49,15 +61,29 @@ struct SourceFrame {
   // frame.pts is the same time in time_base units, and frame.index the frame's position on it.
   std::int64_t pts_us = 0;
   Rational time_base;  // of frame.pts, the source stream's, for encoders that keep timestamps
-  // 0 on the first pass over the stream, one more each time the source starts it again (a loop):
-  // what shows a restart to the ops that keep state per source (the tracker), which the index and
-  // pts, both still increasing, hide.
+  // 0 on the first pass over the stream, one more each time the source starts it again (a loop
+  // or a reconnect): what shows a restart to the ops that keep state per source (the tracker),
+  // which the index and pts, both still increasing, hide.
   int pass = 0;
+  // Live sources: when the frame was captured, in microseconds since the Unix epoch: the sender's
+  // clock from its RTCP sender reports when the stream has them, else when the frame arrived
+  // (decoded). Files have no such clock: none.
+  std::optional<std::int64_t> capture_time_us;
+  // The source's name (outputs, metadata): slots are reused by sources added at run time.
+  std::shared_ptr<const std::string> name;
 };
+
+enum class SourceState { kConnecting, kRunning, kReconnecting, kEnded, kFailed };
+std::string_view source_state_name(SourceState state);
 
 // What the run reports per source besides the mux's frame counts.
 struct SourceReport {
+  std::string name;
   std::string uri;
+  SourceState state = SourceState::kConnecting;
+  int reconnects = 0;                                     // connections lost (or refused) and tried again
+  int clock_jumps = 0;                                    // live timestamps that jumped and were re-anchored
+  std::string last_error;                                 // the last connection error; "" if none
   io::DecoderBackend backend = io::DecoderBackend::kCpu;  // the backend that actually decoded
   std::string fallback_reason;                            // "" unless nvdec was asked and not used
   Rational frame_rate;                                    // of the source stream, for encoders
@@ -77,28 +103,42 @@ struct VideoSourceOptions {
   // its pool: a consumer that holds more fails the source (kResourceExhausted, naming this option).
   // The consumer releases a frame only after the GPU work reading it has completed (core/pool.h).
   int max_frames_in_flight = 16;
-  const std::atomic<bool>* cancel = nullptr;  // demuxer cancellation (Ctrl-C)
 };
 
 // Runs the sources of a pipeline. start() launches one thread per source; join() waits for them
 // all. The mux must outlive the VideoSources, and the VideoSources every wait on a ready event
 // (the events are its own). Destroying it while sources still run stops the mux first
-// (request_stop), so that a source blocked on a full queue ends.
+// (request_stop), so that a source blocked on a full queue ends. The sources given to the
+// constructor take the mux's first slots, in order; `names` are theirs (source_names()).
 class VideoSources {
  public:
-  VideoSources(std::vector<SourceConfig> sources, VideoSourceOptions options, StreamMux<SourceFrame>& mux);
+  VideoSources(std::vector<SourceConfig> sources, std::vector<std::string> names, VideoSourceOptions options,
+               StreamMux<SourceFrame>& mux);
   ~VideoSources();  // joins
   VideoSources(const VideoSources&) = delete;
   VideoSources& operator=(const VideoSources&) = delete;
 
   void start();
+  // Thread-safe, after start(): a source in a free mux slot, started at once. kResourceExhausted
+  // when every slot is taken (or the flow is stopping). Returns the slot.
+  Result<std::size_t> add(SourceConfig source, std::string name);
+  // Thread-safe: stops the source in `slot` (a blocking read returns at once); its frames already
+  // queued are still batched, then its slot is free. False if no running source is in the slot.
+  bool remove(std::size_t slot);
+  // Every source stops now (Ctrl-C, a failed stage): blocking reads return at once.
+  void request_stop();
   void join();
-  // A snapshot, safe while the threads run; one entry per source in configuration order.
-  std::vector<SourceReport> reports() const;
+  // A snapshot, safe while the threads run; one entry per mux slot, nullopt for a slot never used.
+  std::vector<std::optional<SourceReport>> reports() const;
 
  private:
   struct Source;  // one source's thread and state (video_source.cpp)
-  std::vector<std::unique_ptr<Source>> sources_;
+  void launch(Source& source);
+  StreamMux<SourceFrame>& mux_;
+  VideoSourceOptions options_;
+  mutable std::mutex mutex_;                      // guards sources_ (add and remove come from other threads)
+  std::vector<std::unique_ptr<Source>> sources_;  // one per mux slot; null until used
+  bool started_ = false;
 };
 
 }  // namespace fovea::pipeline

@@ -120,7 +120,8 @@ TEST(PipelineConfig, DefaultsAreTheDocumentedOnes) {
   EXPECT_EQ(mux.batch_size, 4);
   EXPECT_FALSE(mux.width.has_value());  // the sources' own size (with_frame_size)
   EXPECT_FALSE(mux.height.has_value());
-  EXPECT_EQ(mux.push_timeout_us, -1);
+  EXPECT_FALSE(mux.push_timeout_us.has_value());  // live: a frame period; files: a full batch
+  EXPECT_FALSE(mux.live.has_value());             // live when a source is a network stream
   EXPECT_FALSE(mux.max_frames_per_source.has_value());
   const ModelConfig model;
   EXPECT_EQ(model.precision, runtime::Precision::kFloat16);
@@ -163,9 +164,12 @@ TEST(PipelineConfig, DocumentedExampleLoadsWithEveryValue) {
                                              .loop = false,
                                              .start = 2.5,
                                              .duration = 10.0}));
-  EXPECT_EQ(config.sources[1],
-            (SourceConfig{
-                .uri = "rtsp://camera.local/stream", .decoder = io::DecoderBackend::kAuto, .loop = true}));
+  EXPECT_EQ(config.sources[1], (SourceConfig{.uri = "rtsp://camera.local/stream",
+                                             .name = "gate",
+                                             .timeout = 5.0,
+                                             .transport = io::RtspTransport::kTcp,
+                                             .reconnect_initial = 0.5,
+                                             .reconnect_max = 30.0}));
   EXPECT_EQ(config.mux, (MuxConfig{.batch_size = 4,
                                    .width = 1920,
                                    .height = 1080,

@@ -28,8 +28,13 @@ using ::testing::Not;
 const std::vector<std::string> kLabels = {"background", "person", "bicycle", "car"};
 
 FrameRecordContext context_with(std::span<const std::string> labels) {
-  return FrameRecordContext{
-      .source = "cam1", .source_id = 2, .frame = 12, .pts_us = 400000, .batch = 3, .labels = labels};
+  return FrameRecordContext{.source = "cam1",
+                            .source_id = 2,
+                            .frame = 12,
+                            .pts_us = 400000,
+                            .capture_time_us = 1795689600000000,
+                            .batch = 3,
+                            .labels = labels};
 }
 
 // The schema's mapping restated: what the record of (context, results) must read back as.
@@ -38,6 +43,7 @@ ParsedFrameRecord expected_record(const FrameRecordContext& context, const Frame
                            .source_id = context.source_id,
                            .frame = context.frame,
                            .pts_us = context.pts_us,
+                           .capture_time_us = context.capture_time_us,
                            .batch = context.batch,
                            .inferred = results.inferred};
   if (results.target_fraction) {
@@ -188,11 +194,13 @@ TEST(FrameRecord, ExactTextOfOneRecord) {
                                .track_id = 5,
                                .secondary = {{"color", 2, "red", 0.9f}}},
                   ObjectResult{.box = Box{0.0f, 0.0f, 1920.0f, 1080.0f}, .class_id = 7, .score = 0.4f}}};
-  EXPECT_EQ(frame_record_json(context_with(kLabels), results),
-            R"({"v":1,"source":"cam1","source_id":2,"frame":12,"pts_us":400000,"batch":3,"inferred":true,)"
-            R"("objects":[{"box":[100.0,50.5,300.25,400.0],"class_id":1,"label":"person","score":0.87,)"
-            R"("track_id":5,"secondary":[{"model":"color","class_id":2,"label":"red","score":0.9}]},)"
-            R"({"box":[0.0,0.0,1920.0,1080.0],"class_id":7,"score":0.4}]})");
+  EXPECT_EQ(
+      frame_record_json(context_with(kLabels), results),
+      R"({"v":1,"source":"cam1","source_id":2,"frame":12,"pts_us":400000,"capture_time_us":1795689600000000,)"
+      R"("batch":3,"inferred":true,)"
+      R"("objects":[{"box":[100.0,50.5,300.25,400.0],"class_id":1,"label":"person","score":0.87,)"
+      R"("track_id":5,"secondary":[{"model":"color","class_id":2,"label":"red","score":0.9}]},)"
+      R"({"box":[0.0,0.0,1920.0,1080.0],"class_id":7,"score":0.4}]})");
 }
 
 // A record whose one object has these four corners and score.
@@ -291,6 +299,8 @@ TEST(FrameRecord, ParseErrorsNameTheKey) {
   EXPECT_THAT(parse_error(valid_with("\"frame\":12", "\"frame\":12.5")),
               HasSubstr("key 'frame' must be an integer"));
   EXPECT_THAT(parse_error(valid_with("\"pts_us\":400000,", "")), HasSubstr("missing key 'pts_us'"));
+  EXPECT_THAT(parse_error(valid_with("\"capture_time_us\":1795689600000000", "\"capture_time_us\":1.5")),
+              HasSubstr("key 'capture_time_us' must be an integer or null"));
   EXPECT_THAT(parse_error(valid_with("\"pts_us\":400000", "\"pts_us\":\"0\"")),
               HasSubstr("key 'pts_us' must be an integer or null"));
   EXPECT_THAT(parse_error(valid_with("\"batch\":3", "\"batch\":null")),

@@ -173,7 +173,9 @@ TEST(PipelineStats, JsonShape) {
                                                 {"fps", 60.0},
                                                 {"dropped", 0},
                                                 {"ended", true},
-                                                {"failed", false}}));
+                                                {"failed", false},
+                                                {"reconnects", 0},
+                                                {"state", ""}}));
   EXPECT_EQ(json["sources"][2]["error"], "invalid data");
   EXPECT_EQ(json["stages"][0],
             (nlohmann::json{

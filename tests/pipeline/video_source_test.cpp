@@ -125,7 +125,7 @@ RunResult run_sources(const std::vector<SourceConfig>& configs, const VideoSourc
   std::vector<std::string> names;
   for (const SourceConfig& config : configs) names.push_back(config.uri);
   StreamMux<SourceFrame> mux({.batch_size = 1}, names);
-  VideoSources sources(configs, options, mux);
+  VideoSources sources(configs, names, options, mux);
   sources.start();
   RunResult result;
   while (std::optional<Batch<SourceFrame>> batch = mux.next_batch()) {
@@ -149,7 +149,8 @@ RunResult run_sources(const std::vector<SourceConfig>& configs, const VideoSourc
   }
   sources.join();
   result.stats = mux.source_stats();
-  result.reports = sources.reports();
+  for (const std::optional<SourceReport>& report : sources.reports())
+    result.reports.push_back(report.value());
   return result;
 }
 
@@ -451,7 +452,7 @@ TEST_F(VideoSourcesTest, NvdecAskedOnTheCpuPathDecodesOnTheCpu) {
 TEST_F(VideoSourcesTest, RequestStopEndsLoopingSourcesPromptly) {
   std::vector<SourceConfig> configs = {{.uri = clip(), .loop = true}, {.uri = clip(), .loop = true}};
   StreamMux<SourceFrame> mux({.batch_size = 1}, {"a", "b"});
-  VideoSources sources(configs, cpu_options(), mux);
+  VideoSources sources(configs, {"a", "b"}, cpu_options(), mux);
   sources.start();
   std::size_t taken = 0;
   std::optional<std::chrono::steady_clock::time_point> stopped_at;
@@ -470,14 +471,14 @@ TEST_F(VideoSourcesTest, RequestStopEndsLoopingSourcesPromptly) {
     EXPECT_TRUE(stats.ended);
     EXPECT_FALSE(stats.failed) << stats.error;
   }
-  for (const SourceReport& report : sources.reports()) EXPECT_GE(report.loops, 1);
+  for (const std::optional<SourceReport>& report : sources.reports()) EXPECT_GE(report.value().loops, 1);
 }
 
 // Destroying the sources while they are blocked on a mux nobody drains ends them (no hang).
 TEST_F(VideoSourcesTest, DestructionStopsSourcesBlockedOnTheMux) {
   StreamMux<SourceFrame> mux({.batch_size = 1}, {"a"});
   {
-    VideoSources sources({{.uri = clip(), .loop = true}}, cpu_options(), mux);
+    VideoSources sources({{.uri = clip(), .loop = true}}, {"a"}, cpu_options(), mux);
     sources.start();
     ASSERT_TRUE(mux.next_batch().has_value());
   }
@@ -493,7 +494,7 @@ TEST_F(VideoSourcesTest, GpuPathDeliversDeviceFramesWithReadyEvents) {
   for (const io::DecoderBackend backend : {io::DecoderBackend::kCpu, io::DecoderBackend::kAuto}) {
     SCOPED_TRACE(std::string(io::decoder_backend_name(backend)));
     StreamMux<SourceFrame> mux({.batch_size = 1}, {"a"});
-    VideoSources sources({{.uri = clip(), .decoder = backend}},
+    VideoSources sources({{.uri = clip(), .decoder = backend}}, {"a"},
                          {.width = kWidth, .height = kHeight, .gpu = true, .max_frames_in_flight = 8}, mux);
     sources.start();
     std::vector<Received> frames;
@@ -524,7 +525,7 @@ TEST_F(VideoSourcesTest, GpuPathDeliversDeviceFramesWithReadyEvents) {
     }
     sources.join();
     ASSERT_FALSE(mux.source_stats()[0].failed) << mux.source_stats()[0].error;
-    const SourceReport report = sources.reports()[0];
+    const SourceReport report = sources.reports()[0].value();
     ASSERT_EQ(frames.size(), static_cast<std::size_t>(kFrames));
     expect_steady_timeline(frames, 0.0);
     for (std::size_t i = 0; i < frames.size(); ++i) {
@@ -572,7 +573,7 @@ TEST_F(VideoSourcesTest, GpuPathFollowsResolutionChangesAndTenBitSources) {
   for (const std::string& path : paths) {
     SCOPED_TRACE(path);
     StreamMux<SourceFrame> mux({.batch_size = 1}, {"a"});
-    VideoSources sources({{.uri = path, .decoder = io::DecoderBackend::kAuto}},
+    VideoSources sources({{.uri = path, .decoder = io::DecoderBackend::kAuto}}, {"a"},
                          {.width = kW, .height = kH, .gpu = true, .max_frames_in_flight = 8}, mux);
     sources.start();
     std::size_t frames = 0;
@@ -587,7 +588,7 @@ TEST_F(VideoSourcesTest, GpuPathFollowsResolutionChangesAndTenBitSources) {
     }
     sources.join();
     EXPECT_FALSE(mux.source_stats()[0].failed) << mux.source_stats()[0].error;
-    const SourceReport report = sources.reports()[0];
+    const SourceReport report = sources.reports()[0].value();
     EXPECT_EQ(frames, static_cast<std::size_t>(path == *change ? 2 * kFrames : kFrames));
     std::printf("%s: decoded by %s%s\n", path.c_str(),
                 std::string(io::decoder_backend_name(report.backend)).c_str(),

@@ -1,0 +1,12 @@
+// What a source's address says about it, before anything is opened.
+#pragma once
+
+#include <string_view>
+
+namespace fovea::io {
+
+// A URL with a scheme other than file:// (rtsp://, http://, udp://, ...): a stream read over the
+// network, which may stall, drop and come back; a plain path or file:// is a local file.
+bool is_network_url(std::string_view url);
+
+}  // namespace fovea::io
