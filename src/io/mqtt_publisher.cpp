@@ -87,9 +87,15 @@ void log_throttled(LogThrottle& throttle, LogLevel level, const std::string& mes
   if (throttle.allow(&held_back)) log(level, "{}{}", message, held_back_note(held_back));
 }
 
-// Why a libmosquitto call failed; `error_number` is errno right after it.
+// libmosquitto's messages end with a period; ours put them inside sentences.
+std::string without_period(std::string message) {
+  if (!message.empty() && message.back() == '.') message.pop_back();
+  return message;
+}
+
+// Why a libmosquitto call failed; `error_number` is errno right after the call.
 std::string describe(int rc, int error_number) {
-  return rc == MOSQ_ERR_ERRNO ? std::strerror(error_number) : mosquitto_strerror(rc);
+  return without_period(rc == MOSQ_ERR_ERRNO ? std::strerror(error_number) : mosquitto_strerror(rc));
 }
 
 bool valid_utf8(std::string_view text) {
@@ -430,7 +436,7 @@ void MosquittoPublisher::disconnect_cleanly() {
 
 void MosquittoPublisher::on_connect(int rc) {
   if (rc != 0) {  // libmosquitto closes the socket next and reports it through on_disconnect
-    refusal_ = mosquitto_connack_string(rc);
+    refusal_ = without_period(mosquitto_connack_string(rc));
     return;
   }
   connected_ = true;

@@ -74,8 +74,8 @@ class MqttPublisher {
   // buffer is full the oldest waiting message is dropped. Thread-safe.
   virtual void publish(std::string topic, std::string payload) = 0;
   virtual MqttStats stats() const = 0;
-  // Waits until every message queued so far is delivered: kTimeout saying how many are not when
-  // `timeout` passes first. Thread-safe.
+  // Waits until no message is waiting or in flight (for a flow's end: publishing meanwhile extends
+  // the wait): kTimeout saying how many are undelivered when `timeout` passes first. Thread-safe.
   virtual Status flush(std::chrono::milliseconds timeout) = 0;
 };
 

@@ -332,6 +332,22 @@ TEST(MqttPublisher, FullBufferDropsTheOldestAndKeepsTheNewest) {
   EXPECT_EQ(stats.dropped, 200u);
 }
 
+// A broker that refuses the connection (CONNACK) is retried like one that is down, and says why.
+TEST(MqttPublisher, RefusedConnectionIsRetriedAndExplained) {
+  MosquittoProcess broker(MosquittoOptions{.allow_anonymous = false});
+  ASSERT_TRUE(broker.start());
+  auto publisher = create_publisher(options_for(broker.port()));
+  ASSERT_NE(publisher, nullptr);
+  publisher->publish(kTopic, record(0));
+  ASSERT_TRUE(eventually([&] {
+    return publisher->stats().last_error.find("not authorised") != std::string::npos;
+  })) << publisher->stats().last_error;
+  const MqttStats stats = publisher->stats();
+  EXPECT_FALSE(stats.connected);
+  EXPECT_EQ(stats.queued, 1u);
+  EXPECT_EQ(stats.delivered, 0u);
+}
+
 TEST(MqttPublisher, RefusesBadOptionsNamingTheKey) {
   struct Case {
     std::function<void(MqttOptions&)> change;

@@ -148,7 +148,7 @@ std::string MosquittoProcess::log() const {
 void MosquittoProcess::write_config() const {
   std::ofstream config(folder_ / "mosquitto.conf");
   config << "listener " << port_ << " 127.0.0.1\n"
-         << "allow_anonymous true\n"
+         << "allow_anonymous " << (options_.allow_anonymous ? "true" : "false") << "\n"
          << "persistence " << (options_.persistence ? "true" : "false") << "\n"
          << "persistence_location " << folder_.string()
          << "/\n"

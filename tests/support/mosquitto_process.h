@@ -16,6 +16,8 @@ struct MosquittoOptions {
   // them) across restarts, in the temporary folder. It is saved by save_state() (and by stop()),
   // so that a test can kill the broker and still find its subscriber's session after restart().
   bool persistence = false;
+  // false: the broker refuses clients without a user name (CONNACK "not authorised").
+  bool allow_anonymous = true;
 };
 
 class MosquittoProcess {
