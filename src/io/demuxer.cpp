@@ -26,6 +26,14 @@ bool is_network_url(const std::string& url) {
   return scheme_end != std::string::npos && url.compare(0, scheme_end, "file") != 0;
 }
 
+bool is_rtsp_url(const std::string& url) {
+  return url.starts_with("rtsp://") || url.starts_with("rtsps://");
+}
+
+const char* rtsp_transport_name(RtspTransport transport) {
+  return transport == RtspTransport::kUdp ? "udp" : "tcp";
+}
+
 VideoCodec codec_from_id(AVCodecID id) {
   switch (id) {
     case AV_CODEC_ID_H264: return VideoCodec::kH264;
@@ -135,6 +143,24 @@ class FfmpegDemuxer final : public Demuxer {
     return Status::ok();
   }
 
+  // FFmpeg's RTSP demuxer sets start_time_realtime when the first RTCP sender report (SR) of the
+  // stream arrives (libavformat/rtsp.c, ff_rtsp_fetch_packet): the SR's NTP time, less the RTP
+  // time from the stream's base timestamp to the SR's RTP timestamp (rtcp_ts_offset, rtpdec.c,
+  // rtcp_parse_packet). The base timestamp is the rtptime of the PLAY reply's RTP-Info, else the
+  // first packet's RTP timestamp, and it is the RTP time of pts 0: rtpdec.c's finalize_packet
+  // gives a packet pts = its RTP timestamp - base timestamp (unwrapped), plus the start of the
+  // PLAY reply's npt range, which is 0 for a live stream ("npt=now-" or "npt=0-"; a server that
+  // answers a later start shifts every wall clock by that much). So start_time_realtime is the
+  // sender's wall clock at pts 0, as AVFormatContext documents, and a frame's is that plus its
+  // pts. Later SRs do not refine it: the sender's RTP clock is taken to run at its nominal rate.
+  std::optional<std::int64_t> wall_clock_us(std::int64_t pts) const override {
+    const int64_t start_us = format_->start_time_realtime;
+    if (start_us == AV_NOPTS_VALUE || start_us <= 0) {
+      return std::nullopt;
+    }
+    return start_us + av_rescale_q(pts, stream_->time_base, AV_TIME_BASE_Q);
+  }
+
  private:
   Status error(int code, std::string_view what) const {
     std::string message(what);
@@ -201,7 +227,9 @@ class FfmpegDemuxer final : public Demuxer {
       const std::string timeout_us = std::to_string(int64_t{options_.timeout_ms} * 1000);
       av_dict_set(&dict, "timeout", timeout_us.c_str(), 0);
       av_dict_set(&dict, "rw_timeout", timeout_us.c_str(), 0);
-      av_dict_set(&dict, "rtsp_transport", options_.rtsp_transport.c_str(), 0);
+    }
+    if (is_rtsp_url(url_)) {
+      av_dict_set(&dict, "rtsp_transport", rtsp_transport_name(options_.rtsp_transport), 0);
     }
     AvPtr<AVDictionary> options_guard(nullptr);
     arm_deadline();
@@ -320,6 +348,7 @@ class FfmpegDemuxer final : public Demuxer {
     info_.frame_count = stream_->nb_frames;
     info_.bit_rate = par->bit_rate > 0 ? par->bit_rate : format_->bit_rate;
     info_.rotation_deg = rotation_degrees(stream_);
+    info_.live = is_network_url(url_) && info_.duration_s <= 0.0;
     const bool h26x = par->codec_id == AV_CODEC_ID_H264 || par->codec_id == AV_CODEC_ID_HEVC;
     const bool raw_annex_b =
         h26x && (par->extradata_size == 0 || starts_with_start_code(par->extradata, par->extradata_size));
@@ -367,23 +396,38 @@ class FfmpegDemuxer final : public Demuxer {
     while (true) {
       arm_deadline();
       const int result = av_read_frame(format_.get(), in_packet_.get());
-      if (result >= 0 && interrupted_) {
+      // A network read that ran out of time can surface as any error code, or even as a packet:
+      // when the socket's own timeout ends the read, FFmpeg flushes its parser, which hands out the
+      // frame it held back. Either way the stream stalled, and the deadline decides.
+      const bool timed_out = interrupted_ || (is_network_url(url_) && Clock::now() > deadline_);
+      if (result >= 0 && timed_out) {
         // A read the interrupt cut short still returns the bytes it had, flagged corrupt; they are
         // not the file's packet, so the interrupt's error stands in for it.
         av_packet_unref(in_packet_.get());
         return error(AVERROR_EXIT, "read failed");
       }
       if (result == AVERROR_EOF) {
-        return false;
+        return end_of_input();
       }
       if (result < 0) {
-        return error(result, "read failed");
+        return error(timed_out ? AVERROR_EXIT : result, "read failed");
       }
       if (in_packet_->stream_index == stream_index_) {
         return true;
       }
       av_packet_unref(in_packet_.get());
     }
+  }
+
+  // A file ends; a live stream does not end on its own: its end means the server closed the
+  // connection or ended the session (a camera or re-streamer that went away), an error a source
+  // reconnects after.
+  Result<bool> end_of_input() const {
+    if (info_.live) {
+      return make_error(StatusCode::kIoError, url_,
+                        ": the live stream ended (the server closed the connection or ended the session)");
+    }
+    return false;
   }
 
   static void copy_out(const AVPacket& from, Packet& to) {

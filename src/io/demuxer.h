@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,9 @@ struct StreamInfo {
   int rotation_deg = 0;                 // display rotation from the display matrix, 0/90/180/270
   std::vector<std::uint8_t> extradata;  // Annex B parameter sets (SPS/PPS/VPS) when converted
   bool annex_b = false;                 // packets are Annex B byte streams
+  // A network stream without a known duration (rtsp, rtmp, udp, srt, a live HLS playlist ...):
+  // it never ends on its own, so its source reconnects when it fails and is batched as live.
+  bool live = false;
   // FFmpeg's AVCodecParameters of the stream as the packets arrive (after Annex B conversion),
   // for the cpu decoder. Opaque outside src/io so that FFmpeg's headers stay there.
   std::shared_ptr<const void> codec_parameters;
@@ -51,12 +55,18 @@ struct Packet {
   bool keyframe = false;
 };
 
+// How RTP reaches an rtsp:// client. TCP (interleaved in the RTSP connection) is the default:
+// cameras behind NAT or a firewall lose UDP, which fails late and silently (no packets rather than
+// an error), while TCP passes wherever the RTSP connection does. UDP has the lower latency and
+// loses late packets instead of delaying the ones after them, on networks that pass it.
+enum class RtspTransport { kTcp, kUdp };
+
 struct DemuxOptions {
   // Bound on every blocking network operation (connect, read); files are not affected in
   // practice. rtsp:// that nothing serves fails within this time.
   int timeout_ms = 5000;
-  bool annex_b = true;                 // convert H.264/HEVC to Annex B
-  std::string rtsp_transport = "tcp";  // tcp is the robust default through NAT and firewalls
+  bool annex_b = true;                                 // convert H.264/HEVC to Annex B
+  RtspTransport rtsp_transport = RtspTransport::kTcp;  // rtsp:// only
   // Set from another thread (e.g. Ctrl-C) to make blocking calls return kCancelled promptly.
   const std::atomic<bool>* cancel = nullptr;
 };
@@ -78,6 +88,13 @@ class Demuxer {
   virtual Result<bool> read(Packet& packet) = 0;
   // Seeks to the keyframe at or before `seconds` (used for looping sources).
   virtual Status seek(double seconds) = 0;
+  // When the frame with stream pts `pts` (in info().time_base) was captured, in microseconds
+  // since the Unix epoch, by the sender's clock: from the RTCP sender reports of an RTSP stream,
+  // which map the stream's clock to the sender's wall clock (NTP). std::nullopt for streams
+  // without them (files, most other protocols) and for an RTSP stream until its first sender
+  // report has arrived (servers send one every few seconds); the caller then uses the arrival
+  // time. Call it from the thread that reads: read() is what takes the reports in.
+  virtual std::optional<std::int64_t> wall_clock_us(std::int64_t pts) const = 0;
 };
 
 }  // namespace fovea::io
