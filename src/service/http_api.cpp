@@ -388,10 +388,10 @@ Reply respond(const Router& router, const httplib::Request& request, const httpl
   return router.respond(call);
 }
 
-void write(Reply reply, httplib::Response& response) {
+void write(const Reply& reply, httplib::Response& response) {
   response.status = reply.status;
-  for (auto& [name, value] : reply.headers) response.set_header(name.c_str(), value);
-  if (reply.status != 204) response.set_content(std::move(reply.body), reply.content_type.c_str());
+  for (const auto& [name, value] : reply.headers) response.set_header(name, value);
+  if (reply.status != 204) response.set_content(reply.body, reply.content_type);
 }
 
 // Answers every request; a throwing route (a bug, or a backend breaking its contract) is a 500,
@@ -403,15 +403,14 @@ void serve(const Router& router, const httplib::Request& request, httplib::Respo
   try {
     reply = respond(router, request, response, reader, max_body_bytes);
   } catch (const std::exception& error) {
-    log_error("http: {} {} threw: {}", request.method, request.target, error.what());
+    log_error("http: {} {} threw: {}", request.method, request.target, redact_uri(error.what()));
     reply = error_reply(500, fmt::format("internal error: {}", error.what()));
   } catch (...) {
     log_error("http: {} {} threw", request.method, request.target);
     reply = error_reply(500, "internal error");
   }
-  const int status = reply.status;
-  write(std::move(reply), response);
-  log_debug("http: {} {} {} {:.1f} ms", request.method, request.target, status,
+  write(reply, response);
+  log_debug("http: {} {} {} {:.1f} ms", request.method, request.target, reply.status,
             std::chrono::duration<double, std::milli>(Clock::now() - start).count());
 }
 

@@ -20,6 +20,8 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include "core/log.h"
+
 namespace fovea::service {
 namespace {
 
@@ -467,6 +469,25 @@ TEST_F(HttpApiTest, MalformedAndOverlongRequestsGetJsonErrors) {
   httplib::Result health = http.Get("/health");
   ASSERT_TRUE(health);
   EXPECT_EQ(health->status, 200);
+}
+
+TEST_F(HttpApiTest, EachRequestIsLoggedAtDebugLevel) {
+  const LogLevel level = log_level();
+  set_log_level(LogLevel::kDebug);
+  testing::internal::CaptureStderr();
+  httplib::Client http = client();
+  ASSERT_TRUE(http.Get("/health?verbose=1"));
+  ASSERT_TRUE(http.Delete("/sources/nobody"));
+  api_->stop();
+  const std::string log = testing::internal::GetCapturedStderr();
+  set_log_level(level);
+  for (const std::string_view line :
+       {"http: GET /health?verbose=1 200 ", "http: DELETE /sources/nobody 404 "}) {
+    const std::size_t at = log.find(line);
+    ASSERT_NE(at, std::string::npos) << log;
+    const std::string rest = log.substr(at + line.size(), log.find('\n', at) - at - line.size());
+    EXPECT_TRUE(rest.ends_with(" ms") && rest.find('.') != std::string::npos) << rest;  // "0.3 ms"
+  }
 }
 
 TEST_F(HttpApiTest, AThrowingBackendIs500AndTheServerGoesOn) {
