@@ -514,8 +514,8 @@ void HttpApi::Server::install_routes() {
     setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
   });
   http.set_keep_alive_timeout(kKeepAliveTimeoutS);
-  // A Content-Length over the limit is refused before it is read; chunked bodies are bounded by
-  // the router as they arrive.
+  // A declared Content-Length over the limit is a 413 without the body being kept (httplib
+  // discards it); chunked or compressed bodies are bounded by the router as they arrive.
   http.set_payload_max_length(options.max_body_bytes);
 }
 
