@@ -254,6 +254,9 @@ const ModelConfig* find_model(const PipelineConfig& config, std::string_view nam
 Result<PipelineConfig> load_config(const std::string& path);
 // Parses YAML text; errors name `source_name` (a file name, "<stdin>", ...).
 Result<PipelineConfig> parse_config(std::string_view text, std::string_view source_name);
+// One `sources:` entry on its own (YAML or JSON, a map): the keys, checks and messages of the
+// file's. `fovea serve` reads the sources its API is given with it.
+Result<SourceConfig> parse_source_config(std::string_view text, std::string_view source_name);
 
 // Applies one `--set key=value` override: `key` is a dotted path ("mux.batch_size",
 // "sources.0.uri", "models.1.mean.1"; the index one past a list's end appends an entry) and `value`

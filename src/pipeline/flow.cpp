@@ -248,15 +248,24 @@ Result<FlowPlan> build_plan(const PipelineConfig& config, const FlowShape& shape
 
 Result<FlowResult> run_flow(const PipelineConfig& requested, const FlowOptions& options) {
   FOVEA_ASSIGN_OR_RETURN(const bool gpu, choose_gpu(options.device));
-  FOVEA_ASSIGN_OR_RETURN(const PipelineConfig config, with_frame_size(requested, options.interrupt));
-  if (config.sources.empty()) {
+  const bool service = options.control != nullptr;
+  if (requested.sources.empty() && !service) {
     return make_error(StatusCode::kInvalidArgument, "sources: the flow needs at least one source");
   }
+  FOVEA_ASSIGN_OR_RETURN(const PipelineConfig config, with_frame_size(requested, options.interrupt));
+  // A service's per-source state (trackers) is sized by its slots; sources name themselves.
+  std::vector<std::string> names = source_names(config.sources);
+  names.resize(std::max(names.size(), options.source_slots));
   const FlowShape shape{.gpu = gpu,
                         .batch_size = config.mux.batch_size,
                         .frame_width = *config.mux.width,
                         .frame_height = *config.mux.height,
-                        .source_names = source_names(config.sources)};
+                        .source_names = std::move(names)};
+  if (service && config.sinks.video) {
+    return make_error(StatusCode::kInvalidArgument,
+                      "sinks.video: fovea serve takes its sources at run time, and a video sink opens its "
+                      "outputs per source when the flow starts; use sinks.metadata or sinks.mqtt");
+  }
   FOVEA_TRY(check_flow_outputs(config, shape.source_names, options));
 #if defined(FOVEA_HAVE_CUDA)
   if (gpu) FOVEA_CUDA_TRY(cudaSetDevice(shape.device));
