@@ -25,6 +25,9 @@ void LatencyRecorder::record(std::chrono::nanoseconds latency) {
   ++count_;
   total_ms_ += ms;
   max_ms_ = std::max(max_ms_, ms);
+  const auto bucket = std::lower_bound(kLatencyBucketsMs.begin(), kLatencyBucketsMs.end(), ms);
+  if (bucket != kLatencyBucketsMs.end())
+    ++buckets_[static_cast<std::size_t>(bucket - kLatencyBucketsMs.begin())];
   if (samples_ms_.size() < kReservoirSize) {
     samples_ms_.push_back(ms);
     return;
@@ -46,6 +49,9 @@ LatencySummary LatencyRecorder::summary() const {
     summary.count = count_;
     summary.max_ms = max_ms_;
     summary.mean_ms = count_ == 0 ? 0.0 : total_ms_ / static_cast<double>(count_);
+    summary.total_ms = total_ms_;
+    std::uint64_t below = 0;
+    for (std::size_t b = 0; b < buckets_.size(); ++b) summary.bucket_counts[b] = below += buckets_[b];
   }
   std::sort(sorted.begin(), sorted.end());
   summary.p50_ms = percentile(sorted, 50.0);

@@ -6,6 +6,7 @@
 // formatting here is independent of the payload and tested on known data.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -20,12 +21,21 @@
 
 namespace fovea::pipeline {
 
+// Upper bounds (ms) of the latency histogram's buckets, for Prometheus (fovea serve's /metrics):
+// from a fast kernel's 0.1 ms to a stalled stage's 5 s, about three buckets a decade.
+inline constexpr std::array<double, 16> kLatencyBucketsMs = {0.1, 0.25, 0.5, 1,   2.5,  5,    10,   25,
+                                                             50,  100,  250, 500, 1000, 2500, 5000, 10000};
+
 struct LatencySummary {
   std::uint64_t count = 0;
   double mean_ms = 0.0;
   double p50_ms = 0.0;
   double p99_ms = 0.0;
   double max_ms = 0.0;
+  double total_ms = 0.0;
+  // Samples at or below each bound of kLatencyBucketsMs (cumulative, as Prometheus counts them);
+  // the samples above the last bound are count - bucket_counts.back().
+  std::array<std::uint64_t, kLatencyBucketsMs.size()> bucket_counts{};
 };
 
 // Nearest-rank percentile (the smallest sample with at least p% of the samples at or below it)
@@ -55,6 +65,7 @@ class LatencyRecorder {
   std::uint64_t count_ = 0;
   double total_ms_ = 0.0;
   double max_ms_ = 0.0;
+  std::array<std::uint64_t, kLatencyBucketsMs.size()> buckets_{};  // per bucket, not cumulative
   // A fixed seed: two runs over the same samples report the same percentiles.
   std::minstd_rand random_{20240601};
 };

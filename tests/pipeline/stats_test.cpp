@@ -47,6 +47,22 @@ TEST(LatencyRecorder, BoundedPastTheReservoir) {
   EXPECT_NEAR(summary.mean_ms, 10.9, 1e-9);
 }
 
+// The histogram counts every sample, not just the reservoir's: a sample on a bound is in its bucket
+// (Prometheus's le), one above the last bound in none.
+TEST(LatencyRecorder, HistogramCountsEverySampleCumulatively) {
+  LatencyRecorder recorder;
+  for (int i = 0; i < 10000; ++i) recorder.record(std::chrono::microseconds(100));  // 0.1 ms: bucket 0
+  recorder.record(std::chrono::microseconds(1500));                                 // 1.5 ms: le 2.5
+  recorder.record(std::chrono::seconds(20));                                        // above 10 s
+  const LatencySummary summary = recorder.summary();
+  EXPECT_EQ(summary.count, 10002u);
+  EXPECT_EQ(summary.bucket_counts[0], 10000u);
+  EXPECT_EQ(summary.bucket_counts[3], 10000u);  // le 1 ms
+  EXPECT_EQ(summary.bucket_counts[4], 10001u);  // le 2.5 ms
+  EXPECT_EQ(summary.bucket_counts.back(), 10001u);
+  EXPECT_NEAR(summary.total_ms, 10000 * 0.1 + 1.5 + 20000.0, 1e-6);
+}
+
 TEST(LatencyRecorder, EmptyIsAllZero) {
   const LatencySummary summary = LatencyRecorder().summary();
   EXPECT_EQ(summary.count, 0u);
