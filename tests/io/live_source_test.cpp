@@ -6,7 +6,7 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
+#include <functional>
 #include <thread>
 
 #include "io/decoder.h"
@@ -120,6 +120,22 @@ class LiveSource : public ::testing::Test {
     return std::move(*demuxer);
   }
 
+  // Opens the stream over `transport` and reads a few packets, does `disrupt` to the server, then
+  // reads until read() fails: the failure, which must come within the timeout plus the margin and
+  // name the URL.
+  Status error_after(RtspTransport transport, const std::function<void()>& disrupt) {
+    std::unique_ptr<Demuxer> demuxer = open_streaming(transport);
+    if (!demuxer) {
+      return make_error(StatusCode::kInternal, "the stream did not open");
+    }
+    disrupt();
+    const Clock::time_point disrupted = Clock::now();
+    const Status status = read_until_error(*demuxer, 2 * kGiveUpS);
+    EXPECT_LE(seconds_since(disrupted), kGiveUpS);
+    expect_names(status, server_->url());
+    return status;
+  }
+
   std::unique_ptr<RtspServerProcess> server_;
 };
 
@@ -202,15 +218,9 @@ TEST(LiveSourceFile, AFileIsNotLiveAndHasNoWallClock) {
 TEST_F(LiveSource, AKilledServerIsAnErrorWithinTheTimeout) {
   for (RtspTransport transport : {RtspTransport::kTcp, RtspTransport::kUdp}) {
     SCOPED_TRACE(transport == RtspTransport::kTcp ? "tcp" : "udp");
-    std::unique_ptr<Demuxer> demuxer = open_streaming(transport);
-    ASSERT_NE(demuxer, nullptr);
-    server_->kill();
-    const Clock::time_point killed = Clock::now();
-    const Status status = read_until_error(*demuxer, 2 * kGiveUpS);
-    EXPECT_LE(seconds_since(killed), kGiveUpS);
+    const Status status = error_after(transport, [this] { server_->kill(); });
     EXPECT_TRUE(status.code() == StatusCode::kIoError || status.code() == StatusCode::kTimeout)
         << status.to_string();
-    expect_names(status, server_->url());
     ASSERT_TRUE(server_->restart().is_ok());
   }
 }
@@ -218,14 +228,8 @@ TEST_F(LiveSource, AKilledServerIsAnErrorWithinTheTimeout) {
 TEST_F(LiveSource, AStalledServerTimesOut) {
   for (RtspTransport transport : {RtspTransport::kTcp, RtspTransport::kUdp}) {
     SCOPED_TRACE(transport == RtspTransport::kTcp ? "tcp" : "udp");
-    std::unique_ptr<Demuxer> demuxer = open_streaming(transport);
-    ASSERT_NE(demuxer, nullptr);
-    server_->pause();
-    const Clock::time_point paused = Clock::now();
-    const Status status = read_until_error(*demuxer, 2 * kGiveUpS);
-    EXPECT_LE(seconds_since(paused), kGiveUpS);
+    const Status status = error_after(transport, [this] { server_->pause(); });
     EXPECT_EQ(status.code(), StatusCode::kTimeout) << status.to_string();
-    expect_names(status, server_->url());
     expect_names(status, std::to_string(kTimeoutMs) + " ms");
     server_->resume();
   }

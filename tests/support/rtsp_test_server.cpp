@@ -100,6 +100,19 @@ void on_media_configure(GstRTSPMediaFactory*, GstRTSPMedia* media, gpointer) {
   g_signal_connect(media, "prepared", G_CALLBACK(on_media_prepared), nullptr);
 }
 
+// A camera's stream cannot be rewound: a client joins it where it is. gst-rtsp-server instead seeks
+// the shared pipeline to a PLAY request's Range (FFmpeg always asks for npt=0.000-), which flushes
+// the stream of every client already playing and, in 1.22, races its own check of the stream's
+// rate, an assertion that aborts the server. Dropping the Range makes the PLAY a plain join.
+GstRTSPStatusCode join_where_it_is(GstRTSPClient*, GstRTSPContext* context, gpointer) {
+  gst_rtsp_message_remove_header(context->request, GST_RTSP_HDR_RANGE, -1);
+  return GST_RTSP_STS_OK;
+}
+
+void on_client_connected(GstRTSPServer*, GstRTSPClient* client, gpointer) {
+  g_signal_connect(client, "pre-play-request", G_CALLBACK(join_where_it_is), nullptr);
+}
+
 gboolean quit_on_signal(gpointer loop) {
   g_main_loop_quit(static_cast<GMainLoop*>(loop));
   return G_SOURCE_REMOVE;
@@ -121,6 +134,8 @@ int main(int argc, char** argv) {
   GstRTSPServer* server = gst_rtsp_server_new();
   gst_rtsp_server_set_address(server, "127.0.0.1");
   gst_rtsp_server_set_service(server, std::to_string(options->port).c_str());
+
+  g_signal_connect(server, "client-connected", G_CALLBACK(on_client_connected), nullptr);
 
   GstRTSPMediaFactory* factory = gst_rtsp_media_factory_new();
   gst_rtsp_media_factory_set_launch(factory, launch_description(*options).c_str());
