@@ -7,6 +7,7 @@
 #include "core/log.h"
 #include "io/av_error.h"
 #include "io/av_handles.h"
+#include "io/url.h"
 
 extern "C" {
 #include <libavcodec/avcodec.h>
@@ -20,11 +21,6 @@ namespace fovea::io {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-bool is_network_url(const std::string& url) {
-  const auto scheme_end = url.find("://");
-  return scheme_end != std::string::npos && url.compare(0, scheme_end, "file") != 0;
-}
 
 bool is_rtsp_url(const std::string& url) {
   return url.starts_with("rtsp://") || url.starts_with("rtsps://");
