@@ -10,7 +10,8 @@
 //   batches are the same on every run whatever the threads' timing.
 // - Live mode: the mux never waits for one source while others have frames; it visits only the
 //   sources with frames queued and waits only when none has one. A live source cannot be paused,
-//   so when its queue is full its oldest frame is dropped (counted) instead of blocking it.
+//   so when its queue is full its oldest frame is dropped (counted) instead of blocking it; a
+//   source that can wait (a file, hold_when_full) is blocked as in file mode.
 // - push_timeout_us: how long after a batch's first frame the mux waits for the rest before
 //   pushing it partial; -1 waits for a full batch (or the end of the sources). With
 //   auto_push_timeout (live), it is one frame period of the fastest open source (the frame rates
@@ -113,6 +114,13 @@ class StreamMux {
     return std::nullopt;
   }
 
+  // A source that can wait (a file) in a live mux: held back when its queue is full, as in file
+  // mode, instead of losing its oldest frame. For the source's own thread, before its first push.
+  void hold_when_full(std::size_t source) {
+    std::lock_guard lock(mutex_);
+    source_at(source).held = true;
+  }
+
   // The source's frame rate, once known: the live push timeout follows the fastest open source.
   void set_frame_rate(std::size_t source, double frames_per_second) {
     {
@@ -134,7 +142,7 @@ class StreamMux {
   [[nodiscard]] bool push(std::size_t source, T payload, std::optional<std::int64_t> pts_us) {
     std::unique_lock lock(mutex_);
     SourceState& state = source_at(source);
-    changed_.wait(lock, [&] { return stop_requested_ || options_.live || state.frames.size() < capacity(); });
+    changed_.wait(lock, [&] { return stop_requested_ || drops(state) || state.frames.size() < capacity(); });
     if (stop_requested_) {
       return false;
     }
@@ -232,8 +240,12 @@ class StreamMux {
     bool closed = false;  // no more frames will come: end, failure or stop (or never opened)
     Status error;
     double frame_rate = 0.0;  // 0: unknown
+    bool held = false;        // hold_when_full
     bool finished() const { return closed && frames.empty(); }
   };
+
+  // A live mux drops a full queue's oldest frame, but for a source that can wait.
+  bool drops(const SourceState& state) const { return options_.live && !state.held; }
 
   // Auto: one frame period of the fastest open source; 30 fps until a source says its rate.
   void update_push_timeout() {

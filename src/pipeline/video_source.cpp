@@ -212,6 +212,7 @@ struct VideoSources::Source {
   }
 
   void run() {
+    if (!live) mux.hold_when_full(index);  // a file waits for the flow; only a camera cannot
     Status status = check_options();
     if (status.is_ok()) status = prepare_device();
     if (status.is_ok()) status = run_connections();
@@ -246,9 +247,15 @@ struct VideoSources::Source {
         report.last_error = reason;
         report.state = SourceState::kReconnecting;
       }
-      log_warn("source {}: connection lost ({}); reconnecting in {:.1f} s (attempt {}{})", *name, reason,
-               backoff.wait_seconds(), backoff.attempt(),
-               config.reconnect_attempts > 0 ? fmt::format(" of {}", config.reconnect_attempts) : "");
+      const std::string attempts =
+          config.reconnect_attempts > 0 ? fmt::format(" of {}", config.reconnect_attempts) : "";
+      if (backoff.attempt() == 1) {
+        log_warn("source {}: connection lost ({}); reconnecting in {:.1f} s", *name, reason,
+                 backoff.wait_seconds());
+      } else {
+        log_warn("source {}: reconnect attempt {}{} failed ({}); next in {:.1f} s", *name,
+                 backoff.attempt() - 1, attempts, reason, backoff.wait_seconds());
+      }
       if (!wait_or_stop(backoff.wait_seconds())) return Status::ok();
     }
   }
@@ -339,6 +346,8 @@ struct VideoSources::Source {
         source.clock_jumps = jumps_before + timeline.clock_jumps();
         const std::lock_guard lock(source.mutex);
         source.report.clock_jumps = source.clock_jumps;
+        source.decoded_before = source.report.frames_decoded;
+        source.damaged_before = source.report.frames_damaged;
       }
     } tally{*this, timeline, passes_before, jumps_before};
     std::unique_ptr<io::Decoder> decoder;
@@ -456,10 +465,11 @@ struct VideoSources::Source {
   }
 
   // The decoder's counters, over every pass so far.
+  // Each connection has a decoder of its own: the counts of the ones before are added.
   void record_decoder_stats(const io::DecoderStats& stats) {
     const std::lock_guard lock(mutex);
-    report.frames_decoded = stats.frames_decoded;
-    report.frames_damaged = stats.frames_damaged;
+    report.frames_decoded = decoded_before + stats.frames_decoded;
+    report.frames_damaged = damaged_before + stats.frames_damaged;
   }
 
   Result<Step> deliver(Frame&& frame, Timeline& timeline) {
@@ -602,6 +612,8 @@ struct VideoSources::Source {
   std::int64_t delivered = 0;  // frames pushed
   int passes = 0;              // passes of the connections before this one
   int clock_jumps = 0;
+  std::int64_t decoded_before = 0;  // by the decoders of the connections before this one
+  std::int64_t damaged_before = 0;
   std::optional<std::int64_t> last_pts_us;
   const io::Demuxer* connection = nullptr;  // the open connection's demuxer, while it is open
 
