@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cerrno>
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -375,9 +376,9 @@ class MapReader {
 };
 
 // --- Schema tables ---------------------------------------------------------------------------------
-// The sections written as tables (the models' entries, detect, osd, sinks.video.mosaic): each key
-// once, with its member, its rules and its line in docs/config.md. Parsing, the unknown-key check
-// (with the nearest key), the dump and schema_keys() (the docs check) all read the same table.
+// The sections written as tables (the models' entries, detect, osd, sinks.video.mosaic, sinks.mqtt):
+// each key once, with its member, its rules and its line in docs/config.md. Parsing, the unknown-key
+// check (with the nearest key), the dump and schema_keys() (the docs check) all read the same table.
 
 constexpr double kUnbounded = std::numeric_limits<double>::infinity();
 
@@ -840,6 +841,34 @@ const KeySpec<MosaicConfig> kMosaicKeys[] = {
                                 "Tiles per row; absent: the smallest square grid."),
 };
 
+// The ranges are the publisher's (io::validate_mqtt_options, which also checks the keys together).
+const KeySpec<MqttSinkConfig> kMqttKeys[] = {
+    key<&MqttSinkConfig::host>("host", {}, "The broker's host name or address."),
+    key<&MqttSinkConfig::port>("port", {.min = 1, .max = 65535}, "The broker's port."),
+    key<&MqttSinkConfig::topic_prefix>(
+        "topic_prefix", {.may_be_empty = true},
+        "Each source's records go to `<topic_prefix>/<source name>`; `<topic_prefix>/+` subscribes to all."),
+    key<&MqttSinkConfig::qos>("qos", {.min = 0, .max = 2},
+                              "MQTT quality of service: 0 at most once, 1 at least once, 2 exactly once."),
+    key<&MqttSinkConfig::client_id>("client_id",
+                                    {.may_be_empty = true, .default_text = "`\"\"` (fovea-<pid>)"},
+                                    "The client identifier the broker sees; unique per broker."),
+    key<&MqttSinkConfig::keepalive_s>(
+        "keepalive_s", {.min = 5, .max = 65535},
+        "Seconds between keepalive pings; a silent broker is noticed after 1.5 times this."),
+    key<&MqttSinkConfig::max_queued_messages>(
+        "max_queued_messages", {.min = 1, .max = 10'000'000},
+        "Records kept while the broker is away; when full, the oldest are dropped and counted."),
+    key<&MqttSinkConfig::reconnect_min_ms>(
+        "reconnect_min_ms", {.min = 1, .max = 3'600'000},
+        "Wait before the first retry after a lost or failed connection; it doubles per failure."),
+    key<&MqttSinkConfig::reconnect_max_ms>("reconnect_max_ms", {.min = 1, .max = 3'600'000},
+                                           "The longest wait between retries; at least `reconnect_min_ms`."),
+    key<&MqttSinkConfig::username>("username", {}, "For a broker that wants one; absent: anonymous."),
+    key<&MqttSinkConfig::password>("password", {.may_be_empty = true},
+                                   "With `username`; written in the clear in the file and its dump."),
+};
+
 template <typename Section>
 std::vector<std::string_view> key_names(std::span<const KeySpec<Section>> keys) {
   std::vector<std::string_view> names;
@@ -1118,6 +1147,14 @@ Status parse_video_sink(const Parser& parser, const MapReader& sinks, VideoSinkC
   return map.read_optional("qp", video.qp, 0, 51);
 }
 
+// The keys one by one by the table, then together as the publisher checks them.
+Status parse_mqtt_sink(const Parser& parser, const MapReader& sinks, MqttSinkConfig& mqtt) {
+  const Field node = sinks.field("mqtt");
+  FOVEA_TRY(parse_keys<MqttSinkConfig>(parser, node.node, node.path, kMqttKeys, mqtt));
+  const Status status = with_sink_mqtt_keys(io::validate_mqtt_options(mqtt_options(mqtt)));
+  return status.is_ok() ? status : parser.error(node.node, "", status.message());
+}
+
 Status parse_metadata_sink(const Parser& parser, const MapReader& sinks, MetadataSinkConfig& metadata) {
   const Field node = sinks.field("metadata");
   FOVEA_TRY(parser.check_map(node.node, node.path, {"path"}));
@@ -1141,14 +1178,15 @@ Status parse_optional_sink(const Parser& parser, const MapReader& sinks, std::st
 Status parse_sinks(const Parser& parser, const MapReader& map, SinksConfig& sinks) {
   FOVEA_TRY(parse_optional_sink(parser, map, "video", sinks.video, parse_video_sink));
   FOVEA_TRY(parse_optional_sink(parser, map, "metadata", sinks.metadata, parse_metadata_sink));
+  FOVEA_TRY(parse_optional_sink(parser, map, "mqtt", sinks.mqtt, parse_mqtt_sink));
   return map.read("null", sinks.null);
 }
 
 Status check_some_sink(const Parser& parser, const YAML::Node& root, const SinksConfig& sinks) {
-  if (sinks.video || sinks.metadata || sinks.null) return Status::ok();
+  if (sinks.video || sinks.metadata || sinks.mqtt || sinks.null) return Status::ok();
   const YAML::Node where = root["sinks"] ? root["sinks"] : root;
   return parser.error(where, "sinks",
-                      "no sink is enabled; set sinks.video, sinks.metadata or sinks.null: true");
+                      "no sink is enabled; set sinks.video, sinks.metadata, sinks.mqtt or sinks.null: true");
 }
 
 Status parse_stats(const MapReader& map, StatsConfig& stats) {
@@ -1267,7 +1305,7 @@ Result<PipelineConfig> parse_tree(const Parser& parser, const YAML::Node& root) 
   FOVEA_TRY(check_classify_has_models(parser, root, config));
   FOVEA_TRY(parse_table_section<OsdConfig>(parser, root, "osd", kOsdKeys, config.osd));
   FOVEA_TRY(parse_section(
-      parser, root, "sinks", {"video", "metadata", "null"}, config.sinks,
+      parser, root, "sinks", {"video", "metadata", "mqtt", "null"}, config.sinks,
       [&parser](const MapReader& map, SinksConfig& sinks) { return parse_sinks(parser, map, sinks); }));
   FOVEA_TRY(check_some_sink(parser, root, config.sinks));
   FOVEA_TRY(parse_section(parser, root, "stats", {"progress", "report"}, config.stats, parse_stats));
@@ -1334,6 +1372,8 @@ YAML::Node to_tree(const PipelineConfig& config) {
   }
   sinks["metadata"] = YAML::Node(YAML::NodeType::Null);
   if (config.sinks.metadata) sinks["metadata"]["path"] = config.sinks.metadata->path;
+  sinks["mqtt"] = config.sinks.mqtt ? write_keys<MqttSinkConfig>(kMqttKeys, *config.sinks.mqtt)
+                                    : YAML::Node(YAML::NodeType::Null);
   sinks["null"] = config.sinks.null;
   YAML::Node stats = root["stats"];
   stats["progress"] = config.stats.progress;
@@ -1466,7 +1506,32 @@ std::vector<SchemaKey> schema_keys() {
   append_schema<SecondaryConfig>("secondary[].", kSecondaryKeys, keys);
   append_schema<OsdConfig>("osd.", kOsdKeys, keys);
   append_schema<MosaicConfig>("sinks.video.mosaic.", kMosaicKeys, keys);
+  append_schema<MqttSinkConfig>("sinks.mqtt.", kMqttKeys, keys);
   return keys;
+}
+
+io::MqttOptions mqtt_options(const MqttSinkConfig& config) {
+  return {.host = config.host,
+          .port = config.port,
+          .client_id = config.client_id,
+          .qos = config.qos,
+          .keepalive_s = config.keepalive_s,
+          .max_queued_messages = static_cast<std::size_t>(std::max(config.max_queued_messages, 0)),
+          .reconnect_min = std::chrono::milliseconds(config.reconnect_min_ms),
+          .reconnect_max = std::chrono::milliseconds(config.reconnect_max_ms),
+          .username = config.username,
+          .password = config.password};
+}
+
+Status with_sink_mqtt_keys(const Status& status) {
+  if (status.is_ok()) return status;
+  constexpr std::string_view kIoKey = "mqtt.";
+  std::string message = status.message();
+  // A key starts the message or a word; a host name in quotes ('mqtt.example.com') is left alone.
+  for (std::size_t at = message.find(kIoKey); at != std::string::npos; at = message.find(kIoKey, at + 1)) {
+    if (at == 0 || message[at - 1] == ' ' || message[at - 1] == '(') message.insert(at, "sinks.");
+  }
+  return Status(status.code(), std::move(message));
 }
 
 Result<PipelineConfig> parse_config(std::string_view text, std::string_view source_name) {

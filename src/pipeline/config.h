@@ -23,6 +23,7 @@
 #include "io/decoder.h"
 #include "io/demuxer.h"
 #include "io/encoder.h"
+#include "io/mqtt_publisher.h"
 #include "post/detect_post.h"
 #include "runtime/planner.h"
 #include "track/tracker.h"
@@ -214,9 +215,33 @@ struct MetadataSinkConfig {
   bool operator==(const MetadataSinkConfig&) const = default;
 };
 
+// `sinks.mqtt`: each frame's metadata record (the line sinks.metadata writes) as one message to an
+// MQTT broker, on the topic <topic_prefix>/<source name> (io/mqtt_publisher.h).
+struct MqttSinkConfig {
+  std::string host = "127.0.0.1";
+  int port = 1883;
+  std::string topic_prefix = "fovea";
+  int qos = 1;
+  std::string client_id;  // "": fovea-<pid>
+  int keepalive_s = 30;
+  int max_queued_messages = 10000;  // the buffer while the broker is away; the oldest are dropped
+  int reconnect_min_ms = 500;
+  int reconnect_max_ms = 10000;
+  std::optional<std::string> username;
+  std::optional<std::string> password;
+  bool operator==(const MqttSinkConfig&) const = default;
+};
+
+// The publisher's options for `sinks.mqtt`.
+io::MqttOptions mqtt_options(const MqttSinkConfig& config);
+// io's errors about MqttOptions name the keys "mqtt.<key>"; this names them as the configuration
+// does, "sinks.mqtt.<key>".
+Status with_sink_mqtt_keys(const Status& status);
+
 struct SinksConfig {
   std::optional<VideoSinkConfig> video;
   std::optional<MetadataSinkConfig> metadata;
+  std::optional<MqttSinkConfig> mqtt;
   bool null = false;  // discard the frames (benchmarks)
   bool operator==(const SinksConfig&) const = default;
 };
@@ -278,8 +303,8 @@ using KeyNamer = std::function<std::string(std::string_view key_path)>;
 Result<PipelineConfig> check_config(const PipelineConfig& config, const KeyNamer& name_key);
 
 // One key of the sections written as schema tables (models entries, detect, track, secondary
-// entries, osd, sinks.video.mosaic), as docs/config.md's tables give it: `| `key` | kind | default | meaning`
-// (the docs may say more after the meaning). A test holds the docs to these.
+// entries, osd, sinks.video.mosaic, sinks.mqtt), as docs/config.md's tables give it: `| `key` | kind |
+// default | meaning` (the docs may say more after the meaning). A test holds the docs to these.
 struct SchemaKey {
   std::string key;            // "detect.iou", "models[].path"
   std::string kind;           // "number in (0, 1]"

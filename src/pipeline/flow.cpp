@@ -241,6 +241,9 @@ Result<FlowPlan> build_plan(const PipelineConfig& config, const FlowShape& shape
   if (config.sinks.metadata) {
     plan.sinks.push_back(std::make_unique<MetadataSink>(*config.sinks.metadata, shape.source_names, labels));
   }
+  if (config.sinks.mqtt) {
+    plan.sinks.push_back(std::make_unique<MqttSink>(*config.sinks.mqtt, shape.source_names, labels));
+  }
   return plan;
 }
 

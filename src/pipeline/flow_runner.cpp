@@ -314,6 +314,9 @@ PipelineStats snapshot(const Flow& flow, Clock::time_point start,
   for (std::size_t q = 0; q < flow.queues.size(); ++q) {
     stats.queues.push_back({flow.queue_names[q], flow.queues[q]->counters()});
   }
+  for (const auto& sink : flow.plan->sinks) {
+    if (std::optional<BrokerStats> broker = sink->broker_stats()) stats.brokers.push_back(std::move(*broker));
+  }
   return stats;
 }
 

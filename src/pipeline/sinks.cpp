@@ -5,9 +5,13 @@
 #include <optional>
 #include <system_error>
 #include <thread>
+#include <utility>
+
+#include <fmt/format.h>
 
 #include "core/log.h"
 #include "io/encoder.h"
+#include "io/mqtt_publisher.h"
 #include "pipeline/frame_record.h"
 #include "pipeline/queue.h"
 #include "trace/tracer.h"
@@ -24,6 +28,27 @@ struct EncodeJob {
   std::shared_ptr<const FrameBatch> batch;
   Picture picture;
 };
+
+// A service's sources come and go: the frame names its source.
+std::string_view source_name(const BatchFrame& frame, const std::vector<std::string>& source_names) {
+  return frame.payload.name ? std::string_view(*frame.payload.name) : source_names.at(frame.source);
+}
+
+// The metadata record of the batch's frame `i` (docs/metadata.md), without its newline: the line
+// the metadata file gets and the message the broker gets.
+std::string frame_record_line(const FrameBatch& batch, std::size_t i,
+                              const std::vector<std::string>& source_names,
+                              const std::vector<std::string>& labels) {
+  const BatchFrame& frame = batch.frames[i];
+  const FrameRecordContext context{.source = source_name(frame, source_names),
+                                   .source_id = frame.source,
+                                   .frame = frame.index,
+                                   .pts_us = frame.pts_us,
+                                   .capture_time_us = frame.payload.capture_time_us,
+                                   .batch = batch.number,
+                                   .labels = labels};
+  return frame_record_json(context, batch.results[i]);
+}
 
 }  // namespace
 
@@ -200,17 +225,7 @@ Status MetadataSink::start(std::span<const Rational>) {
 
 Status MetadataSink::write(const std::shared_ptr<const FrameBatch>& batch) {
   for (std::size_t i = 0; i < batch->size(); ++i) {
-    const BatchFrame& frame = batch->frames[i];
-    // A service's sources come and go: the frame names its source.
-    const FrameRecordContext context{
-        .source = frame.payload.name ? *frame.payload.name : source_names_.at(frame.source),
-        .source_id = frame.source,
-        .frame = frame.index,
-        .pts_us = frame.pts_us,
-        .capture_time_us = frame.payload.capture_time_us,
-        .batch = batch->number,
-        .labels = labels_};
-    file_ << frame_record_json(context, batch->results[i]) << '\n';
+    file_ << frame_record_line(*batch, i, source_names_, labels_) << '\n';
   }
   if (!file_) {
     return make_error(StatusCode::kIoError, "sinks.metadata.path ", config_.path, ": write failed");
@@ -226,6 +241,58 @@ Status MetadataSink::finish() {
     return make_error(StatusCode::kIoError, "sinks.metadata.path ", config_.path, ": close failed");
   }
   return pending_->commit();
+}
+
+MqttSink::MqttSink(MqttSinkConfig config, std::vector<std::string> source_names,
+                   std::vector<std::string> labels)
+    : config_(std::move(config)), source_names_(std::move(source_names)), labels_(std::move(labels)) {}
+
+Status MqttSink::start(std::span<const Rational>) {
+  Result<std::unique_ptr<io::MqttPublisher>> publisher = io::MqttPublisher::create(mqtt_options(config_));
+  if (!publisher.is_ok()) return with_sink_mqtt_keys(publisher.status());
+  publisher_ = std::move(publisher).value();
+  return Status::ok();
+}
+
+Status MqttSink::write(const std::shared_ptr<const FrameBatch>& batch) {
+  for (std::size_t i = 0; i < batch->size(); ++i) {
+    publisher_->publish(io::mqtt_topic(config_.topic_prefix, source_name(batch->frames[i], source_names_)),
+                        frame_record_line(*batch, i, source_names_, labels_));
+  }
+  return Status::ok();
+}
+
+Status MqttSink::finish() {
+  if (publisher_ == nullptr || std::exchange(finished_, true)) return Status::ok();
+  // A timeout is what the counters below say; the run ends as it would have.
+  static_cast<void>(publisher_->flush(kMqttSinkFinishTimeout));
+  const io::MqttStats stats = publisher_->stats();
+  const std::uint64_t undelivered = stats.queued + stats.in_flight;
+  const std::uint64_t lost = undelivered + stats.dropped + stats.rejected;
+  if (lost > 0) {
+    // The metadata file, when there is one, still has them; the broker's subscribers miss them.
+    log_warn(
+        "mqtt sink: {} of {} frame records did not reach broker {}:{}: {} dropped from the full buffer while "
+        "it was away, {} rejected, {} not delivered within {} ms of the end{}",
+        lost, stats.published, config_.host, config_.port, stats.dropped, stats.rejected, undelivered,
+        kMqttSinkFinishTimeout.count(),
+        stats.last_error.empty() ? "" : " (last error: " + stats.last_error + ")");
+  }
+  return Status::ok();
+}
+
+std::optional<BrokerStats> MqttSink::broker_stats() const {
+  if (publisher_ == nullptr) return std::nullopt;
+  const io::MqttStats stats = publisher_->stats();
+  return BrokerStats{.broker = fmt::format("{}:{}", config_.host, config_.port),
+                     .published = stats.published,
+                     .delivered = stats.delivered,
+                     .dropped = stats.dropped,
+                     .rejected = stats.rejected,
+                     .queued = stats.queued + stats.in_flight,
+                     .reconnects = stats.reconnects,
+                     .connected = stats.connected,
+                     .last_error = stats.last_error};
 }
 
 }  // namespace fovea::pipeline

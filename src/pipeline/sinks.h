@@ -10,10 +10,15 @@
 //                 stream whose encoder fails is reported and skipped; the others carry on. finish()
 //                 drains and finalizes every file, also after an error or Ctrl-C.
 //   MetadataSink  one JSON object per frame (JSON Lines, docs/metadata.md, frame_record.h).
-// Both write under temporary names and rename each file into place once finalized
-// (core/output_file.h). The null sink, for benchmarks, is the absence of both.
+//   MqttSink      the same line per frame as one message to an MQTT broker, on a topic per source
+//                 (io/mqtt_publisher.h). It never holds the flow back: while the broker is away the
+//                 records wait in a bounded buffer (the oldest dropped and counted); the run's end
+//                 waits a bounded time for them (docs/metadata.md, "MQTT").
+// The file sinks write under temporary names and rename each file into place once finalized
+// (core/output_file.h). The null sink, for benchmarks, is the absence of all of them.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -30,6 +35,7 @@
 #include "core/status.h"
 #include "pipeline/config.h"
 #include "pipeline/frame_batch.h"
+#include "pipeline/stats.h"
 
 namespace fovea::pipeline {
 
@@ -58,6 +64,8 @@ class Sink {
   virtual Status finish() = 0;
   // Per output file, for the summary (video sinks).
   virtual std::vector<SinkReport> reports() const { return {}; }
+  // Its broker connection's counters (broker sinks); called from any thread, also while it runs.
+  virtual std::optional<BrokerStats> broker_stats() const { return std::nullopt; }
 };
 
 // One picture to encode: on output stream `stream`, with the timing of the batch's frame `frame`
@@ -112,6 +120,33 @@ class MetadataSink final : public Sink {
   std::vector<std::string> labels_;
   std::optional<PendingFile> pending_;
   std::ofstream file_;
+};
+
+// How long the run's end waits for the records the broker has not acknowledged; the rest are
+// lost (logged and counted), not an error of the run.
+inline constexpr std::chrono::milliseconds kMqttSinkFinishTimeout{5000};
+
+class MqttSink final : public Sink {
+ public:
+  // `labels` as MetadataSink's.
+  MqttSink(MqttSinkConfig config, std::vector<std::string> source_names, std::vector<std::string> labels);
+  // Connects in the background: a broker that is down is retried, not an error. Bad options
+  // (kInvalidArgument) and a host that does not resolve (kNotFound) are, naming sinks.mqtt.<key>.
+  Status start(std::span<const Rational> source_frame_rates) override;
+  // Queues each frame's record on its source's topic; never waits for the broker.
+  Status write(const std::shared_ptr<const FrameBatch>& batch) override;
+  // Waits up to kMqttSinkFinishTimeout for the queued records, then logs what was lost.
+  Status finish() override;
+  std::optional<BrokerStats> broker_stats() const override;
+
+ private:
+  MqttSinkConfig config_;
+  std::vector<std::string> source_names_;
+  std::vector<std::string> labels_;
+  // Set by start(), before the flow's threads read it, and kept until the sink goes (its
+  // destructor disconnects), so that broker_stats() reads it without a lock.
+  std::unique_ptr<io::MqttPublisher> publisher_;
+  bool finished_ = false;
 };
 
 }  // namespace fovea::pipeline

@@ -166,6 +166,18 @@ trace::TextTable queue_table(const PipelineStats& stats) {
   return table;
 }
 
+trace::TextTable broker_table(const PipelineStats& stats) {
+  trace::TextTable table{.name = "brokers",
+                         .columns = {"broker", "published", "delivered", "dropped", "queued", "status"},
+                         .numeric = {false, true, true, true, true, false}};
+  for (const BrokerStats& broker : stats.brokers) {
+    table.rows.push_back({broker.broker, std::to_string(broker.published), std::to_string(broker.delivered),
+                          std::to_string(broker.dropped), std::to_string(broker.queued),
+                          broker.connected ? "connected" : "not connected: " + broker.last_error});
+  }
+  return table;
+}
+
 nlohmann::json latency_json(const LatencySummary& latency) {
   return {{"count", latency.count},
           {"mean_ms", latency.mean_ms},
@@ -266,7 +278,7 @@ std::string format_table(const PipelineStats& stats) {
   text += "\n\n";
   text += trace::format_aligned(source_table(stats));
   // One blank line between sections (appended apart: GCC 12 misreads "\n" + string as overlapping).
-  for (const trace::TextTable& table : {stage_table(stats), queue_table(stats)}) {
+  for (const trace::TextTable& table : {stage_table(stats), queue_table(stats), broker_table(stats)}) {
     if (!table.rows.empty()) {
       text += '\n';
       text += trace::format_aligned(table);
@@ -312,7 +324,7 @@ nlohmann::json to_json(const PipelineStats& stats) {
                       {"high_water", c.high_water},
                       {"pushed", c.pushed}});
   }
-  return {
+  nlohmann::json report = {
       {"elapsed_s", stats.elapsed_s},
       {"batches", stats.batches},
       {"total",
@@ -326,6 +338,22 @@ nlohmann::json to_json(const PipelineStats& stats) {
       {"sources", std::move(sources)},
       {"stages", std::move(stages)},
       {"queues", std::move(queues)}};
+  if (!stats.brokers.empty()) {
+    nlohmann::json brokers = nlohmann::json::array();
+    for (const BrokerStats& broker : stats.brokers) {
+      brokers.push_back({{"broker", broker.broker},
+                         {"published", broker.published},
+                         {"delivered", broker.delivered},
+                         {"dropped", broker.dropped},
+                         {"rejected", broker.rejected},
+                         {"queued", broker.queued},
+                         {"reconnects", broker.reconnects},
+                         {"connected", broker.connected},
+                         {"last_error", broker.last_error}});
+    }
+    report["brokers"] = std::move(brokers);
+  }
+  return report;
 }
 
 }  // namespace fovea::pipeline

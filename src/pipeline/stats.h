@@ -95,6 +95,20 @@ struct QueueStats {
   QueueCounters counters;
 };
 
+// A sink's connection to a message broker (sinks.mqtt), from its publisher's counters
+// (io/mqtt_publisher.h). Every published record is delivered, dropped, rejected or still queued.
+struct BrokerStats {
+  std::string broker;           // "host:port"
+  std::uint64_t published = 0;  // records handed to the publisher
+  std::uint64_t delivered = 0;  // acknowledged by the broker (QoS 0: written to the socket)
+  std::uint64_t dropped = 0;    // pushed out of the full buffer while the broker was away (the oldest)
+  std::uint64_t rejected = 0;   // a topic or payload MQTT cannot carry
+  std::size_t queued = 0;       // not delivered yet: waiting, or sent and not acknowledged
+  std::uint64_t reconnects = 0;
+  bool connected = false;
+  std::string last_error;  // the latest connection failure or rejection; "" when none
+};
+
 struct PipelineStats {
   double elapsed_s = 0.0;
   std::uint64_t batches = 0;
@@ -106,7 +120,8 @@ struct PipelineStats {
   // batch's trip through every stage.
   double first_output_s = -1.0;
   std::uint64_t first_output_frames = 0;
-  bool interrupted = false;  // Ctrl-C stopped the sources: those that had not ended say so
+  bool interrupted = false;          // Ctrl-C stopped the sources: those that had not ended say so
+  std::vector<BrokerStats> brokers;  // one per broker sink; empty without one
 
   std::uint64_t total_frames() const;
   std::uint64_t total_dropped() const;
@@ -150,11 +165,13 @@ class ProgressMeter {
 };
 
 // The final report: sources (frames, fps, drops, status: ended, running, interrupted or failed), stages
-// (p50/p99/max), queues (capacity, high-water mark), one aligned table per section, ending in a newline.
+// (p50/p99/max), queues (capacity, high-water mark), brokers when there are any (published, delivered,
+// dropped), one aligned table per section, ending in a newline.
 std::string format_table(const PipelineStats& stats);
 
 // The same figures for report.json: {"elapsed_s", "batches", "total": {...}, "startup":
-// {"first_output_s", "steady_fps"}, "sources": [...], "stages": [...], "queues": [...]}.
+// {"first_output_s", "steady_fps"}, "sources": [...], "stages": [...], "queues": [...]}, and
+// "brokers": [...] when there are any (a run without one keeps the report's shape).
 nlohmann::json to_json(const PipelineStats& stats);
 
 }  // namespace fovea::pipeline

@@ -203,6 +203,29 @@ TEST(PipelineStats, JsonShape) {
       (nlohmann::json{{"name", "mux"}, {"depth", 2}, {"capacity", 4}, {"high_water", 4}, {"pushed", 50}}));
 }
 
+// A broker sink's counters get a table and a "brokers" entry; a run without one keeps its shape.
+TEST(PipelineStats, BrokersAreReportedOnlyWhenThereAreAny) {
+  PipelineStats stats = known_stats();
+  EXPECT_FALSE(to_json(stats).contains("brokers"));
+  EXPECT_EQ(format_table(stats).find("broker"), std::string::npos);
+  stats.brokers = {BrokerStats{.broker = "127.0.0.1:1883",
+                               .published = 200,
+                               .delivered = 180,
+                               .dropped = 15,
+                               .queued = 5,
+                               .reconnects = 2,
+                               .last_error = "Connection refused"}};
+  EXPECT_EQ(to_json(stats)["brokers"],
+            nlohmann::json::parse(R"([{"broker": "127.0.0.1:1883", "published": 200,
+      "delivered": 180, "dropped": 15, "rejected": 0, "queued": 5, "reconnects": 2, "connected": false,
+      "last_error": "Connection refused"}])"));
+  const std::string table = format_table(stats);
+  EXPECT_EQ(table.substr(table.find("\nbroker ") + 1),
+            "broker          published  delivered  dropped  queued  status\n"
+            "--------------  ---------  ---------  -------  ------  ---------------------------------\n"
+            "127.0.0.1:1883        200        180       15       5  not connected: Connection refused\n");
+}
+
 }  // namespace
 }  // namespace fovea::pipeline
 
