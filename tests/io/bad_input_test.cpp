@@ -1,10 +1,6 @@
 // Bad input on the cpu path: each case gets a clear error naming the file and the reason, or
 // decodes what it can and reports the damage; never a crash, hang or leak (ASan preset).
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <fstream>
@@ -12,6 +8,7 @@
 
 #include "io/decoder.h"
 #include "io/io_test_util.h"
+#include "support/loopback_servers.h"
 #include "support/test_media.h"
 
 extern "C" {
@@ -179,31 +176,9 @@ TEST(BadInput, AbsurdDimensions) {
                      "absurd video dimensions 20000x20000");
 }
 
-// A TCP port on loopback that accepts connections and never says a word.
-class SilentServer {
- public:
-  SilentServer() {
-    fd_ = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address));
-    listen(fd_, 4);
-    socklen_t length = sizeof(address);
-    getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length);
-    port_ = ntohs(address.sin_port);
-  }
-  ~SilentServer() { close(fd_); }
-  int port() const { return port_; }
-
- private:
-  int fd_ = -1;
-  int port_ = 0;
-};
-
 TEST(BadInput, RtspThatNeverAnswersFailsWithinTheTimeout) {
-  SilentServer server;
-  const std::string url = "rtsp://127.0.0.1:" + std::to_string(server.port()) + "/camera";
+  const testing::SilentTcpServer server;
+  const std::string url = server.rtsp_url();
   DemuxOptions options;
   options.timeout_ms = 1000;
   const auto start = Clock::now();
@@ -217,12 +192,7 @@ TEST(BadInput, RtspThatNeverAnswersFailsWithinTheTimeout) {
 }
 
 TEST(BadInput, RtspWithNothingListeningFailsFast) {
-  int port = 0;
-  {
-    SilentServer closed_again;  // take a free port, then close it
-    port = closed_again.port();
-  }
-  const std::string url = "rtsp://127.0.0.1:" + std::to_string(port) + "/camera";
+  const std::string url = "rtsp://127.0.0.1:" + std::to_string(testing::unused_loopback_port()) + "/cam";
   DemuxOptions options;
   options.timeout_ms = 2000;
   const auto start = Clock::now();

@@ -11,6 +11,7 @@
 
 #include "io/decoder.h"
 #include "io/demuxer.h"
+#include "support/loopback_servers.h"
 #include "support/rtsp_server_process.h"
 #include "support/test_media.h"
 

@@ -1,9 +1,11 @@
 #include "support/cli_process.h"
 
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <fstream>
 #include <sstream>
 
@@ -14,12 +16,14 @@ pid_t start_cli(const std::string& binary, const std::vector<std::string>& args,
   const pid_t pid = fork();
   if (pid == 0) {
     if (launch.own_process_group) setpgid(0, 0);
+    if (launch.die_with_parent) prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (!launch.cwd.empty() && chdir(launch.cwd.c_str()) != 0) _exit(126);
-    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int fd = log.empty() ? -1 : open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd >= 0) {
       dup2(fd, STDOUT_FILENO);
       dup2(fd, STDERR_FILENO);
     }
+    if (launch.stdout_fd >= 0) dup2(launch.stdout_fd, STDOUT_FILENO);
     std::vector<char*> argv{const_cast<char*>(binary.c_str())};
     for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
     argv.push_back(nullptr);

@@ -15,9 +15,14 @@ namespace fovea::testing {
 struct CliLaunch {
   std::filesystem::path cwd;  // empty: the test's own
   bool own_process_group = false;
+  // Killed (SIGKILL) when the test process dies: a server a crashed test must not leave behind.
+  bool die_with_parent = false;
+  // At least 0: stdout into this descriptor (a pipe the test reads) rather than into `log`.
+  int stdout_fd = -1;
 };
 
-// Starts `binary` with `args`, stdout and stderr into `log` (truncated); returns its pid.
+// Starts `binary` with `args`, stdout and stderr into `log` (truncated; empty: the test's own);
+// returns its pid, or -1 if it could not fork.
 pid_t start_cli(const std::string& binary, const std::vector<std::string>& args,
                 const std::filesystem::path& log, const CliLaunch& launch = {});
 

@@ -4,7 +4,6 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -13,6 +12,7 @@
 #include <thread>
 
 #include "support/cli_process.h"
+#include "support/loopback_servers.h"
 
 namespace fovea::testing {
 namespace {
@@ -29,17 +29,6 @@ sockaddr_in loopback(int port) {
   return address;
 }
 
-// A loopback port nothing listens on now: the kernel's pick for port 0.
-int free_loopback_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address = loopback(0);
-  socklen_t length = sizeof(address);
-  const bool ok = fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
-                  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0;
-  if (fd >= 0) close(fd);
-  return ok ? ntohs(address.sin_port) : 0;
-}
-
 bool accepts_connections(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) return false;
@@ -52,7 +41,7 @@ bool accepts_connections(int port) {
 }  // namespace
 
 MosquittoProcess::MosquittoProcess(MosquittoOptions options)
-    : options_(options), port_(free_loopback_port()) {
+    : options_(options), port_(unused_loopback_port()) {
   std::string pattern = (std::filesystem::temp_directory_path() / "fovea-mosquitto-XXXXXX").string();
   if (mkdtemp(pattern.data())) folder_ = pattern;
 }
@@ -71,16 +60,16 @@ MosquittoProcess::~MosquittoProcess() {
   }
   if (running()) return ::testing::AssertionFailure() << "mosquitto is already running";
   write_config();
-  pid_ = start_cli(kMosquittoPath, {"-c", (folder_ / "mosquitto.conf").string()}, folder_ / "stdout.log");
+  const Status started =
+      child_.start(kMosquittoPath, {"-c", (folder_ / "mosquitto.conf").string()}, folder_ / "stdout.log");
+  if (!started.is_ok()) return ::testing::AssertionFailure() << started.to_string();
   return wait_until_accepting();
 }
 
 ::testing::AssertionResult MosquittoProcess::wait_until_accepting() {
   const auto deadline = std::chrono::steady_clock::now() + kStartTimeout;
   while (std::chrono::steady_clock::now() < deadline) {
-    int status = 0;
-    if (waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
+    if (child_.exited()) {
       return ::testing::AssertionFailure() << "mosquitto exited at start:\n" << log();
     }
     if (accepts_connections(port_)) return ::testing::AssertionSuccess();
@@ -93,33 +82,19 @@ MosquittoProcess::~MosquittoProcess() {
 }
 
 void MosquittoProcess::stop() {
-  if (!running()) return;
-  ::kill(pid_, SIGTERM);
-  ::kill(pid_, SIGCONT);  // a stalled broker handles SIGTERM only once it runs
-  const auto deadline = std::chrono::steady_clock::now() + kStartTimeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (waitpid(pid_, nullptr, WNOHANG) == pid_) {
-      pid_ = -1;
-      return;
-    }
-    std::this_thread::sleep_for(kPollInterval);
-  }
-  kill();
+  child_.terminate(kStartTimeout);
 }
 
 void MosquittoProcess::kill() {
-  if (!running()) return;
-  ::kill(pid_, SIGKILL);  // also ends a stalled broker
-  waitpid(pid_, nullptr, 0);
-  pid_ = -1;
+  child_.kill();
 }
 
 void MosquittoProcess::stall() {
-  if (running()) ::kill(pid_, SIGSTOP);
+  child_.stall();
 }
 
 void MosquittoProcess::resume() {
-  if (running()) ::kill(pid_, SIGCONT);
+  child_.resume();
 }
 
 ::testing::AssertionResult MosquittoProcess::save_state() {
@@ -130,7 +105,7 @@ void MosquittoProcess::resume() {
   const std::filesystem::path database = folder_ / "mosquitto.db";
   std::error_code ignored;
   std::filesystem::remove(database, ignored);
-  ::kill(pid_, SIGUSR1);
+  child_.signal(SIGUSR1);
   const auto deadline = std::chrono::steady_clock::now() + kStartTimeout;
   while (std::chrono::steady_clock::now() < deadline) {
     if (std::filesystem::exists(database)) return ::testing::AssertionSuccess();

@@ -4,10 +4,11 @@
 #pragma once
 
 #include <gtest/gtest.h>
-#include <sys/types.h>
 
 #include <filesystem>
 #include <string>
+
+#include "support/child_process.h"
 
 namespace fovea::testing {
 
@@ -38,7 +39,7 @@ class MosquittoProcess {
   // Asks the broker to write its state now (SIGUSR1) and waits (at most 5 s) until it has.
   ::testing::AssertionResult save_state();
 
-  bool running() const { return pid_ > 0; }
+  bool running() const { return child_.running(); }
   int port() const { return port_; }
   std::string log() const;
 
@@ -49,7 +50,7 @@ class MosquittoProcess {
   MosquittoOptions options_;
   std::filesystem::path folder_;
   int port_ = 0;
-  pid_t pid_ = -1;
+  ChildProcess child_;
 };
 
 }  // namespace fovea::testing

@@ -1,20 +1,14 @@
-// Live servers for the live-source tests (issue 24): a real RTSP server in a child process
-// (fovea_rtsp_test_server, on GStreamer's RTSP server) that a test starts, stops, kills, stalls
-// and restarts with another stream, and two TCP servers that misbehave on purpose, one that never
-// says a word and one that answers garbage.
+// A real RTSP server for the live-source tests (issue 24): fovea_rtsp_test_server (on GStreamer's
+// RTSP server) in a child process that a test starts, stops, kills, stalls and restarts with
+// another stream. The TCP servers that misbehave on purpose are in loopback_servers.h.
 #pragma once
 
-#include <sys/types.h>
-
-#include <atomic>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
-#include <vector>
 
 #include "core/status.h"
+#include "support/child_process.h"
 
 namespace fovea::testing {
 
@@ -30,7 +24,7 @@ class RtspServerProcess {
  public:
   // Starts the server on a free loopback port (it picks one) and waits for its ready line.
   static Result<std::unique_ptr<RtspServerProcess>> start(const RtspStreamSpec& spec = {});
-  ~RtspServerProcess();  // kills the server if it still runs
+  ~RtspServerProcess() = default;  // kills the server if it still runs (ChildProcess)
   RtspServerProcess(const RtspServerProcess&) = delete;
   RtspServerProcess& operator=(const RtspServerProcess&) = delete;
 
@@ -55,53 +49,11 @@ class RtspServerProcess {
   // Spawns the server on `port` (0: it picks) and waits for "ready URL" on its stdout.
   Status launch(int port);
   Status read_ready_line(int stdout_fd);
-  // SIGKILL and reap, if it runs.
-  void reap_killed();
 
   RtspStreamSpec spec_;
-  pid_t pid_ = -1;
-  bool paused_ = false;
+  ChildProcess child_;
   int port_ = 0;
   std::string url_;
 };
-
-// A TCP server on a free loopback port. An accept thread hands every connection to `serve`, which
-// returns true to keep it open (until the server is destroyed) or false to have it closed.
-class LoopbackTcpServer {
- public:
-  explicit LoopbackTcpServer(std::function<bool(int connection_fd)> serve);
-  ~LoopbackTcpServer();
-  LoopbackTcpServer(const LoopbackTcpServer&) = delete;
-  LoopbackTcpServer& operator=(const LoopbackTcpServer&) = delete;
-
-  int port() const { return port_; }
-  // rtsp://127.0.0.1:PORT/cam
-  std::string rtsp_url() const;
-
- private:
-  void accept_loop();
-
-  std::function<bool(int)> serve_;
-  int listen_fd_ = -1;
-  int port_ = 0;
-  std::atomic<bool> stopping_{false};
-  std::vector<int> open_connections_;  // the accept thread's until it is joined
-  std::thread thread_;
-};
-
-// Accepts every connection and never sends a byte: a client waits for an answer that never comes.
-class SilentTcpServer : public LoopbackTcpServer {
- public:
-  SilentTcpServer();
-};
-
-// Answers every connection with a few kilobytes of random bytes, then closes it.
-class GarbageTcpServer : public LoopbackTcpServer {
- public:
-  GarbageTcpServer();
-};
-
-// A loopback port nothing listens on (bound, then closed again): connecting is refused.
-int unused_loopback_port();
 
 }  // namespace fovea::testing
