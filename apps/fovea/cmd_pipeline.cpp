@@ -43,26 +43,9 @@ struct RunArgs {
 };
 
 int run_config(const RunArgs& args) {
-  Result<pipeline::PipelineConfig> config = pipeline::load_config(args.config);
-  if (!config.is_ok()) {
-    log_error("{}", config.status().to_string());
-    return kExitUsage;
-  }
-  for (const std::string& assignment : args.overrides) {
-    if (Status status = pipeline::apply_override(*config, assignment); !status.is_ok()) {
-      log_error("{}", status.to_string());
-      return kExitUsage;
-    }
-  }
-  apply_common(args.common, *config);
-  // As segment's --model: a model that is not there is a mistake in what was asked.
-  for (std::size_t i = 0; i < config->models.size(); ++i) {
-    if (!std::filesystem::is_regular_file(config->models[i].path)) {
-      log_error("{}: models.{}.path '{}': no such file", args.config, i, config->models[i].path);
-      return kExitUsage;
-    }
-  }
-  return run_flow_command(*config, args.common);
+  const std::optional<pipeline::PipelineConfig> config =
+      load_config_file(args.config, args.overrides, args.common);
+  return config ? run_flow_command(*config, args.common) : kExitUsage;
 }
 
 // --- fovea segment -----------------------------------------------------------------------------

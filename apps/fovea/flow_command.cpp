@@ -3,6 +3,7 @@
 #include <array>
 #include <charconv>
 #include <cstdio>
+#include <filesystem>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -65,8 +66,38 @@ void print_outputs(const pipeline::FlowResult& result) {
 
 }  // namespace
 
+std::optional<pipeline::PipelineConfig> load_config_file(const std::string& path,
+                                                         const std::vector<std::string>& overrides,
+                                                         const CommonArgs& common) {
+  Result<pipeline::PipelineConfig> config = pipeline::load_config(path);
+  if (!config.is_ok()) {
+    log_error("{}", config.status().to_string());
+    return std::nullopt;
+  }
+  for (const std::string& assignment : overrides) {
+    if (Status status = pipeline::apply_override(*config, assignment); !status.is_ok()) {
+      log_error("{}", status.to_string());
+      return std::nullopt;
+    }
+  }
+  apply_common(common, *config);
+  // As segment's --model: a model that is not there is a mistake in what was asked.
+  for (std::size_t i = 0; i < config->models.size(); ++i) {
+    if (!std::filesystem::is_regular_file(config->models[i].path)) {
+      log_error("{}: models.{}.path '{}': no such file", path, i, config->models[i].path);
+      return std::nullopt;
+    }
+  }
+  return std::move(config).value();
+}
+
 int run_flow_command(const pipeline::PipelineConfig& config, const CommonArgs& args, ErrorNamer name_error) {
-  Result<pipeline::FlowResult> result = pipeline::run_flow(config, flow_options(args));
+  return run_flow_command(config, flow_options(args), name_error);
+}
+
+int run_flow_command(const pipeline::PipelineConfig& config, const pipeline::FlowOptions& options,
+                     ErrorNamer name_error) {
+  Result<pipeline::FlowResult> result = pipeline::run_flow(config, options);
   if (!result.is_ok()) {
     log_error("{}", name_error(result.status()).to_string());
     switch (result.status().code()) {

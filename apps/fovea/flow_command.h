@@ -39,9 +39,18 @@ bool runs_on_cpu(const CommonArgs& args);
 using ErrorNamer = Status (*)(const Status&);
 Status keys_as_written(const Status& status);
 
-// Runs the flow, prints the stats table and the outputs, and returns the exit code.
+// Runs the flow, prints the stats table and the outputs, and returns the exit code. `options` are
+// flow_options(args) with what a command adds (fovea serve's source control).
 int run_flow_command(const pipeline::PipelineConfig& config, const CommonArgs& args,
                      ErrorNamer name_error = keys_as_written);
+int run_flow_command(const pipeline::PipelineConfig& config, const pipeline::FlowOptions& options,
+                     ErrorNamer name_error = keys_as_written);
+
+// A configuration file with its --set overrides and the common options applied, its models
+// checked to exist; none (the error logged: exit 2) when any of it is wrong.
+std::optional<pipeline::PipelineConfig> load_config_file(const std::string& path,
+                                                         const std::vector<std::string>& overrides,
+                                                         const CommonArgs& common);
 
 // The flags the flow commands (segment, detect) share: the sources, the batching, the primary
 // model's file, input size, precision and normalization, and the outputs. An option left out keeps

@@ -90,6 +90,7 @@ int run(int argc, char** argv) {
   add_model_command(app, &action);
   add_pipeline_commands(app, &action);
   add_detect_command(app, &action);
+  add_serve_command(app, &action);
   add_report_command(app, &action);
   add_sweep_command(app, &action);
 

@@ -94,9 +94,9 @@ Result<FlowModel*> open_primary(FlowPlan& plan, const PipelineConfig& config, st
 
 Status add_segment(FlowPlan& plan, const PipelineConfig& config) {
   FOVEA_ASSIGN_OR_RETURN(FlowModel * model, open_primary(plan, config, ""));
-  FOVEA_ASSIGN_OR_RETURN(
-      const SegmentSetup setup,
-      plan_segment(*model, config.task, config.sinks.video.has_value(), config.sinks.metadata.has_value()));
+  FOVEA_ASSIGN_OR_RETURN(const SegmentSetup setup,
+                         plan_segment(*model, config.task, config.sinks.video.has_value(),
+                                      config.sinks.metadata.has_value() || config.sinks.mqtt.has_value()));
   auto* rgb = add_op(plan, std::make_unique<FrameRgbOp>(plan.shape));
   auto* preprocess = add_op(plan, std::make_unique<PreprocessOp>(*model));
   auto* inference = add_op(plan, std::make_unique<InferenceOp>(*model));

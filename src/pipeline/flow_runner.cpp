@@ -481,7 +481,10 @@ Result<FlowResult> run_flow_plan(FlowPlan& plan, const PipelineConfig& config, c
   result.device = plan.description;
   FOVEA_TRY(allocate(flow));
   FOVEA_ASSIGN_OR_RETURN(const MuxOptions mux_options, mux_options_of(config, options));
-  flow.mux = std::make_unique<StreamMux<SourceFrame>>(mux_options, plan.shape.source_names);
+  // The configuration's sources take the first slots; a service's other slots stay free for the
+  // sources it adds (the plan's names cover every slot).
+  const std::vector<std::string> names = source_names(config.sources);
+  flow.mux = std::make_unique<StreamMux<SourceFrame>>(mux_options, names);
   // A source's frames in flight: its mux queue, and its share of every batch the slots hold.
   const int per_batch =
       std::min(config.mux.batch_size, config.mux.max_frames_per_source.value_or(config.mux.batch_size));
@@ -492,7 +495,7 @@ Result<FlowResult> run_flow_plan(FlowPlan& plan, const PipelineConfig& config, c
       .max_frames_in_flight =
           static_cast<int>(mux_options.source_queue_capacity) + (slot_count(plan) + 1) * per_batch + 2};
   flow.sources =
-      std::make_unique<VideoSources>(config.sources, source_names(config.sources), source_options, *flow.mux);
+      std::make_unique<VideoSources>(config.sources, names, source_options, *flow.mux);
   std::vector<Rational> frame_rates;
   for (const std::optional<SourceReport>& report : flow.sources->reports())
     frame_rates.push_back(report ? report->frame_rate : Rational{});
@@ -523,8 +526,7 @@ Result<FlowResult> run_flow_plan(FlowPlan& plan, const PipelineConfig& config, c
   flow.abort();  // everything has ended; this only releases a mux stage that outlived the sink
   for (Stage* stage : flow.stages()) stage->join();
   flow.sources->join();
-  result.stats = snapshot(flow, start, end);
-  result.stats.interrupted = result.interrupted;
+
   if (session) {
     if (Result<trace::Report> traced = session->stop(); !traced.is_ok())
       log_error("{}", traced.status().to_string());
@@ -535,6 +537,9 @@ Result<FlowResult> run_flow_plan(FlowPlan& plan, const PipelineConfig& config, c
   if (status.code() == StatusCode::kInvalidArgument) status = Status(StatusCode::kInternal, status.message());
   const Status finished = finish_sinks(plan, result);
   if (status.is_ok()) status = finished;
+  // After the sinks finished: their own figures (a broker's deliveries) are final by then.
+  result.stats = snapshot(flow, start, end);
+  result.stats.interrupted = result.interrupted;
   if (config.stats.report) result.report_status = write_report(config, result);
   FOVEA_TRY(status);
   return result;

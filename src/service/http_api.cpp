@@ -165,10 +165,13 @@ std::string percent_encoded(std::string_view text) {
   return encoded;
 }
 
-// application/json, with or without parameters (charset); no Content-Type at all is JSON too.
+// application/json, with or without parameters (charset); no Content-Type at all is JSON too, and
+// so is curl's default for `-d` (application/x-www-form-urlencoded): the body is parsed as JSON
+// either way, so `curl -d '{"uri": ...}'` works as people type it.
 bool is_json_content_type(std::string_view content_type) {
-  return content_type.empty() ||
-         iequals(trimmed(content_type.substr(0, content_type.find(';'))), "application/json");
+  const std::string_view type = trimmed(content_type.substr(0, content_type.find(';')));
+  return content_type.empty() || iequals(type, "application/json") ||
+         iequals(type, "application/x-www-form-urlencoded");
 }
 
 // POST, PUT, PATCH, DELETE change the flow or would; GET, HEAD and OPTIONS do not.

@@ -300,6 +300,7 @@ TEST_F(HttpApiTest, UrisOutsideThePolicyAre400) {
   EXPECT_TRUE(backend_.sources().empty());
 }
 
+// JSON, absent, or curl's default for -d (the body is read as JSON whatever the form type says).
 TEST_F(HttpApiTest, ContentTypeMustBeJsonOrAbsent) {
   httplib::Client http = client();
   httplib::Result result = http.Post("/sources", R"({"uri": "a.mp4"})", "text/plain");
@@ -313,13 +314,16 @@ TEST_F(HttpApiTest, ContentTypeMustBeJsonOrAbsent) {
                                                 "POST /sources HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
                                                 "Content-Length: 16\r\n\r\n{\"uri\": \"c.mp4\"}");
   EXPECT_TRUE(without_type.starts_with("HTTP/1.1 201")) << without_type;
+  result = http.Post("/sources", R"({"uri": "e.mp4"})", "application/x-www-form-urlencoded");
+  ASSERT_TRUE(result);
+  EXPECT_EQ(result->status, 201) << result->body;
 
   httplib::MultipartFormDataItems items = {{"uri", "d.mp4", "", ""}};
   result = http.Post("/sources", items);
   ASSERT_TRUE(result);
   EXPECT_EQ(result->status, 415);
   error_of(result);
-  EXPECT_EQ(backend_.sources().size(), 2u);
+  EXPECT_EQ(backend_.sources().size(), 3u);
 }
 
 TEST_F(HttpApiTest, BodiesOverTheLimitAre413) {
