@@ -305,13 +305,15 @@ class StreamMux {
   }
 
   // No candidate left ends the batch, and with it the run once no source is open, unless the mux
-  // keeps open: then it waits for a source to be opened until the stop. (Sources that are open but
-  // have reached their per-batch cap end only the batch.)
-  bool none_left(const std::vector<std::size_t>& order) const {
+  // keeps open: then it waits for a source to be opened until the stop, with an empty batch only (a
+  // batch begun goes out with what it has: the last source's last frames). (Sources that are open
+  // but have reached their per-batch cap end only the batch.)
+  bool none_left(const std::vector<std::size_t>& order, const std::vector<std::size_t>& taken) const {
     if (!order.empty()) return false;
     const bool any_open = std::any_of(sources_.begin(), sources_.end(),
                                       [](const SourceState& state) { return !state.finished(); });
-    return !options_.keep_open || stop_requested_ || any_open;
+    const bool batch_begun = std::any_of(taken.begin(), taken.end(), [](std::size_t n) { return n > 0; });
+    return !options_.keep_open || stop_requested_ || any_open || batch_begun;
   }
 
   // File mode: the first candidate in order, waiting for its frame; a source that ends while
@@ -321,7 +323,7 @@ class StreamMux {
       const std::optional<std::chrono::steady_clock::time_point>& deadline) {
     for (;;) {
       const std::vector<std::size_t> order = candidates(taken);
-      if (none_left(order)) {
+      if (none_left(order, taken)) {
         return std::nullopt;
       }
       if (order.empty()) {
@@ -351,7 +353,7 @@ class StreamMux {
       const auto with_frame = std::find_if(order.begin(), order.end(),
                                            [&](std::size_t s) { return !sources_[s].frames.empty(); });
       found = with_frame == order.end() ? std::nullopt : std::optional<std::size_t>(*with_frame);
-      return found.has_value() || none_left(order);
+      return found.has_value() || none_left(order, taken);
     };
     if (!wait(lock, deadline, frame_or_none_left)) {
       return std::nullopt;

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <future>
 #include <string>
 #include <thread>
 #include <vector>
@@ -216,6 +218,146 @@ TEST(StreamMux, RequestStopReleasesABlockedSource) {
   source.join();
   EXPECT_FALSE(second_push);
   EXPECT_EQ(drain(mux), (std::vector<std::string>{"A0"}));
+}
+
+// Slots (a service): a source opened at run time takes a free slot; a slot is free again once its
+// source ended and its frames were batched, and its next source counts from 0 under its own name.
+TEST(StreamMux, OpenSourceReusesADrainedSlotAndRefusesWhenFull) {
+  StreamMux<int> mux(
+      {.batch_size = 2, .push_timeout_us = 1'000, .live = true, .source_queue_capacity = 16, .slots = 2},
+      names(1));
+  EXPECT_EQ(mux.open_source("B"), std::optional<std::size_t>(1));
+  EXPECT_EQ(mux.open_source("C"), std::nullopt) << "both slots are taken";
+  feed(mux, 0, 1);
+  ASSERT_TRUE(mux.push(1, 100, std::nullopt));
+  EXPECT_EQ(mux.open_source("C"), std::nullopt) << "A ended, but its frame is not batched yet";
+  EXPECT_EQ(describe(*mux.next_batch()), "A0 B0");
+  EXPECT_EQ(mux.open_source("C"), std::optional<std::size_t>(0));
+  EXPECT_EQ(mux.source_stats()[0].name, "C");
+  EXPECT_EQ(mux.source_stats()[0].frames, 0u);
+  EXPECT_FALSE(mux.source_stats()[0].ended);
+  ASSERT_TRUE(mux.push(0, 7, std::nullopt));
+  const std::optional<Batch<int>> batch = mux.next_batch();
+  ASSERT_TRUE(batch.has_value());
+  ASSERT_EQ(batch->frames.size(), 1u);
+  EXPECT_EQ(batch->frames[0].source, 0u);
+  EXPECT_EQ(batch->frames[0].index, 0) << "the slot's new source counts from 0";
+  EXPECT_EQ(batch->frames[0].payload, 7);
+  EXPECT_EQ(mux.open_source("D"), std::nullopt);
+  mux.request_stop();
+  mux.end(0);
+  EXPECT_EQ(mux.open_source("D"), std::nullopt) << "a stopping mux takes no source";
+}
+
+// next_batch() on a thread, for at most `seconds`: a mux that should have answered by then and
+// has not is stopped (so that the test ends) and reported as the wait it was.
+std::optional<Batch<int>> next_batch_within(StreamMux<int>& mux, double seconds, bool& answered) {
+  std::future<std::optional<Batch<int>>> batch =
+      std::async(std::launch::async, [&mux] { return mux.next_batch(); });
+  answered = batch.wait_for(std::chrono::duration<double>(seconds)) == std::future_status::ready;
+  if (!answered) mux.request_stop();
+  return batch.get();
+}
+
+// keep_open (a service): with no source open the mux waits for one, rather than end the run; only
+// the stop ends it.
+TEST(StreamMux, KeepOpenWaitsWithoutSourcesAndEndsOnlyAtTheStop) {
+  StreamMux<int> mux({.batch_size = 2,
+                      .push_timeout_us = 1'000,
+                      .live = true,
+                      .source_queue_capacity = 16,
+                      .keep_open = true},
+                     names(1));
+  feed(mux, 0, 1);
+  bool answered = false;
+  std::optional<Batch<int>> batch = next_batch_within(mux, 5.0, answered);
+  ASSERT_TRUE(answered && batch.has_value());
+  EXPECT_EQ(describe(*batch), "A0");
+
+  std::future<std::optional<Batch<int>>> waiting =
+      std::async(std::launch::async, [&mux] { return mux.next_batch(); });
+  EXPECT_EQ(waiting.wait_for(std::chrono::milliseconds(200)), std::future_status::timeout)
+      << "the mux ended with no source open";
+  ASSERT_EQ(mux.open_source("B"), std::optional<std::size_t>(0));
+  feed(mux, 0, 1);
+  ASSERT_EQ(waiting.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  batch = waiting.get();
+  ASSERT_TRUE(batch.has_value());
+  EXPECT_EQ(batch->frames.size(), 1u);
+
+  waiting = std::async(std::launch::async, [&mux] { return mux.next_batch(); });
+  EXPECT_EQ(waiting.wait_for(std::chrono::milliseconds(200)), std::future_status::timeout);
+  mux.request_stop();
+  ASSERT_EQ(waiting.wait_for(std::chrono::seconds(5)), std::future_status::ready)
+      << "the stop did not end it";
+  EXPECT_FALSE(waiting.get().has_value());
+}
+
+// Auto push timeout (live): one frame period of the fastest open source, following the rates the
+// sources report and the sources that close; a partial batch waits that long for the rest.
+TEST(StreamMux, AutoPushTimeoutIsOneFramePeriodOfTheFastestOpenSource) {
+  StreamMux<int> mux({.batch_size = 4, .live = true, .source_queue_capacity = 16, .auto_push_timeout = true},
+                     names(2));
+  EXPECT_EQ(mux.push_timeout_us(), 33'333) << "30 fps until a source says its rate";
+  mux.set_frame_rate(0, 10.0);
+  EXPECT_EQ(mux.push_timeout_us(), 100'000);
+  mux.set_frame_rate(1, 25.0);
+  EXPECT_EQ(mux.push_timeout_us(), 40'000);
+
+  // How long a batch with one frame waits for the rest (the source stays silent).
+  const auto partial_batch_wait_s = [&mux] {
+    EXPECT_TRUE(mux.push(0, 0, std::nullopt));
+    const auto start = std::chrono::steady_clock::now();
+    const std::optional<Batch<int>> batch = mux.next_batch();
+    EXPECT_TRUE(batch.has_value() && batch->frames.size() == 1u);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  // Slack for a busy machine: a wait ends no sooner than its deadline, but may wake late.
+  constexpr double kSlackS = 0.3;
+  double waited = partial_batch_wait_s();
+  EXPECT_GE(waited, 0.040);
+  EXPECT_LT(waited, 0.040 + kSlackS);
+
+  mux.end(1);  // the fast source leaves: the slow one's period rules
+  EXPECT_EQ(mux.push_timeout_us(), 100'000);
+  waited = partial_batch_wait_s();
+  EXPECT_GE(waited, 0.100);
+  EXPECT_LT(waited, 0.100 + kSlackS);
+  mux.end(0);
+  EXPECT_FALSE(mux.next_batch().has_value());
+}
+
+// Every open source at its per-batch cap ends the batch, also in a mux that keeps open: the batch
+// goes out instead of waiting for a source that could add to it.
+TEST(StreamMux, APerBatchCapWithKeepOpenStillPushesTheBatch) {
+  StreamMux<int> mux({.batch_size = 4,
+                      .max_frames_per_source_per_batch = 1,
+                      .source_queue_capacity = 16,
+                      .keep_open = true,
+                      .slots = 2},
+                     names(1));
+  feed(mux, 0, 3, /*end=*/false);
+  for (const char* expected : {"A0", "A1"}) {
+    bool answered = false;
+    const std::optional<Batch<int>> batch = next_batch_within(mux, 5.0, answered);
+    EXPECT_TRUE(answered) << "the capped batch was held back";
+    ASSERT_TRUE(batch.has_value());
+    EXPECT_EQ(describe(*batch), expected);
+  }
+  mux.request_stop();
+  EXPECT_EQ(drain(mux), (std::vector<std::string>{"A2"}));
+}
+
+// keep_open without a push timeout: when the last open source ends mid-batch, the batch goes out
+// with what it has rather than wait for a source that may never come.
+TEST(StreamMux, KeepOpenPushesAPartialBatchWhenTheLastSourceEnds) {
+  StreamMux<int> mux({.batch_size = 4, .source_queue_capacity = 16, .keep_open = true}, names(1));
+  feed(mux, 0, 2);
+  bool answered = false;
+  const std::optional<Batch<int>> batch = next_batch_within(mux, 5.0, answered);
+  EXPECT_TRUE(answered) << "the last frames waited for another source";
+  ASSERT_TRUE(batch.has_value());
+  EXPECT_EQ(describe(*batch), "A0 A1");
 }
 
 TEST(StreamMux, ValidateNamesTheOption) {
