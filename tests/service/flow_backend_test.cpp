@@ -1,0 +1,361 @@
+// The backend over a real flow, end to end: the detection flow on the CPU (generated clips, the demo
+// detector, a metadata sink) run as a service on a thread, the HTTP API on a free loopback port in
+// front of it, driven by httplib's client as a user would. Sources are added and removed while the
+// flow runs; the metadata shows what the flow did with each one's frames.
+//
+// The mux batches in file mode (mux.live false, which a service's configuration may say): its
+// sources wait for the flow instead of dropping frames, so every frame of a source is accounted
+// for and a gap in a source's frame numbers is a frame lost, not a frame the live mux let go.
+#include "service/flow_backend.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <optional>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include "../pipeline/detection_flow_fixture.h"
+#include "pipeline/flow.h"
+#include "pipeline/frame_record.h"
+#include "service/http_api.h"
+
+namespace fovea::service {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+// Long enough for a slow, busy CI machine; the conditions waited for come within a few seconds.
+constexpr auto kWaitLimit = std::chrono::seconds(30);
+// Frames a removed source may still deliver: its mux queue (4), one push blocked on it and one
+// frame decoded meanwhile, and the few batches between the list read before the DELETE and the
+// DELETE itself.
+constexpr std::int64_t kFramesAfterRemoval = 12;
+
+// Polls `ready` until it holds or kWaitLimit passes.
+bool wait_until(const std::function<bool()>& ready) {
+  const Clock::time_point deadline = Clock::now() + kWaitLimit;
+  while (Clock::now() < deadline) {
+    if (ready()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return ready();
+}
+
+// A /metrics body, every line checked to be a comment or `name{labels} value`: the samples by
+// their `name{labels}` as written.
+std::map<std::string, double> parse_metrics(const std::string& text) {
+  static const std::regex sample(
+      R"re(([a-zA-Z_:][a-zA-Z0-9_:]*(\{[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\.)*"(,[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\.)*")*\})?) (\S+))re");
+  std::map<std::string, double> samples;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("# HELP ", 0) == 0 || line.rfind("# TYPE ", 0) == 0) continue;
+    std::smatch match;
+    EXPECT_TRUE(std::regex_match(line, match, sample)) << "not a sample: " << line;
+    if (match.empty()) continue;
+    samples[match[1].str()] = std::stod(match[4].str());  // strtod reads NaN, +Inf and -Inf too
+  }
+  return samples;
+}
+
+class FlowBackendTest : public pipeline::detect_test::DetectionFlow {
+ protected:
+  // The detection flow over the fixture's clips with no source of its own; mux size given, since
+  // there is no source to read it from.
+  pipeline::PipelineConfig service_config(std::vector<std::string> clips = {}) const {
+    pipeline::PipelineConfig config = DetectionFlow::config(clips);
+    config.mux.width = pipeline::detect_test::kWidth;
+    config.mux.height = pipeline::detect_test::kHeight;
+    config.mux.live = false;
+    return config;
+  }
+
+  void start(const pipeline::PipelineConfig& config, std::size_t slots, std::size_t max_sources) {
+    backend_.emplace(control_, pipeline::source_names(config.sources),
+                     FlowBackendOptions{.max_sources = max_sources});
+    Result<std::unique_ptr<HttpApi>> api = HttpApi::start(*backend_, {.port = 0});
+    ASSERT_TRUE(api.is_ok()) << api.status().to_string();
+    api_ = std::move(api).value();
+    http_.emplace("127.0.0.1", api_->port());
+    http_->set_read_timeout(std::chrono::seconds(10));
+    // Not ready before the flow runs.
+    const httplib::Result health = http_->Get("/health");
+    ASSERT_TRUE(health);
+    EXPECT_EQ(health->status, 503);
+    EXPECT_EQ(json::parse(health->body)["reason"], "the flow has not started yet");
+    flow_ = std::thread([this, config, slots] {
+      result_ = pipeline::run_flow(config, {.device = pipeline::DeviceChoice::kCpu,
+                                            .interrupt = &stop_,
+                                            .progress = nullptr,
+                                            .control = &control_,
+                                            .source_slots = slots});
+    });
+    ASSERT_TRUE(wait_until([&] { return control_.running(); }));
+  }
+
+  // Interrupts the flow and waits for run_flow to return.
+  void stop_flow() {
+    stop_ = true;
+    if (flow_.joinable()) flow_.join();
+  }
+
+  void TearDown() override {
+    stop_flow();
+    if (api_) api_->stop();
+    DetectionFlow::TearDown();
+  }
+
+  httplib::Result post(const json& body) { return http_->Post("/sources", body.dump(), "application/json"); }
+
+  json get(const std::string& path) {
+    const httplib::Result result = http_->Get(path);
+    EXPECT_TRUE(result) << path;
+    if (!result) return {};
+    EXPECT_EQ(result->status, 200) << path << ": " << result->body;
+    return json::parse(result->body, nullptr, false);
+  }
+
+  // GET /sources, by id.
+  std::map<std::string, json> listed() {
+    const json body = get("/sources");
+    std::map<std::string, json> sources;
+    for (const json& source : body["sources"]) sources[source["id"]] = source;
+    return sources;
+  }
+
+  std::int64_t frames_of(const std::string& id) {
+    const auto sources = listed();
+    const auto it = sources.find(id);
+    return it == sources.end() ? -1 : it->second["frames"].get<std::int64_t>();
+  }
+
+  // The metadata's frame numbers per source name, and the slots each name was in.
+  struct Written {
+    std::vector<std::int64_t> frames;
+    std::set<std::size_t> slots;
+  };
+  std::map<std::string, Written> written() const {
+    std::map<std::string, Written> out;
+    std::ifstream file(path("detections.jsonl"));
+    for (std::string line; std::getline(file, line);) {
+      Result<pipeline::ParsedFrameRecord> record = pipeline::parse_frame_record(line);
+      EXPECT_TRUE(record.is_ok()) << record.status().to_string() << "\n" << line;
+      if (!record.is_ok()) continue;
+      out[record->source].frames.push_back(record->frame);
+      out[record->source].slots.insert(record->source_id);
+    }
+    return out;
+  }
+
+  // 0, 1, ..., n - 1 in order: nothing lost, nothing twice.
+  static void expect_contiguous(const std::string& name, const std::vector<std::int64_t>& frames) {
+    for (std::size_t i = 0; i < frames.size(); ++i) {
+      ASSERT_EQ(frames[i], static_cast<std::int64_t>(i))
+          << name << ": frame " << i << " of " << frames.size();
+    }
+  }
+
+  json looping_clip(const std::string& id) const {
+    return {{"id", id}, {"uri", path("a.mp4")}, {"loop", true}};
+  }
+
+  pipeline::FlowControl control_;
+  std::atomic<bool> stop_{false};
+  std::optional<FlowBackend> backend_;
+  std::unique_ptr<HttpApi> api_;
+  std::optional<httplib::Client> http_;
+  std::thread flow_;
+  Result<pipeline::FlowResult> result_ = make_error(StatusCode::kInternal, "the flow did not run");
+};
+
+TEST_F(FlowBackendTest, SourcesJoinAndLeaveARunningFlowWithoutLosingFrames) {
+  constexpr std::size_t kSlots = 8;
+  ASSERT_NO_FATAL_FAILURE(start(service_config(), kSlots, kSlots));
+  const std::vector<std::string> ids = {"cam0", "cam1", "cam2", "cam3", "cam4", "cam5", "cam6", "cam7"};
+  for (const std::string& id : ids) {
+    const httplib::Result added = post(looping_clip(id));
+    ASSERT_TRUE(added);
+    ASSERT_EQ(added->status, 201) << added->body;
+    EXPECT_EQ(added->get_header_value("Location"), "/sources/" + id);
+    EXPECT_EQ(json::parse(added->body)["uri"], path("a.mp4"));
+  }
+
+  // Full; an id in use; a key the configuration does not have, with the file's message.
+  const httplib::Result full = post(looping_clip("cam8"));
+  ASSERT_TRUE(full);
+  EXPECT_EQ(full->status, 429) << full->body;
+  const httplib::Result taken = post(looping_clip("cam3"));
+  ASSERT_TRUE(taken);
+  EXPECT_EQ(taken->status, 409) << taken->body;
+  EXPECT_NE(taken->body.find("cam3"), std::string::npos) << taken->body;
+  const httplib::Result bad_key = post({{"uri", path("a.mp4")}, {"loop2", true}});
+  ASSERT_TRUE(bad_key);
+  EXPECT_EQ(bad_key->status, 400);
+  EXPECT_EQ(json::parse(bad_key->body)["error"], "POST /sources: unknown key 'loop2' (did you mean 'loop'?)");
+
+  // Every source runs past its clip's end (a loop) before three of them go.
+  ASSERT_TRUE(wait_until([&] {
+    const auto sources = listed();
+    return std::all_of(ids.begin(), ids.end(), [&](const std::string& id) {
+      return sources.count(id) > 0 && sources.at(id)["frames"] > pipeline::detect_test::kFramesA;
+    });
+  })) << get("/sources").dump();
+  const std::vector<std::string> removed = {"cam1", "cam4", "cam6"};
+  const std::vector<std::string> kept = {"cam0", "cam2", "cam3", "cam5", "cam7"};
+  std::map<std::string, std::int64_t> before_removal;
+  for (const auto& [id, source] : listed()) before_removal[id] = source["frames"];
+  for (const std::string& id : removed) {
+    const httplib::Result deleted = http_->Delete("/sources/" + id);
+    ASSERT_TRUE(deleted);
+    EXPECT_EQ(deleted->status, 204) << deleted->body;
+  }
+  EXPECT_EQ(listed().size(), kept.size());
+  const httplib::Result again = http_->Delete("/sources/cam1");
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->status, 404);
+
+  // A new source right away takes a slot a removed one frees (once its frames have drained), and
+  // numbers its frames from 0.
+  const httplib::Result reused = post(looping_clip("cam8"));
+  ASSERT_TRUE(reused);
+  ASSERT_EQ(reused->status, 201) << reused->body;
+
+  // The others go on, at a rate the API sees.
+  ASSERT_TRUE(wait_until([&] {
+    const auto sources = listed();
+    return std::all_of(kept.begin(), kept.end(),
+                       [&](const std::string& id) {
+                         return sources.at(id)["frames"] >=
+                                    before_removal[id] + 2 * pipeline::detect_test::kFramesA &&
+                                sources.at(id)["fps"] > 0.0 && sources.at(id)["state"] == "running";
+                       }) &&
+           sources.at("cam8")["frames"] > pipeline::detect_test::kFramesA;
+  })) << get("/sources").dump();
+
+  const std::map<std::string, double> metrics = parse_metrics(http_->Get("/metrics")->body);
+  EXPECT_EQ(metrics.at("fovea_flow_running"), 1.0);
+  EXPECT_GT(metrics.at(R"(fovea_source_frames_total{source="cam0"})"), 0.0);
+  EXPECT_EQ(metrics.at(R"(fovea_source_up{source="cam8",decoder="cpu"})"), 1.0);
+  EXPECT_EQ(metrics.count(R"(fovea_source_frames_total{source="cam1"})"), 0u);
+  EXPECT_GT(metrics.at("fovea_frames_total"), 0.0);
+  EXPECT_GT(metrics.at(R"(fovea_stage_latency_seconds_count{stage="preprocess"})"), 0.0);
+  EXPECT_EQ(metrics.at(R"(fovea_stage_latency_seconds_bucket{stage="preprocess",le="+Inf"})"),
+            metrics.at(R"(fovea_stage_latency_seconds_count{stage="preprocess"})"));
+  EXPECT_EQ(metrics.count(R"(fovea_queue_depth{queue="mux"})"), 1u);
+  EXPECT_EQ(get("/health"), json({{"status", "ready"}}));
+  const json stats = get("/stats");
+  EXPECT_EQ(stats["running"], true);
+  EXPECT_EQ(stats["service"], json({{"max_sources", kSlots}, {"sources", kept.size() + 1}}));
+
+  stop_flow();
+  ASSERT_TRUE(result_.is_ok()) << result_.status().to_string();
+  EXPECT_TRUE(result_->interrupted);
+  const httplib::Result stopped = http_->Get("/health");
+  ASSERT_TRUE(stopped);
+  EXPECT_EQ(stopped->status, 503);
+  EXPECT_EQ(json::parse(stopped->body)["reason"], "the flow has stopped");
+
+  // Every output finalized: each line is a whole record. Each source's frames are all there.
+  const std::map<std::string, Written> records = written();
+  std::map<std::string, std::uint64_t> final_frames;
+  for (const pipeline::SourceStats& source : result_->stats.sources)
+    final_frames[source.name] = source.frames;
+  for (const std::string& id : kept) {
+    ASSERT_EQ(records.count(id), 1u) << id;
+    expect_contiguous(id, records.at(id).frames);
+    EXPECT_EQ(records.at(id).frames.size(), final_frames.at(id)) << id;
+  }
+  for (const std::string& id : removed) {
+    ASSERT_EQ(records.count(id), 1u) << id;
+    expect_contiguous(id, records.at(id).frames);
+    EXPECT_LE(static_cast<std::int64_t>(records.at(id).frames.size()),
+              before_removal[id] + kFramesAfterRemoval)
+        << id;
+  }
+  const Written& cam8 = records.at("cam8");
+  expect_contiguous("cam8", cam8.frames);
+  ASSERT_EQ(cam8.slots.size(), 1u);
+  std::set<std::size_t> freed;
+  for (const std::string& id : removed)
+    freed.insert(records.at(id).slots.begin(), records.at(id).slots.end());
+  EXPECT_EQ(freed.count(*cam8.slots.begin()), 1u) << "cam8 is in slot " << *cam8.slots.begin();
+}
+
+TEST_F(FlowBackendTest, TheConfigurationsSourcesEndedAndFailedSourcesAndIds) {
+  // The configuration's sources: one that ends by itself, one that fails.
+  pipeline::PipelineConfig config = service_config({"b.mp4"});
+  config.sources.push_back({.uri = path("missing.mp4")});
+  constexpr std::size_t kSlots = 3;
+  ASSERT_NO_FATAL_FAILURE(start(config, kSlots, kSlots));
+
+  ASSERT_TRUE(wait_until([&] {
+    const auto sources = listed();
+    return sources.size() == 2 && sources.at("b")["state"] == "ended" &&
+           sources.at("missing")["state"] == "failed";
+  })) << get("/sources").dump();
+  const auto sources = listed();
+  EXPECT_EQ(sources.at("b")["frames"], pipeline::detect_test::kFramesB);
+  EXPECT_EQ(sources.at("b")["decoder"], "cpu");
+  EXPECT_EQ(sources.at("b")["uri"], path("b.mp4"));
+  EXPECT_NE(sources.at("missing")["error"].get<std::string>().find("missing.mp4"), std::string::npos)
+      << sources.at("missing");
+  EXPECT_EQ(get("/health"), json({{"status", "degraded"}, {"reason", "failed: missing"}}));
+
+  // Ids: refused when they cannot name a URL segment or a topic level; else the "id", the
+  // "name", or one made up.
+  for (const json& id : {json("a/b"), json("a+b"), json(std::string(129, 'x')), json("tab\there"), json(7)}) {
+    const httplib::Result refused = post({{"id", id}, {"uri", path("a.mp4")}});
+    ASSERT_TRUE(refused);
+    EXPECT_EQ(refused->status, 400) << id;
+  }
+  // The ended source's slot (the first free one) goes to a new source, and its id leaves the list.
+  const httplib::Result named = post({{"name", "by name"}, {"uri", path("a.mp4")}, {"loop", true}});
+  ASSERT_TRUE(named);
+  ASSERT_EQ(named->status, 201) << named->body;
+  EXPECT_EQ(named->get_header_value("Location"), "/sources/by name");  // httplib decodes it
+  EXPECT_EQ(json::parse(named->body)["state"], "connecting");
+  EXPECT_EQ(listed().count("b"), 0u);
+
+  // The failed source stays listed until it is deleted; then its slot is free.
+  ASSERT_EQ(http_->Delete("/sources/missing")->status, 204);
+  EXPECT_EQ(get("/health"), json({{"status", "ready"}}));
+  const httplib::Result generated = post({{"uri", path("a.mp4")}, {"loop", true}});
+  ASSERT_TRUE(generated);
+  ASSERT_EQ(generated->status, 201) << generated->body;
+  EXPECT_EQ(json::parse(generated->body)["id"], "source-1");
+  const httplib::Result third = post(looping_clip("third"));
+  ASSERT_TRUE(third);
+  ASSERT_EQ(third->status, 201) << third->body;
+  const httplib::Result full = post(looping_clip("fourth"));
+  ASSERT_TRUE(full);
+  EXPECT_EQ(full->status, 429) << full->body;
+  ASSERT_TRUE(wait_until([&] { return frames_of("third") > 0 && frames_of("source-1") > 0; }))
+      << get("/sources").dump();
+
+  stop_flow();
+  ASSERT_TRUE(result_.is_ok()) << result_.status().to_string();
+  const auto after = listed();
+  EXPECT_EQ(after.at("third")["state"], "ended");
+  EXPECT_EQ(after.at("third")["fps"], 0.0);
+  const std::map<std::string, double> metrics = parse_metrics(http_->Get("/metrics")->body);
+  EXPECT_EQ(metrics, (std::map<std::string, double>{{"fovea_flow_running", 0.0}}));
+  EXPECT_EQ(get("/stats"), json({{"running", false}}));
+  const httplib::Result late = post(looping_clip("late"));
+  ASSERT_TRUE(late);
+  EXPECT_EQ(late->status, 429) << late->body;
+}
+
+}  // namespace
+}  // namespace fovea::service
