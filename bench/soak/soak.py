@@ -509,7 +509,8 @@ class Soak:
         queue = []
         for i, cam in enumerate(self.cameras):
             heapq.heappush(queue, (t0 + (i + 1) * a.server_restart_s / len(self.cameras), "restart", i))
-        heapq.heappush(queue, (t0 + a.add_remove_s, "add_remove", 0))
+        # Half a stagger step after the restarts, so that a camera is never removed as its server dies.
+        heapq.heappush(queue, (t0 + a.add_remove_s + a.server_restart_s / len(self.cameras) / 2, "add_remove", 0))
         if self.broker:
             heapq.heappush(queue, (t0 + a.broker_restart_s, "broker", 0))
         busy = set()  # cameras whose restart is being measured: not removed meanwhile
@@ -646,9 +647,12 @@ class Soak:
             listed = {s["id"]: s for s in (self.final_sources or {}).get("sources", [])}
             for s in per_source:
                 s["in_flight"] = s["decoded"] - s["frames"] - s["dropped"]
-                if s["name"] in listed:
-                    s["api_frames_before_stop"] = listed[s["name"]].get("frames")
-                    s["api_dropped_before_stop"] = listed[s["name"]].get("dropped")
+            # The listed source is the slot of its name that batched the fewest frames past its count.
+            for name, api in listed.items():
+                slots = [s for s in per_source if s["name"] == name and s["frames"] >= api["frames"]]
+                if slots:
+                    s = min(slots, key=lambda s: s["frames"] - api["frames"])
+                    s["api_frames_before_stop"], s["api_dropped_before_stop"] = api["frames"], api["dropped"]
             diffs = [s["in_flight"] for s in per_source]
             bad = {f"{s['name']} ({s['state']})": s["in_flight"] for s in per_source
                    if not 0 <= s["in_flight"] <= a.inflight_bound}
@@ -683,7 +687,7 @@ class Soak:
         load = os.getloadavg()
         return {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                 "host": socket.gethostname(), "cpus": os.cpu_count(), "loadavg_at_end": [round(x, 2) for x in load],
-                "commit": self.commit(), "command": " ".join(sys.argv),
+                "commit": self.commit(), "fovea_version": self.version(), "command": " ".join(sys.argv),
                 "settings": {k: v for k, v in vars(a).items()},
                 "pass": all(c["pass"] for c in criteria), "criteria": criteria,
                 "re_adds": self.readd, "per_source": self.per_source, "resumes": m.done + m.pending,
@@ -697,6 +701,10 @@ class Soak:
                 return sum(1 for _ in f)
         except OSError:
             return None
+
+    def version(self):
+        run = subprocess.run([self.args.fovea, "--version"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        return run.stdout.decode(errors="replace").strip()
 
     @staticmethod
     def commit():
