@@ -233,14 +233,15 @@ struct VideoSources::Source {
     for (;;) {
       const std::int64_t delivered_before = delivered;
       const Status status = run_passes();
-      if (stop.load() || !live || !config.reconnect) return status;
+      // A clean end is one the source asked for (the end of `duration`, of a network file): a live
+      // stream that ends by itself is an error (io/demuxer.h), the connection lost.
+      if (stop.load() || !live || !config.reconnect || status.is_ok()) return status;
       if (delivered > delivered_before) backoff.reset();  // it was connected: start the waits over
       if (!backoff.next()) {
-        return status.is_ok() ? status
-                              : status.with_context(fmt::format("gave up after {} attempts to reconnect",
-                                                                config.reconnect_attempts));
+        return status.with_context(
+            fmt::format("gave up after {} attempts to reconnect", config.reconnect_attempts));
       }
-      const std::string reason = status.is_ok() ? "the stream ended" : status.message();
+      const std::string reason = status.message();
       {
         const std::lock_guard lock(mutex);
         ++report.reconnects;
