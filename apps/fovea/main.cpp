@@ -56,6 +56,9 @@ void install_interrupt_handler() {
   sigemptyset(&action.sa_mask);
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
+  // A peer that closes its end (a camera, a broker, an HTTP client) makes a write fail with EPIPE,
+  // which every caller handles; the signal would kill the whole process instead.
+  std::signal(SIGPIPE, SIG_IGN);
 }
 
 // `fovea --version`: CMake's project version, and whether this build can use a GPU.

@@ -310,6 +310,10 @@ PipelineStats snapshot(const Flow& flow, Clock::time_point start,
     source.state = std::string(source_state_name(report.state));
     stats.sources.push_back(std::move(source));
   }
+  if (std::optional<SourceStats> retired = flow.mux->retired_stats()) {
+    retired->decoded = static_cast<std::uint64_t>(flow.sources->retired_decoded());
+    stats.sources.push_back(std::move(*retired));
+  }
   for (Stage* stage : flow.stages()) stats.stages.push_back(stage->stats());
   for (std::size_t q = 0; q < flow.queues.size(); ++q) {
     stats.queues.push_back({flow.queue_names[q], flow.queues[q]->counters()});
@@ -494,8 +498,7 @@ Result<FlowResult> run_flow_plan(FlowPlan& plan, const PipelineConfig& config, c
       .gpu = flow.gpu,
       .max_frames_in_flight =
           static_cast<int>(mux_options.source_queue_capacity) + (slot_count(plan) + 1) * per_batch + 2};
-  flow.sources =
-      std::make_unique<VideoSources>(config.sources, names, source_options, *flow.mux);
+  flow.sources = std::make_unique<VideoSources>(config.sources, names, source_options, *flow.mux);
   std::vector<Rational> frame_rates;
   for (const std::optional<SourceReport>& report : flow.sources->reports())
     frame_rates.push_back(report ? report->frame_rate : Rational{});

@@ -43,6 +43,8 @@
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "core/check.h"
 #include "core/log.h"
 #include "core/status.h"
@@ -108,6 +110,7 @@ class StreamMux {
     if (stop_requested_) return std::nullopt;
     for (std::size_t s = 0; s < sources_.size(); ++s) {
       if (sources_[s].in_use && !sources_[s].finished()) continue;
+      if (sources_[s].in_use) retire(sources_[s]);
       sources_[s] = SourceState{.name = std::move(name), .in_use = true};
       return s;
     }
@@ -178,6 +181,16 @@ class StreamMux {
     changed_.notify_all();
   }
 
+  // The sources whose slots were reused, together (a service's cameras removed or ended): their
+  // frames and drops stay in the run's totals. None before a slot is reused.
+  std::optional<SourceStats> retired_stats() const {
+    std::lock_guard lock(mutex_);
+    if (retired_count_ == 0) return std::nullopt;
+    SourceStats stats = retired_;
+    stats.name = fmt::format("{} removed", retired_count_);
+    return stats;
+  }
+
   // Frames still queued for `source` (a test's or a service's check that it drained).
   std::size_t queued(std::size_t source) const {
     std::lock_guard lock(mutex_);
@@ -243,6 +256,14 @@ class StreamMux {
     bool held = false;        // hold_when_full
     bool finished() const { return closed && frames.empty(); }
   };
+
+  void retire(const SourceState& state) {
+    retired_.frames += state.batched;
+    retired_.dropped += state.dropped;
+    retired_.ended = true;
+    retired_.state = "removed";
+    ++retired_count_;
+  }
 
   // A live mux drops a full queue's oldest frame, but for a source that can wait.
   bool drops(const SourceState& state) const { return options_.live && !state.held; }
@@ -382,6 +403,8 @@ class StreamMux {
   std::uint64_t batches_ = 0;
   bool stop_requested_ = false;
   std::int64_t push_timeout_us_ = -1;
+  SourceStats retired_;  // the sources whose slots were reused, summed
+  std::uint64_t retired_count_ = 0;
 };
 
 }  // namespace fovea::pipeline

@@ -244,7 +244,7 @@ struct VideoSources::Source {
       const std::string reason = status.message();
       {
         const std::lock_guard lock(mutex);
-        ++report.reconnects;
+        if (backoff.attempt() == 1) ++report.reconnects;  // a loss, however many attempts it takes
         report.last_error = reason;
         report.state = SourceState::kReconnecting;
       }
@@ -706,7 +706,11 @@ Result<std::size_t> VideoSources::add(SourceConfig source, std::string name) {
                                   source.uri, mux_.source_count()));
   }
   // The slot's last source has ended (the mux freed it); its thread is done or about to be.
-  if (std::unique_ptr<Source>& old = sources_[*slot]; old && old->thread.joinable()) old->thread.join();
+  if (std::unique_ptr<Source>& old = sources_[*slot]; old) {
+    if (old->thread.joinable()) old->thread.join();
+    const std::lock_guard old_lock(old->mutex);
+    retired_decoded_ += old->report.frames_decoded;
+  }
   sources_[*slot] = std::make_unique<Source>(*slot, std::move(source), std::move(name), options_, mux_);
   launch(*sources_[*slot]);
   return *slot;
@@ -733,6 +737,11 @@ void VideoSources::join() {
       source->thread.join();
     }
   }
+}
+
+std::int64_t VideoSources::retired_decoded() const {
+  const std::lock_guard lock(mutex_);
+  return retired_decoded_;
 }
 
 std::vector<std::optional<SourceReport>> VideoSources::reports() const {

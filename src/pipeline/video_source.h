@@ -81,8 +81,9 @@ struct SourceReport {
   std::string name;
   std::string uri;
   SourceState state = SourceState::kConnecting;
-  int reconnects = 0;                                     // connections lost (or refused) and tried again
-  int clock_jumps = 0;                                    // live timestamps that jumped and were re-anchored
+  int reconnects = 0;   // losses of the connection (or refusals at the start), each counted once however many
+                        // attempts it takes
+  int clock_jumps = 0;  // live timestamps that jumped and were re-anchored
   std::string last_error;                                 // the last connection error; "" if none
   io::DecoderBackend backend = io::DecoderBackend::kCpu;  // the backend that actually decoded
   std::string fallback_reason;                            // "" unless nvdec was asked and not used
@@ -130,6 +131,8 @@ class VideoSources {
   void join();
   // A snapshot, safe while the threads run; one entry per mux slot, nullopt for a slot never used.
   std::vector<std::optional<SourceReport>> reports() const;
+  // Frames decoded by the sources whose slots were reused (StreamMux::retired_stats).
+  std::int64_t retired_decoded() const;
 
  private:
   struct Source;  // one source's thread and state (video_source.cpp)
@@ -139,6 +142,7 @@ class VideoSources {
   mutable std::mutex mutex_;                      // guards sources_ (add and remove come from other threads)
   std::vector<std::unique_ptr<Source>> sources_;  // one per mux slot; null until used
   bool started_ = false;
+  std::int64_t retired_decoded_ = 0;
 };
 
 }  // namespace fovea::pipeline

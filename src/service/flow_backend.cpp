@@ -242,19 +242,12 @@ Result<std::optional<SourceInfo>> FlowBackend::try_add(const std::string& id,
     return make_error(StatusCode::kResourceExhausted, "POST /sources: the flow takes at most ",
                       std::to_string(options_.max_sources), " sources; remove one first");
   }
-  // The slot's counters start over for the new source: its last source's frames are retired first.
-  const std::optional<PipelineStats> before = control_.stats();
-  const std::vector<std::optional<SourceReport>> reports = control_.source_reports();
   const Result<std::size_t> slot = control_.add_source(source);
   if (!slot.is_ok()) {
     // No free slot while the flow runs: a removed source still drains its frames.
     if (slot.status().code() == StatusCode::kResourceExhausted && control_.running())
       return std::optional<SourceInfo>();
     return slot.status();
-  }
-  if (before) {
-    const std::vector<std::optional<SlotFigures>> slots = by_slot(*before, reports);
-    if (*slot < slots.size() && slots[*slot]) retired_frames_ += slots[*slot]->stats->frames;
   }
   // A source that ended by itself stayed listed in the slot it held until now.
   std::erase_if(entries_, [&](const auto& entry) { return entry.second.slot == *slot; });
@@ -339,7 +332,8 @@ std::vector<MetricFamily> FlowBackend::metrics() const {
         {{{"source", info.id}, {"decoder", info.decoder}}, info.state == "running" ? 1.0 : 0.0});
   }
 
-  frames_reported_ = std::max(frames_reported_, retired_frames_ + stats.total_frames());
+  // The flow's stats keep the frames of sources whose slots were reused (StreamMux::retired_stats).
+  frames_reported_ = std::max(frames_reported_, stats.total_frames());
   MetricFamily flow_frames =
       family("fovea_frames_total", "Frames batched by the flow, every source's.", MetricType::kCounter);
   flow_frames.samples.push_back({.value = static_cast<double>(frames_reported_)});

@@ -72,9 +72,7 @@ class FlowBackend final : public ServiceBackend {
   // The readers (sources, health, metrics) update the rates and the last-seen figures: mutable.
   mutable std::map<std::string, Entry, std::less<>> entries_;
   mutable bool seen_running_ = false;  // the flow has run: not running now means it has stopped
-  // Frames of sources whose slot a new source took (the slot's counters start over): the flow's
-  // frame counter goes on from them. The counter reported never goes down.
-  std::uint64_t retired_frames_ = 0;
+  // The counter reported never goes down.
   mutable std::uint64_t frames_reported_ = 0;
   std::uint64_t generated_ = 0;  // "source-N" ids handed out
 };

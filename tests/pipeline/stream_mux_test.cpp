@@ -232,7 +232,12 @@ TEST(StreamMux, OpenSourceReusesADrainedSlotAndRefusesWhenFull) {
   ASSERT_TRUE(mux.push(1, 100, std::nullopt));
   EXPECT_EQ(mux.open_source("C"), std::nullopt) << "A ended, but its frame is not batched yet";
   EXPECT_EQ(describe(*mux.next_batch()), "A0 B0");
+  EXPECT_EQ(mux.retired_stats(), std::nullopt) << "no slot reused yet";
   EXPECT_EQ(mux.open_source("C"), std::optional<std::size_t>(0));
+  const std::optional<SourceStats> retired = mux.retired_stats();
+  ASSERT_TRUE(retired.has_value()) << "A's figures stay in the run's totals";
+  EXPECT_EQ(retired->name, "1 removed");
+  EXPECT_EQ(retired->frames, 1u);
   EXPECT_EQ(mux.source_stats()[0].name, "C");
   EXPECT_EQ(mux.source_stats()[0].frames, 0u);
   EXPECT_FALSE(mux.source_stats()[0].ended);
