@@ -40,6 +40,8 @@ constexpr Rational kFallbackFrameRate{30, 1};
 // A live stream's pts that jumps forwards by more than this (seconds) is a wrong clock, not a gap:
 // a camera that lost frames for longer has lost its connection and reconnects.
 constexpr double kMaxLiveClockJump = 10.0;
+// A live connection's first frames, whose pts may still step back once (Timeline::place).
+constexpr std::int64_t kSettlingFrames = 60;
 
 std::int64_t unix_time_us() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
@@ -128,7 +130,9 @@ class Timeline {
     if (jumped) {
       offset_ += last_out_ + frame_duration_ - out;
       out = last_out_ + frame_duration_;
-      ++clock_jumps_;
+      // FFmpeg's RTSP client rebases a new connection's pts once the first RTCP sender report
+      // arrives, a step back within its first second: re-anchored, but not a wrong clock.
+      if (pass_frames_ > kSettlingFrames) ++clock_jumps_;
     }
     placed_ = true;
     last_out_ = out;
