@@ -186,7 +186,9 @@ void expect_capture_times_just_before_reading(Demuxer& demuxer) {
   };
   expect_just_before_now(*wall_clock);
   for (int i = 0; i < 15; ++i) {
-    ASSERT_TRUE(demuxer.read(packet).value());
+    const Result<bool> read = demuxer.read(packet);
+    ASSERT_TRUE(read.is_ok()) << read.status().to_string();
+    ASSERT_TRUE(read.value()) << "the live stream ended";
   }
   expect_just_before_now(demuxer.wall_clock_us(packet.pts).value_or(0));
 }
