@@ -11,6 +11,7 @@
 
 #include "io/decoder.h"
 #include "io/demuxer.h"
+#include "support/clocks.h"
 #include "support/loopback_servers.h"
 #include "support/rtsp_server_process.h"
 #include "support/test_media.h"
@@ -19,8 +20,7 @@ namespace fovea::io {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using testing::RtspServerProcess;
-using testing::RtspStreamSpec;
+using testing::seconds_since;
 
 // The bound on every network wait of these tests, in ms.
 constexpr int kTimeoutMs = 1500;
@@ -29,16 +29,6 @@ constexpr int kTimeoutMs = 1500;
 constexpr double kMarginS = 1.5;
 // Past the timeout plus margin a read has ended on its own or not at all.
 constexpr double kGiveUpS = kTimeoutMs / 1000.0 + kMarginS;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-std::int64_t unix_time_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 Result<std::unique_ptr<Demuxer>> open_live(const std::string& url,
                                            RtspTransport transport = RtspTransport::kTcp,
@@ -100,9 +90,8 @@ void expect_names(const Status& status, const std::string& text) {
 class LiveSource : public ::testing::Test {
  protected:
   void SetUp() override {
-    Result<std::unique_ptr<RtspServerProcess>> started = RtspServerProcess::start();
-    ASSERT_TRUE(started.is_ok()) << started.status().to_string();
-    server_ = std::move(*started);
+    server_ = testing::start_rtsp_server();
+    ASSERT_NE(server_, nullptr);
   }
 
   // Opens the server's stream and reads a few packets, so that what follows happens mid-stream.
@@ -137,7 +126,7 @@ class LiveSource : public ::testing::Test {
     return status;
   }
 
-  std::unique_ptr<RtspServerProcess> server_;
+  std::unique_ptr<testing::RtspServerProcess> server_;
 };
 
 void expect_live_h264_decodes(const std::string& url, RtspTransport transport) {
@@ -179,7 +168,7 @@ void expect_capture_times_just_before_reading(Demuxer& demuxer) {
   }
   ASSERT_TRUE(wall_clock.has_value()) << "no RTCP sender report within 12 s";
   const auto expect_just_before_now = [](std::int64_t captured_us) {
-    const std::int64_t read_us = unix_time_us();
+    const std::int64_t read_us = testing::unix_time_us();
     EXPECT_LE(captured_us, read_us);
     EXPECT_GE(captured_us, read_us - 1'000'000)
         << "captured " << (read_us - captured_us) / 1000 << " ms before";
@@ -268,7 +257,7 @@ TEST_F(LiveSource, ARestartedServerWithANewSizeIsSeenByANewDemuxer) {
     EXPECT_EQ(before->info().width, 320);
   }
   const std::string url = server_->url();
-  const Status restarted = server_->restart(RtspStreamSpec{.width = 480, .height = 272});
+  const Status restarted = server_->restart(testing::RtspStreamSpec{.width = 480, .height = 272});
   ASSERT_TRUE(restarted.is_ok()) << restarted.to_string();
   EXPECT_EQ(server_->url(), url);
   Result<std::unique_ptr<Demuxer>> after = open_live(url);

@@ -11,19 +11,17 @@
 
 #include <gtest/gtest.h>
 #include <mosquitto.h>
-#include <unistd.h>
 
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <functional>
-#include <mutex>
+#include <memory>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "support/mosquitto_process.h"
+#include "support/mqtt_subscriber.h"
 
 namespace fovea::io {
 namespace {
@@ -31,6 +29,7 @@ namespace {
 using std::chrono::milliseconds;
 using testing::MosquittoOptions;
 using testing::MosquittoProcess;
+using testing::MqttSubscriber;
 
 constexpr milliseconds kDeliveryTimeout{10000};
 // Reconnect quickly so that the tests stay short; the backoff's doubling still runs.
@@ -38,11 +37,6 @@ constexpr milliseconds kTestReconnectMin{50};
 constexpr milliseconds kTestReconnectMax{400};
 
 const std::string kTopic = mqtt_topic("fovea/test", "cam1");
-
-void init_mosquitto_for_the_subscriber() {
-  static std::once_flag once;
-  std::call_once(once, [] { mosquitto_lib_init(); });
-}
 
 // A frame record of the size a detection flow writes, numbered so that order can be checked.
 std::string record(int frame) {
@@ -83,84 +77,6 @@ bool eventually(const std::function<bool()>& condition, milliseconds timeout = k
   return true;
 }
 
-// A subscriber to kTopic at QoS 1 with libmosquitto's own network thread, which reconnects by
-// itself (every second) after the broker comes back.
-class Subscriber {
- public:
-  Subscriber(int port, bool persistent_session) : port_(port) {
-    init_mosquitto_for_the_subscriber();
-    static std::atomic<int> instances{0};
-    const std::string id =
-        "fovea-test-subscriber-" + std::to_string(getpid()) + "-" + std::to_string(++instances);
-    client_ = mosquitto_new(id.c_str(), !persistent_session, this);
-    mosquitto_subscribe_callback_set(client_, [](mosquitto*, void* self, int, int, const int*) {
-      static_cast<Subscriber*>(self)->on_subscribed();
-    });
-    mosquitto_message_callback_set(client_, [](mosquitto*, void* self, const mosquitto_message* message) {
-      static_cast<Subscriber*>(self)->on_message(message);
-    });
-  }
-  ~Subscriber() {
-    mosquitto_disconnect(client_);
-    mosquitto_loop_stop(client_, /*force=*/true);
-    mosquitto_destroy(client_);
-  }
-  Subscriber(const Subscriber&) = delete;
-  Subscriber& operator=(const Subscriber&) = delete;
-
-  // Connects, subscribes and waits for the broker's SUBACK.
-  ::testing::AssertionResult subscribe() {
-    if (const int rc = mosquitto_connect(client_, "127.0.0.1", port_, 30); rc != MOSQ_ERR_SUCCESS) {
-      return ::testing::AssertionFailure() << "subscriber connect: " << mosquitto_strerror(rc);
-    }
-    mosquitto_loop_start(client_);
-    if (const int rc = mosquitto_subscribe(client_, nullptr, kTopic.c_str(), 1); rc != MOSQ_ERR_SUCCESS) {
-      return ::testing::AssertionFailure() << "subscribe: " << mosquitto_strerror(rc);
-    }
-    std::unique_lock lock(mutex_);
-    if (!changed_.wait_for(lock, kDeliveryTimeout, [&] { return subscribed_; })) {
-      return ::testing::AssertionFailure() << "no SUBACK";
-    }
-    return ::testing::AssertionSuccess();
-  }
-
-  // Waits until `count` different messages have arrived.
-  bool wait_for_distinct(std::size_t count) {
-    std::unique_lock lock(mutex_);
-    return changed_.wait_for(lock, kDeliveryTimeout, [&] { return distinct_.size() >= count; });
-  }
-
-  std::vector<std::string> payloads() const {
-    std::lock_guard lock(mutex_);
-    return payloads_;
-  }
-
- private:
-  void on_subscribed() {
-    {
-      std::lock_guard lock(mutex_);
-      subscribed_ = true;
-    }
-    changed_.notify_all();
-  }
-  void on_message(const mosquitto_message* message) {
-    {
-      std::lock_guard lock(mutex_);
-      payloads_.emplace_back(static_cast<const char*>(message->payload), message->payloadlen);
-      distinct_.insert(payloads_.back());
-    }
-    changed_.notify_all();
-  }
-
-  int port_;
-  mosquitto* client_ = nullptr;
-  mutable std::mutex mutex_;
-  std::condition_variable changed_;
-  bool subscribed_ = false;
-  std::vector<std::string> payloads_;
-  std::set<std::string> distinct_;
-};
-
 MqttOptions options_for(int port) {
   MqttOptions options;
   options.port = port;
@@ -189,11 +105,11 @@ std::vector<std::string> concat(std::initializer_list<std::vector<std::string>> 
 // survives kill() and restart(): the broker queues messages for it while it reconnects.
 struct BrokerWithSavedSubscriber {
   MosquittoProcess broker{MosquittoOptions{.persistence = true}};
-  std::unique_ptr<Subscriber> subscriber;
+  std::unique_ptr<MqttSubscriber> subscriber;
 
   ::testing::AssertionResult start() {
     if (auto started = broker.start(); !started) return started;
-    subscriber = std::make_unique<Subscriber>(broker.port(), /*persistent_session=*/true);
+    subscriber = std::make_unique<MqttSubscriber>(broker.port(), kTopic, /*persistent_session=*/true);
     if (auto subscribed = subscriber->subscribe(); !subscribed) return subscribed;
     return broker.save_state();
   }
@@ -206,7 +122,7 @@ class MqttPublisherQos : public ::testing::TestWithParam<int> {};
 TEST_P(MqttPublisherQos, DeliversInOrderAndIntact) {
   MosquittoProcess broker;
   ASSERT_TRUE(broker.start());
-  Subscriber subscriber(broker.port(), /*persistent_session=*/false);
+  MqttSubscriber subscriber(broker.port(), kTopic);
   ASSERT_TRUE(subscriber.subscribe());
   MqttOptions options = options_for(broker.port());
   options.qos = GetParam();

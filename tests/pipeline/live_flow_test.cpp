@@ -28,6 +28,7 @@
 #include "pipeline/flow.h"
 #include "pipeline/stream_mux.h"
 #include "pipeline/video_source.h"
+#include "support/clocks.h"
 #include "support/loopback_servers.h"
 #include "support/rtsp_server_process.h"
 
@@ -35,8 +36,10 @@ namespace fovea::pipeline {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using testing::RtspServerProcess;
 using testing::RtspStreamSpec;
+using testing::seconds_since;
+using testing::start_rtsp_server;
+using testing::unix_time_us;
 
 constexpr int kWidth = 160;
 constexpr int kHeight = 120;
@@ -48,16 +51,6 @@ constexpr double kTimeoutS = 1.5;
 // How long a test waits for what should take a second or two on an idle machine.
 constexpr double kPatienceS = 15.0;
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-std::int64_t unix_time_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 // Polls `condition` every 10 ms until it holds (true) or `seconds` have passed (false).
 bool wait_for(const std::function<bool()>& condition, double seconds) {
   const Clock::time_point start = Clock::now();
@@ -66,12 +59,6 @@ bool wait_for(const std::function<bool()>& condition, double seconds) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return true;
-}
-
-std::unique_ptr<RtspServerProcess> start_server(const RtspStreamSpec& spec = kStream) {
-  Result<std::unique_ptr<RtspServerProcess>> server = RtspServerProcess::start(spec);
-  EXPECT_TRUE(server.is_ok()) << server.status().to_string();
-  return server.is_ok() ? std::move(server).value() : nullptr;
 }
 
 // A live source that gives up a lost connection after kTimeoutS and tries again soon.
@@ -204,8 +191,8 @@ std::size_t frames_between(const std::vector<Seen>& frames, Clock::time_point fr
 }
 
 TEST(LiveFlow, AKilledServerIsReconnectedWhileTheOtherSourceGoesOn) {
-  const auto cam_a = start_server();
-  const auto cam_b = start_server();
+  const auto cam_a = start_rtsp_server(kStream);
+  const auto cam_b = start_rtsp_server(kStream);
   ASSERT_TRUE(cam_a && cam_b);
   LiveRig rig({live_source(cam_a->url()), live_source(cam_b->url())});
   ASSERT_TRUE(rig.wait_for_frames(0, 10));
@@ -246,7 +233,7 @@ TEST(LiveFlow, AKilledServerIsReconnectedWhileTheOtherSourceGoesOn) {
 }
 
 TEST(LiveFlow, AStalledServerIsALossAfterTheTimeoutAndReconnectsOnceResumed) {
-  const auto cam = start_server();
+  const auto cam = start_rtsp_server(kStream);
   ASSERT_TRUE(cam);
   LiveRig rig({live_source(cam->url())});
   ASSERT_TRUE(rig.wait_for_frames(0, 10));
@@ -272,7 +259,7 @@ TEST(LiveFlow, AStalledServerIsALossAfterTheTimeoutAndReconnectsOnceResumed) {
 }
 
 TEST(LiveFlow, AServerRestartedWithAnotherSizeKeepsTheMuxSize) {
-  const auto cam = start_server();
+  const auto cam = start_rtsp_server(kStream);
   ASSERT_TRUE(cam);
   LiveRig rig({live_source(cam->url())});
   ASSERT_TRUE(rig.wait_for_frames(0, 5));
@@ -303,7 +290,7 @@ TEST(LiveFlow, ReconnectAttemptsBackOffThenTheSourceFailsAlone) {
     attempts.push_back(Clock::now());
     return false;
   });
-  const auto cam = start_server();
+  const auto cam = start_rtsp_server(kStream);
   ASSERT_TRUE(cam);
   SourceConfig failing = live_source(refusing.rtsp_url());
   failing.reconnect_initial = 0.2;
@@ -333,7 +320,7 @@ TEST(LiveFlow, ReconnectAttemptsBackOffThenTheSourceFailsAlone) {
 }
 
 TEST(LiveFlow, UdpTransportDelivers) {
-  const auto cam = start_server();
+  const auto cam = start_rtsp_server(kStream);
   ASSERT_TRUE(cam);
   SourceConfig udp = live_source(cam->url());
   udp.transport = io::RtspTransport::kUdp;
@@ -346,7 +333,7 @@ TEST(LiveFlow, UdpTransportDelivers) {
 // A camera with a duration ends once it has delivered that much of its stream: the end it asked
 // for is not a lost connection to make again.
 TEST(LiveFlow, ACameraWithADurationEndsThere) {
-  const auto cam = start_server();
+  const auto cam = start_rtsp_server(kStream);
   ASSERT_TRUE(cam);
   SourceConfig timed = live_source(cam->url());
   timed.duration = 1.0;
@@ -368,8 +355,8 @@ TEST(LiveFlow, ACameraWithADurationEndsThere) {
 // at once even while its server is stalled (the stop reaches the read that waits on it, well within
 // its timeout), and its slot goes to the next source added, whose frames count from 0 again.
 TEST(LiveFlow, SourcesAreAddedAndRemovedWhileTheMuxRuns) {
-  const auto cam_a = start_server();
-  const auto cam_b = start_server();
+  const auto cam_a = start_rtsp_server(kStream);
+  const auto cam_b = start_rtsp_server(kStream);
   ASSERT_TRUE(cam_a && cam_b);
   LiveRig rig({live_source(cam_a->url())}, /*slots=*/2);
   ASSERT_TRUE(rig.wait_for_frames(0, 5));
@@ -424,7 +411,7 @@ class LiveDetectionFlow : public detect_test::DetectionFlow {
 };
 
 TEST_F(LiveDetectionFlow, CameraRecordsHaveACaptureTimeAndFileRecordsNone) {
-  const auto cam = start_server();
+  const auto cam = start_rtsp_server(kStream);
   ASSERT_TRUE(cam);
   std::atomic<bool> interrupt{false};
   const std::int64_t started_us = unix_time_us();

@@ -5,15 +5,10 @@
 // time, counting what was lost; bad sinks.mqtt values are refused with the configuration, naming
 // the key.
 #include <gtest/gtest.h>
-#include <mosquitto.h>
-#include <unistd.h>
 
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <fstream>
 #include <map>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -22,90 +17,17 @@
 #include "io/mqtt_publisher.h"
 #include "pipeline/flow.h"
 #include "support/mosquitto_process.h"
+#include "support/mqtt_subscriber.h"
 
 namespace fovea::pipeline {
 namespace {
 
 using namespace detect_test;
 using testing::MosquittoProcess;
+using testing::MqttSubscriber;
 using Clock = std::chrono::steady_clock;
 
-constexpr std::chrono::seconds kDeliveryTimeout{10};
 constexpr std::string_view kTopicPrefix = "fovea-test/flow";
-
-// A subscriber to every source's topic (`<prefix>/+`) at QoS 1, with libmosquitto's own network
-// thread: the messages as they arrive, by topic.
-class Subscriber {
- public:
-  explicit Subscriber(int port) : port_(port) {
-    static std::once_flag once;
-    std::call_once(once, [] { mosquitto_lib_init(); });
-    const std::string id = "fovea-sink-test-subscriber-" + std::to_string(getpid());
-    client_ = mosquitto_new(id.c_str(), /*clean_session=*/true, this);
-    mosquitto_subscribe_callback_set(client_, [](mosquitto*, void* self, int, int, const int*) {
-      static_cast<Subscriber*>(self)->on_subscribed();
-    });
-    mosquitto_message_callback_set(client_, [](mosquitto*, void* self, const mosquitto_message* message) {
-      static_cast<Subscriber*>(self)->on_message(message);
-    });
-  }
-  ~Subscriber() {
-    mosquitto_disconnect(client_);
-    mosquitto_loop_stop(client_, /*force=*/true);
-    mosquitto_destroy(client_);
-  }
-  Subscriber(const Subscriber&) = delete;
-  Subscriber& operator=(const Subscriber&) = delete;
-
-  // Connects, subscribes and waits for the broker's SUBACK.
-  ::testing::AssertionResult subscribe() {
-    if (const int rc = mosquitto_connect(client_, "127.0.0.1", port_, 30); rc != MOSQ_ERR_SUCCESS) {
-      return ::testing::AssertionFailure() << "subscriber connect: " << mosquitto_strerror(rc);
-    }
-    mosquitto_loop_start(client_);
-    const std::string filter = std::string(kTopicPrefix) + "/+";
-    if (const int rc = mosquitto_subscribe(client_, nullptr, filter.c_str(), 1); rc != MOSQ_ERR_SUCCESS) {
-      return ::testing::AssertionFailure() << "subscribe: " << mosquitto_strerror(rc);
-    }
-    std::unique_lock lock(mutex_);
-    if (!changed_.wait_for(lock, kDeliveryTimeout, [&] { return subscribed_; })) {
-      return ::testing::AssertionFailure() << "no SUBACK";
-    }
-    return ::testing::AssertionSuccess();
-  }
-
-  // Waits until `count` messages have arrived; the messages by topic, in arrival order.
-  std::map<std::string, std::vector<std::string>> wait_for(std::size_t count) {
-    std::unique_lock lock(mutex_);
-    changed_.wait_for(lock, kDeliveryTimeout, [&] { return received_ >= count; });
-    return by_topic_;
-  }
-
- private:
-  void on_subscribed() {
-    {
-      std::lock_guard lock(mutex_);
-      subscribed_ = true;
-    }
-    changed_.notify_all();
-  }
-  void on_message(const mosquitto_message* message) {
-    {
-      std::lock_guard lock(mutex_);
-      by_topic_[message->topic].emplace_back(static_cast<const char*>(message->payload), message->payloadlen);
-      ++received_;
-    }
-    changed_.notify_all();
-  }
-
-  int port_;
-  mosquitto* client_ = nullptr;
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  bool subscribed_ = false;
-  std::size_t received_ = 0;
-  std::map<std::string, std::vector<std::string>> by_topic_;
-};
 
 class MqttSinkFlow : public DetectionFlow {
  protected:
@@ -149,7 +71,8 @@ class MqttSinkFlow : public DetectionFlow {
 TEST_F(MqttSinkFlow, EveryRecordArrivesOnItsSourcesTopicAsTheFileHasIt) {
   MosquittoProcess broker;
   ASSERT_TRUE(broker.start());
-  Subscriber subscriber(broker.port());
+  // Every source's topic.
+  MqttSubscriber subscriber(broker.port(), std::string(kTopicPrefix) + "/+");
   ASSERT_TRUE(subscriber.subscribe());
 
   Result<FlowResult> result = run(mqtt_config(broker.port()));
@@ -162,7 +85,8 @@ TEST_F(MqttSinkFlow, EveryRecordArrivesOnItsSourcesTopicAsTheFileHasIt) {
   EXPECT_EQ(expected.at(io::mqtt_topic(kTopicPrefix, "b")).size(), static_cast<std::size_t>(kFramesB));
   constexpr std::size_t kRecords = kFramesA + kFramesB;
   // Byte for byte, in each source's order (QoS 1 with a broker that stays up: no repeats either).
-  EXPECT_EQ(subscriber.wait_for(kRecords), expected);
+  EXPECT_TRUE(subscriber.wait_for_messages(kRecords));
+  EXPECT_EQ(subscriber.payloads_by_topic(), expected);
 
   const nlohmann::json broker_entry = broker_report();
   EXPECT_EQ(broker_entry.value("broker", ""), "127.0.0.1:" + std::to_string(broker.port()));

@@ -5,6 +5,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <gtest/gtest.h>
+
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -40,6 +42,12 @@ Result<std::unique_ptr<RtspServerProcess>> RtspServerProcess::start(const RtspSt
   std::unique_ptr<RtspServerProcess> server(new RtspServerProcess(spec));
   FOVEA_TRY(server->launch(0));
   return server;
+}
+
+std::unique_ptr<RtspServerProcess> start_rtsp_server(const RtspStreamSpec& spec) {
+  Result<std::unique_ptr<RtspServerProcess>> server = RtspServerProcess::start(spec);
+  EXPECT_TRUE(server.is_ok()) << server.status().to_string();
+  return server.is_ok() ? std::move(server).value() : nullptr;
 }
 
 Status RtspServerProcess::launch(int port) {

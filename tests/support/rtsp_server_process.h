@@ -56,4 +56,8 @@ class RtspServerProcess {
   std::string url_;
 };
 
+// RtspServerProcess::start for a test: the server, or nullptr with the reason recorded as a test
+// failure.
+std::unique_ptr<RtspServerProcess> start_rtsp_server(const RtspStreamSpec& spec = {});
+
 }  // namespace fovea::testing
