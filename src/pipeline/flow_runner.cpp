@@ -444,6 +444,11 @@ std::vector<std::optional<SourceReport>> FlowControl::source_reports() const {
   return flow_->sources->reports();
 }
 
+bool FlowControl::on_gpu() const {
+  const std::lock_guard lock(mutex_);
+  return flow_ != nullptr && flow_->gpu;
+}
+
 bool FlowControl::running() const {
   const std::lock_guard lock(mutex_);
   return flow_ != nullptr;

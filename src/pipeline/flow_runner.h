@@ -51,8 +51,9 @@ class FlowControl {
   std::optional<PipelineStats> stats() const;
   // Per slot: the running (or last) source's report; nullopt for a slot never used.
   std::vector<std::optional<SourceReport>> source_reports() const;
-  // The flow's mux size and sources: the run's with_frame_size decided them.
   bool running() const;
+  // The running flow is on the GPU (false when it is not running).
+  bool on_gpu() const;
 
  private:
   friend class FlowBinding;

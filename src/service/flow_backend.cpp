@@ -7,7 +7,6 @@
 
 #include <fmt/format.h>
 
-#include "core/gpu.h"
 #include "pipeline/video_source.h"
 
 #if defined(FOVEA_HAVE_CUDA)
@@ -110,16 +109,16 @@ std::string joined(const std::vector<std::string>& ids) {
   return fmt::format("{}", fmt::join(ids, ", "));
 }
 
-// Device memory in use on the flow's GPU (device 0, every process's allocations), none without a
-// GPU. The first call on a thread makes CUDA's context if the flow has not: a CPU flow on a GPU
-// machine pays that context's memory once.
-std::optional<double> gpu_memory_used_bytes() {
+// Device memory in use on the flow's GPU (device 0, every process's allocations); none for a flow
+// on the CPU, which must not make a CUDA context just to be watched.
+std::optional<double> gpu_memory_used_bytes(const pipeline::FlowControl& control) {
 #if defined(FOVEA_HAVE_CUDA)
-  if (!gpu_available()) return std::nullopt;
+  if (!control.on_gpu()) return std::nullopt;
   std::size_t free = 0, total = 0;
   if (cudaMemGetInfo(&free, &total) != cudaSuccess) return std::nullopt;
   return static_cast<double>(total - free);
 #else
+  static_cast<void>(control);
   return std::nullopt;
 #endif
 }
@@ -357,7 +356,7 @@ std::vector<MetricFamily> FlowBackend::metrics() const {
        {&running, &frames, &dropped, &reconnects, &fps, &up, &flow_frames, &latency, &depth, &capacity}) {
     families.push_back(std::move(*f));
   }
-  if (const std::optional<double> used = gpu_memory_used_bytes()) {
+  if (const std::optional<double> used = gpu_memory_used_bytes(control_)) {
     MetricFamily memory =
         family("fovea_gpu_memory_used_bytes", "Device memory in use on the flow's GPU, every process's.",
                MetricType::kGauge);
