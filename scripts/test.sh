@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs fovea's tests: the unit tests (GPU tests report themselves skipped
-# without a GPU), then the io and core tests again under AddressSanitizer + UBSan.
+# Sets up, builds and runs fovea's tests: every test (GPU tests report themselves skipped without
+# a GPU), then again under AddressSanitizer + UBSan all but the ones labelled `live` (real servers)
+# and `cli` (the binary's flags and summaries), which would double the run for little (tests/CMakeLists.txt).
 #
 #   scripts/test.sh
 set -euo pipefail
