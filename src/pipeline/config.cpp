@@ -290,15 +290,17 @@ class MapReader {
     return Status::ok();
   }
 
-  Status read_optional(std::string_view key, std::optional<int>& out, int min, int max) const {
+  // Optional keys: null (`~`) is "absent"; any other value is read as the plain key's.
+  template <typename T, typename... Rules>
+  Status read_optional(std::string_view key, std::optional<T>& out, Rules... rules) const {
     if (!has(key)) return Status::ok();
     if (field(key).node.IsNull()) {
       out.reset();
       return Status::ok();
     }
-    int value = 0;
-    FOVEA_TRY(read(key, value, min, max));
-    out = value;
+    T value{};
+    FOVEA_TRY(read(key, value, rules...));
+    out = std::move(value);
     return Status::ok();
   }
 
@@ -306,18 +308,6 @@ class MapReader {
   Status read(std::string_view key, double& out, bool strictly_positive) const {
     if (!has(key)) return Status::ok();
     return read_number(field(key), out, strictly_positive);
-  }
-
-  Status read_optional(std::string_view key, std::optional<double>& out) const {
-    if (!has(key)) return Status::ok();
-    if (field(key).node.IsNull()) {
-      out.reset();
-      return Status::ok();
-    }
-    double value = 0.0;
-    FOVEA_TRY(read(key, value, true));
-    out = value;
-    return Status::ok();
   }
 
   Status read(std::string_view key, bool& out) const {
@@ -331,18 +321,6 @@ class MapReader {
     const Field value_field = field(key);
     FOVEA_ASSIGN_OR_RETURN(std::string value, to_text(value_field));
     if (value.empty()) return value_field.error("must not be empty");
-    out = std::move(value);
-    return Status::ok();
-  }
-
-  Status read_optional(std::string_view key, std::optional<std::string>& out) const {
-    if (!has(key)) return Status::ok();
-    if (field(key).node.IsNull()) {
-      out.reset();
-      return Status::ok();
-    }
-    std::string value;
-    FOVEA_TRY(read(key, value));
     out = std::move(value);
     return Status::ok();
   }
@@ -921,7 +899,7 @@ Status parse_source(const Parser& parser, const YAML::Node& node, const std::str
   FOVEA_TRY(map.read("decoder", source.decoder, kDecoderNames));
   FOVEA_TRY(map.read("loop", source.loop));
   FOVEA_TRY(map.read("start", source.start, false));
-  FOVEA_TRY(map.read_optional("duration", source.duration));
+  FOVEA_TRY(map.read_optional("duration", source.duration, true));
   FOVEA_TRY(map.read("timeout", source.timeout, true));
   FOVEA_TRY(map.read("transport", source.transport, kTransportNames));
   FOVEA_TRY(map.read("reconnect", source.reconnect));
@@ -982,18 +960,10 @@ Status parse_mux(const MapReader& map, MuxConfig& mux) {
   // (--set, a sweep's --param) sets one of them at a time.
   if (mux.width) FOVEA_TRY(check_even(map, "width", *mux.width));
   if (mux.height) FOVEA_TRY(check_even(map, "height", *mux.height));
-  if (map.has("push_timeout_us") && !map.field("push_timeout_us").node.IsNull()) {
-    std::int64_t timeout = -1;
-    FOVEA_TRY(map.read("push_timeout_us", timeout, -1, std::numeric_limits<std::int64_t>::max()));
-    mux.push_timeout_us = timeout;
-  }
+  FOVEA_TRY(map.read_optional("push_timeout_us", mux.push_timeout_us, std::int64_t{-1},
+                              std::numeric_limits<std::int64_t>::max()));
   FOVEA_TRY(map.read_optional("max_frames_per_source", mux.max_frames_per_source, 1, kMaxBatchSize));
-  if (map.has("live") && !map.field("live").node.IsNull()) {
-    bool live = false;
-    FOVEA_TRY(map.read("live", live));
-    mux.live = live;
-  }
-  return Status::ok();
+  return map.read_optional("live", mux.live);
 }
 
 // Where a model was given ("models.1", or "model" for the lone form), for the checks that need
@@ -1124,7 +1094,7 @@ Status parse_task(const MapReader& map, TaskConfig& task, bool segment_runs) {
       return map.field("blur_kernel").error("must be odd, got " + std::to_string(task.blur_kernel));
     }
   }
-  FOVEA_TRY(map.read_optional("sigma", task.sigma));
+  FOVEA_TRY(map.read_optional("sigma", task.sigma, true));
   return map.read("refine_mask", task.refine_mask);
 }
 
@@ -1630,7 +1600,9 @@ Result<PipelineConfig> with_frame_size(PipelineConfig config, const std::atomic<
                       ": mux.width and mux.height go together; give both or neither");
   }
   if (config.sources.empty() && !config.mux.width) {
-    return make_error(StatusCode::kInvalidArgument, "sources: the flow needs at least one source");
+    return make_error(StatusCode::kInvalidArgument,
+                      "mux.width and mux.height: a flow without sources (fovea serve takes them at run "
+                      "time) needs the frame size from these keys");
   }
   std::vector<Probed> probed;
   std::optional<Status> first_error;
