@@ -7,6 +7,11 @@ pkg_check_modules(IMAGE_CODECS REQUIRED IMPORTED_TARGET libjpeg libpng libwebp)
 # Live output and the service (issue 24): libmosquitto-dev (metadata to an MQTT broker),
 # libcpp-httplib-dev (the HTTP API of `fovea serve`).
 pkg_check_modules(MOSQUITTO REQUIRED IMPORTED_TARGET libmosquitto)
+# Debian's libmosquitto.pc says libdir=/usr/lib while the library is in the multiarch folder, so
+# the imported target carries a bare -lmosquitto that only the default linker path resolves (not
+# the GPU machine's sysroot): point it at the library itself.
+find_library(MOSQUITTO_LIBRARY mosquitto REQUIRED)
+set_target_properties(PkgConfig::MOSQUITTO PROPERTIES INTERFACE_LINK_LIBRARIES "${MOSQUITTO_LIBRARY}")
 pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 find_package(fmt REQUIRED)
 find_package(CLI11 CONFIG QUIET)
