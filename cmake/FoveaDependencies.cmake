@@ -10,7 +10,9 @@ pkg_check_modules(MOSQUITTO REQUIRED IMPORTED_TARGET libmosquitto)
 # Debian's libmosquitto.pc says libdir=/usr/lib while the library is in the multiarch folder, so
 # the imported target carries a bare -lmosquitto that only the default linker path resolves (not
 # the GPU machine's sysroot): point it at the library itself.
-find_library(MOSQUITTO_LIBRARY mosquitto REQUIRED)
+# (The multiarch suffix is spelled out for compilers that do not report it, like the GPU machine's.)
+find_library(MOSQUITTO_LIBRARY mosquitto HINTS ${MOSQUITTO_LIBRARY_DIRS}
+             PATH_SUFFIXES ${CMAKE_LIBRARY_ARCHITECTURE} ${CMAKE_SYSTEM_PROCESSOR}-linux-gnu REQUIRED)
 set_target_properties(PkgConfig::MOSQUITTO PROPERTIES INTERFACE_LINK_LIBRARIES "${MOSQUITTO_LIBRARY}")
 pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 find_package(fmt REQUIRED)
