@@ -1,6 +1,6 @@
 // Fused preprocess on the device. Designed for bandwidth: each thread computes a strip of
 // consecutive pixels of one tensor row, so the row's source rows and weights are computed once
-// per strip and each strip leaves as 16-byte stores; NV12 is read through the read-only cache;
+// per strip and each strip leaves as 16-byte stores; images are read through the read-only cache;
 // per-image arguments travel by value in a __grid_constant__ struct, so there is no allocation or
 // copy per launch; one launch covers up to 32 images (blockIdx.z = image). Exact 2:1 horizontal
 // downscales (1920 -> 960) take a fast path that reads each strip's taps with one 16-byte load
@@ -20,7 +20,7 @@ namespace {
 
 using detail::kTapCount;
 
-// 32 images of 104 bytes plus the shared part stay under the classic 4 KiB parameter limit.
+// 32 images of 112 bytes plus the shared part stay under the classic 4 KiB parameter limit.
 constexpr int kImagesPerLaunch = 32;
 // Tensor pixels per thread: 8 f16 values of a plane are one 16-byte store, and in the 2:1 fast
 // path the strip's 16 source columns are one 16-byte load per plane and row. For 8 x 1080p ->
@@ -36,7 +36,7 @@ constexpr int kBlockY = 8;
 
 struct PreprocessLaunch {
   detail::PreprocessImageArgs images[kImagesPerLaunch];
-  detail::PreprocessCommon common;
+  detail::PreprocessCommon commons[detail::kPreprocessSourceCount];  // indexed by the image's source
   void* output;       // the tensor's first element of image `first_image`
   int width, height;  // tensor pixels per image
 };
@@ -64,7 +64,7 @@ __host__ __device__ constexpr unsigned lane16_selector(int lane) {
 // chroma pair i, so the x blend is exact and equals preprocess_pixel's.
 template <ResizeFilter kFilter>
 __device__ __forceinline__ void halving_strip(const detail::SourceRows<kFilter>& rows, int column,
-                                              float y_offset, Yuv (&out)[kStrip]) {
+                                              float y_offset, detail::PixelSamples (&out)[kStrip]) {
   constexpr bool kBilinear = kFilter == ResizeFilter::kBilinear;
   // Bilinear adds each luma column pair in integers, so its offset counts twice and its row weight
   // takes the 0.5 of the x taps (exact scalings).
@@ -90,10 +90,10 @@ __device__ __forceinline__ void halving_strip(const detail::SourceRows<kFilter>&
             luma_bias;
         const float u = magic_float(chroma[j], byte_selector(2 * h)) - chroma_bias;
         const float v = magic_float(chroma[j], byte_selector(2 * h + 1)) - chroma_bias;
-        Yuv& p = out[2 * j + h];
-        p.y = ky == 0 ? w_luma * y : p.y + w_luma * y;
-        p.u = ky == 0 ? w * u : p.u + w * u;
-        p.v = ky == 0 ? w * v : p.v + w * v;
+        float* p = out[2 * j + h].s;
+        p[0] = ky == 0 ? w_luma * y : p[0] + w_luma * y;
+        p[1] = ky == 0 ? w * u : p[1] + w * u;
+        p[2] = ky == 0 ? w * v : p[2] + w * v;
       }
     }
   }
@@ -139,24 +139,49 @@ __device__ __forceinline__ void store_run(__half* dst, const float* v, int count
   }
 }
 
-template <typename Out, TensorLayout kLayout, ResizeFilter kFilter, bool kHalving>
+// The general path's values of one strip (count pixels from column x0 of row y), at
+// values[i * pixel_stride + c * channel_stride].
+template <ResizeFilter kFilter, bool kPacked>
+__device__ __forceinline__ void general_strip(const detail::PreprocessImageArgs& a,
+                                              const detail::PreprocessCommon& k, int x0, int y, int count,
+                                              float* values, int pixel_stride, int channel_stride) {
+  const detail::SourceRows<kFilter> rows = detail::source_rows<kFilter, kPacked>(a, y);
+#pragma unroll
+  for (int i = 0; i < kStrip; ++i) {
+    if (i < count) {
+      detail::preprocess_pixel<kFilter, kPacked>(a, k, rows, x0 + i, values + i * pixel_stride,
+                                                 channel_stride);
+    }
+  }
+}
+
+// What a launch's images need: every kernel instantiation compiles only its path, so batches of
+// NV12 alone run code that has no packed-pixel branch (its registers and schedule stay NV12's).
+enum class StripPath {
+  kNv12Halving,  // NV12 images that all take the 2:1 fast path (detail::halves_columns)
+  kNv12,         // NV12 images, general path
+  kAnySource,    // some RGB8/BGR8 images: the general path of each image's source
+};
+
+template <typename Out, TensorLayout kLayout, ResizeFilter kFilter, StripPath kPath>
 __global__ void __launch_bounds__(kBlockX* kBlockY)
     preprocess_kernel(const __grid_constant__ PreprocessLaunch launch) {
   const int x0 = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x) * kStrip;
   const int y = static_cast<int>(blockIdx.y * blockDim.y + threadIdx.y);
   if (x0 >= launch.width || y >= launch.height) return;
   const detail::PreprocessImageArgs& a = launch.images[blockIdx.z];
-  const detail::PreprocessCommon& k = launch.common;
   const int count = min(kStrip, launch.width - x0);
-  const detail::SourceRows<kFilter> rows = detail::source_rows<kFilter>(a, y);
   // The strip's values in tensor order: NCHW channel c's run at c * kStrip, NHWC pixel-interleaved.
   constexpr bool kPlanar = kLayout == TensorLayout::kNCHW;
   constexpr int kChannelStride = kPlanar ? kStrip : 1;
   constexpr int kPixelStride = kPlanar ? 1 : 3;
   float values[3 * kStrip];
-  if constexpr (kHalving) {
+  constexpr auto kNv12 = static_cast<int>(detail::PreprocessSource::kNv12);
+  if constexpr (kPath == StripPath::kNv12Halving) {
+    const detail::PreprocessCommon& k = launch.commons[kNv12];
+    const detail::SourceRows<kFilter> rows = detail::source_rows<kFilter, false>(a, y);
     if (rows.inside) {  // warp-uniform: a warp lies in one tensor row
-      Yuv yuv[kStrip];
+      detail::PixelSamples yuv[kStrip];
       halving_strip<kFilter>(rows, a.roi_x + 2 * x0, k.y_offset, yuv);
 #pragma unroll
       for (int i = 0; i < kStrip; ++i)
@@ -167,13 +192,14 @@ __global__ void __launch_bounds__(kBlockX* kBlockY)
         for (int c = 0; c < 3; ++c) values[c * kChannelStride + i * kPixelStride] = k.pad[c];
       }
     }
+  } else if (kPath == StripPath::kNv12 || a.source == detail::PreprocessSource::kNv12) {
+    // kAnySource: one branch per thread on the image's source, uniform across the block
+    // (blockIdx.z is the image), never a test per tap.
+    general_strip<kFilter, false>(a, launch.commons[kNv12], x0, y, count, values, kPixelStride,
+                                  kChannelStride);
   } else {
-#pragma unroll
-    for (int i = 0; i < kStrip; ++i) {
-      if (i < count) {
-        detail::preprocess_pixel<kFilter>(a, k, rows, x0 + i, values + i * kPixelStride, kChannelStride);
-      }
-    }
+    general_strip<kFilter, true>(a, launch.commons[static_cast<int>(a.source)], x0, y, count, values,
+                                 kPixelStride, kChannelStride);
   }
   const long long plane = static_cast<long long>(launch.width) * launch.height;
   Out* image = static_cast<Out*>(launch.output) + static_cast<long long>(blockIdx.z) * 3 * plane;
@@ -193,13 +219,18 @@ Status launch_preprocess(cudaStream_t stream, const ImageBatch& input, const Pre
   for (int begin = 0; begin < input.size(); begin += kImagesPerLaunch) {
     const int count = std::min(kImagesPerLaunch, input.size() - begin);
     PreprocessLaunch launch{};
-    bool halving = true;  // the fast path serves a launch whose images all qualify
+    // The fast path serves a launch whose images all qualify, the NV12 path one of NV12 alone.
+    bool halving = true, nv12 = true;
     for (int j = 0; j < count; ++j) {
       launch.images[j] = detail::preprocess_image_args(
           input, params, plan.placements[static_cast<std::size_t>(begin + j)], begin + j);
       halving = halving && detail::halves_columns(launch.images[j], params.width);
+      nv12 = nv12 && launch.images[j].source == detail::PreprocessSource::kNv12;
     }
-    launch.common = detail::preprocess_common(params);
+    for (int source = 0; source < detail::kPreprocessSourceCount; ++source) {
+      launch.commons[source] =
+          detail::preprocess_common(params, static_cast<detail::PreprocessSource>(source));
+    }
     launch.output = static_cast<Out*>(output.data) + static_cast<std::size_t>(begin) * image_elements;
     launch.width = params.width;
     launch.height = params.height;
@@ -208,9 +239,11 @@ Status launch_preprocess(cudaStream_t stream, const ImageBatch& input, const Pre
     const dim3 grid((strips + kBlockX - 1) / kBlockX, (params.height + kBlockY - 1) / kBlockY,
                     static_cast<unsigned>(count));
     if (halving) {
-      preprocess_kernel<Out, kLayout, kFilter, true><<<grid, block, 0, stream>>>(launch);
+      preprocess_kernel<Out, kLayout, kFilter, StripPath::kNv12Halving><<<grid, block, 0, stream>>>(launch);
+    } else if (nv12) {
+      preprocess_kernel<Out, kLayout, kFilter, StripPath::kNv12><<<grid, block, 0, stream>>>(launch);
     } else {
-      preprocess_kernel<Out, kLayout, kFilter, false><<<grid, block, 0, stream>>>(launch);
+      preprocess_kernel<Out, kLayout, kFilter, StripPath::kAnySource><<<grid, block, 0, stream>>>(launch);
     }
     FOVEA_CUDA_TRY_LAUNCH();
   }
@@ -245,8 +278,9 @@ Status run_preprocess_cuda(cudaStream_t stream, const ImageBatch& input, const P
   }
   FOVEA_TRY(detail::check_preprocess_output(output, plan, params, MemoryKind::kDevice));
   for (const ImageView& view : input.images) {
-    // The kernel loads each U, V pair as one 16-bit word.
-    if (reinterpret_cast<std::uintptr_t>(view.planes[1].data) % 2 != 0 || view.planes[1].pitch % 2 != 0) {
+    // The kernel loads each NV12 U, V pair as one 16-bit word.
+    if (view.format == PixelFormat::kNV12 &&
+        (reinterpret_cast<std::uintptr_t>(view.planes[1].data) % 2 != 0 || view.planes[1].pitch % 2 != 0)) {
       return make_error(StatusCode::kInvalidArgument,
                         "run_preprocess_cuda: NV12 chroma rows must be 2-byte aligned");
     }

@@ -1,20 +1,26 @@
-// Fused preprocess: NV12 frames (pitched, different sizes) straight to a network input tensor in
-// one kernel launch: per-image ROI crop -> resize -> NV12 to RGB/BGR -> (x * scale - mean) / std
-// -> NCHW or NHWC -> float32 or float16, with optional letterbox / keep-aspect padding.
+// Fused preprocess: NV12 frames and packed RGB8/BGR8 images (pitched, different sizes, mixed in
+// one batch image by image) straight to a network input tensor in one kernel launch: per-image ROI
+// crop -> resize -> to RGB/BGR -> (x * scale - mean) / std -> NCHW or NHWC -> float32 or float16,
+// with optional letterbox / keep-aspect padding.
 //
-// | input | output tensor                          | dtype              | resize                |
-// |-------|----------------------------------------|--------------------|-----------------------|
-// | kNV12 | [N, 3, H, W] (kNCHW) or [N, H, W, 3]   | kFloat32, kFloat16 | bilinear or nearest,  |
-// |       | (kNHWC), dense, device memory          |                    | OpenCV geometry       |
+// | input             | output tensor                        | dtype              | resize                |
+// |-------------------|--------------------------------------|--------------------|-----------------------|
+// | kNV12 (even size) | [N, 3, H, W] (kNCHW) or [N, H, W, 3] | kFloat32, kFloat16 | bilinear or nearest,  |
+// | kRGB8, kBGR8 (any | (kNHWC), dense, device memory        |                    | OpenCV geometry       |
+// | size >= 1)        |                                      |                    |                       |
 //
 // Definition (what the CPU reference computes and the composition test checks): the op equals
-//   1. NV12 -> RGB at full resolution in float on the 0..255 scale, not clamped, with nearest
-//      chroma (luma pixel (x, y) takes the chroma sample (x/2, y/2)), per color_math.h;
+//   1. per image, RGB at full resolution in float on the 0..255 scale, not clamped:
+//      NV12 -> RGB with nearest chroma (luma pixel (x, y) takes the chroma sample (x/2, y/2)), per
+//      color_math.h and params.matrix/range; RGB8/BGR8: the pixel values as floats
+//      (params.matrix/range do not apply);
 //   2. crop to the ROI and resize (ResizeCompat::kOpenCv, params.filter) in float, padding with
 //      pad_value where the fit leaves room (run_resize_cpu on kPlanarF32 does exactly this);
 //      then clamp to [0, 255] (as a uint8 conversion of the resized YUV would);
 //   3. per output channel c: (x * scale - mean[c]) / std[c]; then the dtype cast (round to
 //      nearest even for float16).
+// ROIs may start and end anywhere inside their image, odd coordinates included (the pix2pix "AB"
+// layout feeds one half of a 512x256 pair as the ROI).
 // The kernel evaluates it per output pixel from the (up to 2x2) source taps it samples, so
 // nothing is materialized at full resolution; detail::PreprocessCommon says how steps 1 and 3
 // are folded into one affine map (equal up to float rounding).
@@ -60,8 +66,9 @@ struct PreprocessPlan {
   std::size_t workspace_bytes = 0;  // the op needs none
 };
 
-// Validates the batch (NV12, even sizes, ROIs inside the images) and params (positive size,
-// supported dtype/filter, non-zero std) and computes the placements and the output shape.
+// Validates the batch (NV12 of even sizes, RGB8 or BGR8 of any size, ROIs inside the images) and
+// params (positive size, supported dtype/filter, non-zero std) and computes the placements and the
+// output shape.
 Result<PreprocessPlan> plan_preprocess(const ImageBatch& input, const PreprocessParams& params);
 
 // `output` must be a dense tensor of plan.shape and params.dtype, in host memory for the CPU run
@@ -72,28 +79,44 @@ Status run_preprocess_cuda(cudaStream_t stream, const ImageBatch& input, const P
 
 namespace detail {
 
+// How an image's pixels are stored. A batch mixes them image by image; the kernel branches once
+// per image (uniform across a thread block), never per tap. Indexes the per-source PreprocessCommon.
+enum class PreprocessSource : int { kNv12, kRgb8, kBgr8 };
+inline constexpr int kPreprocessSourceCount = 3;
+
 // Shared by preprocess_cpu.cpp and preprocess.cu (the kernel and its reference run this code).
 struct PreprocessImageArgs {
-  const unsigned char* luma;
-  const unsigned char* chroma;  // interleaved U, V
+  const unsigned char* luma;    // NV12's luma plane; for RGB8/BGR8 the packed pixels
+  const unsigned char* chroma;  // NV12's interleaved U, V; unused for RGB8/BGR8
   long long luma_pitch;
   long long chroma_pitch;
+  PreprocessSource source;
   int roi_x, roi_y;
   int offset_x, offset_y;  // the placement; its extent is x.dst_size, y.dst_size
   AxisMap x, y;
 };
 
-// Steps 1 and 3 of the definition folded into one affine map per tensor channel c, applied to the
-// blended samples with their offsets removed (Y - y_offset, U - 128, V - 128, exact in float):
-//   value_c = bias[c] + from_y[c] * Y' + from_u[c] * U' + from_v[c] * V'
-// then clamped to [low[c], high[c]], the normalized image of [0, 255]. Because the color
-// conversion is affine and the resize weights sum to 1, converting the blend equals blending the
-// converted taps, and normalizing before clamping to the normalized bounds equals clamping first;
-// the results differ from the step-by-step definition by float rounding only. The tensor's
-// channel order (RGB or BGR) is baked into the rows, so the kernel does no channel selection.
+// The three blended source samples of one tensor pixel: NV12's Y', U', V' (offsets removed), or
+// a packed pixel's bytes 0, 1, 2 (R, G, B for RGB8; B, G, R for BGR8).
+struct PixelSamples {
+  float s[3];
+};
+
+// Steps 1 and 3 of the definition folded into one affine map per tensor channel c, applied to
+// the blended samples:
+//   value_c = bias[c] + from[c][0] * s[0] + from[c][1] * s[1] + from[c][2] * s[2]
+// then clamped to [low[c], high[c]], the normalized image of [0, 255]. NV12 blends its samples
+// with their offsets removed (Y - y_offset, U - 128, V - 128, exact in float) and the rows hold the
+// color matrix times the normalization; because the color conversion is affine and the resize
+// weights sum to 1, converting the blend equals blending the converted taps. RGB8/BGR8 rows each
+// pick the one byte of their channel (the zero products are exact). Normalizing before clamping to
+// the normalized bounds equals clamping first; the results differ from the step-by-step definition
+// by float rounding only. The tensor's channel order (RGB or BGR) and the source's byte order are
+// baked into the rows, so the kernel does no channel selection.
 struct PreprocessCommon {
-  float y_offset;  // 16 (limited range) or 0
-  float from_y[3], from_u[3], from_v[3], bias[3];
+  float y_offset;  // NV12: 16 (limited range) or 0
+  float from[3][3];
+  float bias[3];
   float low[3], high[3];
   float pad[3];  // the normalized pad value
 };
@@ -123,33 +146,58 @@ FOVEA_HD AxisTaps<kFilter> axis_taps(const AxisMap& m, int roi_origin, int place
   return t;
 }
 
-// What every pixel of one tensor row shares: the luma and chroma rows its taps read and their
-// weights. Computed once per row (per thread strip on the device), not per pixel.
+// What every pixel of one tensor row shares: the rows its taps read (luma and chroma for NV12,
+// the packed rows for RGB8/BGR8) and their weights. Computed once per row (per thread strip on the
+// device), not per pixel.
 template <ResizeFilter kFilter>
 struct SourceRows {
-  const unsigned char* luma[kTapCount<kFilter>];
-  const unsigned char* chroma[kTapCount<kFilter>];  // the nearest chroma row of each luma row
+  const unsigned char* luma[kTapCount<kFilter>];    // packed images: their pixel rows
+  const unsigned char* chroma[kTapCount<kFilter>];  // NV12: the nearest chroma row of each luma row
   float weight[kTapCount<kFilter>];
   bool inside;
 };
 
-template <ResizeFilter kFilter>
+// kPacked: the image is RGB8/BGR8 (one plane of 3-byte pixels), else NV12.
+template <ResizeFilter kFilter, bool kPacked>
 FOVEA_HD SourceRows<kFilter> source_rows(const PreprocessImageArgs& a, int oy) {
   const AxisTaps<kFilter> t = axis_taps<kFilter>(a.y, a.roi_y, oy - a.offset_y);
   SourceRows<kFilter> r{};
   for (int k = 0; k < kTapCount<kFilter>; ++k) {
     r.luma[k] = a.luma + t.index[k] * a.luma_pitch;
-    r.chroma[k] = a.chroma + (t.index[k] >> 1) * a.chroma_pitch;
+    if constexpr (!kPacked) r.chroma[k] = a.chroma + (t.index[k] >> 1) * a.chroma_pitch;
     r.weight[k] = t.weight[k];
   }
   r.inside = t.inside;
   return r;
 }
 
-// The normalized, clamped tensor values of one pixel from its blended, offset-free Y', U', V'.
-FOVEA_HD void finish_pixel(const PreprocessCommon& k, const Yuv& p, float* out, int stride) {
+// The samples of source column x in tap row ky.
+template <ResizeFilter kFilter, bool kPacked>
+FOVEA_HD PixelSamples source_samples(const SourceRows<kFilter>& rows, int ky, int x, float y_offset) {
+  if constexpr (kPacked) {
+    const unsigned char* pixel = rows.luma[ky] + 3 * x;
+    return PixelSamples{{static_cast<float>(load_readonly(pixel)),
+                         static_cast<float>(load_readonly(pixel + 1)),
+                         static_cast<float>(load_readonly(pixel + 2))}};
+  } else {
+    // The luma pixel's nearest chroma sample is the U, V pair at byte x & ~1 of its chroma row.
+    const unsigned char* uv = rows.chroma[ky] + (x & ~1);
+#if defined(__CUDA_ARCH__)
+    // One 16-bit load for the pair (run_preprocess_cuda checks the chroma rows are 2-aligned).
+    const unsigned pair = __ldg(reinterpret_cast<const unsigned short*>(uv));
+    const float u = static_cast<float>(pair & 0xffu), v = static_cast<float>(pair >> 8);
+#else
+    const float u = uv[0], v = uv[1];
+#endif
+    return PixelSamples{
+        {static_cast<float>(load_readonly(rows.luma[ky] + x)) - y_offset, u - 128.0f, v - 128.0f}};
+  }
+}
+
+// The normalized, clamped tensor values of one pixel from its blended samples.
+FOVEA_HD void finish_pixel(const PreprocessCommon& k, const PixelSamples& p, float* out, int stride) {
   for (int c = 0; c < 3; ++c) {
-    const float v = k.bias[c] + k.from_y[c] * p.y + k.from_u[c] * p.u + k.from_v[c] * p.v;
+    const float v = k.bias[c] + k.from[c][0] * p.s[0] + k.from[c][1] * p.s[1] + k.from[c][2] * p.s[2];
     out[c * stride] = v < k.low[c] ? k.low[c] : (v > k.high[c] ? k.high[c] : v);
   }
 }
@@ -157,7 +205,7 @@ FOVEA_HD void finish_pixel(const PreprocessCommon& k, const Yuv& p, float* out, 
 // The normalized values of tensor pixel (ox, rows' row), in tensor channel order, written to
 // out[0], out[stride], out[2 * stride]. Bilinear blends separably: each row across its x taps, then
 // the rows (the same weights as resize_pixel's products, grouped differently).
-template <ResizeFilter kFilter>
+template <ResizeFilter kFilter, bool kPacked>
 FOVEA_HD void preprocess_pixel(const PreprocessImageArgs& a, const PreprocessCommon& k,
                                const SourceRows<kFilter>& rows, int ox, float* out, int stride) {
   const AxisTaps<kFilter> cols = axis_taps<kFilter>(a.x, a.roi_x, ox - a.offset_x);
@@ -165,42 +213,29 @@ FOVEA_HD void preprocess_pixel(const PreprocessImageArgs& a, const PreprocessCom
     for (int c = 0; c < 3; ++c) out[c * stride] = k.pad[c];
     return;
   }
-  Yuv sum{0.0f, 0.0f, 0.0f};
+  PixelSamples sum{{0.0f, 0.0f, 0.0f}};
   for (int ky = 0; ky < kTapCount<kFilter>; ++ky) {
-    Yuv row{0.0f, 0.0f, 0.0f};
+    PixelSamples row{{0.0f, 0.0f, 0.0f}};
     for (int kx = 0; kx < kTapCount<kFilter>; ++kx) {
-      const float w = cols.weight[kx];
-      const int x = cols.index[kx];
-      // The luma pixel's nearest chroma sample is the U, V pair at byte x & ~1 of its chroma row.
-      const unsigned char* uv = rows.chroma[ky] + (x & ~1);
-#if defined(__CUDA_ARCH__)
-      // One 16-bit load for the pair (run_preprocess_cuda checks the chroma rows are 2-aligned).
-      const unsigned pair = __ldg(reinterpret_cast<const unsigned short*>(uv));
-      const float u = static_cast<float>(pair & 0xffu), v = static_cast<float>(pair >> 8);
-#else
-      const float u = uv[0], v = uv[1];
-#endif
-      row.y += w * (static_cast<float>(load_readonly(rows.luma[ky] + x)) - k.y_offset);
-      row.u += w * (u - 128.0f);
-      row.v += w * (v - 128.0f);
+      const PixelSamples tap = source_samples<kFilter, kPacked>(rows, ky, cols.index[kx], k.y_offset);
+      for (int s = 0; s < 3; ++s) row.s[s] += cols.weight[kx] * tap.s[s];
     }
-    sum.y += rows.weight[ky] * row.y;
-    sum.u += rows.weight[ky] * row.u;
-    sum.v += rows.weight[ky] * row.v;
+    for (int s = 0; s < 3; ++s) sum.s[s] += rows.weight[ky] * row.s[s];
   }
   finish_pixel(k, sum, out, stride);
 }
 
 // Built by the run functions from the validated batch, params and plan.
-PreprocessCommon preprocess_common(const PreprocessParams& params);
+PreprocessSource preprocess_source(PixelFormat format);
+PreprocessCommon preprocess_common(const PreprocessParams& params, PreprocessSource source);
 PreprocessImageArgs preprocess_image_args(const ImageBatch& input, const PreprocessParams& params,
                                           const ResizePlacement& placement, int i);
 // Tensor pixels per CUDA thread (preprocess.cu says why 8).
 inline constexpr int kPreprocessStrip = 8;
 
 // Whether an image takes the kernel's fast path for exact 2:1 horizontal downscales (the common
-// 1920 -> 960): the placement spans all `width` tensor columns, the ROI is twice as wide and starts
-// at an even column (so both x taps of a tensor pixel share one chroma pair), `width` is a
+// 1920 -> 960): the image is NV12, the placement spans all `width` tensor columns, the ROI is twice as wide
+// and starts at an even column (so both x taps of a tensor pixel share one chroma pair), `width` is a
 // multiple of kPreprocessStrip, and the ROI's rows start 16-byte aligned in both planes (so a
 // strip's 16 source columns are one vector load per row).
 bool halves_columns(const PreprocessImageArgs& a, int width);

@@ -41,13 +41,13 @@ std::int64_t tensor_index(const PreprocessParams& params, int n, int c, int y, i
 }
 
 // Tensor row y of image n: the row's source rows once, then every pixel.
-template <ResizeFilter kFilter>
+template <ResizeFilter kFilter, bool kPacked>
 void reference_row(const detail::PreprocessImageArgs& a, const detail::PreprocessCommon& common,
                    const PreprocessParams& params, const TensorView& output, int n, int y) {
-  const detail::SourceRows<kFilter> rows = detail::source_rows<kFilter>(a, y);
+  const detail::SourceRows<kFilter> rows = detail::source_rows<kFilter, kPacked>(a, y);
   for (int x = 0; x < params.width; ++x) {
     float values[3];
-    detail::preprocess_pixel<kFilter>(a, common, rows, x, values, 1);
+    detail::preprocess_pixel<kFilter, kPacked>(a, common, rows, x, values, 1);
     for (int c = 0; c < 3; ++c) {
       const std::int64_t index = tensor_index(params, n, c, y, x);
       if (params.dtype == DataType::kFloat32) {
@@ -59,10 +59,24 @@ void reference_row(const detail::PreprocessImageArgs& a, const detail::Preproces
   }
 }
 
+// Every tensor row of image n, per its source format.
+template <ResizeFilter kFilter>
+void reference_image(const detail::PreprocessImageArgs& a, const detail::PreprocessCommon& common,
+                     const PreprocessParams& params, const TensorView& output, int n) {
+  for (int y = 0; y < params.height; ++y) {
+    if (a.source == detail::PreprocessSource::kNv12) {
+      reference_row<kFilter, false>(a, common, params, output, n, y);
+    } else {
+      reference_row<kFilter, true>(a, common, params, output, n, y);
+    }
+  }
+}
+
 }  // namespace
 
 Result<PreprocessPlan> plan_preprocess(const ImageBatch& input, const PreprocessParams& params) {
-  FOVEA_TRY(check_batch(input, {PixelFormat::kNV12}, "preprocess input"));
+  FOVEA_TRY(
+      check_batch(input, {PixelFormat::kNV12, PixelFormat::kRGB8, PixelFormat::kBGR8}, "preprocess input"));
   FOVEA_TRY(check_params(params));
   PreprocessPlan plan;
   for (int i = 0; i < input.size(); ++i) {
@@ -80,23 +94,45 @@ Result<PreprocessPlan> plan_preprocess(const ImageBatch& input, const Preprocess
 
 namespace detail {
 
-PreprocessCommon preprocess_common(const PreprocessParams& params) {
-  const YuvCoefficients yuv = yuv_coefficients(params.matrix, params.range);
-  // Per RGB channel: the U' and V' coefficients of yuv_to_rgb (R = luma + r_v * cr,
-  // G = luma - g_u * cb - g_v * cr, B = luma + b_u * cb), in double until the final rounding.
-  const double from_u[3] = {0.0, -static_cast<double>(yuv.g_u), yuv.b_u};
-  const double from_v[3] = {yuv.r_v, -static_cast<double>(yuv.g_v), 0.0};
+PreprocessSource preprocess_source(PixelFormat format) {
+  return format == PixelFormat::kRGB8   ? PreprocessSource::kRgb8
+         : format == PixelFormat::kBGR8 ? PreprocessSource::kBgr8
+                                        : PreprocessSource::kNv12;
+}
+
+namespace {
+
+// Per RGB channel (R, G, B), its coefficient on each sample of `source` before normalization, in
+// double until the final rounding. NV12: yuv_to_rgb's (R = luma + r_v * cr, G = luma - g_u * cb -
+// g_v * cr, B = luma + b_u * cb, luma = y_scale * Y', cb = c_scale * U', cr = c_scale * V').
+// RGB8/BGR8: 1 on the byte that holds the channel.
+std::array<std::array<double, 3>, 3> rgb_from_samples(const PreprocessParams& params,
+                                                      PreprocessSource source) {
+  if (source == PreprocessSource::kNv12) {
+    const YuvCoefficients yuv = yuv_coefficients(params.matrix, params.range);
+    const double y = yuv.y_scale, c = yuv.c_scale;
+    return {{{y, 0.0, yuv.r_v * c}, {y, -yuv.g_u * c, -yuv.g_v * c}, {y, yuv.b_u * c, 0.0}}};
+  }
+  std::array<std::array<double, 3>, 3> pick{};
+  for (std::size_t rgb = 0; rgb < 3; ++rgb)
+    pick[rgb][source == PreprocessSource::kRgb8 ? rgb : 2 - rgb] = 1.0;
+  return pick;
+}
+
+}  // namespace
+
+PreprocessCommon preprocess_common(const PreprocessParams& params, PreprocessSource source) {
+  const std::array<std::array<double, 3>, 3> rgb_from = rgb_from_samples(params, source);
   const int red = params.bgr ? 2 : 0;
   PreprocessCommon k{};
-  k.y_offset = yuv.y_offset;
+  k.y_offset =
+      source == PreprocessSource::kNv12 ? yuv_coefficients(params.matrix, params.range).y_offset : 0.0f;
   for (int c = 0; c < 3; ++c) {
     const auto i = static_cast<std::size_t>(c);
-    const int rgb = c == 1 ? 1 : (c == red ? 0 : 2);
+    const auto rgb = static_cast<std::size_t>(c == 1 ? 1 : (c == red ? 0 : 2));
     const double mul = static_cast<double>(params.scale) / params.std[i];
     const double add = -static_cast<double>(params.mean[i]) / params.std[i];
-    k.from_y[c] = static_cast<float>(yuv.y_scale * mul);
-    k.from_u[c] = static_cast<float>(from_u[rgb] * yuv.c_scale * mul);
-    k.from_v[c] = static_cast<float>(from_v[rgb] * yuv.c_scale * mul);
+    for (std::size_t s = 0; s < 3; ++s) k.from[c][s] = static_cast<float>(rgb_from[rgb][s] * mul);
     k.bias[c] = static_cast<float>(add);
     const double at_0 = add, at_255 = 255.0 * mul + add;
     k.low[c] = static_cast<float>(std::min(at_0, at_255));
@@ -112,6 +148,7 @@ PreprocessImageArgs preprocess_image_args(const ImageBatch& input, const Preproc
   const ImageView& view = input.images[static_cast<std::size_t>(i)];
   const Roi roi = input.roi(i);
   PreprocessImageArgs a{};
+  a.source = preprocess_source(view.format);
   a.luma = static_cast<const unsigned char*>(view.planes[0].data);
   a.chroma = static_cast<const unsigned char*>(view.planes[1].data);
   a.luma_pitch = static_cast<long long>(view.planes[0].pitch);
@@ -131,8 +168,9 @@ bool halves_columns(const PreprocessImageArgs& a, int width) {
     return reinterpret_cast<std::uintptr_t>(row + a.roi_x) % alignment == 0 &&
            static_cast<std::uintptr_t>(pitch) % alignment == 0;
   };
-  return a.offset_x == 0 && a.x.dst_size == width && a.x.src_size == 2 * width && a.roi_x % 2 == 0 &&
-         width % kPreprocessStrip == 0 && aligned(a.luma, a.luma_pitch) && aligned(a.chroma, a.chroma_pitch);
+  return a.source == PreprocessSource::kNv12 && a.offset_x == 0 && a.x.dst_size == width &&
+         a.x.src_size == 2 * width && a.roi_x % 2 == 0 && width % kPreprocessStrip == 0 &&
+         aligned(a.luma, a.luma_pitch) && aligned(a.chroma, a.chroma_pitch);
 }
 
 Status check_preprocess_output(const TensorView& output, const PreprocessPlan& plan,
@@ -167,16 +205,14 @@ Status run_preprocess_cpu(const ImageBatch& input, const PreprocessParams& param
     return make_error(StatusCode::kInvalidArgument, "run_preprocess_cpu: the images are in device memory");
   }
   FOVEA_TRY(detail::check_preprocess_output(output, plan, params, MemoryKind::kHost));
-  const detail::PreprocessCommon common = detail::preprocess_common(params);
   for (int n = 0; n < input.size(); ++n) {
     const detail::PreprocessImageArgs a =
         detail::preprocess_image_args(input, params, plan.placements[static_cast<std::size_t>(n)], n);
-    for (int y = 0; y < params.height; ++y) {
-      if (params.filter == ResizeFilter::kNearest) {
-        reference_row<ResizeFilter::kNearest>(a, common, params, output, n, y);
-      } else {
-        reference_row<ResizeFilter::kBilinear>(a, common, params, output, n, y);
-      }
+    const detail::PreprocessCommon common = detail::preprocess_common(params, a.source);
+    if (params.filter == ResizeFilter::kNearest) {
+      reference_image<ResizeFilter::kNearest>(a, common, params, output, n);
+    } else {
+      reference_image<ResizeFilter::kBilinear>(a, common, params, output, n);
     }
   }
   return Status::ok();

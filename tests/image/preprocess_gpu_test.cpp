@@ -1,5 +1,5 @@
-// Fused preprocess: CUDA against the CPU reference on random NV12 batches (different sizes,
-// pitched, ROIs, letterbox), for both layouts, dtypes and filters.
+// Fused preprocess: CUDA against the CPU reference on random NV12 batches and NV12 mixed with
+// RGB8/BGR8 (different sizes, pitched, ROIs, letterbox), for both layouts, dtypes and filters.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -24,11 +24,13 @@ double to_double(const std::vector<std::uint8_t>& bytes, std::size_t i, DataType
 struct Frame {
   int width, height;
   Roi roi;
+  PixelFormat format = PixelFormat::kNV12;
 };
 
 // The CUDA run against the CPU reference on random frames (uploaded pitched), for both filters,
-// layouts and dtypes and the given fits. `halving`: whether every image must take the kernel's 2:1
-// fast path (detail::halves_columns), so the test knows which path it covers.
+// layouts and dtypes and the given fits. `halving`: whether every NV12 image must take the kernel's
+// 2:1 fast path (detail::halves_columns; RGB8/BGR8 images never do), so the test knows which path
+// it covers.
 void expect_gpu_matches_cpu(const std::vector<Frame>& frames, int width, int height,
                             const std::vector<ResizeFit>& fits, bool halving) {
   std::vector<std::unique_ptr<HostImage>> host;
@@ -36,9 +38,9 @@ void expect_gpu_matches_cpu(const std::vector<Frame>& frames, int width, int hei
   ImageBatch cpu_in, gpu_in;
   for (std::size_t i = 0; i < frames.size(); ++i) {
     const Frame& f = frames[i];
-    host.push_back(std::make_unique<HostImage>(PixelFormat::kNV12, f.width, f.height, 3, 6));
+    host.push_back(std::make_unique<HostImage>(f.format, f.width, f.height, 3, 6));
     host.back()->fill_random(static_cast<std::uint32_t>(40 + i));
-    device.push_back(std::make_unique<DeviceImage>(PixelFormat::kNV12, f.width, f.height));
+    device.push_back(std::make_unique<DeviceImage>(f.format, f.width, f.height));
     device.back()->upload(*host.back());
     cpu_in.images.push_back(host.back()->view());
     gpu_in.images.push_back(device.back()->view());
@@ -69,7 +71,9 @@ void expect_gpu_matches_cpu(const std::vector<Frame>& frames, int width, int hei
           for (int i = 0; i < gpu_in.size(); ++i) {
             const auto args = detail::preprocess_image_args(gpu_in, params,
                                                             plan->placements[static_cast<std::size_t>(i)], i);
-            EXPECT_EQ(detail::halves_columns(args, width), halving) << "image " << i;
+            EXPECT_EQ(detail::halves_columns(args, width),
+                      halving && frames[static_cast<std::size_t>(i)].format == PixelFormat::kNV12)
+                << "image " << i;
           }
           const auto& s = plan->shape;
           std::vector<std::uint8_t> expected(plan->output_bytes);
@@ -129,6 +133,26 @@ TEST(PreprocessGpu, HalvingMatchesCpu) {
   expect_gpu_matches_cpu(frames, 960, 544, fits, true);
   frames = {{1924, 1080, Roi{2, 0, 1920, 1080}}};
   expect_gpu_matches_cpu(frames, 960, 544, fits, false);
+}
+
+// RGB8/BGR8 of odd sizes (1x1, single rows) with odd ROIs and the pix2pix halves of a 512x256
+// pair, alone and mixed with NV12 in one launch; then NV12 that would take the 2:1 fast path next
+// to an RGB8 image (the launch takes the general path).
+TEST(PreprocessGpu, PackedRgbMatchesCpu) {
+  FOVEA_REQUIRE_GPU();
+  const std::vector<ResizeFit> fits = {ResizeFit::kStretch, ResizeFit::kLetterbox};
+  const std::vector<Frame> packed = {{37, 23, Roi{3, 5, 31, 17}, PixelFormat::kRGB8},
+                                     {1, 1, Roi{}, PixelFormat::kBGR8},
+                                     {255, 3, Roi{}, PixelFormat::kRGB8},
+                                     {512, 256, Roi{256, 0, 256, 256}, PixelFormat::kRGB8},
+                                     {512, 256, Roi{0, 0, 256, 256}, PixelFormat::kBGR8}};
+  expect_gpu_matches_cpu(packed, 97, 64, fits, false);
+  expect_gpu_matches_cpu({packed[3]}, 256, 256, fits, false);
+  std::vector<Frame> mixed = packed;
+  mixed.insert(mixed.begin() + 1, Frame{126, 78, Roi{13, 7, 99, 61}});
+  mixed.push_back(Frame{64, 302, Roi{1, 31, 62, 201}});
+  expect_gpu_matches_cpu(mixed, 961, 543, fits, false);
+  expect_gpu_matches_cpu({{1920, 1080, Roi{}}, {37, 23, Roi{}, PixelFormat::kRGB8}}, 960, 544, fits, true);
 }
 
 TEST(PreprocessGpu, RejectsHostOutput) {

@@ -1,5 +1,6 @@
 // Fused preprocess on the CPU: the fused op against the composition of the separate steps it is
-// defined as (image/preprocess.h), and bad input.
+// defined as (image/preprocess.h), NV12 and RGB8/BGR8 batches, a hand-computed RGB8 case, the
+// pix2pix half-image ROI, and bad input.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -18,16 +19,23 @@
 namespace fovea::image::testing {
 namespace {
 
-// Step 1 of the definition: NV12 to float RGB planes at full resolution, not clamped, nearest
-// chroma.
-HostImage nv12_to_planar_rgb(const ImageView& nv12, ColorMatrix matrix, ColorRange range) {
-  HostImage rgb(PixelFormat::kPlanarF32, nv12.width, nv12.height, 3, 4);
+// Step 1 of the definition: float RGB planes at full resolution, not clamped. NV12 converts with
+// nearest chroma; RGB8/BGR8 take their pixel values.
+HostImage to_planar_rgb(const ImageView& image, ColorMatrix matrix, ColorRange range) {
+  HostImage rgb(PixelFormat::kPlanarF32, image.width, image.height, 3, 4);
   const YuvCoefficients k = yuv_coefficients(matrix, range);
-  for (int y = 0; y < nv12.height; ++y) {
-    for (int x = 0; x < nv12.width; ++x) {
-      const std::uint8_t* uv = nv12.row(1, y / 2) + (x / 2) * 2;
-      const Rgb p = yuv_to_rgb(nv12.row(0, y)[x], uv[0], uv[1], k);
-      const float values[3] = {p.r, p.g, p.b};
+  for (int y = 0; y < image.height; ++y) {
+    for (int x = 0; x < image.width; ++x) {
+      float values[3];
+      if (image.format == PixelFormat::kNV12) {
+        const std::uint8_t* uv = image.row(1, y / 2) + (x / 2) * 2;
+        const Rgb p = yuv_to_rgb(image.row(0, y)[x], uv[0], uv[1], k);
+        values[0] = p.r, values[1] = p.g, values[2] = p.b;
+      } else {
+        const std::uint8_t* pixel = image.row(0, y) + 3 * x;
+        const bool bgr = image.format == PixelFormat::kBGR8;
+        for (int c = 0; c < 3; ++c) values[c] = pixel[bgr ? 2 - c : c];
+      }
       for (int c = 0; c < 3; ++c) rgb.view().row<float>(c, y)[x] = values[c];
     }
   }
@@ -36,18 +44,18 @@ HostImage nv12_to_planar_rgb(const ImageView& nv12, ColorMatrix matrix, ColorRan
 
 // Steps 2 and 3: crop + resize the float image with the resize op, clamp, then normalize and lay
 // out.
-std::vector<float> composition(const ImageBatch& nv12, const PreprocessParams& params) {
+std::vector<float> composition(const ImageBatch& input, const PreprocessParams& params) {
   const int plane = params.width * params.height;
-  std::vector<float> out(static_cast<std::size_t>(nv12.size()) * 3 * plane);
-  for (int n = 0; n < nv12.size(); ++n) {
-    HostImage rgb = nv12_to_planar_rgb(nv12.images[static_cast<std::size_t>(n)], params.matrix, params.range);
+  std::vector<float> out(static_cast<std::size_t>(input.size()) * 3 * plane);
+  for (int n = 0; n < input.size(); ++n) {
+    HostImage rgb = to_planar_rgb(input.images[static_cast<std::size_t>(n)], params.matrix, params.range);
     HostImage resized(PixelFormat::kPlanarF32, params.width, params.height, 3, 2);
     ResizeParams resize{params.filter, ResizeCompat::kOpenCv, params.fit, {}};
     const int red = params.bgr ? 2 : 0;
     // The resize works on RGB planes; the pad value is given in tensor channel order.
     resize.pad_value = {params.pad_value[red], params.pad_value[1], params.pad_value[2 - red], 0.0f};
     const Status status =
-        run_resize_cpu(ImageBatch{{rgb.view()}, {nv12.roi(n)}}, ImageBatch{{resized.view()}, {}}, resize);
+        run_resize_cpu(ImageBatch{{rgb.view()}, {input.roi(n)}}, ImageBatch{{resized.view()}, {}}, resize);
     EXPECT_TRUE(status.is_ok()) << status.to_string();
     for (int c = 0; c < 3; ++c) {
       const int source_plane = c == 1 ? 1 : (c == red ? 0 : 2);
@@ -83,59 +91,165 @@ struct Frames {
   ImageBatch batch;
 };
 
-// Batch 1 or 3 frames of different even sizes (not multiples of 16), pitched, with ROIs (odd
-// offsets and sizes included).
-Frames make_frames(int count) {
-  const int sizes[3][2] = {{126, 78}, {200, 150}, {64, 302}};
-  const Roi rois[3] = {Roi{}, Roi{13, 7, 151, 99}, Roi{1, 31, 62, 201}};
+struct FrameSpec {
+  PixelFormat format;
+  int width, height;
+  Roi roi;
+};
+
+// Random frames, pitched: 6 bytes of row padding for NV12, 5 for packed rows (odd pitches).
+Frames make_frames(const std::vector<FrameSpec>& specs) {
   Frames f;
-  for (int i = 0; i < count; ++i) {
-    f.images.push_back(std::make_unique<HostImage>(PixelFormat::kNV12, sizes[i][0], sizes[i][1], 3, 6));
-    f.images.back()->fill_random(static_cast<std::uint32_t>(20 + i));
+  for (const FrameSpec& spec : specs) {
+    const int extra_pitch = spec.format == PixelFormat::kNV12 ? 6 : 5;
+    f.images.push_back(std::make_unique<HostImage>(spec.format, spec.width, spec.height, 3, extra_pitch));
+    f.images.back()->fill_random(static_cast<std::uint32_t>(20 + f.batch.size()));
     f.batch.images.push_back(f.images.back()->view());
-    f.batch.rois.push_back(rois[i]);
+    f.batch.rois.push_back(spec.roi);
   }
   return f;
 }
 
-TEST(Preprocess, MatchesTheCompositionOfColorResizeNormalize) {
-  for (int count : {1, 3}) {
-    Frames frames = make_frames(count);
-    for (ResizeFilter filter : {ResizeFilter::kBilinear, ResizeFilter::kNearest}) {
-      for (ResizeFit fit : {ResizeFit::kStretch, ResizeFit::kLetterbox, ResizeFit::kKeepAspectTopLeft}) {
-        for (TensorLayout layout : {TensorLayout::kNCHW, TensorLayout::kNHWC}) {
-          for (DataType dtype : {DataType::kFloat32, DataType::kFloat16}) {
-            PreprocessParams params;
-            params.width = 97;
-            params.height = 64;
-            params.layout = layout;
-            params.dtype = dtype;
-            params.filter = filter;
-            params.fit = fit;
-            params.bgr = layout == TensorLayout::kNHWC;
-            params.matrix = dtype == DataType::kFloat16 ? ColorMatrix::kBt709 : ColorMatrix::kBt601;
-            params.range = fit == ResizeFit::kLetterbox ? ColorRange::kFull : ColorRange::kLimited;
-            params.mean = {0.485f, 0.456f, 0.406f};
-            params.std = {0.229f, 0.224f, 0.225f};
-            params.pad_value = {114.0f, 100.0f, 50.0f};
-            SCOPED_TRACE(::testing::Message()
-                         << "batch " << count << " filter " << static_cast<int>(filter) << " fit "
-                         << static_cast<int>(fit) << " layout " << static_cast<int>(layout) << " dtype "
-                         << data_type_name(dtype));
-            auto plan = plan_preprocess(frames.batch, params);
-            ASSERT_TRUE(plan.is_ok()) << plan.status().to_string();
-            std::vector<std::uint8_t> bytes(plan->output_bytes);
-            const auto& s = plan->shape;
-            const TensorView out =
-                contiguous_tensor(bytes.data(), dtype, MemoryKind::kHost, {s[0], s[1], s[2], s[3]});
-            const Status status = run_preprocess_cpu(frames.batch, params, out);
-            ASSERT_TRUE(status.is_ok()) << status.to_string();
-            EXPECT_LE(max_difference(composition(frames.batch, params), bytes.data(), dtype),
-                      dtype == DataType::kFloat32 ? kF32Tolerance : kF16Tolerance);
-          }
+// NV12: batch 1 or 3 frames of different even sizes (not multiples of 16), with ROIs (odd offsets
+// and sizes included).
+const std::vector<FrameSpec> kNv12Frames = {{PixelFormat::kNV12, 126, 78, Roi{}},
+                                            {PixelFormat::kNV12, 200, 150, Roi{13, 7, 151, 99}},
+                                            {PixelFormat::kNV12, 64, 302, Roi{1, 31, 62, 201}}};
+// RGB8 and BGR8 of odd sizes (1x1 and single rows included) mixed with NV12, with odd ROIs and the
+// pix2pix halves of a 512x256 pair.
+const std::vector<FrameSpec> kMixedFrames = {{PixelFormat::kRGB8, 37, 23, Roi{3, 5, 31, 17}},
+                                             {PixelFormat::kNV12, 126, 78, Roi{13, 7, 99, 61}},
+                                             {PixelFormat::kBGR8, 1, 1, Roi{}},
+                                             {PixelFormat::kRGB8, 255, 3, Roi{}},
+                                             {PixelFormat::kBGR8, 512, 256, Roi{256, 0, 256, 256}},
+                                             {PixelFormat::kRGB8, 512, 256, Roi{0, 0, 256, 256}}};
+
+void expect_matches_composition(const std::vector<FrameSpec>& specs) {
+  Frames frames = make_frames(specs);
+  for (ResizeFilter filter : {ResizeFilter::kBilinear, ResizeFilter::kNearest}) {
+    for (ResizeFit fit : {ResizeFit::kStretch, ResizeFit::kLetterbox, ResizeFit::kKeepAspectTopLeft}) {
+      for (TensorLayout layout : {TensorLayout::kNCHW, TensorLayout::kNHWC}) {
+        for (DataType dtype : {DataType::kFloat32, DataType::kFloat16}) {
+          PreprocessParams params;
+          params.width = 97;
+          params.height = 64;
+          params.layout = layout;
+          params.dtype = dtype;
+          params.filter = filter;
+          params.fit = fit;
+          params.bgr = layout == TensorLayout::kNHWC;
+          params.matrix = dtype == DataType::kFloat16 ? ColorMatrix::kBt709 : ColorMatrix::kBt601;
+          params.range = fit == ResizeFit::kLetterbox ? ColorRange::kFull : ColorRange::kLimited;
+          params.mean = {0.485f, 0.456f, 0.406f};
+          params.std = {0.229f, 0.224f, 0.225f};
+          params.pad_value = {114.0f, 100.0f, 50.0f};
+          SCOPED_TRACE(::testing::Message()
+                       << "batch " << specs.size() << " filter " << static_cast<int>(filter) << " fit "
+                       << static_cast<int>(fit) << " layout " << static_cast<int>(layout) << " dtype "
+                       << data_type_name(dtype));
+          auto plan = plan_preprocess(frames.batch, params);
+          ASSERT_TRUE(plan.is_ok()) << plan.status().to_string();
+          std::vector<std::uint8_t> bytes(plan->output_bytes);
+          const auto& s = plan->shape;
+          const TensorView out =
+              contiguous_tensor(bytes.data(), dtype, MemoryKind::kHost, {s[0], s[1], s[2], s[3]});
+          const Status status = run_preprocess_cpu(frames.batch, params, out);
+          ASSERT_TRUE(status.is_ok()) << status.to_string();
+          EXPECT_LE(max_difference(composition(frames.batch, params), bytes.data(), dtype),
+                    dtype == DataType::kFloat32 ? kF32Tolerance : kF16Tolerance);
         }
       }
     }
+  }
+}
+
+TEST(Preprocess, MatchesTheCompositionOfColorResizeNormalize) {
+  expect_matches_composition({kNv12Frames.begin(), kNv12Frames.begin() + 1});
+  expect_matches_composition(kNv12Frames);
+}
+
+TEST(Preprocess, PackedRgbMixedWithNv12MatchesTheComposition) {
+  expect_matches_composition(kMixedFrames);
+}
+
+// A 3x2 RGB8 image at its own size (the resize is the identity: bilinear taps at weight 1 and 0),
+// normalized to [-1, 1]: (v / 255 - 0.5) / 0.5, so 0, 51, 102, 153, 204, 255 give -1, -0.6, -0.2,
+// 0.2, 0.6, 1. BGR8 holds the same bytes in the other order; the tensor's bgr flag swaps again.
+TEST(Preprocess, PackedRgbHandComputed) {
+  const std::uint8_t pixels[2][3][3] = {{{0, 51, 102}, {153, 204, 255}, {255, 0, 51}},
+                                        {{102, 153, 204}, {51, 255, 0}, {204, 102, 153}}};
+  // Planes of bytes 0, 1, 2 in NCHW order.
+  const std::vector<float> by_byte[3] = {{-1.0f, 0.2f, 1.0f, -0.2f, -0.6f, 0.6f},
+                                         {-0.6f, 0.6f, -1.0f, 0.2f, 1.0f, -0.2f},
+                                         {-0.2f, 1.0f, -0.6f, 0.6f, -1.0f, 0.2f}};
+  struct Case {
+    PixelFormat format;
+    bool bgr;
+    int planes[3];  // the byte behind tensor channels 0, 1, 2
+  };
+  for (const Case& c :
+       {Case{PixelFormat::kRGB8, false, {0, 1, 2}}, Case{PixelFormat::kRGB8, true, {2, 1, 0}},
+        Case{PixelFormat::kBGR8, false, {2, 1, 0}}, Case{PixelFormat::kBGR8, true, {0, 1, 2}}}) {
+    SCOPED_TRACE(::testing::Message() << pixel_format_name(c.format) << " bgr " << c.bgr);
+    HostImage image(c.format, 3, 2, 3, 5);
+    for (int y = 0; y < 2; ++y) {
+      for (int x = 0; x < 3; ++x) {
+        for (int b = 0; b < 3; ++b) image.view().row(0, y)[3 * x + b] = pixels[y][x][b];
+      }
+    }
+    PreprocessParams params;
+    params.width = 3;
+    params.height = 2;
+    params.dtype = DataType::kFloat32;
+    params.bgr = c.bgr;
+    params.matrix = ColorMatrix::kBt709;  // ignored for packed RGB
+    params.mean = {0.5f, 0.5f, 0.5f};
+    params.std = {0.5f, 0.5f, 0.5f};
+    std::vector<float> out(3 * 2 * 3);
+    const Status status = run_preprocess_cpu(
+        ImageBatch{{image.view()}, {}}, params,
+        contiguous_tensor(out.data(), DataType::kFloat32, MemoryKind::kHost, {1, 3, 2, 3}));
+    ASSERT_TRUE(status.is_ok()) << status.to_string();
+    for (int ch = 0; ch < 3; ++ch) {
+      for (int i = 0; i < 6; ++i) {
+        EXPECT_NEAR(out[static_cast<std::size_t>(ch * 6 + i)],
+                    by_byte[c.planes[ch]][static_cast<std::size_t>(i)], kF32Tolerance)
+            << "channel " << ch << " pixel " << i;
+      }
+    }
+  }
+}
+
+// pix2pix's "AB" images hold the input and the target side by side; the model takes one half,
+// given as the ROI (x = 0 or x = width / 2). At 256x256 the resize is the identity, so the tensor
+// is that half's pixels, normalized to [-1, 1].
+TEST(Preprocess, Pix2PixHalfImageRoi) {
+  HostImage pair(PixelFormat::kRGB8, 512, 256, 3, 3);
+  pair.fill_random(7);
+  for (int left : {0, 256}) {
+    SCOPED_TRACE(::testing::Message() << "ROI x " << left);
+    PreprocessParams params;
+    params.width = 256;
+    params.height = 256;
+    params.dtype = DataType::kFloat32;
+    params.mean = {0.5f, 0.5f, 0.5f};
+    params.std = {0.5f, 0.5f, 0.5f};
+    std::vector<float> out(3 * 256 * 256);
+    const Status status = run_preprocess_cpu(
+        ImageBatch{{pair.view()}, {Roi{left, 0, 256, 256}}}, params,
+        contiguous_tensor(out.data(), DataType::kFloat32, MemoryKind::kHost, {1, 3, 256, 256}));
+    ASSERT_TRUE(status.is_ok()) << status.to_string();
+    double worst = 0;
+    for (int c = 0; c < 3; ++c) {
+      for (int y = 0; y < 256; ++y) {
+        for (int x = 0; x < 256; ++x) {
+          const double expected = pair.view().row(0, y)[3 * (left + x) + c] / 127.5 - 1.0;
+          const float actual = out[static_cast<std::size_t>((c * 256 + y) * 256 + x)];
+          worst = std::max(worst, std::abs(actual - expected));
+        }
+      }
+    }
+    EXPECT_LE(worst, kF32Tolerance);
   }
 }
 
@@ -157,8 +271,12 @@ TEST(Preprocess, RejectsBadInput) {
   ImageView odd = frame.view();
   odd.width = 63;
   EXPECT_EQ(run(ImageBatch{{odd}, {}}, params, out), StatusCode::kInvalidArgument);
-  HostImage rgb(PixelFormat::kRGB8, 64, 48);
-  EXPECT_EQ(run(ImageBatch{{rgb.view()}, {}}, params, out), StatusCode::kUnsupported);
+  // RGB8 may have odd sizes; other formats are not supported.
+  HostImage rgb(PixelFormat::kRGB8, 63, 47);
+  EXPECT_EQ(run(ImageBatch{{rgb.view()}, {}}, params, out), StatusCode::kOk);
+  EXPECT_EQ(run(ImageBatch{{rgb.view()}, {Roi{32, 0, 32, 47}}}, params, out), StatusCode::kInvalidArgument);
+  HostImage rgba(PixelFormat::kRGBA8, 64, 48);
+  EXPECT_EQ(run(ImageBatch{{rgba.view()}, {}}, params, out), StatusCode::kUnsupported);
   // Two frames for a tensor of one: the batch sizes differ.
   const Status mismatch = run_preprocess_cpu(ImageBatch{{frame.view(), frame.view()}, {}}, params, out);
   EXPECT_EQ(mismatch.code(), StatusCode::kInvalidArgument);
