@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -433,12 +434,26 @@ Status LibavEncoder::open() {
   return open_stream();
 }
 
-Status LibavEncoder::open_muxer() {
-  const AVOutputFormat* format = av_guess_format(nullptr, path_.c_str(), nullptr);
+// The muxer: a file's from its extension, or the live target's.
+Result<const AVOutputFormat*> output_format(const std::string& path, EncoderTarget target) {
+  if (target != EncoderTarget::kFile) {
+    const char* name = target == EncoderTarget::kHls ? "hls" : "rtsp";
+    const AVOutputFormat* format = av_guess_format(name, nullptr, nullptr);
+    if (format == nullptr) {
+      return make_error(StatusCode::kUnsupported, "this FFmpeg build has no ", name, " muxer");
+    }
+    return format;
+  }
+  const AVOutputFormat* format = av_guess_format(nullptr, path.c_str(), nullptr);
   if (format == nullptr) {
     return make_error(StatusCode::kInvalidArgument,
                       "cannot tell the container from the file name (use .mp4, .mov, .mkv or .ts)");
   }
+  return format;
+}
+
+Status LibavEncoder::open_muxer() {
+  FOVEA_ASSIGN_OR_RETURN(const AVOutputFormat* format, output_format(path_, options_.target));
   const AVCodecID codec_id = options_.codec == EncoderCodec::kH264 ? AV_CODEC_ID_H264 : AV_CODEC_ID_HEVC;
   // 0 is a definite no; muxers that cannot tell (MPEG-TS) answer negative and are left to try.
   if (avformat_query_codec(format, codec_id, FF_COMPLIANCE_NORMAL) == 0) {
@@ -449,6 +464,24 @@ Status LibavEncoder::open_muxer() {
   FOVEA_AV_TRY(avformat_alloc_output_context2(&raw, format, nullptr, path_.c_str()));
   output_.reset(raw);
   return Status::ok();
+}
+
+// The live muxers' options. HLS: segments of hls_segment_seconds, each written under a temporary
+// name and renamed whole (temp_file) so that players never read half a segment, each starting
+// with a keyframe (independent_segments), the oldest deleted once out of the playlist. RTSP: the
+// transport and a bound on connecting and on each write, so a server that went away fails the
+// write instead of hanging it.
+void set_live_muxer_options(const std::string& path, const EncoderOptions& options, Dictionary& muxer) {
+  if (options.target == EncoderTarget::kHls) {
+    muxer.set("hls_time", std::to_string(options.hls_segment_seconds));
+    muxer.set("hls_list_size", std::to_string(options.hls_playlist_size));
+    muxer.set("hls_flags", "delete_segments+independent_segments+temp_file");
+    const std::filesystem::path folder = std::filesystem::path(path).parent_path();
+    muxer.set("hls_segment_filename", (folder / "segment_%06d.ts").string());
+  } else if (options.target == EncoderTarget::kRtsp) {
+    muxer.set("rtsp_transport", options.rtsp_transport == RtspTransport::kUdp ? "udp" : "tcp");
+    muxer.set("timeout", std::to_string(static_cast<std::int64_t>(options.network_timeout_ms) * 1000));
+  }
 }
 
 Status LibavEncoder::open_codec() {
@@ -628,7 +661,12 @@ Status LibavEncoder::open_stream() {
       return ffmpeg_error(opened, "cannot create the output file");
     }
   }
-  FOVEA_AV_TRY(avformat_write_header(output_.get(), nullptr));
+  Dictionary muxer_options;
+  set_live_muxer_options(path_, options_, muxer_options);
+  clear_last_ffmpeg_message();
+  if (const int written = avformat_write_header(output_.get(), muxer_options.get()); written < 0) {
+    return ffmpeg_error(written, "cannot start the output");
+  }
   header_written_ = true;
   return Status::ok();
 }

@@ -11,6 +11,12 @@
 // under a temporary name beside the path (core/output_file.h) and takes its name only once
 // finalized: a previous file of that name stays until then, and a file that could not be
 // finalized (no trailer: disk full, a killed process) never appears under the name.
+//
+// Live targets (EncoderOptions::target) are written as they come, since players read them while
+// they grow: HLS (a playlist and its segments, each written under a temporary name and renamed
+// whole, the oldest deleted; finish() writes #EXT-X-ENDLIST) and RTSP push (ANNOUNCE/RECORD to a
+// server; finish() sends TEARDOWN). A write to a server that went away fails; the caller opens a
+// new encoder to reconnect.
 #pragma once
 
 #include <cstdint>
@@ -20,12 +26,17 @@
 #include "core/cuda_stream.h"
 #include "core/frame.h"
 #include "core/status.h"
+#include "io/demuxer.h"
 
 namespace fovea::io {
 
 enum class EncoderCodec { kH264, kHevc };
 enum class EncoderBackend { kAuto, kCpu, kNvenc };
 bool parse_encoder_codec(std::string_view text, EncoderCodec* codec);
+
+// kFile: `path` is the file (container from its extension); kHls: `path` is the playlist
+// (<folder>/index.m3u8) and the segments go beside it; kRtsp: `path` is the rtsp:// URL pushed to.
+enum class EncoderTarget { kFile, kHls, kRtsp };
 
 struct EncoderOptions {
   EncoderCodec codec = EncoderCodec::kH264;
@@ -46,6 +57,13 @@ struct EncoderOptions {
   int threads = 0;                // 0 = encoder default (one per core)
   int device = 0;                 // NVENC device
   cudaStream_t stream = nullptr;  // device frames are read on this stream
+  EncoderTarget target = EncoderTarget::kFile;
+  // kHls: segment length (set gop to the frames in it, so that each segment starts with a
+  // keyframe) and segments the playlist keeps; older segment files are deleted.
+  int hls_segment_seconds = 2;
+  int hls_playlist_size = 6;
+  RtspTransport rtsp_transport = RtspTransport::kTcp;  // kRtsp
+  int network_timeout_ms = 5000;                       // kRtsp: connecting and each write
 };
 
 struct EncoderStats {

@@ -1,5 +1,7 @@
 #include "pipeline/sinks.h"
 
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <mutex>
 #include <optional>
@@ -23,6 +25,9 @@ namespace {
 // Frames one encoder may have waiting: enough to ride out an encoder's uneven pace (x264's
 // lookahead makes some frames slower) without holding many slots, whose buffers the frames share.
 constexpr std::size_t kEncoderQueueFrames = 8;
+// A live output's queue drops rather than waits, so it rides out a longer hiccup (a segment's
+// rename, a slow write to the server) before it loses pictures.
+constexpr std::size_t kLiveQueueFrames = 32;
 
 struct EncodeJob {
   std::shared_ptr<const FrameBatch> batch;
@@ -56,30 +61,117 @@ std::filesystem::path video_output_path(const VideoSinkConfig& config, const std
   return std::filesystem::path(config.output_dir) / (stream_name + ".mp4");
 }
 
-struct VideoSink::Output {
-  std::string stream;
-  std::string path;
-  io::EncoderOptions options;
+std::filesystem::path hls_playlist_path(const std::string& hls_folder, const std::string& stream_name) {
+  return std::filesystem::path(hls_folder) / stream_name / "index.m3u8";
+}
+
+std::string rtsp_push_url(const std::string& rtsp, const std::string& stream_name, bool mosaic) {
+  if (mosaic) return rtsp;
+  return rtsp.ends_with('/') ? rtsp + stream_name : rtsp + "/" + stream_name;
+}
+
+Status check_hls_folder(const std::string& hls_folder, const std::vector<std::string>& inputs) {
+  std::error_code error;
+  const std::filesystem::path folder = std::filesystem::weakly_canonical(hls_folder, error);
+  if (error) return Status::ok();  // check_outputs says why it cannot be written
+  for (const std::string& input : inputs) {
+    if (input.find("://") != std::string::npos) continue;
+    const std::filesystem::path path = std::filesystem::weakly_canonical(input, error);
+    if (error) continue;
+    const auto [folder_end, path_at] = std::mismatch(folder.begin(), folder.end(), path.begin(), path.end());
+    if (folder_end == folder.end()) {
+      return make_error(StatusCode::kInvalidArgument, "sinks.stream.hls ", hls_folder,
+                        (path == folder ? " is the input " : " holds the input "), input,
+                        "; HLS writes playlists and segments there as it goes: choose a folder of its own");
+    }
+  }
+  return Status::ok();
+}
+
+struct EncodingSink::Output {
+  Target target;
   Rational frame_rate;
-  BoundedQueue<EncodeJob> queue{kEncoderQueueFrames};
+  BoundedQueue<EncodeJob> queue;
   std::thread thread;
   std::unique_ptr<io::Encoder> encoder;
+  std::int64_t pictures = 0;  // given to it, encoded or dropped: the mosaic's clock
+  // A reconnecting output: while away, when it tries again.
+  bool away = false;
+  std::chrono::steady_clock::time_point retry_at;
   mutable std::mutex mutex;  // guards the report fields below, read by reports() while it runs
   std::string encoder_name;
   std::int64_t frames = 0;
+  std::int64_t dropped = 0;
+  std::int64_t reconnects = 0;
   std::string error;
+
+  explicit Output(Target spec)
+      : target(std::move(spec)), queue(target.live ? kLiveQueueFrames : kEncoderQueueFrames) {}
 
   void run() {
     while (std::optional<EncodeJob> job = queue.pop()) {
-      if (!has_failed()) {
-        const Status status = encode(*job);
-        if (!status.is_ok()) fail(status);
-      }
+      handle(*job);
+      ++pictures;
     }
+    close_encoder();
+  }
+
+  void handle(const EncodeJob& job) {
+    if (has_failed()) return;
+    if (away && std::chrono::steady_clock::now() < retry_at) {
+      count_drop();
+      return;
+    }
+    const Status status = encode(job);
+    if (status.is_ok()) {
+      if (std::exchange(away, false)) reconnected();
+      return;
+    }
+    if (!target.reconnect) {
+      fail(status);
+      return;
+    }
+    lose(status);
+    count_drop();
+  }
+
+  // A reconnecting output lost its server (or never reached it): it closes the encoder and waits
+  // its backoff; its pictures are dropped meanwhile. Said once per loss, not per attempt.
+  void lose(const Status& status) {
     if (encoder != nullptr) {
-      const Status status = encoder->finish();
-      if (!status.is_ok()) fail(status);
+      // The session ends as far as a dead connection allows; that it cannot end cleanly is the loss.
+      const Status closed = encoder->finish();
+      if (!closed.is_ok()) log_debug("stream sink {}: closing: {}", target.stream_name, closed.to_string());
+      encoder.reset();
     }
+    Backoff& backoff = *target.reconnect;
+    backoff.next();
+    retry_at =
+        std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                               std::chrono::duration<double>(backoff.wait_seconds()));
+    if (backoff.attempt() == 1) {
+      log_warn(
+          "stream sink {}: {}; dropping its frames (counted) and trying again with backoff, from {:.1f} s",
+          target.stream_name, status.to_string(), backoff.wait_seconds());
+    } else {
+      log_debug("stream sink {}: attempt {} failed: {}; next in {:.1f} s", target.stream_name,
+                backoff.attempt(), status.to_string(), backoff.wait_seconds());
+    }
+    away = true;
+  }
+
+  void reconnected() {
+    log_info("stream sink {}: {} connected again after {} attempts", target.stream_name, target.location,
+             target.reconnect->attempt());
+    target.reconnect->reset();
+    std::lock_guard lock(mutex);
+    ++reconnects;
+  }
+
+  void close_encoder() {
+    if (encoder == nullptr) return;
+    const Status status = encoder->finish();
+    if (!status.is_ok()) fail(status);
   }
 
   // The picture's timing: its frame's, or (the mosaic) the stream's own count at its frame rate.
@@ -93,10 +185,10 @@ struct VideoSink::Output {
       frame.time_base = source_frame.payload.time_base;
       frame.index = source_frame.index;
     } else {
-      frame.pts = frames;
+      frame.pts = pictures;
       frame.has_pts = true;
       frame.time_base = Rational{frame_rate.den, frame_rate.num};
-      frame.index = frames;
+      frame.index = pictures;
     }
     return frame;
   }
@@ -105,9 +197,10 @@ struct VideoSink::Output {
     FOVEA_TRACE_RANGE("encode", static_cast<std::int64_t>(job.batch->number));
     const Frame frame = timed_picture(job);
     if (encoder == nullptr) {
-      options.time_base = frame.time_base;
-      options.frame_rate = frame_rate;
-      FOVEA_ASSIGN_OR_RETURN(std::unique_ptr<io::Encoder> opened, io::Encoder::open(path, options));
+      target.options.time_base = frame.time_base;
+      target.options.frame_rate = frame_rate;
+      FOVEA_ASSIGN_OR_RETURN(std::unique_ptr<io::Encoder> opened,
+                             io::Encoder::open(target.location, target.options));
       std::lock_guard lock(mutex);
       encoder = std::move(opened);
       encoder_name = encoder->encoder_name();
@@ -118,71 +211,73 @@ struct VideoSink::Output {
     return Status::ok();
   }
 
+  void count_drop() {
+    std::lock_guard lock(mutex);
+    ++dropped;
+  }
+
   bool has_failed() const {
     std::lock_guard lock(mutex);
     return !error.empty();
   }
 
   void fail(const Status& status) {
-    log_error("video sink {}: {}; the other outputs carry on", stream, status.with_context(path).to_string());
+    log_error("{} sink {}: {}; the other outputs carry on", target.live ? "stream" : "video",
+              target.stream_name, status.with_context(target.location).to_string());
     std::lock_guard lock(mutex);
-    if (error.empty()) error = status.with_context(path).message();
+    if (error.empty()) error = status.with_context(target.location).message();
   }
 };
 
-VideoSink::VideoSink(VideoSinkConfig config, std::vector<std::string> stream_names, Streams streams,
-                     int width, int height, int encoder_threads, PicturePicker pick)
-    : config_(std::move(config)), streams_(streams), pick_(std::move(pick)) {
-  for (std::size_t s = 0; s < stream_names.size(); ++s) {
-    auto output = std::make_unique<Output>();
-    output->stream = stream_names[s];
-    output->path = video_output_path(config_, stream_names[s]).string();
-    output->options.codec = config_.codec;
-    output->options.width = width;
-    output->options.height = height;
-    output->options.preset = config_.preset;
-    output->options.threads = encoder_threads;
-    output->options.qp = config_.qp.value_or(-1);
-    outputs_.push_back(std::move(output));
-  }
-}
+EncodingSink::EncodingSink(Streams streams, std::size_t stream_count, PicturePicker pick)
+    : streams_(streams), pick_(std::move(pick)), by_stream_(stream_count) {}
 
-VideoSink::~VideoSink() {
+EncodingSink::~EncodingSink() {
   static_cast<void>(finish());
 }
 
-Status VideoSink::start(std::span<const Rational> source_frame_rates) {
-  for (std::size_t s = 0; s < outputs_.size(); ++s) {
-    const std::size_t source = streams_ == Streams::kPerSource ? s : 0;
+void EncodingSink::add_output(Target target) {
+  const std::size_t stream = target.stream;
+  outputs_.push_back(std::make_unique<Output>(std::move(target)));
+  by_stream_.at(stream).push_back(outputs_.back().get());
+}
+
+void EncodingSink::start_outputs(std::span<const Rational> source_frame_rates) {
+  for (auto& output : outputs_) {
+    const std::size_t source = streams_ == Streams::kPerSource ? output->target.stream : 0;
     Rational rate = source < source_frame_rates.size() ? source_frame_rates[source] : Rational{};
     if (rate.num <= 0 || rate.den <= 0) rate = Rational{30, 1};  // unknown: the common camera rate
-    outputs_[s]->frame_rate = rate;
-  }
-  std::error_code error;
-  std::filesystem::create_directories(config_.output_dir, error);
-  if (error) {
-    return make_error(StatusCode::kIoError, "sinks.video.output_dir ", config_.output_dir, ": ",
-                      error.message());
+    output->frame_rate = rate;
+    // A live target's keyframe interval is its segment length (in frames), so that every HLS
+    // segment, and an RTSP viewer joining, starts on a keyframe.
+    io::EncoderOptions& options = output->target.options;
+    if (options.target != io::EncoderTarget::kFile) {
+      options.gop = std::max(1, options.hls_segment_seconds * rate.num / rate.den);
+    }
   }
   for (auto& output : outputs_) {
     Output* o = output.get();
     o->thread = std::thread([o] { o->run(); });
   }
-  return Status::ok();
 }
 
-Status VideoSink::write(const std::shared_ptr<const FrameBatch>& batch) {
+Status EncodingSink::write(const std::shared_ptr<const FrameBatch>& batch) {
   pictures_.clear();
   pick_(*batch, pictures_);
   for (const Picture& picture : pictures_) {
-    Output& output = *outputs_.at(picture.stream);
-    // A closed queue (finish() already ran) drops the frame; that happens only while shutting down.
-    static_cast<void>(output.queue.push(EncodeJob{batch, picture}));
+    for (Output* output : by_stream_.at(picture.stream)) {
+      // A closed queue (finish() already ran) drops the frame; that happens only while shutting down.
+      if (!output->target.live) {
+        static_cast<void>(output->queue.push(EncodeJob{batch, picture}));
+      } else if (output->queue.try_push(EncodeJob{batch, picture}) == PushResult::kTimedOut) {
+        output->count_drop();
+      }
+    }
   }
   return Status::ok();
 }
 
-Status VideoSink::finish() {
+Status EncodingSink::finish() {
   for (auto& output : outputs_) output->queue.close();
   for (auto& output : outputs_) {
     if (output->thread.joinable()) output->thread.join();
@@ -191,17 +286,106 @@ Status VideoSink::finish() {
   return Status::ok();
 }
 
-std::vector<SinkReport> VideoSink::reports() const {
+std::vector<SinkReport> EncodingSink::reports() const {
   std::vector<SinkReport> reports;
   for (const auto& output : outputs_) {
     std::lock_guard lock(output->mutex);
-    reports.push_back({.source = output->stream,
-                       .path = output->frames > 0 ? output->path : std::string(),
+    reports.push_back({.source = output->target.stream_name,
+                       .path = output->frames > 0 ? output->target.location : std::string(),
                        .encoder = output->encoder_name,
                        .frames = output->frames,
-                       .error = output->error});
+                       .error = output->error,
+                       .dropped = output->dropped,
+                       .reconnects = output->reconnects});
   }
   return reports;
+}
+
+namespace {
+
+io::EncoderOptions encoder_options(io::EncoderCodec codec, const std::string& preset, std::optional<int> qp,
+                                   int width, int height, int encoder_threads) {
+  io::EncoderOptions options;
+  options.codec = codec;
+  options.width = width;
+  options.height = height;
+  options.preset = preset;
+  options.threads = encoder_threads;
+  options.qp = qp.value_or(-1);
+  return options;
+}
+
+}  // namespace
+
+VideoSink::VideoSink(VideoSinkConfig config, std::vector<std::string> stream_names, Streams streams,
+                     int width, int height, int encoder_threads, PicturePicker pick)
+    : EncodingSink(streams, stream_names.size(), std::move(pick)), config_(std::move(config)) {
+  for (std::size_t s = 0; s < stream_names.size(); ++s) {
+    add_output({.stream = s,
+                .stream_name = stream_names[s],
+                .location = video_output_path(config_, stream_names[s]).string(),
+                .options = encoder_options(config_.codec, config_.preset, config_.qp, width, height,
+                                           encoder_threads)});
+  }
+}
+
+Status VideoSink::start(std::span<const Rational> source_frame_rates) {
+  std::error_code error;
+  std::filesystem::create_directories(config_.output_dir, error);
+  if (error) {
+    return make_error(StatusCode::kIoError, "sinks.video.output_dir ", config_.output_dir, ": ",
+                      error.message());
+  }
+  start_outputs(source_frame_rates);
+  return Status::ok();
+}
+
+StreamSink::StreamSink(StreamSinkConfig config, std::vector<std::string> stream_names, Streams streams,
+                       int width, int height, int encoder_threads, PicturePicker pick)
+    : EncodingSink(streams, stream_names.size(), std::move(pick)),
+      config_(std::move(config)),
+      stream_names_(std::move(stream_names)) {
+  io::EncoderOptions options =
+      encoder_options(config_.codec, config_.preset, config_.qp, width, height, encoder_threads);
+  options.hls_segment_seconds = config_.segment_seconds;
+  options.hls_playlist_size = config_.playlist_size;
+  options.rtsp_transport = config_.transport;
+  options.max_b_frames = 0;  // live: a frame leaves the encoder as soon as it is encoded
+  for (std::size_t s = 0; s < stream_names_.size(); ++s) {
+    if (config_.hls) {
+      options.target = io::EncoderTarget::kHls;
+      add_output({.stream = s,
+                  .stream_name = stream_names_[s],
+                  .location = hls_playlist_path(*config_.hls, stream_names_[s]).string(),
+                  .options = options,
+                  .live = true});
+    }
+    if (config_.rtsp) {
+      options.target = io::EncoderTarget::kRtsp;
+      add_output(
+          {.stream = s,
+           .stream_name = stream_names_[s],
+           .location = rtsp_push_url(*config_.rtsp, stream_names_[s], streams == Streams::kMosaic),
+           .options = options,
+           .live = true,
+           .reconnect = Backoff(config_.reconnect_min_ms / 1000.0, config_.reconnect_max_ms / 1000.0)});
+    }
+  }
+}
+
+Status StreamSink::start(std::span<const Rational> source_frame_rates) {
+  if (config_.hls) {
+    for (const std::string& name : stream_names_) {
+      const std::filesystem::path folder = hls_playlist_path(*config_.hls, name).parent_path();
+      std::error_code error;
+      std::filesystem::create_directories(folder, error);
+      if (error) {
+        return make_error(StatusCode::kIoError, "sinks.stream.hls ", folder.string(), ": ", error.message());
+      }
+    }
+  }
+  start_outputs(source_frame_rates);
+  return Status::ok();
 }
 
 MetadataSink::MetadataSink(MetadataSinkConfig config, std::vector<std::string> source_names,
