@@ -53,10 +53,31 @@ Status keys_as_written(const Status& status) {
 
 namespace {
 
+// The inputs a source skipped (image files that could not be read or decoded), the first few by
+// name; the report lists up to pipeline::kMaxListedFailures.
+void print_skipped_inputs(const pipeline::PipelineStats& stats) {
+  constexpr std::size_t kPrinted = 10;
+  for (const pipeline::SourceStats& source : stats.sources) {
+    if (source.items_failed == 0) continue;
+    std::printf("  %s: %llu inputs skipped:\n", source.name.c_str(),
+                static_cast<unsigned long long>(source.items_failed));
+    for (std::size_t i = 0; i < source.failed_items.size() && i < kPrinted; ++i) {
+      std::printf("    %s: %s\n", source.failed_items[i].path.c_str(), source.failed_items[i].reason.c_str());
+    }
+    if (source.items_failed > kPrinted) {
+      std::printf("    ... and %llu more (the report lists the first %zu)\n",
+                  static_cast<unsigned long long>(source.items_failed - kPrinted),
+                  pipeline::kMaxListedFailures);
+    }
+  }
+}
+
 void print_outputs(const pipeline::FlowResult& result) {
+  print_skipped_inputs(result.stats);
   for (const pipeline::SinkReport& output : result.outputs) {
     if (!output.error.empty()) {
-      std::printf("  %s: output failed: %s\n", output.source.c_str(), output.error.c_str());
+      std::printf("  %s: output failed: %s%s%s\n", output.source.c_str(), output.path.c_str(),
+                  output.path.empty() ? "" : ": ", output.error.c_str());
     } else if (!output.path.empty()) {
       std::printf("  %s: %lld frames -> %s (%s)\n", output.source.c_str(),
                   static_cast<long long>(output.frames), output.path.c_str(), output.encoder.c_str());

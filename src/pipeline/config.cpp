@@ -24,6 +24,7 @@
 #include "image/blur.h"
 #include "image/blur_composite.h"
 #include "io/demuxer.h"
+#include "io/image_files.h"
 
 namespace fovea::pipeline {
 namespace {
@@ -48,12 +49,16 @@ constexpr EnumName<runtime::Precision> kPrecisionNames[] = {{runtime::Precision:
                                                             {runtime::Precision::kFloat16, "fp16"}};
 constexpr EnumName<ColorOrder> kColorOrderNames[] = {{ColorOrder::kRgb, "rgb"}, {ColorOrder::kBgr, "bgr"}};
 constexpr EnumName<FlowKind> kFlowNames[] = {{FlowKind::kSegmentation, "segmentation"},
-                                             {FlowKind::kDetection, "detection"}};
-constexpr EnumName<StageKind> kStageNames[] = {{StageKind::kSegment, "segment"},
-                                               {StageKind::kDetect, "detect"},
-                                               {StageKind::kTrack, "track"},
-                                               {StageKind::kClassify, "classify"},
-                                               {StageKind::kOsd, "osd"}};
+                                             {FlowKind::kDetection, "detection"},
+                                             {FlowKind::kImage2Image, "image2image"}};
+constexpr EnumName<StageKind> kStageNames[] = {
+    {StageKind::kSegment, "segment"}, {StageKind::kDetect, "detect"},
+    {StageKind::kTrack, "track"},     {StageKind::kClassify, "classify"},
+    {StageKind::kOsd, "osd"},         {StageKind::kImage2Image, "image2image"}};
+constexpr EnumName<AbSplit> kSplitNames[] = {
+    {AbSplit::kNone, "none"}, {AbSplit::kA, "a"}, {AbSplit::kB, "b"}};
+constexpr EnumName<ImageOutputFormat> kImageFormatNames[] = {{ImageOutputFormat::kPng, "png"},
+                                                             {ImageOutputFormat::kJpeg, "jpeg"}};
 constexpr EnumName<track::TrackerKind> kTrackerNames[] = {{track::TrackerKind::kIou, "iou"},
                                                           {track::TrackerKind::kSort, "sort"},
                                                           {track::TrackerKind::kByteTrack, "bytetrack"}};
@@ -515,6 +520,31 @@ Status read_value(const Field& field, const KeyRules&, runtime::Precision& out) 
   return Status::ok();
 }
 
+// Paths: one or more, none empty.
+Status read_value(const Field& field, const KeyRules&, std::vector<std::string>& out) {
+  if (!field.node.IsSequence()) return field.expected("a list of paths");
+  std::vector<std::string> values;
+  for (std::size_t i = 0; i < field.node.size(); ++i) {
+    const Field entry = element(field, i);
+    FOVEA_ASSIGN_OR_RETURN(std::string value, to_text(entry));
+    if (value.empty()) return entry.error("must not be empty");
+    values.push_back(std::move(value));
+  }
+  if (values.empty()) return field.error("must list at least one path");
+  out = std::move(values);
+  return Status::ok();
+}
+
+Status read_value(const Field& field, const KeyRules&, AbSplit& out) {
+  FOVEA_ASSIGN_OR_RETURN(out, to_enum(field, kSplitNames));
+  return Status::ok();
+}
+
+Status read_value(const Field& field, const KeyRules&, ImageOutputFormat& out) {
+  FOVEA_ASSIGN_OR_RETURN(out, to_enum(field, kImageFormatNames));
+  return Status::ok();
+}
+
 Status read_value(const Field& field, const KeyRules&, ColorOrder& out) {
   FOVEA_ASSIGN_OR_RETURN(out, to_enum(field, kColorOrderNames));
   return Status::ok();
@@ -524,6 +554,19 @@ Status read_value(const Field& field, const KeyRules&, track::TrackerKind& out) 
   FOVEA_ASSIGN_OR_RETURN(out, to_enum(field, kTrackerNames));
   return Status::ok();
 }
+
+Status read_value(const Field& field, const KeyRules&, io::EncoderCodec& out) {
+  FOVEA_ASSIGN_OR_RETURN(out, to_enum(field, kCodecNames));
+  return Status::ok();
+}
+
+Status read_value(const Field& field, const KeyRules&, io::RtspTransport& out) {
+  FOVEA_ASSIGN_OR_RETURN(out, to_enum(field, kTransportNames));
+  return Status::ok();
+}
+
+// A mosaic map, by its own table (defined with it below).
+Status read_value(const Field& field, const KeyRules& rules, MosaicConfig& out);
 
 // post names the parsers, and its error lists them.
 Status read_value(const Field& field, const KeyRules&, post::DetectParser& out) {
@@ -574,6 +617,18 @@ YAML::Node to_node(runtime::Precision value) {
   return YAML::Node(std::string(enum_name(kPrecisionNames, value)));
 }
 
+YAML::Node to_node(const std::vector<std::string>& values) {
+  return YAML::Node(values);
+}
+
+YAML::Node to_node(AbSplit value) {
+  return YAML::Node(std::string(enum_name(kSplitNames, value)));
+}
+
+YAML::Node to_node(ImageOutputFormat value) {
+  return YAML::Node(std::string(enum_name(kImageFormatNames, value)));
+}
+
 YAML::Node to_node(ColorOrder value) {
   return YAML::Node(std::string(enum_name(kColorOrderNames, value)));
 }
@@ -581,6 +636,16 @@ YAML::Node to_node(ColorOrder value) {
 YAML::Node to_node(track::TrackerKind value) {
   return YAML::Node(std::string(enum_name(kTrackerNames, value)));
 }
+
+YAML::Node to_node(io::EncoderCodec value) {
+  return YAML::Node(std::string(enum_name(kCodecNames, value)));
+}
+
+YAML::Node to_node(io::RtspTransport value) {
+  return YAML::Node(std::string(enum_name(kTransportNames, value)));
+}
+
+YAML::Node to_node(const MosaicConfig& mosaic);
 
 YAML::Node to_node(post::DetectParser value) {
   return YAML::Node(std::string(post::detect_parser_name(value)));
@@ -624,10 +689,22 @@ std::string kind_text(std::type_identity<T>, const KeyRules& rules) {
     return quoted_choices(kPrecisionNames);
   } else if constexpr (std::is_same_v<T, ColorOrder>) {
     return quoted_choices(kColorOrderNames);
+  } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+    return "list of paths";
+  } else if constexpr (std::is_same_v<T, AbSplit>) {
+    return quoted_choices(kSplitNames);
+  } else if constexpr (std::is_same_v<T, ImageOutputFormat>) {
+    return quoted_choices(kImageFormatNames);
   } else if constexpr (std::is_same_v<T, track::TrackerKind>) {
     return quoted_choices(kTrackerNames);
   } else if constexpr (std::is_same_v<T, post::DetectParser>) {
     return quoted_choices(detect_parser_names());
+  } else if constexpr (std::is_same_v<T, io::EncoderCodec>) {
+    return quoted_choices(kCodecNames);
+  } else if constexpr (std::is_same_v<T, io::RtspTransport>) {
+    return quoted_choices(kTransportNames);
+  } else if constexpr (std::is_same_v<T, MosaicConfig>) {
+    return "map";
   } else {
     return kind_text(std::type_identity<typename T::value_type>{}, rules);  // std::optional
   }
@@ -645,6 +722,8 @@ std::string default_text(const T& value) {
     return fmt::format("`{{{}}}`", fmt::join(entries, ", "));
   } else if constexpr (std::is_same_v<T, std::vector<int>> || std::is_same_v<T, std::array<float, 3>>) {
     return fmt::format("`[{}]`", fmt::join(value, ", "));
+  } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+    return value.empty() ? "required" : fmt::format("`[{}]`", fmt::join(value, ", "));
   } else if constexpr (std::is_same_v<T, bool>) {
     return value ? "`true`" : "`false`";
   } else if constexpr (std::is_arithmetic_v<T> || std::is_same_v<T, std::string>) {
@@ -819,6 +898,29 @@ const KeySpec<MosaicConfig> kMosaicKeys[] = {
                                 "Tiles per row; absent: the smallest square grid."),
 };
 
+const KeySpec<ImagesConfig> kImagesKeys[] = {
+    key<&ImagesConfig::inputs>(
+        "inputs", {.required = true},
+        "Folders, globs (`photos/*.jpg`), list files (`.txt`/`.lst`/`.list`, a path per line) or image "
+        "files: JPEG, PNG, BMP, WebP. Sorted by path, duplicates once."),
+    key<&ImagesConfig::recursive>("recursive", {}, "Folders' subfolders too."),
+    key<&ImagesConfig::shard>("shard", {},
+                              "`i/N`: this process takes every N-th image starting at the i-th, so N "
+                              "processes given the same inputs split them."),
+    key<&ImagesConfig::threads>("threads", {.min = 0, .max = 1024, .default_text = "`0` (one per core)"},
+                                "Decode threads."),
+    key<&ImagesConfig::split>("split", {},
+                              "pix2pix \"AB\" pairs: `a` takes each image's left half, `b` its right half."),
+};
+
+const KeySpec<ImageSinkConfig> kImageSinkKeys[] = {
+    key<&ImageSinkConfig::output_dir>(
+        "output_dir", {.required = true},
+        "Folder for the pictures: each input's path below its folder, with the format's extension."),
+    key<&ImageSinkConfig::format>("format", {}, "File format of the pictures."),
+    key<&ImageSinkConfig::quality>("quality", {.min = 1, .max = 100}, "JPEG quality."),
+};
+
 // The ranges are the publisher's (io::validate_mqtt_options, which also checks the keys together).
 const KeySpec<MqttSinkConfig> kMqttKeys[] = {
     key<&MqttSinkConfig::host>("host", {}, "The broker's host name or address."),
@@ -877,6 +979,42 @@ YAML::Node write_keys(std::type_identity_t<std::span<const KeySpec<Section>>> ke
   return node;
 }
 
+Status read_value(const Field& field, const KeyRules&, MosaicConfig& out) {
+  return parse_keys<MosaicConfig>(field.parser, field.node, field.path, kMosaicKeys, out);
+}
+
+YAML::Node to_node(const MosaicConfig& mosaic) {
+  return write_keys<MosaicConfig>(kMosaicKeys, mosaic);
+}
+
+const KeySpec<StreamSinkConfig> kStreamKeys[] = {
+    key<&StreamSinkConfig::hls>("hls", {},
+                                "A folder for HLS: `<hls>/<source name>/index.m3u8` and its segments per "
+                                "source, or `<hls>/mosaic/` with `mosaic`."),
+    key<&StreamSinkConfig::rtsp>(
+        "rtsp", {},
+        "An `rtsp://` server URL to push to (RTSP RECORD): `<rtsp>/<source name>` per "
+        "source, or `<rtsp>` itself with `mosaic`."),
+    key<&StreamSinkConfig::mosaic>("mosaic", {},
+                                   "Every source tiled into one stream, with `sinks.video.mosaic`'s keys."),
+    key<&StreamSinkConfig::codec>("codec", {}, "As `sinks.video.codec`."),
+    key<&StreamSinkConfig::preset>("preset", {}, "As `sinks.video.preset`; a live encoder must keep up."),
+    key<&StreamSinkConfig::qp>("qp", {.min = 0, .max = 51}, "As `sinks.video.qp`."),
+    key<&StreamSinkConfig::segment_seconds>(
+        "segment_seconds", {.min = 1, .max = 60},
+        "HLS segment length; also the keyframe interval, so each segment starts with a keyframe."),
+    key<&StreamSinkConfig::playlist_size>(
+        "playlist_size", {.min = 1, .max = 10000},
+        "Segments the HLS playlist keeps; older segment files are deleted."),
+    key<&StreamSinkConfig::transport>("transport", {}, "How RTP reaches the RTSP server."),
+    key<&StreamSinkConfig::reconnect_min_ms>(
+        "reconnect_min_ms", {.min = 1, .max = 3'600'000},
+        "Wait before pushing to the RTSP server again after it went away; it doubles per failure."),
+    key<&StreamSinkConfig::reconnect_max_ms>(
+        "reconnect_max_ms", {.min = 1, .max = 3'600'000},
+        "The longest wait between attempts; at least `reconnect_min_ms`."),
+};
+
 template <typename Section>
 void append_schema(std::string_view prefix, std::span<const KeySpec<Section>> keys,
                    std::vector<SchemaKey>& out) {
@@ -933,6 +1071,7 @@ YAML::Node source_node(const SourceConfig& source) {
 }
 
 Status parse_sources(const Parser& parser, const YAML::Node& root, std::vector<SourceConfig>& sources) {
+  if (!root["sources"] && lookup(root, "images")) return Status::ok();  // an image flow
   if (!root["sources"]) return parser.missing(root, "sources");
   const Field list{parser, root["sources"], "sources"};
   if (!list.node.IsSequence()) return list.expected("a list of sources");
@@ -1125,6 +1264,24 @@ Status parse_mqtt_sink(const Parser& parser, const MapReader& sinks, MqttSinkCon
   return status.is_ok() ? status : parser.error(node.node, "", status.message());
 }
 
+// The keys one by one by the table, then together.
+Status parse_stream_sink(const Parser& parser, const MapReader& sinks, StreamSinkConfig& stream) {
+  const Field node = sinks.field("stream");
+  FOVEA_TRY(parse_keys<StreamSinkConfig>(parser, node.node, node.path, kStreamKeys, stream));
+  const MapReader map(parser, node.node, node.path);
+  if (!stream.hls && !stream.rtsp) return parser.error(node.node, node.path, "give hls, rtsp or both");
+  if (stream.rtsp && !stream.rtsp->starts_with("rtsp://") && !stream.rtsp->starts_with("rtsps://")) {
+    return map.field("rtsp").expected("an rtsp:// or rtsps:// URL");
+  }
+  if (std::find(std::begin(kPresets), std::end(kPresets), stream.preset) == std::end(kPresets)) {
+    return map.field("preset").expected("one of " + join_names(kPresets));
+  }
+  if (stream.reconnect_max_ms < stream.reconnect_min_ms) {
+    return map.field("reconnect_max_ms").error("must be at least reconnect_min_ms");
+  }
+  return Status::ok();
+}
+
 Status parse_metadata_sink(const Parser& parser, const MapReader& sinks, MetadataSinkConfig& metadata) {
   const Field node = sinks.field("metadata");
   FOVEA_TRY(parser.check_map(node.node, node.path, {"path"}));
@@ -1149,14 +1306,28 @@ Status parse_sinks(const Parser& parser, const MapReader& map, SinksConfig& sink
   FOVEA_TRY(parse_optional_sink(parser, map, "video", sinks.video, parse_video_sink));
   FOVEA_TRY(parse_optional_sink(parser, map, "metadata", sinks.metadata, parse_metadata_sink));
   FOVEA_TRY(parse_optional_sink(parser, map, "mqtt", sinks.mqtt, parse_mqtt_sink));
+  FOVEA_TRY(parse_optional_sink(parser, map, "stream", sinks.stream, parse_stream_sink));
+  FOVEA_TRY(parse_optional_sink(
+      parser, map, "images", sinks.images, [](const Parser& p, const MapReader& m, ImageSinkConfig& images) {
+        const Field node = m.field("images");
+        return parse_keys<ImageSinkConfig>(p, node.node, node.path, kImageSinkKeys, images);
+      }));
+  // One mosaic per flow: the display stage tiles the frames once for every sink.
+  if (sinks.video && sinks.video->mosaic && sinks.stream && sinks.stream->mosaic &&
+      *sinks.video->mosaic != *sinks.stream->mosaic) {
+    return parser.error(map.field("stream").node, "sinks.stream.mosaic",
+                        "must be the same as sinks.video.mosaic (one mosaic per flow)");
+  }
   return map.read("null", sinks.null);
 }
 
 Status check_some_sink(const Parser& parser, const YAML::Node& root, const SinksConfig& sinks) {
-  if (sinks.video || sinks.metadata || sinks.mqtt || sinks.null) return Status::ok();
+  if (sinks.video || sinks.metadata || sinks.mqtt || sinks.stream || sinks.images || sinks.null)
+    return Status::ok();
   const YAML::Node where = root["sinks"] ? root["sinks"] : root;
   return parser.error(where, "sinks",
-                      "no sink is enabled; set sinks.video, sinks.metadata, sinks.mqtt or sinks.null: true");
+                      "no sink is enabled; set sinks.video, sinks.metadata, sinks.mqtt, sinks.stream, "
+                      "sinks.images or sinks.null: true");
 }
 
 Status parse_stats(const MapReader& map, StatsConfig& stats) {
@@ -1238,6 +1409,58 @@ Status parse_secondary(const Parser& parser, const YAML::Node& root, const std::
   return Status::ok();
 }
 
+// `images:` takes the place of `sources:`; `shard` reads as io::parse_shard has it.
+Status parse_images(const Parser& parser, const YAML::Node& root, PipelineConfig& config) {
+  const std::optional<YAML::Node> node = lookup(root, "images");
+  if (!node || node->IsNull()) return Status::ok();
+  ImagesConfig images;
+  FOVEA_TRY(parse_keys<ImagesConfig>(parser, *node, "images", kImagesKeys, images));
+  if (Result<io::Shard> shard = io::parse_shard(images.shard); !shard.is_ok()) {
+    return Field{parser, *lookup(*node, "shard"), "images.shard"}.error(shard.status().message());
+  }
+  if (!config.sources.empty()) {
+    return parser.error(*node, "images",
+                        "an image flow reads files instead of video sources: give "
+                        "`images:` or `sources:`, not both");
+  }
+  config.images = std::move(images);
+  return Status::ok();
+}
+
+// What an image flow runs: one picture per frame (image2image) or detections; the video stages
+// (segment's composite, track, classify on objects, osd) work on video frames.
+Status check_image_flow_stages(const Parser& parser, const YAML::Node& root, const PipelineConfig& config) {
+  const std::vector<StageKind> stages = stages_of(config);
+  const std::optional<YAML::Node> where = lookup(root, config.stages.empty() ? "flow" : "stages");
+  const YAML::Node& node = where ? *where : root;
+  const std::string path = config.stages.empty() ? "flow" : "stages";
+  if (!config.images) {
+    if (runs(config, StageKind::kImage2Image))
+      return parser.error(node, path, "the image2image stage needs an image flow: give `images:` inputs");
+    return Status::ok();
+  }
+  const bool image2image = stages == std::vector<StageKind>{StageKind::kImage2Image};
+  // The detection preset's osd stage draws nothing unless osd.enabled.
+  const bool detect =
+      stages == std::vector<StageKind>{StageKind::kDetect} ||
+      (stages == std::vector<StageKind>{StageKind::kDetect, StageKind::kOsd} && !config.osd.enabled);
+  if (!image2image && !detect) {
+    return parser.error(node, path,
+                        "an image flow runs `flow: image2image` or `flow: detection` without the osd "
+                        "(`stages: [detect]`); segment, track, classify and osd work on video sources");
+  }
+  if (!runs(config, StageKind::kImage2Image) && config.sinks.images) {
+    return parser.error(root["sinks"], "sinks.images",
+                        "writes the image2image stage's pictures; this flow "
+                        "has none (use sinks.metadata)");
+  }
+  if (config.sinks.video || config.sinks.stream) {
+    return parser.error(root["sinks"], config.sinks.video ? "sinks.video" : "sinks.stream",
+                        "an image flow writes sinks.images and sinks.metadata, not video");
+  }
+  return Status::ok();
+}
+
 Status check_classify_has_models(const Parser& parser, const YAML::Node& root, const PipelineConfig& config) {
   if (!runs(config, StageKind::kClassify) || !config.secondary.empty()) return Status::ok();
   const std::optional<YAML::Node> stages = lookup(root, "stages");
@@ -1248,10 +1471,11 @@ Status check_classify_has_models(const Parser& parser, const YAML::Node& root, c
 Result<PipelineConfig> parse_tree(const Parser& parser, const YAML::Node& root) {
   if (root.IsNull()) return parser.error(root, "", "the configuration is empty");
   FOVEA_TRY(parser.check_map(root, "",
-                             {"sources", "mux", "model", "models", "flow", "stages", "task", "detect",
-                              "track", "secondary", "osd", "sinks", "stats"}));
+                             {"sources", "images", "mux", "model", "models", "flow", "stages", "task",
+                              "detect", "track", "secondary", "osd", "sinks", "stats"}));
   PipelineConfig config;
   FOVEA_TRY(parse_sources(parser, root, config.sources));
+  FOVEA_TRY(parse_images(parser, root, config));
   FOVEA_TRY(
       parse_section(parser, root, "mux",
                     {"batch_size", "width", "height", "push_timeout_us", "max_frames_per_source", "live"},
@@ -1275,9 +1499,10 @@ Result<PipelineConfig> parse_tree(const Parser& parser, const YAML::Node& root) 
   FOVEA_TRY(check_classify_has_models(parser, root, config));
   FOVEA_TRY(parse_table_section<OsdConfig>(parser, root, "osd", kOsdKeys, config.osd));
   FOVEA_TRY(parse_section(
-      parser, root, "sinks", {"video", "metadata", "mqtt", "null"}, config.sinks,
+      parser, root, "sinks", {"video", "metadata", "mqtt", "stream", "images", "null"}, config.sinks,
       [&parser](const MapReader& map, SinksConfig& sinks) { return parse_sinks(parser, map, sinks); }));
   FOVEA_TRY(check_some_sink(parser, root, config.sinks));
+  FOVEA_TRY(check_image_flow_stages(parser, root, config));
   FOVEA_TRY(parse_section(parser, root, "stats", {"progress", "report"}, config.stats, parse_stats));
   return config;
 }
@@ -1304,6 +1529,8 @@ YAML::Node to_tree(const PipelineConfig& config) {
   YAML::Node root;
   root["sources"] = YAML::Node(YAML::NodeType::Sequence);
   for (const SourceConfig& source : config.sources) root["sources"].push_back(source_node(source));
+  root["images"] = config.images ? write_keys<ImagesConfig>(kImagesKeys, *config.images)
+                                 : YAML::Node(YAML::NodeType::Null);
   YAML::Node mux = root["mux"];
   mux["batch_size"] = config.mux.batch_size;
   mux["width"] = to_node(config.mux.width);
@@ -1344,6 +1571,10 @@ YAML::Node to_tree(const PipelineConfig& config) {
   if (config.sinks.metadata) sinks["metadata"]["path"] = config.sinks.metadata->path;
   sinks["mqtt"] = config.sinks.mqtt ? write_keys<MqttSinkConfig>(kMqttKeys, *config.sinks.mqtt)
                                     : YAML::Node(YAML::NodeType::Null);
+  sinks["stream"] = config.sinks.stream ? write_keys<StreamSinkConfig>(kStreamKeys, *config.sinks.stream)
+                                        : YAML::Node(YAML::NodeType::Null);
+  sinks["images"] = config.sinks.images ? write_keys<ImageSinkConfig>(kImageSinkKeys, *config.sinks.images)
+                                        : YAML::Node(YAML::NodeType::Null);
   sinks["null"] = config.sinks.null;
   YAML::Node stats = root["stats"];
   stats["progress"] = config.stats.progress;
@@ -1437,6 +1668,7 @@ std::vector<StageKind> stages_of(const PipelineConfig& config) {
   if (!config.stages.empty()) return config.stages;
   switch (config.flow) {
     case FlowKind::kSegmentation: return {StageKind::kSegment};
+    case FlowKind::kImage2Image: return {StageKind::kImage2Image};
     case FlowKind::kDetection: {
       std::vector<StageKind> stages = {StageKind::kDetect};
       if (config.track.enabled) stages.push_back(StageKind::kTrack);
@@ -1477,6 +1709,9 @@ std::vector<SchemaKey> schema_keys() {
   append_schema<OsdConfig>("osd.", kOsdKeys, keys);
   append_schema<MosaicConfig>("sinks.video.mosaic.", kMosaicKeys, keys);
   append_schema<MqttSinkConfig>("sinks.mqtt.", kMqttKeys, keys);
+  append_schema<ImagesConfig>("images.", kImagesKeys, keys);
+  append_schema<ImageSinkConfig>("sinks.images.", kImageSinkKeys, keys);
+  append_schema<StreamSinkConfig>("sinks.stream.", kStreamKeys, keys);
   return keys;
 }
 
@@ -1550,6 +1785,11 @@ Result<PipelineConfig> load_config(const std::string& path) {
   }
   if (config.sinks.video) resolve_from(folder, config.sinks.video->output_dir);
   if (config.sinks.metadata) resolve_from(folder, config.sinks.metadata->path);
+  if (config.sinks.images) resolve_from(folder, config.sinks.images->output_dir);
+  if (config.images) {
+    for (std::string& input : config.images->inputs) resolve_from(folder, input);
+  }
+  if (config.sinks.stream && config.sinks.stream->hls) resolve_from(folder, *config.sinks.stream->hls);
   if (config.stats.report) resolve_from(folder, *config.stats.report);
   return config;
 }

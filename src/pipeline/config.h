@@ -97,12 +97,26 @@ struct ModelConfig {
   bool operator==(const ModelConfig&) const = default;
 };
 
+// `images:`, an image flow's input in place of `sources:` (image_source.h): folders, globs, list
+// files or single files (io/image_files.h), decoded on `threads` CPU threads.
+enum class AbSplit { kNone, kA, kB };  // pix2pix "AB" pairs: the left (A) or right (B) half
+struct ImagesConfig {
+  std::vector<std::string> inputs;
+  bool recursive = false;
+  std::string shard = "0/1";  // "i/N": this process takes every N-th image from the i-th
+  int threads = 0;            // decode threads; 0: one per core
+  AbSplit split = AbSplit::kNone;
+  bool operator==(const ImagesConfig&) const = default;
+};
+
 // `flow:`, a preset: the stages it expands to when `stages:` is left out.
 //   segmentation  [segment]        background blur behind the target classes
 //   detection     [detect, osd]    boxes, drawn when osd.enabled; with `track` after detect when
 //                                  track.enabled, and `classify` after it when `secondary:` lists
 //                                  a model
-enum class FlowKind { kSegmentation, kDetection };
+//   image2image   [image2image]    the model's output tensor is a picture (pix2pix): images in,
+//                                  images out (`images:` and `sinks.images`)
+enum class FlowKind { kSegmentation, kDetection, kImage2Image };
 
 // The stage kinds `stages:` lists, in flow order; each reads its own section of the file.
 //   segment   the primary model as a segmenter (`task:`)
@@ -110,7 +124,9 @@ enum class FlowKind { kSegmentation, kDetection };
 //   track     identities for the detections across frames, per source (`track:`)
 //   classify  the secondary models on the objects (`secondary:`)
 //   osd       draws the results on the frames (`osd:`)
-enum class StageKind { kSegment, kDetect, kTrack, kClassify, kOsd };
+//   image2image  the primary model's output back to a picture per frame, the inverse of its input
+//             normalization (an image flow's)
+enum class StageKind { kSegment, kDetect, kTrack, kClassify, kOsd, kImage2Image };
 
 enum class TaskType { kSegmentation };
 
@@ -210,6 +226,16 @@ struct VideoSinkConfig {
   bool operator==(const VideoSinkConfig&) const = default;
 };
 
+// `sinks.images`: one picture per frame of an image flow, at `output_dir`/<the input's path below
+// its folder> with the format's extension; the inputs are never written over.
+enum class ImageOutputFormat { kPng, kJpeg };
+struct ImageSinkConfig {
+  std::string output_dir;
+  ImageOutputFormat format = ImageOutputFormat::kPng;
+  int quality = 90;  // JPEG, 1..100
+  bool operator==(const ImageSinkConfig&) const = default;
+};
+
 struct MetadataSinkConfig {
   std::string path;  // JSON Lines, one object per frame
   bool operator==(const MetadataSinkConfig&) const = default;
@@ -238,10 +264,31 @@ io::MqttOptions mqtt_options(const MqttSinkConfig& config);
 // does, "sinks.mqtt.<key>".
 Status with_sink_mqtt_keys(const Status& status);
 
+// `sinks.stream`: the pictures sinks.video would encode (the frames with their OSD, or the
+// mosaic) as live video: HLS segments in a folder (<hls>/<stream>/index.m3u8, the oldest segments
+// deleted) and/or pushed to an RTSP server (<rtsp>/<source name>, or <rtsp> itself for the mosaic),
+// reconnecting with backoff while the server is away (pipeline/sinks.h, StreamSink).
+struct StreamSinkConfig {
+  std::optional<std::string> hls;   // a folder
+  std::optional<std::string> rtsp;  // an rtsp:// URL
+  std::optional<MosaicConfig> mosaic;
+  io::EncoderCodec codec = io::EncoderCodec::kH264;
+  std::string preset = "veryfast";  // a live encoder must keep up with the cameras
+  std::optional<int> qp;
+  int segment_seconds = 2;  // HLS segment length, and the keyframe interval of both targets
+  int playlist_size = 6;    // HLS segments kept
+  io::RtspTransport transport = io::RtspTransport::kTcp;
+  int reconnect_min_ms = 500;
+  int reconnect_max_ms = 10000;
+  bool operator==(const StreamSinkConfig&) const = default;
+};
+
 struct SinksConfig {
   std::optional<VideoSinkConfig> video;
   std::optional<MetadataSinkConfig> metadata;
   std::optional<MqttSinkConfig> mqtt;
+  std::optional<StreamSinkConfig> stream;
+  std::optional<ImageSinkConfig> images;
   bool null = false;  // discard the frames (benchmarks)
   bool operator==(const SinksConfig&) const = default;
 };
@@ -254,6 +301,7 @@ struct StatsConfig {
 
 struct PipelineConfig {
   std::vector<SourceConfig> sources;
+  std::optional<ImagesConfig> images;  // an image flow: these files instead of `sources`
   MuxConfig mux;
   // `models:` (a list, each with a unique name) or one `model:`; models[0] is the primary model.
   std::vector<ModelConfig> models;
@@ -303,8 +351,8 @@ using KeyNamer = std::function<std::string(std::string_view key_path)>;
 Result<PipelineConfig> check_config(const PipelineConfig& config, const KeyNamer& name_key);
 
 // One key of the sections written as schema tables (models entries, detect, track, secondary
-// entries, osd, sinks.video.mosaic, sinks.mqtt), as docs/config.md's tables give it: `| `key` | kind |
-// default | meaning` (the docs may say more after the meaning). A test holds the docs to these.
+// entries, osd, sinks.video.mosaic, sinks.mqtt, sinks.stream), as docs/config.md's tables give it: `| `key` |
+// kind | default | meaning` (the docs may say more after the meaning). A test holds the docs to these.
 struct SchemaKey {
   std::string key;            // "detect.iou", "models[].path"
   std::string kind;           // "number in (0, 1]"

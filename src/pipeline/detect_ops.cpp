@@ -109,12 +109,8 @@ DetectOp::~DetectOp() = default;
 Result<std::unique_ptr<DetectOp>> DetectOp::create(const InferenceOp& inference, DetectSetup setup,
                                                    const FlowShape& shape) {
   std::unique_ptr<DetectOp> op(new DetectOp(inference, std::move(setup), shape));
-  const FlowModel& model = inference.model();
-  const int iw = model.input_width(), ih = model.input_height();
-  const post::FrameMapping mapping =
-      model.config.keep_aspect ? post::letterbox_mapping(iw, ih, shape.frame_width, shape.frame_height)
-                               : post::stretch_mapping(iw, ih, shape.frame_width, shape.frame_height);
-  op->mappings_.assign(static_cast<std::size_t>(op->setup_.plan.layout.batch), mapping);
+  op->mappings_.assign(static_cast<std::size_t>(op->setup_.plan.layout.batch),
+                       op->mapping_for(shape.frame_width, shape.frame_height));
 #if defined(FOVEA_HAVE_CUDA)
   if (shape.gpu && !op->setup_.priors.empty()) {
     const std::size_t bytes = op->setup_.priors.size() * sizeof(float);
@@ -136,6 +132,21 @@ Status DetectOp::declare(BufferPlan& plan) {
   }
   FOVEA_TRY(plan.bytes(kDetectionsHost, {.bytes = detection_bytes(p), .place = BufferPlace::kPinnedHost}));
   return plan.bytes(kCountsHost, {.bytes = count_bytes(p), .place = BufferPlace::kPinnedHost});
+}
+
+post::FrameMapping DetectOp::mapping_for(int frame_width, int frame_height) const {
+  const FlowModel& model = inference_.model();
+  const int iw = model.input_width(), ih = model.input_height();
+  return model.config.keep_aspect ? post::letterbox_mapping(iw, ih, frame_width, frame_height)
+                                  : post::stretch_mapping(iw, ih, frame_width, frame_height);
+}
+
+void DetectOp::map_frames(const FrameBatch& batch) {
+  const std::vector<std::size_t> frames = inferred_frames(batch);
+  for (std::size_t k = 0; k < frames.size() && k < mappings_.size(); ++k) {
+    const ImageView& image = batch.image(frames[k]);
+    mappings_[k] = mapping_for(image.width, image.height);
+  }
 }
 
 post::DetectInputs DetectOp::inputs(const std::vector<TensorView>& outputs, void* priors) const {
@@ -165,6 +176,7 @@ Status DetectOp::collect(FrameBatch& batch, const post::DetectionList& host) con
 
 Status DetectOp::run_cpu(FrameBatch& batch) {
   if (inferred_frames(batch).empty()) return Status::ok();
+  map_frames(batch);
   // The plan's whole batch: a partial batch's tail frames are decoded too, and ignored.
   const std::vector<TensorView> outputs =
       inference_.outputs(static_cast<std::size_t>(setup_.plan.layout.batch));
@@ -179,6 +191,7 @@ Status DetectOp::run_cpu(FrameBatch& batch) {
 Status DetectOp::run(FrameBatch& batch, cudaStream_t stream) {
 #if defined(FOVEA_HAVE_CUDA)
   if (inferred_frames(batch).empty()) return Status::ok();
+  map_frames(batch);
   const std::vector<TensorView> outputs =
       inference_.outputs(static_cast<std::size_t>(setup_.plan.layout.batch));
   const post::DetectionList device{static_cast<post::Detection*>(batch.slot->bytes(kDetections)),

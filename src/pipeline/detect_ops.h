@@ -41,13 +41,17 @@ class DetectOp final : public Op {
  private:
   DetectOp(const InferenceOp& inference, DetectSetup setup, const FlowShape& shape);
   post::DetectInputs inputs(const std::vector<TensorView>& outputs, void* priors) const;
+  // Each inferred frame's mapping from the model's input back to its pixels: video frames share
+  // the mux size, an image flow's frames each have their own.
+  void map_frames(const FrameBatch& batch);
+  post::FrameMapping mapping_for(int frame_width, int frame_height) const;
   // Host detections of the batch's inferred frames into their results.
   Status collect(FrameBatch& batch, const post::DetectionList& host) const;
 
   const InferenceOp& inference_;
   DetectSetup setup_;
   FlowShape shape_;
-  std::vector<post::FrameMapping> mappings_;  // the same for every frame: one mux size
+  std::vector<post::FrameMapping> mappings_;  // per frame of the plan's batch (map_frames)
   std::shared_ptr<void> device_priors_;       // GPU: the priors, uploaded once
 };
 

@@ -1,6 +1,7 @@
 #include "pipeline/flow.h"
 
 #include <algorithm>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -10,6 +11,9 @@
 #include "pipeline/classify_ops.h"
 #include "pipeline/detect_ops.h"
 #include "pipeline/display_ops.h"
+#include "pipeline/image_ops.h"
+#include "pipeline/image_sink.h"
+#include "pipeline/image_source.h"
 #include "pipeline/model_ops.h"
 #include "pipeline/segment_ops.h"
 #include "pipeline/track_ops.h"
@@ -52,6 +56,12 @@ std::vector<PlannedOutput> planned_outputs(const PipelineConfig& config,
   }
   if (config.sinks.metadata)
     outputs.push_back({.what = "sinks.metadata.path", .path = config.sinks.metadata->path});
+  if (config.sinks.images) {
+    outputs.push_back(
+        {.what = "sinks.images.output_dir", .path = config.sinks.images->output_dir, .is_folder = true});
+  }
+  if (config.sinks.stream && config.sinks.stream->hls)
+    outputs.push_back({.what = "sinks.stream.hls", .path = *config.sinks.stream->hls, .is_folder = true});
   if (config.stats.report) outputs.push_back({.what = "stats.report", .path = *config.stats.report});
   if (!options.trace_dir.empty()) {
     outputs.push_back({.what = "the trace folder", .path = options.trace_dir, .is_folder = true});
@@ -69,8 +79,12 @@ Status check_flow_outputs(const PipelineConfig& config, const std::vector<std::s
     if (model.labels) inputs.push_back(*model.labels);
   }
   for (const SourceConfig& source : config.sources) inputs.push_back(source.uri);
+  if (config.images) inputs.insert(inputs.end(), config.images->inputs.begin(), config.images->inputs.end());
   const Status status = check_outputs(planned_outputs(config, names, options), inputs);
-  return status.is_ok() ? status : Status(StatusCode::kInvalidArgument, status.message());
+  if (!status.is_ok()) return Status(StatusCode::kInvalidArgument, status.message());
+  if (config.sinks.stream && config.sinks.stream->hls)
+    return check_hls_folder(*config.sinks.stream->hls, inputs);
+  return Status::ok();
 }
 
 template <typename T>
@@ -92,10 +106,38 @@ Result<FlowModel*> open_primary(FlowPlan& plan, const PipelineConfig& config, st
   return shared.get();
 }
 
+// An encoding sink (video file or live stream) with one stream per source.
+template <typename EncodingSinkType, typename SinkConfig>
+void add_per_source_sink(FlowPlan& plan, const SinkConfig& sink, PicturePicker pick) {
+  plan.sinks.push_back(std::make_unique<EncodingSinkType>(
+      sink, plan.shape.source_names, EncodingSink::Streams::kPerSource, plan.shape.frame_width,
+      plan.shape.frame_height, encoder_threads(plan.shape.source_names.size()), std::move(pick)));
+}
+
+// An encoding sink with the mosaic as its one stream.
+template <typename EncodingSinkType, typename SinkConfig>
+void add_mosaic_sink(FlowPlan& plan, const SinkConfig& sink) {
+  plan.sinks.push_back(std::make_unique<EncodingSinkType>(
+      sink, std::vector<std::string>{kMosaicStreamName}, EncodingSink::Streams::kMosaic, sink.mosaic->width,
+      sink.mosaic->height, encoder_threads(1), [](const FrameBatch& batch, std::vector<Picture>& pictures) {
+        pictures.push_back({.stream = 0, .image = batch.slot->images(kMosaicHost)[0]});
+      }));
+}
+
+// Adds a video or stream sink, per source or as the mosaic.
+template <typename EncodingSinkType, typename SinkConfig>
+void add_encoding_sink(FlowPlan& plan, const SinkConfig& sink, const PicturePicker& frames) {
+  if (sink.mosaic) {
+    add_mosaic_sink<EncodingSinkType>(plan, sink);
+  } else {
+    add_per_source_sink<EncodingSinkType>(plan, sink, frames);
+  }
+}
+
 Status add_segment(FlowPlan& plan, const PipelineConfig& config) {
   FOVEA_ASSIGN_OR_RETURN(FlowModel * model, open_primary(plan, config, ""));
   FOVEA_ASSIGN_OR_RETURN(const SegmentSetup setup,
-                         plan_segment(*model, config.task, config.sinks.video.has_value(),
+                         plan_segment(*model, config.task, config.sinks.video || config.sinks.stream,
                                       config.sinks.metadata.has_value() || config.sinks.mqtt.has_value()));
   auto* rgb = add_op(plan, std::make_unique<FrameRgbOp>(plan.shape));
   auto* preprocess = add_op(plan, std::make_unique<PreprocessOp>(*model));
@@ -107,17 +149,12 @@ Status add_segment(FlowPlan& plan, const PipelineConfig& config) {
   plan.stages.push_back({.name = "inference", .ops = {inference, class_map}, .high_priority = false});
   plan.stages.push_back({.name = "postprocess", .ops = {mask}});
   plan.stages.push_back({.name = "composite", .ops = {composite}});
-  if (const auto& video = config.sinks.video) {
-    const std::size_t streams = plan.shape.source_names.size();
-    plan.sinks.push_back(
-        std::make_unique<VideoSink>(*video, plan.shape.source_names, VideoSink::Streams::kPerSource,
-                                    plan.shape.frame_width, plan.shape.frame_height, encoder_threads(streams),
-                                    [](const FrameBatch& batch, std::vector<Picture>& pictures) {
-                                      const std::vector<ImageView>& yuv = batch.slot->images(kYuvHost);
-                                      for (std::size_t i = 0; i < batch.size(); ++i)
-                                        pictures.push_back({batch.frames[i].source, i, yuv[i]});
-                                    }));
-  }
+  const PicturePicker composited = [](const FrameBatch& batch, std::vector<Picture>& pictures) {
+    const std::vector<ImageView>& yuv = batch.slot->images(kYuvHost);
+    for (std::size_t i = 0; i < batch.size(); ++i) pictures.push_back({batch.frames[i].source, i, yuv[i]});
+  };
+  if (config.sinks.video) add_per_source_sink<VideoSink>(plan, *config.sinks.video, composited);
+  if (config.sinks.stream) add_per_source_sink<StreamSink>(plan, *config.sinks.stream, composited);
   return Status::ok();
 }
 
@@ -198,39 +235,58 @@ Status add_display(FlowPlan& plan, const PipelineConfig& config, const std::vect
     display.ops.push_back(
         add_op(plan, std::make_unique<OsdOp>(config.osd, labels, config.detect.top_k, plan.shape)));
   }
+  // The video and stream sinks share one mosaic (the configuration holds them equal) and one
+  // download of the frames.
   const auto& video = config.sinks.video;
-  if (video && video->mosaic) {
-    FOVEA_ASSIGN_OR_RETURN(std::unique_ptr<MosaicOp> mosaic, MosaicOp::create(*video->mosaic, plan.shape));
-    display.ops.push_back(add_op(plan, std::move(mosaic)));
-    plan.sinks.push_back(std::make_unique<VideoSink>(
-        *video, std::vector<std::string>{kMosaicStreamName}, VideoSink::Streams::kMosaic,
-        video->mosaic->width, video->mosaic->height, encoder_threads(1),
-        [](const FrameBatch& batch, std::vector<Picture>& pictures) {
-          pictures.push_back({.stream = 0, .image = batch.slot->images(kMosaicHost)[0]});
-        }));
-  } else if (video) {
-    display.ops.push_back(add_op(plan, std::make_unique<FrameDownloadOp>(plan.shape)));
-    const bool gpu = plan.shape.gpu;
-    plan.sinks.push_back(std::make_unique<VideoSink>(
-        *video, plan.shape.source_names, VideoSink::Streams::kPerSource, plan.shape.frame_width,
-        plan.shape.frame_height, encoder_threads(plan.shape.source_names.size()),
-        [gpu](const FrameBatch& batch, std::vector<Picture>& pictures) {
-          for (std::size_t i = 0; i < batch.size(); ++i) {
-            pictures.push_back(
-                {batch.frames[i].source, i, gpu ? batch.slot->images(kFramesHost)[i] : batch.image(i)});
-          }
-        }));
+  const auto& stream = config.sinks.stream;
+  const MosaicConfig* mosaic = video && video->mosaic     ? &*video->mosaic
+                               : stream && stream->mosaic ? &*stream->mosaic
+                                                          : nullptr;
+  if (mosaic != nullptr) {
+    FOVEA_ASSIGN_OR_RETURN(std::unique_ptr<MosaicOp> tiler, MosaicOp::create(*mosaic, plan.shape));
+    display.ops.push_back(add_op(plan, std::move(tiler)));
   }
+  if ((video && !video->mosaic) || (stream && !stream->mosaic)) {
+    display.ops.push_back(add_op(plan, std::make_unique<FrameDownloadOp>(plan.shape)));
+  }
+  const bool gpu = plan.shape.gpu;
+  const PicturePicker frames = [gpu](const FrameBatch& batch, std::vector<Picture>& pictures) {
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      pictures.push_back(
+          {batch.frames[i].source, i, gpu ? batch.slot->images(kFramesHost)[i] : batch.image(i)});
+    }
+  };
+  if (video) add_encoding_sink<VideoSink>(plan, *video, frames);
+  if (stream) add_encoding_sink<StreamSink>(plan, *stream, frames);
   if (!display.ops.empty()) plan.stages.push_back(std::move(display));
   return Status::ok();
 }
 
-Result<FlowPlan> build_plan(const PipelineConfig& config, const FlowShape& shape) {
+// image2image: the model's output back to a picture per frame, written by sinks.images.
+Status add_image2image(FlowPlan& plan, const PipelineConfig& config) {
+  FOVEA_ASSIGN_OR_RETURN(FlowModel * model, open_primary(plan, config, ""));
+  auto* preprocess = add_op(plan, std::make_unique<PreprocessOp>(*model));
+  auto* inference = add_op(plan, std::make_unique<InferenceOp>(*model));
+  FOVEA_ASSIGN_OR_RETURN(std::unique_ptr<PictureOp> picture, PictureOp::create(*inference, plan.shape));
+  auto* picture_op = add_op(plan, std::move(picture));
+  plan.stages.push_back({.name = "preprocess", .ops = {preprocess}});
+  // The pictures are read from the session's outputs, which the next run overwrites: same stage.
+  plan.stages.push_back({.name = "inference", .ops = {inference, picture_op}, .high_priority = false});
+  if (config.sinks.images) {
+    plan.sinks.push_back(std::make_unique<ImageSink>(*config.sinks.images, plan.images.images));
+  }
+  return Status::ok();
+}
+
+Result<FlowPlan> build_plan(const PipelineConfig& config, const FlowShape& shape, io::ImageList images) {
   FlowPlan plan;
   plan.shape = shape;
+  plan.images = std::move(images);
   const std::vector<StageKind> stages = stages_of(config);
   std::vector<std::string> labels;
-  if (has_stage(stages, StageKind::kSegment)) {
+  if (has_stage(stages, StageKind::kImage2Image)) {
+    FOVEA_TRY(add_image2image(plan, config));
+  } else if (has_stage(stages, StageKind::kSegment)) {
     FOVEA_TRY(add_segment(plan, config));
   } else {
     FOVEA_ASSIGN_OR_RETURN(labels, add_detect(plan, config));
@@ -247,10 +303,70 @@ Result<FlowPlan> build_plan(const PipelineConfig& config, const FlowShape& shape
   return plan;
 }
 
+// The image flow's files: listed, sharded, and their pictures' paths checked before anything runs
+// (two inputs onto one output, an output that is an input).
+Result<io::ImageList> list_flow_images(const PipelineConfig& config) {
+  const ImagesConfig& images = *config.images;
+  FOVEA_ASSIGN_OR_RETURN(io::ImageList list, io::list_images(images.inputs, {.recursive = images.recursive}));
+  FOVEA_ASSIGN_OR_RETURN(const io::Shard shard, io::parse_shard(images.shard));
+  list.images = io::shard(list.images, shard);
+  if (list.images.empty()) {
+    return make_error(StatusCode::kInvalidArgument, "images.shard ", images.shard, ": this shard of the ",
+                      "listed images is empty");
+  }
+  if (list.ignored > 0) log_info("images: {} files that are not images by name were left out", list.ignored);
+  if (!config.sinks.images) return list;
+  const std::string extension = config.sinks.images->format == ImageOutputFormat::kPng ? ".png" : ".jpg";
+  Result<std::vector<std::filesystem::path>> outputs =
+      io::mirrored_output_paths(list.images, config.sinks.images->output_dir, extension);
+  if (!outputs.is_ok()) return Status(StatusCode::kInvalidArgument, outputs.status().message());
+  std::set<std::filesystem::path> inputs;
+  for (const io::ListedImage& image : list.images)
+    inputs.insert(std::filesystem::weakly_canonical(image.path));
+  for (std::size_t i = 0; i < outputs->size(); ++i) {
+    if (inputs.count(std::filesystem::weakly_canonical((*outputs)[i])) > 0) {
+      return make_error(StatusCode::kInvalidArgument, "sinks.images.output_dir ",
+                        config.sinks.images->output_dir, ": the picture of ", list.images[i].path.string(),
+                        " would be written over the input ", (*outputs)[i].string(),
+                        "; choose another folder or format");
+    }
+  }
+  return list;
+}
+
+// An image flow: its frames are the files, each at its own size.
+Result<FlowResult> run_image_flow(const PipelineConfig& config, const FlowOptions& options, bool gpu) {
+  if (options.control != nullptr) {
+    return make_error(StatusCode::kInvalidArgument,
+                      "images: fovea serve runs video sources, not image files");
+  }
+  FOVEA_ASSIGN_OR_RETURN(io::ImageList images, list_flow_images(config));
+  const ModelConfig* model = find_model(config, "");
+  const FlowShape shape{.gpu = gpu,
+                        .batch_size = config.mux.batch_size,
+                        .frame_width = model != nullptr ? model->input_width.value_or(0) : 0,
+                        .frame_height = model != nullptr ? model->input_height.value_or(0) : 0,
+                        .source_names = {kImagesSourceName}};
+  FOVEA_TRY(check_flow_outputs(config, shape.source_names, options));
+#if defined(FOVEA_HAVE_CUDA)
+  if (gpu) FOVEA_CUDA_TRY(cudaSetDevice(shape.device));
+#endif
+  const std::size_t count = images.images.size();
+  FOVEA_ASSIGN_OR_RETURN(FlowPlan plan, build_plan(config, shape, std::move(images)));
+  plan.description =
+      fmt::format("{} on {} images, {}",
+                  has_stage(stages_of(config), StageKind::kImage2Image) ? "image2image" : "detection", count,
+                  plan.description);
+  log_info("{}", plan.description);
+  if (!gpu) log_info("no GPU in use: the flow runs on the CPU (the reference kernels), which is slow");
+  return run_flow_plan(plan, config, options);
+}
+
 }  // namespace
 
 Result<FlowResult> run_flow(const PipelineConfig& requested, const FlowOptions& options) {
   FOVEA_ASSIGN_OR_RETURN(const bool gpu, choose_gpu(options.device));
+  if (requested.images) return run_image_flow(requested, options, gpu);
   const bool service = options.control != nullptr;
   if (requested.sources.empty() && !service) {
     return make_error(StatusCode::kInvalidArgument, "sources: the flow needs at least one source");
@@ -267,13 +383,20 @@ Result<FlowResult> run_flow(const PipelineConfig& requested, const FlowOptions& 
   if (service && config.sinks.video) {
     return make_error(StatusCode::kInvalidArgument,
                       "sinks.video: fovea serve takes its sources at run time, and a video sink opens its "
-                      "outputs per source when the flow starts; use sinks.metadata or sinks.mqtt");
+                      "outputs per source when the flow starts; use sinks.metadata, sinks.mqtt or "
+                      "sinks.stream with a mosaic");
+  }
+  if (service && config.sinks.stream && !config.sinks.stream->mosaic) {
+    return make_error(StatusCode::kInvalidArgument,
+                      "sinks.stream: fovea serve takes its sources at run time, and per-source streams are "
+                      "opened when the flow starts; set sinks.stream.mosaic to stream every source, "
+                      "present and to come, as one mosaic");
   }
   FOVEA_TRY(check_flow_outputs(config, shape.source_names, options));
 #if defined(FOVEA_HAVE_CUDA)
   if (gpu) FOVEA_CUDA_TRY(cudaSetDevice(shape.device));
 #endif
-  FOVEA_ASSIGN_OR_RETURN(FlowPlan plan, build_plan(config, shape));
+  FOVEA_ASSIGN_OR_RETURN(FlowPlan plan, build_plan(config, shape, {}));
   // "segmentation on cuda (NVIDIA H200), model m.onnx at 960x544 batch 4 fp16"
   plan.description =
       (has_stage(stages_of(config), StageKind::kSegment) ? "segmentation on " : "detection on ") +

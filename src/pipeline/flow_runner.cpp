@@ -15,6 +15,7 @@
 #include "core/gpu.h"
 #include "core/log.h"
 #include "io/url.h"
+#include "pipeline/image_source.h"
 #include "pipeline/stage.h"
 #include "pipeline/stream_mux.h"
 #include "pipeline/video_source.h"
@@ -111,7 +112,7 @@ struct Flow {
   std::vector<BufferPool> pools;
   std::unique_ptr<SlotPool<SlotBuffers>> slots;
   std::unique_ptr<StreamMux<SourceFrame>> mux;
-  std::unique_ptr<VideoSources> sources;
+  std::unique_ptr<FrameSources> sources;
   std::vector<std::unique_ptr<RunningStage>> running;
   std::vector<std::unique_ptr<BatchQueue>> queues;
   std::vector<std::string> queue_names;
@@ -308,6 +309,8 @@ PipelineStats snapshot(const Flow& flow, Clock::time_point start,
     source.expected = static_cast<std::uint64_t>(report.expected_frames);
     source.reconnects = static_cast<std::uint64_t>(report.reconnects);
     source.state = std::string(source_state_name(report.state));
+    source.items_failed = static_cast<std::uint64_t>(report.items_failed);
+    source.failed_items = report.failed_items;
     stats.sources.push_back(std::move(source));
   }
   if (std::optional<SourceStats> retired = flow.mux->retired_stats()) {
@@ -492,7 +495,8 @@ Result<FlowResult> run_flow_plan(FlowPlan& plan, const PipelineConfig& config, c
   FOVEA_ASSIGN_OR_RETURN(const MuxOptions mux_options, mux_options_of(config, options));
   // The configuration's sources take the first slots; a service's other slots stay free for the
   // sources it adds (the plan's names cover every slot).
-  const std::vector<std::string> names = source_names(config.sources);
+  const std::vector<std::string> names =
+      config.images ? std::vector<std::string>{kImagesSourceName} : source_names(config.sources);
   flow.mux = std::make_unique<StreamMux<SourceFrame>>(mux_options, names);
   // A source's frames in flight: its mux queue, and its share of every batch the slots hold.
   const int per_batch =
@@ -503,7 +507,18 @@ Result<FlowResult> run_flow_plan(FlowPlan& plan, const PipelineConfig& config, c
       .gpu = flow.gpu,
       .max_frames_in_flight =
           static_cast<int>(mux_options.source_queue_capacity) + (slot_count(plan) + 1) * per_batch + 2};
-  flow.sources = std::make_unique<VideoSources>(config.sources, names, source_options, *flow.mux);
+  if (config.images) {
+    ImageSourceOptions image_options{.gpu = flow.gpu,
+                                     .device = plan.shape.device,
+                                     .threads = config.images->threads,
+                                     .split = config.images->split,
+                                     .max_frames_in_flight = source_options.max_frames_in_flight};
+    flow.sources =
+        std::make_unique<ImageSources>(plan.images, kImagesSourceName, image_inputs_label(config.images->inputs),
+                                       image_options, *flow.mux);
+  } else {
+    flow.sources = std::make_unique<VideoSources>(config.sources, names, source_options, *flow.mux);
+  }
   std::vector<Rational> frame_rates;
   for (const std::optional<SourceReport>& report : flow.sources->reports())
     frame_rates.push_back(report ? report->frame_rate : Rational{});

@@ -25,6 +25,7 @@
 
 #include "core/output_file.h"
 #include "core/status.h"
+#include "io/image_files.h"
 #include "pipeline/config.h"
 #include "pipeline/op.h"
 #include "pipeline/sinks.h"
@@ -85,7 +86,7 @@ struct FlowResult {
   std::size_t failed_outputs = 0;  // video outputs that failed
   Status report_status;            // writing stats.report, when one was asked for
   // Sources or outputs failed; with every frame of every other source processed.
-  bool partial() const { return stats.failed_sources() > 0 || failed_outputs > 0; }
+  bool partial() const { return stats.failed_sources() > 0 || stats.failed_items() > 0 || failed_outputs > 0; }
 };
 
 // One stage: a thread running `ops` in order on every batch (on one stream on the GPU).
@@ -106,6 +107,8 @@ struct FlowPlan {
   std::vector<std::unique_ptr<Op>> ops;
   std::vector<StageSpec> stages;
   std::vector<std::unique_ptr<Sink>> sinks;
+  // An image flow's files (config.images, listed and sharded): the source reads them in order.
+  io::ImageList images;
 };
 
 // Runs `plan` over config.sources with config.mux's batching until the sources end (or an

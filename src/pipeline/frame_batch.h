@@ -54,6 +54,9 @@ struct FrameResults {
   std::vector<ObjectResult> objects;
   // Segmentation: the fraction of the frame's class map in the target classes; absent otherwise.
   std::optional<double> target_fraction;
+  // Image-to-image: the model's output picture (kRGB8, host memory in the batch's slot, valid
+  // while the batch is); absent otherwise.
+  std::optional<ImageView> picture;
 };
 
 // A frame as the ops see it: where it came from and its pixels at the mux size (NV12; device memory

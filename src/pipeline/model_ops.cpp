@@ -52,6 +52,12 @@ Result<std::pair<int, int>> input_size(const ModelConfig& config, const runtime:
     width = fixed_w;
     height = fixed_h;
   }
+  if (width <= 0 || height <= 0) {
+    // An image flow's frames have no common size to fall back on.
+    return make_error(StatusCode::kInvalidArgument, config.path,
+                      ": the model's input has no fixed height and width; give input_width and input_height "
+                      "(--size WxH)");
+  }
   return std::pair{width, height};
 }
 

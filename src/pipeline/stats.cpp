@@ -76,6 +76,12 @@ std::size_t PipelineStats::failed_sources() const {
       std::count_if(sources.begin(), sources.end(), [](const SourceStats& source) { return source.failed; }));
 }
 
+std::uint64_t PipelineStats::failed_items() const {
+  std::uint64_t total = 0;
+  for (const SourceStats& source : sources) total += source.items_failed;
+  return total;
+}
+
 std::uint64_t PipelineStats::expected_frames() const {
   std::uint64_t total = 0;
   for (const SourceStats& source : sources) {
@@ -308,6 +314,13 @@ nlohmann::json to_json(const PipelineStats& stats) {
                             {"state", source.state}};
     if (source.failed) {
       entry["error"] = source.error;
+    }
+    if (source.items_failed > 0) {
+      entry["skipped"] = source.items_failed;
+      nlohmann::json listed = nlohmann::json::array();
+      for (const SkippedItem& item : source.failed_items)
+        listed.push_back({{"path", item.path}, {"reason", item.reason}});
+      entry["skipped_inputs"] = std::move(listed);
     }
     sources.push_back(std::move(entry));
   }

@@ -70,6 +70,15 @@ class LatencyRecorder {
   std::minstd_rand random_{20240601};
 };
 
+// An input a source skipped (an image file that could not be read or decoded) and why.
+struct SkippedItem {
+  std::string path;
+  std::string reason;
+  bool operator==(const SkippedItem&) const = default;
+};
+// A source lists this many of its skipped inputs by name; the rest are counted.
+inline constexpr std::size_t kMaxListedFailures = 100;
+
 struct SourceStats {
   std::string name;
   std::uint64_t frames = 0;   // batched by the mux
@@ -83,6 +92,8 @@ struct SourceStats {
   std::uint64_t expected = 0;    // the frames it will deliver; 0 when unknown or endless (looping, live)
   std::uint64_t reconnects = 0;  // live: connections lost (or refused) and tried again
   std::string state;             // connecting, running, reconnecting, ended, failed; "" when unknown
+  std::uint64_t items_failed = 0;         // image sources: files skipped (unreadable, not decodable)
+  std::vector<SkippedItem> failed_items;  // the first kMaxListedFailures of them
 };
 
 struct StageStats {
@@ -126,6 +137,7 @@ struct PipelineStats {
   std::uint64_t total_frames() const;
   std::uint64_t total_dropped() const;
   std::size_t failed_sources() const;
+  std::uint64_t failed_items() const;  // inputs the sources skipped (image files)
   // The frames every source will deliver; 0 when any source's count is unknown (a failed source
   // counts what it delivered).
   std::uint64_t expected_frames() const;

@@ -657,6 +657,14 @@ VideoSources::VideoSources(std::vector<SourceConfig> sources, std::vector<std::s
   }
 }
 
+Result<std::size_t> FrameSources::add(SourceConfig source, std::string) {
+  return make_error(StatusCode::kUnsupported, source.uri, ": this flow's sources cannot be added to while it runs");
+}
+
+bool FrameSources::remove(std::size_t) {
+  return false;
+}
+
 VideoSources::~VideoSources() {
   // A source blocked on its full mux queue would never end if nobody takes batches any more.
   const bool running =

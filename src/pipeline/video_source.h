@@ -92,6 +92,10 @@ struct SourceReport {
   std::int64_t expected_frames = 0;  // one pass's frames, when known and the source ends (not looping)
   std::int64_t frames_decoded = 0;
   std::int64_t frames_damaged = 0;
+  // Image sources: the files that could not be read or decoded (skipped, the others go on), the
+  // first kMaxListedFailures by name and reason, and how many in all.
+  std::vector<SkippedItem> failed_items;
+  std::int64_t items_failed = 0;
 };
 
 struct VideoSourceOptions {
@@ -111,28 +115,44 @@ struct VideoSourceOptions {
 // (the events are its own). Destroying it while sources still run stops the mux first
 // (request_stop), so that a source blocked on a full queue ends. The sources given to the
 // constructor take the mux's first slots, in order; `names` are theirs (source_names()).
-class VideoSources {
+// What the flow runner drives, whatever the frames come from: video sources (below) or an image
+// folder (image_source.h). Each pushes into the flow's mux and ends its mux sources by itself.
+class FrameSources {
+ public:
+  virtual ~FrameSources() = default;
+  virtual void start() = 0;
+  // Every source stops now (Ctrl-C, a failed stage): blocking reads return at once.
+  virtual void request_stop() = 0;
+  virtual void join() = 0;
+  // A snapshot, safe while the threads run; one entry per mux slot, nullopt for a slot never used.
+  virtual std::vector<std::optional<SourceReport>> reports() const = 0;
+  // Frames decoded by the sources whose slots were reused (StreamMux::retired_stats).
+  virtual std::int64_t retired_decoded() const { return 0; }
+  // A service's sources (fovea serve): added and removed while the flow runs. Sources that cannot
+  // refuse with kUnsupported (add) and false (remove).
+  virtual Result<std::size_t> add(SourceConfig source, std::string name);
+  virtual bool remove(std::size_t slot);
+};
+
+class VideoSources final : public FrameSources {
  public:
   VideoSources(std::vector<SourceConfig> sources, std::vector<std::string> names, VideoSourceOptions options,
                StreamMux<SourceFrame>& mux);
-  ~VideoSources();  // joins
+  ~VideoSources() override;  // joins
   VideoSources(const VideoSources&) = delete;
   VideoSources& operator=(const VideoSources&) = delete;
 
-  void start();
+  void start() override;
   // Thread-safe, after start(): a source in a free mux slot, started at once. kResourceExhausted
   // when every slot is taken (or the flow is stopping). Returns the slot.
-  Result<std::size_t> add(SourceConfig source, std::string name);
+  Result<std::size_t> add(SourceConfig source, std::string name) override;
   // Thread-safe: stops the source in `slot` (a blocking read returns at once); its frames already
   // queued are still batched, then its slot is free. False if no running source is in the slot.
-  bool remove(std::size_t slot);
-  // Every source stops now (Ctrl-C, a failed stage): blocking reads return at once.
-  void request_stop();
-  void join();
-  // A snapshot, safe while the threads run; one entry per mux slot, nullopt for a slot never used.
-  std::vector<std::optional<SourceReport>> reports() const;
-  // Frames decoded by the sources whose slots were reused (StreamMux::retired_stats).
-  std::int64_t retired_decoded() const;
+  bool remove(std::size_t slot) override;
+  void request_stop() override;
+  void join() override;
+  std::vector<std::optional<SourceReport>> reports() const override;
+  std::int64_t retired_decoded() const override;
 
  private:
   struct Source;  // one source's thread and state (video_source.cpp)

@@ -1,0 +1,147 @@
+#include "pipeline/image_sink.h"
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <system_error>
+#include <thread>
+
+#include "core/log.h"
+#include "io/image_codec.h"
+#include "pipeline/queue.h"
+
+namespace fovea::pipeline {
+namespace {
+
+// A picture copied out of its batch's slot, and where it goes.
+struct PendingPicture {
+  io::HostImage image;
+  std::filesystem::path path;
+  std::string input;  // the file it came from, never written over
+};
+
+std::string_view extension(ImageOutputFormat format) {
+  return format == ImageOutputFormat::kPng ? ".png" : ".jpg";
+}
+
+Result<io::HostImage> copy_picture(const ImageView& picture) {
+  FOVEA_ASSIGN_OR_RETURN(io::HostImage copy,
+                         io::HostImage::allocate(PixelFormat::kRGB8, picture.width, picture.height));
+  const std::size_t row_bytes = static_cast<std::size_t>(picture.width) * 3;
+  for (int y = 0; y < picture.height; ++y) std::memcpy(copy.row(y), picture.row(0, y), row_bytes);
+  return copy;
+}
+
+}  // namespace
+
+std::filesystem::path image_output_path(const ImageSinkConfig& config,
+                                        const std::filesystem::path& relative) {
+  std::filesystem::path path = std::filesystem::path(config.output_dir) / relative;
+  path.replace_extension(extension(config.format));
+  return path;
+}
+
+struct ImageSink::Writers {
+  BoundedQueue<PendingPicture> queue;
+  io::ImageEncodeOptions options;
+  std::vector<std::thread> threads;
+  mutable std::mutex mutex;  // guards the counters
+  std::int64_t written = 0;
+  std::int64_t failed = 0;
+  std::vector<SkippedItem> failures;
+  bool finished = false;
+
+  Writers(std::size_t capacity, io::ImageEncodeOptions encode) : queue(capacity), options(encode) {}
+
+  void run() {
+    while (std::optional<PendingPicture> picture = queue.pop()) {
+      const Status status = write_one(*picture);
+      const std::lock_guard lock(mutex);
+      if (status.is_ok()) {
+        ++written;
+        continue;
+      }
+      log_error("{}: not written: {}", picture->path.string(), status.message());
+      ++failed;
+      if (failures.size() < kMaxListedFailures)
+        failures.push_back({picture->path.string(), status.message()});
+    }
+  }
+
+  Status write_one(const PendingPicture& picture) const {
+    std::error_code error;
+    std::filesystem::create_directories(picture.path.parent_path(), error);
+    if (error) return make_error(StatusCode::kIoError, "cannot create its folder: ", error.message());
+    return io::write_image_file(picture.path, picture.image.view(), options, {picture.input});
+  }
+};
+
+ImageSink::ImageSink(ImageSinkConfig config, const std::vector<io::ListedImage>& images, int threads)
+    : config_(std::move(config)), threads_(threads) {
+  for (const io::ListedImage& image : images)
+    input_of_[image.relative.generic_string()] = image.path.string();
+}
+
+ImageSink::~ImageSink() {
+  static_cast<void>(finish());
+}
+
+Status ImageSink::start(std::span<const Rational>) {
+  std::error_code error;
+  std::filesystem::create_directories(config_.output_dir, error);
+  if (error) {
+    return make_error(StatusCode::kIoError, "sinks.images.output_dir ", config_.output_dir,
+                      ": cannot create it: ", error.message());
+  }
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int count = threads_ > 0 ? threads_ : cores;
+  io::ImageEncodeOptions options;
+  options.format =
+      config_.format == ImageOutputFormat::kPng ? io::ImageFileFormat::kPng : io::ImageFileFormat::kJpeg;
+  options.jpeg_quality = config_.quality;
+  // Two pictures per writer keep every writer busy while the sink stage copies the next batch.
+  writers_ = std::make_unique<Writers>(static_cast<std::size_t>(2 * count), options);
+  for (int i = 0; i < count; ++i) writers_->threads.emplace_back([this] { writers_->run(); });
+  return Status::ok();
+}
+
+Status ImageSink::write(const std::shared_ptr<const FrameBatch>& batch) {
+  for (std::size_t i = 0; i < batch->size(); ++i) {
+    const std::optional<ImageView>& picture = batch->results[i].picture;
+    if (!picture) continue;
+    const std::string& name = *batch->frames[i].payload.name;
+    FOVEA_ASSIGN_OR_RETURN(io::HostImage copy, copy_picture(*picture));
+    const auto input = input_of_.find(name);
+    PendingPicture pending{.image = std::move(copy),
+                           .path = image_output_path(config_, name),
+                           .input = input == input_of_.end() ? std::string() : input->second};
+    if (writers_->queue.push(std::move(pending)) != PushResult::kPushed) {
+      return make_error(StatusCode::kInternal, "the image writers stopped early");
+    }
+  }
+  return Status::ok();
+}
+
+Status ImageSink::finish() {
+  if (!writers_ || writers_->finished) return Status::ok();
+  writers_->queue.close();
+  for (std::thread& thread : writers_->threads) thread.join();
+  writers_->finished = true;
+  return Status::ok();
+}
+
+std::vector<SinkReport> ImageSink::reports() const {
+  if (!writers_) return {};
+  const std::lock_guard lock(writers_->mutex);
+  SinkReport folder{.source = "images",
+                    .path = config_.output_dir,
+                    .encoder = std::string(extension(config_.format).substr(1)),
+                    .frames = writers_->written};
+  std::vector<SinkReport> reports{folder};
+  for (const SkippedItem& failure : writers_->failures) {
+    reports.push_back({.source = "images", .path = failure.path, .error = failure.reason});
+  }
+  return reports;
+}
+
+}  // namespace fovea::pipeline
