@@ -21,12 +21,14 @@ using Action = std::function<int()>;
 void add_probe_command(CLI::App& app, Action* action);
 void add_transcode_command(CLI::App& app, Action* action);
 void add_decode_bench_command(CLI::App& app, Action* action);
+void add_image_bench_command(CLI::App& app, Action* action);
 void add_model_command(CLI::App& app, Action* action);
 void add_report_command(CLI::App& app, Action* action);
 void add_sweep_command(CLI::App& app, Action* action);
 void add_pipeline_commands(CLI::App& app, Action* action);  // run, segment, demo
 void add_detect_command(CLI::App& app, Action* action);
 void add_serve_command(CLI::App& app, Action* action);
+void add_images_command(CLI::App& app, Action* action);
 // `fovea demo detect`, under the demo command (cmd_pipeline.cpp).
 void add_detect_demo(CLI::App* demo, Action* action);
 

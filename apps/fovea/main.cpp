@@ -90,10 +90,12 @@ int run(int argc, char** argv) {
   add_probe_command(app, &action);
   add_transcode_command(app, &action);
   add_decode_bench_command(app, &action);
+  add_image_bench_command(app, &action);
   add_model_command(app, &action);
   add_pipeline_commands(app, &action);
   add_detect_command(app, &action);
   add_serve_command(app, &action);
+  add_images_command(app, &action);
   add_report_command(app, &action);
   add_sweep_command(app, &action);
 

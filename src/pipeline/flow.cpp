@@ -307,7 +307,11 @@ Result<FlowPlan> build_plan(const PipelineConfig& config, const FlowShape& shape
 // (two inputs onto one output, an output that is an input).
 Result<io::ImageList> list_flow_images(const PipelineConfig& config) {
   const ImagesConfig& images = *config.images;
-  FOVEA_ASSIGN_OR_RETURN(io::ImageList list, io::list_images(images.inputs, {.recursive = images.recursive}));
+  Result<io::ImageList> listed = io::list_images(images.inputs, {.recursive = images.recursive});
+  // An input that is not there, or a folder without images, is a mistake in what was asked: nothing ran.
+  if (!listed.is_ok() && listed.status().code() == StatusCode::kNotFound)
+    return Status(StatusCode::kInvalidArgument, listed.status().message());
+  FOVEA_ASSIGN_OR_RETURN(io::ImageList list, std::move(listed));
   FOVEA_ASSIGN_OR_RETURN(const io::Shard shard, io::parse_shard(images.shard));
   list.images = io::shard(list.images, shard);
   if (list.images.empty()) {

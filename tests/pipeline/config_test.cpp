@@ -584,7 +584,7 @@ TEST(PipelineConfigErrors, ModelsAreChecked) {
 TEST(PipelineConfigErrors, StagesAreChecked) {
   EXPECT_EQ(
       parse_error(detection_with("stages: [detect, tracker]\n")),
-      "test.yaml:10:18: stages.1: expected one of segment, detect, track, classify, osd, got 'tracker'");
+      "test.yaml:10:18: stages.1: expected one of segment, detect, track, classify, osd, image2image, got 'tracker'");
   EXPECT_EQ(parse_error(detection_with("stages: [osd, detect]\n")),
             "test.yaml:10:10: stages.0: the first stage runs the primary model: segment or detect, got osd");
   EXPECT_EQ(parse_error(detection_with("stages: [detect, segment]\n")),
@@ -597,7 +597,7 @@ TEST(PipelineConfigErrors, StagesAreChecked) {
   EXPECT_EQ(parse_error(minimal_with("stages: detect\n")),
             "test.yaml:7:9: stages: expected a list of stages, got 'detect'");
   EXPECT_EQ(parse_error(minimal_with("flow: tracking\n")),
-            "test.yaml:7:7: flow: expected one of segmentation, detection, got 'tracking'");
+            "test.yaml:7:7: flow: expected one of segmentation, detection, image2image, got 'tracking'");
   EXPECT_EQ(parse_error(minimal_with("stagse: [segment]\n")),
             "test.yaml:7:1: unknown key 'stagse' (did you mean 'stages'?)");
   // An empty list is the preset's.
