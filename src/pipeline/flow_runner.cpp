@@ -378,6 +378,8 @@ Status write_report(const PipelineConfig& config, const FlowResult& result) {
                        {"path", output.path},
                        {"encoder", output.encoder},
                        {"frames", output.frames},
+                       {"dropped", output.dropped},
+                       {"reconnects", output.reconnects},
                        {"error", output.error}});
   }
   report["outputs"] = std::move(outputs);
@@ -513,9 +515,8 @@ Result<FlowResult> run_flow_plan(FlowPlan& plan, const PipelineConfig& config, c
                                      .threads = config.images->threads,
                                      .split = config.images->split,
                                      .max_frames_in_flight = source_options.max_frames_in_flight};
-    flow.sources =
-        std::make_unique<ImageSources>(plan.images, kImagesSourceName, image_inputs_label(config.images->inputs),
-                                       image_options, *flow.mux);
+    flow.sources = std::make_unique<ImageSources>(
+        plan.images, kImagesSourceName, image_inputs_label(config.images->inputs), image_options, *flow.mux);
   } else {
     flow.sources = std::make_unique<VideoSources>(config.sources, names, source_options, *flow.mux);
   }

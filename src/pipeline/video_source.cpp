@@ -23,6 +23,7 @@
 #include "core/pool.h"
 #include "io/demuxer.h"
 #include "io/url.h"
+#include "pipeline/backoff.h"
 #include "trace/tracer.h"
 
 #if defined(FOVEA_HAVE_CUDA)
@@ -168,35 +169,6 @@ class Timeline {
   int clock_jumps_ = 0;
 };
 
-// The waits between a live source's reconnect attempts: reconnect_initial, doubling each failed
-// attempt up to reconnect_max; at most reconnect_attempts attempts in a row (0: no limit).
-class Backoff {
- public:
-  explicit Backoff(const SourceConfig& config)
-      : initial_(config.reconnect_initial),
-        max_(config.reconnect_max),
-        attempts_(config.reconnect_attempts) {}
-
-  // One more attempt: false when they are used up.
-  bool next() {
-    if (attempts_ > 0 && attempt_ >= attempts_) return false;
-    wait_ = attempt_ == 0 ? initial_ : std::min(max_, wait_ * 2.0);
-    ++attempt_;
-    return true;
-  }
-  // The connection worked: the next loss starts from the first wait again.
-  void reset() { attempt_ = 0; }
-  double wait_seconds() const { return wait_; }
-  int attempt() const { return attempt_; }
-
- private:
-  double initial_;
-  double max_;
-  int attempts_;
-  int attempt_ = 0;
-  double wait_ = 0.0;
-};
-
 enum class PassEnd { kEndOfPass, kStopped };
 enum class Step { kNext, kEndOfPass, kStopped };
 
@@ -233,7 +205,7 @@ struct VideoSources::Source {
   // Connects, and for a live source connects again after each loss, with backoff, until it stops,
   // ends for good or runs out of attempts. A file runs once.
   Status run_connections() {
-    Backoff backoff(config);
+    Backoff backoff(config.reconnect_initial, config.reconnect_max, config.reconnect_attempts);
     for (;;) {
       const std::int64_t delivered_before = delivered;
       const Status status = run_passes();
@@ -658,7 +630,8 @@ VideoSources::VideoSources(std::vector<SourceConfig> sources, std::vector<std::s
 }
 
 Result<std::size_t> FrameSources::add(SourceConfig source, std::string) {
-  return make_error(StatusCode::kUnsupported, source.uri, ": this flow's sources cannot be added to while it runs");
+  return make_error(StatusCode::kUnsupported, source.uri,
+                    ": this flow's sources cannot be added to while it runs");
 }
 
 bool FrameSources::remove(std::size_t) {
