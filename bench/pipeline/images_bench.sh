@@ -3,10 +3,11 @@
 #   bench/pipeline/images_bench.sh FOVEA_BINARY OUT_DIR
 # Environment: AB_COUNT (4000), PHOTO_COUNT (1000), BASELINE_LIMIT (500), FLOW_BATCHES ("16 8 32"),
 # BENCH_SECONDS (5, per image-bench measurement), STEP_TIMEOUT (120 s per command), PYTHON (python3).
-# About 5 minutes; the folders and the exported models in OUT_DIR are reused by a second call.
-# The counts are set so that each fovea run lasts about a second or more after its first output at
-# the expected rates (some thousand AB images/s, some hundred to two thousand photos/s): its steady
-# rate, held to the ceilings, is then not a few batches' worth.
+# Planned for about 5 minutes on the GPU machine (16 cores), 9 at most; the folders and the exported
+# models in OUT_DIR are reused by a second call. The counts are above issue 21's 2000 and the plan's
+# 500 so that each fovea run lasts seconds after its first output at the expected rates (about a
+# thousand AB images/s, PNG encode bound; up to two thousand photos/s): its steady rate, held to the
+# ceilings, is then not a few batches' worth.
 #
 # Makes the folders (make_ab_images.py: AB_COUNT 512x256 pix2pix "AB" JPEGs, PHOTO_COUNT 1080p JPEG
 # photos), exports unet_256 and detectnet_resnet34 with dynamic batch (compare_torch.export_dynamic:
@@ -45,7 +46,11 @@ baseline_png="$out/baseline_png"
 engine_cache="$out/engine_cache"
 
 # --- fovea's command lines, as issue 21 plans them: adjust the flags here ---------------------------
-# Each sets `cmd`; the ones whose JSON goes to stdout say so.
+# Each sets `cmd`; the ones whose JSON goes to stdout say so. The exported models' height and width
+# are dynamic, so the flows name the network's input size (--size). `fovea images --task image2image`
+# normalizes (pixel / 255 - 0.5) / 0.5 and maps the output back the same way by default, as
+# baseline_images.py does; the detector takes pixels / 255 (--normalize none) and detect_bench.sh's
+# --conf 0.4 --iou 0.5 --top-k 100 (its seeded weights find about 100 boxes an image).
 decode_ceiling_cmd() {  # FOLDER JSON
   cmd=("$fovea" image-bench "$1" --backend all --seconds "$bench_seconds" --json "$2")
 }
@@ -56,13 +61,13 @@ model_ceiling_cmd() {  # MODEL HEIGHTxWIDTH BATCHES (JSON on stdout)
   cmd=("$fovea" model bench "$1" --shape "input=1x3x$2" --batch "$3" --precision fp16 --iterations 100 --json)
 }
 pix2pix_flow_cmd() {  # BATCH OUTPUT_FOLDER REPORT
-  cmd=("$fovea" images "$ab" -o "$2" --model "$unet" --task image2image --split-ab a --batch "$1" --format png
-       --precision fp16 --engine-cache "$engine_cache" --no-progress --report "$3")
+  cmd=("$fovea" images "$ab" -o "$2" --model "$unet" --task image2image --split-ab a --size 256x256 --batch "$1"
+       --format png --precision fp16 --engine-cache "$engine_cache" --no-progress --report "$3")
 }
 detector_flow_cmd() {  # BATCH METADATA REPORT
   cmd=("$fovea" images "$photos" --model "$detectnet" --task detection --parser detectnet --size 960x544
-       --normalize none --batch "$1" --precision fp16 --engine-cache "$engine_cache" --metadata "$2"
-       --no-progress --report "$3")
+       --normalize none --conf 0.4 --iou 0.5 --top-k 100 --batch "$1" --precision fp16
+       --engine-cache "$engine_cache" --metadata "$2" --no-progress --report "$3")
 }
 # -------------------------------------------------------------------------------------------------
 

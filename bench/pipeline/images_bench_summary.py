@@ -15,13 +15,16 @@ Each run's log is its result file with .log for .json (images_bench.sh's layout)
 
 Targets (the issue's): each pix2pix run's steady rate >= 90% of the slowest of its three ceilings
 measured alone (decode of the AB folder by the fastest backend, model bench at the run's batch, PNG
-encode), and the best run >= 10x the baseline; the detector run >= 90% of min(decode of the photos,
-model bench at its batch). fovea's rates are the report's startup.steady_fps (after the first output:
-the ceilings and the baseline's rate leave start-up out too; the baseline times no model build and
-runs one image untimed first); the total rate (start-up included) is listed beside it. The decode
-ceilings of every backend are listed in images/s and MB/s (compressed bytes). The pix2pix outputs
-are also compared with the baseline's PNGs of the same images (same network, PyTorch fp16 against
-fovea fp16): no target, a check that both computed the same thing.
+encode of the network's outputs), and the best run >= 10x the baseline; the detector run >= 90% of
+min(decode of the photos by the fastest backend, model bench at its batch). fovea's rates are the
+report's startup.steady_fps (after the first output: the ceilings and the baseline's rate leave
+start-up out too; the baseline times no model build and runs one image untimed first); the total
+rate (start-up included) is listed beside it, with the decoder the flow used and the bound it names
+itself. The decode ceilings of every backend are listed in images/s and MB/s (compressed bytes).
+Where the flow decodes on the CPU, decode and PNG encode share the cores: the rate both allow
+together is listed too, without a target. The pix2pix outputs are compared with the baseline's PNGs
+of the same images (the same network, PyTorch fp16 against fovea fp16): no target, a check that both
+computed the same thing.
 
 Prints the tables (also written to SUMMARY.md); exits 1 when a target is missed or a run left no result.
 """
@@ -36,46 +39,15 @@ from PIL import Image
 from detect_bench_summary import load, number, peak_gpu_mib, percent
 
 FLOW_TARGET, BASELINE_TARGET = 0.90, 10.0
-# How `fovea image-bench --json` names its figures (any nesting): an object with one of these keys
-# is one measurement; its "backend" names the decoder, and an object under an "encode" key (or with
-# one) is the encode ceiling.
-IMAGES_PER_S_KEYS = ("images_per_second", "images_per_s")
-MB_PER_S_KEYS = ("mb_per_second", "megabytes_per_second", "mb_per_s")
+ENCODE_PREFIX = "encode-"  # image-bench's row of the encode ceiling: backend "encode-png"
 COMPARED_IMAGES = 200  # outputs compared with the baseline's: enough for the max, quick to read
 
 Run = collections.namedtuple("Run", "kind name batch status path out")
 
 
-def first_key(entry, keys):
-    return next((entry[k] for k in keys if k in entry), None)
-
-
-def measurements(node, path=()):
-    """(key path, object) of every object in an image-bench JSON that carries an images/s figure."""
-    if isinstance(node, dict):
-        if first_key(node, IMAGES_PER_S_KEYS) is not None:
-            yield path, node
-        for key, value in node.items():
-            yield from measurements(value, path + (str(key),))
-    elif isinstance(node, list):
-        for value in node:
-            yield from measurements(value, path)
-
-
-def is_encode(path, entry):
-    return "encode" in path or "encode" in entry
-
-
-def decode_ceilings(report):
-    """{backend: (images/s, MB/s)} of an image-bench run."""
-    return {str(entry.get("backend", "/".join(path) or "?")):
-            (first_key(entry, IMAGES_PER_S_KEYS), first_key(entry, MB_PER_S_KEYS))
-            for path, entry in measurements(report) if not is_encode(path, entry)}
-
-
-def encode_ceiling(report):
-    return next((first_key(entry, IMAGES_PER_S_KEYS) for path, entry in measurements(report)
-                 if is_encode(path, entry)), None)
+def image_bench_rows(report):
+    """{backend: row} of an image-bench --json report (rows: images_per_second, mb_per_second, detail)."""
+    return {row["backend"]: row for row in report.get("backends", [])}
 
 
 def log_of(run):
@@ -144,10 +116,12 @@ class Summary:
                 self.misses.append(f"{what}: timed out, see {log_of(run)}")
             elif run.status != "0":
                 self.misses.append(f"{what}: exit status {run.status}, see {log_of(run)}")
-        self.decode = {r.name: decode_ceilings(load(r.path) or {}) for r in self.of("decode")}
+        self.decode = {r.name: {backend: row for backend, row in image_bench_rows(load(r.path) or {}).items()
+                                if not backend.startswith(ENCODE_PREFIX)} for r in self.of("decode")}
         self.model = {r.name: {point["batch"]: point["items_per_second"] for point in (load(r.path) or [])}
                       for r in self.of("model")}
-        self.encode = next((encode_ceiling(load(r.path) or {}) for r in self.of("encode")), None)
+        self.encode = next((image_bench_rows(load(r.path) or {}).get(ENCODE_PREFIX + r.name, {})
+                            .get("images_per_second") for r in self.of("encode")), None)
         found = {"decode": self.decode, "model": self.model, "encode": {"png": self.encode}}
         for run in self.of("decode", "model", "encode"):
             if run.status == "0" and not found[run.kind].get(run.name):
@@ -158,14 +132,17 @@ class Summary:
 
     def best_decode(self, folder):
         """(backend, images/s) of the fastest decoder of `folder`."""
-        rates = [(ips, backend) for backend, (ips, _) in self.decode.get(folder, {}).items() if ips]
+        rates = [(row["images_per_second"], backend) for backend, row in self.decode.get(folder, {}).items()
+                 if row.get("images_per_second")]
         return (max(rates)[1], max(rates)[0]) if rates else (None, None)
 
     def decode_table(self):
-        self.lines += ["| folder | backend | images/s | MB/s |", "|---|---|---|---|"]
+        self.lines += ["| folder | backend | images/s | MB/s | how |", "|---|---|---|---|---|"]
         for folder, backends in self.decode.items():
-            for backend, (ips, mbps) in backends.items():
-                self.lines.append(f"| {folder} | {backend} | {number(ips)} | {f'{mbps:.1f}' if mbps else '?'} |")
+            for backend, row in backends.items():
+                mbps = row.get("mb_per_second")
+                self.lines.append(f"| {folder} | {backend} | {number(row.get('images_per_second'))} | "
+                                  f"{f'{mbps:.1f}' if mbps else '?'} | {row.get('detail', '')} |")
         self.lines.append(f"\nPNG encode ceiling (the network's 256x256 outputs): {number(self.encode)} images/s")
 
     def fovea_row(self, label, run, ceilings):
@@ -174,15 +151,16 @@ class Summary:
         bound, which = bound_of(ceilings)
         cells = " | ".join(number(v) for v in ceilings.values())
         if not report:
-            self.lines.append(f"| {label} | {run.batch} | no result | | | {cells} | | | | |")
+            self.lines.append(f"| {label} | {run.batch} | no result | | | {cells} | | | | | |")
             if run.status == "0":
                 self.misses.append(f"{label} batch {run.batch}: no report, see {log_of(run)}")
             return None
         steady, total = rate_of(report)
         ratio = steady / bound if bound else None
         own = report.get("bound", {}).get("what", "?")
+        decoders = ", ".join(sorted({s["decoder"] for s in report.get("sources", []) if s.get("decoder")})) or "?"
         self.lines.append(f"| {label} | {run.batch} | {report['total']['frames']} | {total:.0f} | {steady:.0f} | "
-                          f"{cells} | {which} | {percent(ratio)} (>= {FLOW_TARGET:.0%}) | {own} | "
+                          f"{cells} | {which} | {percent(ratio)} (>= {FLOW_TARGET:.0%}) | {decoders} | {own} | "
                           f"{number(peak_rss_mib(run))} / {peak_gpu_mib(run.path) or '?'} |")
         if ratio is None or ratio < FLOW_TARGET:
             self.misses.append(f"{label} batch {run.batch}: {percent(ratio)} of its bound ({which}), target "
@@ -192,8 +170,8 @@ class Summary:
     def pix2pix_tables(self):
         backend, decode = self.best_decode("ab")
         self.lines += ["", f"| pix2pix run | batch | images | fps (total) | fps (steady) | decode ({backend or '?'}) "
-                       "| model bench | PNG encode | bound | steady / bound | fovea's own bound | peak RSS / GPU MiB |",
-                       "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                       "| model bench | PNG encode | bound | steady / bound | decoder | fovea's own bound "
+                       "| peak RSS / GPU MiB |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         best, best_run = None, None
         for run in self.of("flow"):
             ceilings = {"decode": decode, "model": self.model.get(run.name, {}).get(int(run.batch)),
@@ -201,6 +179,12 @@ class Summary:
             steady = self.fovea_row("fovea images", run, ceilings)
             if steady and (best is None or steady > best):
                 best, best_run = steady, run
+        cpu_decode = self.decode.get("ab", {}).get("cpu", {}).get("images_per_second")
+        if cpu_decode and self.encode:
+            shared = 1.0 / (1.0 / cpu_decode + 1.0 / self.encode)
+            self.lines.append(f"\nCPU decode and PNG encode share the cores; measured apart, together they allow "
+                              f"{shared:.0f} images/s (1 / (1/decode + 1/encode)): the bound where the flow decodes "
+                              "on the CPU (no target)")
         for baseline in self.of("baseline"):
             self.against_baseline(best, best_run, baseline)
 
@@ -221,15 +205,15 @@ class Summary:
                                f"{BASELINE_TARGET:.0f}x")
         if best_run and os.path.isdir(best_run.out) and os.path.isdir(baseline.out):
             images, worst, mean = compare_outputs(best_run.out, baseline.out)
-            detail = f"max |d| {worst}, mean |d| {mean:.3f}" if mean is not None else "sizes differ or none matched"
+            detail = f"max |d| {worst}, mean |d| {mean:.3g}" if mean is not None else "sizes differ or none matched"
             self.lines.append(f"\nfovea's PNGs (batch {best_run.batch}) against the baseline's, fp16 both, {images} "
                               f"images: {detail} (0..255 per channel; no target)")
 
     def detect_table(self):
         backend, decode = self.best_decode("photos")
         self.lines += ["", f"| detector run | batch | images | fps (total) | fps (steady) | decode ({backend or '?'}) "
-                       "| model bench | bound | steady / bound | fovea's own bound | peak RSS / GPU MiB |",
-                       "|---|---|---|---|---|---|---|---|---|---|---|"]
+                       "| model bench | bound | steady / bound | decoder | fovea's own bound | peak RSS / GPU MiB |",
+                       "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for run in self.of("detect"):
             ceilings = {"decode": decode, "model": self.model.get(run.name, {}).get(int(run.batch))}
             self.fovea_row(f"fovea images {run.name}", run, ceilings)
