@@ -36,6 +36,7 @@ struct ImagesArgs {
   std::string shard;
   std::string split;
   std::optional<int> threads;
+  std::string decoder;
   std::string metadata;
   std::string engine_cache;
   std::string parser;
@@ -99,6 +100,8 @@ Result<pipeline::PipelineConfig> images_config(const ImagesArgs& args) {
   if (args.threads) images.threads = *args.threads;
   if (args.split == "a") images.split = pipeline::AbSplit::kA;
   if (args.split == "b") images.split = pipeline::AbSplit::kB;
+  if (args.decoder == "cpu") images.decoder = pipeline::ImageDecoder::kCpu;
+  if (args.decoder == "nvjpeg") images.decoder = pipeline::ImageDecoder::kNvjpeg;
   config.images = std::move(images);
   pipeline::ModelConfig model;
   FOVEA_TRY(apply_model_flags(args, model));
@@ -189,6 +192,12 @@ void add_images_command(CLI::App& app, Action* action) {
                    "pix2pix AB pairs: a (left half) or b (right half) of each image")
       ->check(CLI::IsMember({"a", "b"}));
   images->add_option("--threads", args->threads, "Decode threads (default one per core)");
+  images
+      ->add_option(
+          "--decoder", args->decoder,
+          "JPEG: nvjpeg (the GPU's JPEG decoder), cpu (libjpeg-turbo), or auto: nvJPEG where it loads "
+          "(default auto)")
+      ->check(CLI::IsMember({"auto", "cpu", "nvjpeg"}));
   images->add_option("--metadata", args->metadata, "Per-image JSON Lines file (docs/metadata.md)");
   images->add_option("--engine-cache", args->engine_cache,
                      "GPU: keep the planned model in this folder, so later runs skip the algorithm search");

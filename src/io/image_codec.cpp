@@ -166,6 +166,11 @@ Result<DecodedImage> decode_image(std::span<const std::uint8_t> bytes, std::stri
   return make_error(StatusCode::kInternal, name, ": unknown image format");
 }
 
+Result<std::vector<std::uint8_t>> read_image_bytes(const std::filesystem::path& path,
+                                                   const ImageLimits& limits) {
+  return read_whole_file(path, limits);
+}
+
 Result<DecodedImage> decode_image_file(const std::filesystem::path& path, const ImageDecodeOptions& options) {
   FOVEA_ASSIGN_OR_RETURN(const std::vector<std::uint8_t> bytes, read_whole_file(path, options.limits));
   return decode_image(bytes, path.string(), options);

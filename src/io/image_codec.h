@@ -95,6 +95,12 @@ struct DecodedImage {
   int orientation = 1;  // the EXIF orientation found (1 when none); applied if the options say so
 };
 
+// The file's bytes, read whole, for a decoder that takes them from memory (the GPU's): kNotFound /
+// kIoError (cannot read it), kInvalidArgument (not a regular file), kCorruptData (empty),
+// kResourceExhausted (beyond limits.max_file_bytes). Errors name the file.
+Result<std::vector<std::uint8_t>> read_image_bytes(const std::filesystem::path& path,
+                                                   const ImageLimits& limits = {});
+
 // Decodes the file at `path` (read whole). Errors: kNotFound / kIoError (cannot read it),
 // kCorruptData (empty, not an image, truncated, damaged), kUnsupported (a form of a format fovea
 // does not decode), kResourceExhausted (beyond the limits).

@@ -55,6 +55,8 @@ constexpr EnumName<StageKind> kStageNames[] = {
     {StageKind::kSegment, "segment"}, {StageKind::kDetect, "detect"},
     {StageKind::kTrack, "track"},     {StageKind::kClassify, "classify"},
     {StageKind::kOsd, "osd"},         {StageKind::kImage2Image, "image2image"}};
+constexpr EnumName<ImageDecoder> kImageDecoderNames[] = {
+    {ImageDecoder::kAuto, "auto"}, {ImageDecoder::kCpu, "cpu"}, {ImageDecoder::kNvjpeg, "nvjpeg"}};
 constexpr EnumName<AbSplit> kSplitNames[] = {
     {AbSplit::kNone, "none"}, {AbSplit::kA, "a"}, {AbSplit::kB, "b"}};
 constexpr EnumName<ImageOutputFormat> kImageFormatNames[] = {{ImageOutputFormat::kPng, "png"},
@@ -535,6 +537,11 @@ Status read_value(const Field& field, const KeyRules&, std::vector<std::string>&
   return Status::ok();
 }
 
+Status read_value(const Field& field, const KeyRules&, ImageDecoder& out) {
+  FOVEA_ASSIGN_OR_RETURN(out, to_enum(field, kImageDecoderNames));
+  return Status::ok();
+}
+
 Status read_value(const Field& field, const KeyRules&, AbSplit& out) {
   FOVEA_ASSIGN_OR_RETURN(out, to_enum(field, kSplitNames));
   return Status::ok();
@@ -621,6 +628,10 @@ YAML::Node to_node(const std::vector<std::string>& values) {
   return YAML::Node(values);
 }
 
+YAML::Node to_node(ImageDecoder value) {
+  return YAML::Node(std::string(enum_name(kImageDecoderNames, value)));
+}
+
 YAML::Node to_node(AbSplit value) {
   return YAML::Node(std::string(enum_name(kSplitNames, value)));
 }
@@ -691,6 +702,8 @@ std::string kind_text(std::type_identity<T>, const KeyRules& rules) {
     return quoted_choices(kColorOrderNames);
   } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
     return "list of paths";
+  } else if constexpr (std::is_same_v<T, ImageDecoder>) {
+    return quoted_choices(kImageDecoderNames);
   } else if constexpr (std::is_same_v<T, AbSplit>) {
     return quoted_choices(kSplitNames);
   } else if constexpr (std::is_same_v<T, ImageOutputFormat>) {
@@ -911,6 +924,10 @@ const KeySpec<ImagesConfig> kImagesKeys[] = {
                                 "Decode threads."),
     key<&ImagesConfig::split>("split", {},
                               "pix2pix \"AB\" pairs: `a` takes each image's left half, `b` its right half."),
+    key<&ImagesConfig::decoder>(
+        "decoder", {},
+        "JPEG on the GPU through nvJPEG (`nvjpeg`; `auto` where it loads) or on the CPU "
+        "threads (`cpu`); other formats always on the CPU."),
 };
 
 const KeySpec<ImageSinkConfig> kImageSinkKeys[] = {

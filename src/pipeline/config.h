@@ -99,13 +99,15 @@ struct ModelConfig {
 
 // `images:`, an image flow's input in place of `sources:` (image_source.h): folders, globs, list
 // files or single files (io/image_files.h), decoded on `threads` CPU threads.
-enum class AbSplit { kNone, kA, kB };  // pix2pix "AB" pairs: the left (A) or right (B) half
+enum class AbSplit { kNone, kA, kB };              // pix2pix "AB" pairs: the left (A) or right (B) half
+enum class ImageDecoder { kAuto, kCpu, kNvjpeg };  // JPEG on the GPU (nvJPEG) or the CPU
 struct ImagesConfig {
   std::vector<std::string> inputs;
   bool recursive = false;
   std::string shard = "0/1";  // "i/N": this process takes every N-th image from the i-th
   int threads = 0;            // decode threads; 0: one per core
   AbSplit split = AbSplit::kNone;
+  ImageDecoder decoder = ImageDecoder::kAuto;
   bool operator==(const ImagesConfig&) const = default;
 };
 

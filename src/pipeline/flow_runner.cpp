@@ -303,7 +303,8 @@ PipelineStats snapshot(const Flow& flow, Clock::time_point start,
     if (!reports[s]) continue;  // a service's slot never used
     SourceStats source = slots[s];
     const SourceReport& report = *reports[s];
-    source.decoder = std::string(io::decoder_backend_name(report.backend));
+    source.decoder =
+        report.decoder.empty() ? std::string(io::decoder_backend_name(report.backend)) : report.decoder;
     source.fallback = !report.fallback_reason.empty();
     source.decoded = static_cast<std::uint64_t>(report.frames_decoded);
     source.expected = static_cast<std::uint64_t>(report.expected_frames);
@@ -514,6 +515,7 @@ Result<FlowResult> run_flow_plan(FlowPlan& plan, const PipelineConfig& config, c
                                      .device = plan.shape.device,
                                      .threads = config.images->threads,
                                      .split = config.images->split,
+                                     .decoder = config.images->decoder,
                                      .max_frames_in_flight = source_options.max_frames_in_flight};
     flow.sources = std::make_unique<ImageSources>(
         plan.images, kImagesSourceName, image_inputs_label(config.images->inputs), image_options, *flow.mux);

@@ -12,6 +12,7 @@
 
 #include "core/log.h"
 #include "io/image_codec.h"
+#include "io/nvjpeg_decoder.h"
 
 #if defined(FOVEA_HAVE_CUDA)
 #include <cuda_runtime_api.h>
@@ -78,7 +79,9 @@ struct ImageSources::State {
   SourceState source_state = SourceState::kConnecting;
   std::int64_t decoded_count = 0;
   std::int64_t failed = 0;
-  std::int64_t unlisted = 0;  // of `failed`: entries the listing could not read (not in `images`)
+  std::int64_t unlisted = 0;
+  std::int64_t nvjpeg_count = 0;  // of decoded_count: on the GPU
+  std::int64_t cpu_count = 0;     // of `failed`: entries the listing could not read (not in `images`)
   std::vector<SkippedItem> failures;
 
   std::vector<std::thread> threads;
@@ -90,6 +93,8 @@ struct ImageSources::State {
   std::vector<std::size_t> next_event;
   cudaMemPool_t memory_pool = nullptr;
 #endif
+  // Per decode thread on the GPU path, when nvJPEG serves (images.decoder); empty otherwise.
+  std::vector<std::unique_ptr<io::NvjpegDecoder>> jpeg_decoders;
 
   State(std::vector<io::ListedImage> listed, std::string source, std::string label, ImageSourceOptions opts,
         StreamMux<SourceFrame>& m)
@@ -141,24 +146,36 @@ struct ImageSources::State {
 
   Decoded load(std::size_t worker, std::size_t position) {
     const io::ListedImage& listed = images[position];
-    Result<io::DecodedImage> picture = io::decode_image_file(listed.path);
-    Status status = picture.status();
+    bool on_gpu = false;
+    Result<SourceFrame> frame = read_and_decode(worker, position, on_gpu);
     Decoded out;
-    if (status.is_ok()) {
-      Result<SourceFrame> frame = make_frame(worker, position, std::move(picture).value());
-      if (frame.is_ok()) {
-        out.frame = std::move(frame).value();
-      } else {
-        status = frame.status();
-      }
-    }
     const std::lock_guard lock(mutex);
-    if (status.is_ok()) {
+    if (frame.is_ok()) {
       ++decoded_count;
-    } else if (status.code() != StatusCode::kCancelled) {
-      skip(listed, status);
+      ++(on_gpu ? nvjpeg_count : cpu_count);
+      out.frame = std::move(frame).value();
+    } else if (frame.status().code() != StatusCode::kCancelled) {
+      skip(listed, frame.status());
     }
     return out;
+  }
+
+  // nvJPEG where this thread has a decoder and the file is a JPEG it takes as stored (its EXIF
+  // orientation is applied on the CPU path only); libjpeg-turbo, libpng, ... otherwise.
+  Result<SourceFrame> read_and_decode(std::size_t worker, std::size_t position, bool& on_gpu) {
+    const io::ListedImage& listed = images[position];
+    FOVEA_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes, io::read_image_bytes(listed.path));
+    const std::string file = listed.path.string();
+    if (worker < jpeg_decoders.size() && jpeg_decoders[worker] &&
+        io::sniff_image_format(bytes) == io::ImageFileFormat::kJpeg) {
+      FOVEA_ASSIGN_OR_RETURN(const io::JpegInfo info, jpeg_decoders[worker]->probe(bytes, file));
+      if (info.route != io::JpegRoute::kCpu && info.orientation == 1) {
+        on_gpu = true;
+        return decode_on_gpu(worker, position, std::move(bytes), info);
+      }
+    }
+    FOVEA_ASSIGN_OR_RETURN(io::DecodedImage picture, io::decode_image(bytes, file));
+    return make_frame(worker, position, std::move(picture));
   }
 
   // Under `mutex`.
@@ -195,10 +212,13 @@ struct ImageSources::State {
 
   // The frame's owner: the pixels, and the budget share given back when the frame goes.
   std::shared_ptr<void> owner(std::shared_ptr<void> pixels, std::int64_t bytes) const {
+    // Built in place: a temporary Held would give the share back when it went.
     struct Held {
-      std::shared_ptr<void> pixels;
-      std::shared_ptr<FrameBudget> budget;
-      std::int64_t bytes;
+      Held(std::shared_ptr<void> held_pixels, std::shared_ptr<FrameBudget> held_budget,
+           std::int64_t held_bytes)
+          : pixels(std::move(held_pixels)), budget(std::move(held_budget)), bytes(held_bytes) {}
+      Held(const Held&) = delete;
+      Held& operator=(const Held&) = delete;
       ~Held() {
         pixels.reset();
         {
@@ -208,22 +228,35 @@ struct ImageSources::State {
         }
         budget->changed.notify_all();
       }
+      std::shared_ptr<void> pixels;
+      std::shared_ptr<FrameBudget> budget;
+      std::int64_t bytes;
     };
-    return std::make_shared<Held>(Held{std::move(pixels), budget, bytes});
+    return std::make_shared<Held>(std::move(pixels), budget, bytes);
+  }
+
+  Result<ImageView> part_of(const ImageView& picture) const {
+    const ImageView view = split_view(picture, options.split);
+    if (view.width < 1) {
+      return make_error(StatusCode::kInvalidArgument, "an image ", std::to_string(picture.width),
+                        " pixels wide has no A and B halves");
+    }
+    return view;
+  }
+
+  SourceFrame named_frame(std::size_t position) const {
+    SourceFrame frame;
+    frame.name = std::make_shared<const std::string>(images[position].relative.generic_string());
+    frame.frame.index = static_cast<std::int64_t>(position);
+    return frame;
   }
 
   Result<SourceFrame> make_frame(std::size_t worker, std::size_t position, io::DecodedImage picture) {
     auto host = std::make_shared<io::HostImage>(std::move(picture.image));
-    const ImageView view = split_view(host->view(), options.split);
-    if (view.width < 1) {
-      return make_error(StatusCode::kInvalidArgument, "an image ", std::to_string(host->view().width),
-                        " pixels wide has no A and B halves");
-    }
+    FOVEA_ASSIGN_OR_RETURN(const ImageView view, part_of(host->view()));
     const std::int64_t bytes = static_cast<std::int64_t>(view.width) * view.height * 3;
     FOVEA_TRY(reserve(position, bytes));
-    SourceFrame frame;
-    frame.name = std::make_shared<const std::string>(images[position].relative.generic_string());
-    frame.frame.index = static_cast<std::int64_t>(position);
+    SourceFrame frame = named_frame(position);
     if (!options.gpu) {
       frame.frame.image = view;
       frame.frame.owner = owner(std::move(host), bytes);
@@ -258,39 +291,108 @@ struct ImageSources::State {
       }
       events.push_back(std::move(ring));
     }
+    return prepare_jpeg_decoders(workers);
+  }
+
+  // One nvJPEG decoder per decode thread (its decoding state is the thread's). Asked for by name,
+  // one that cannot be had fails the source; `auto` says why once and decodes on the CPU.
+  Status prepare_jpeg_decoders(int workers) {
+    if (options.decoder == ImageDecoder::kCpu) return Status::ok();
+    for (int w = 0; w < workers; ++w) {
+      Result<std::unique_ptr<io::NvjpegDecoder>> decoder =
+          io::NvjpegDecoder::create(io::NvjpegBackend::kAuto, options.device);
+      if (!decoder.is_ok()) {
+        jpeg_decoders.clear();
+        if (options.decoder == ImageDecoder::kNvjpeg)
+          return decoder.status().with_context("images.decoder nvjpeg");
+        log_info("images: JPEG decodes on the CPU ({})", decoder.status().message());
+        return Status::ok();
+      }
+      jpeg_decoders.push_back(std::move(decoder).value());
+    }
+    const io::NvjpegDecoder& first = *jpeg_decoders.front();
+    log_info("images: JPEG decodes on the GPU (nvJPEG {} backend{}), other files on {} CPU threads",
+             io::nvjpeg_backend_name(first.backend()),
+             first.hardware_engines() > 0 ? fmt::format(", {} JPEG engines", first.hardware_engines()) : "",
+             workers);
+    return Status::ok();
+  }
+
+  // Device memory for one frame from the source's pool, on the thread's stream. The frame is
+  // released after the GPU work that read it has completed (core/pool.h's rule).
+  Result<std::shared_ptr<void>> allocate(std::size_t worker, std::int64_t bytes) {
+    FOVEA_CUDA_TRY(cudaSetDevice(options.device));
+    cudaStream_t stream = streams[worker].get();
+    void* device = nullptr;
+    FOVEA_CUDA_TRY(cudaMallocFromPoolAsync(&device, static_cast<std::size_t>(bytes), memory_pool, stream));
+    return std::shared_ptr<void>(device, [stream](void* p) { cudaFreeAsync(p, stream); });
+  }
+
+  Status mark_ready(std::size_t worker, SourceFrame& frame) {
+    std::vector<CudaEvent>& ring = events[worker];
+    const CudaEvent& event = ring[next_event[worker]];
+    next_event[worker] = (next_event[worker] + 1) % ring.size();
+    FOVEA_TRY(event.record(streams[worker].get()));
+    frame.ready = event.get();
     return Status::ok();
   }
 
   // From pageable memory the copy returns once the rows are staged, so the host image may go as
   // soon as the call returns.
   Status upload(std::size_t worker, const ImageView& picture, std::int64_t bytes, SourceFrame& frame) {
-    FOVEA_CUDA_TRY(cudaSetDevice(options.device));
-    cudaStream_t stream = streams[worker].get();
+    FOVEA_ASSIGN_OR_RETURN(std::shared_ptr<void> pixels, allocate(worker, bytes));
     const std::size_t row_bytes = static_cast<std::size_t>(picture.width) * 3;
-    void* device = nullptr;
-    FOVEA_CUDA_TRY(cudaMallocFromPoolAsync(&device, static_cast<std::size_t>(bytes), memory_pool, stream));
-    // The frame is released after the GPU work that read it has completed (core/pool.h's rule).
-    std::shared_ptr<void> pixels(device, [stream](void* p) { cudaFreeAsync(p, stream); });
-    FOVEA_CUDA_TRY(cudaMemcpy2DAsync(device, row_bytes, picture.row(0, 0), picture.planes[0].pitch, row_bytes,
-                                     static_cast<std::size_t>(picture.height), cudaMemcpyHostToDevice,
-                                     stream));
+    FOVEA_CUDA_TRY(cudaMemcpy2DAsync(pixels.get(), row_bytes, picture.row(0, 0), picture.planes[0].pitch,
+                                     row_bytes, static_cast<std::size_t>(picture.height),
+                                     cudaMemcpyHostToDevice, streams[worker].get()));
     frame.frame.image = picture;
     frame.frame.image.memory = MemoryKind::kDevice;
-    frame.frame.image.planes[0].data = static_cast<std::uint8_t*>(device);
+    frame.frame.image.planes[0].data = pixels.get();
     frame.frame.image.planes[0].pitch = row_bytes;
     frame.frame.owner = owner(std::move(pixels), bytes);
-    std::vector<CudaEvent>& ring = events[worker];
-    const CudaEvent& event = ring[next_event[worker]];
-    next_event[worker] = (next_event[worker] + 1) % ring.size();
-    FOVEA_TRY(event.record(stream));
-    frame.ready = event.get();
-    return Status::ok();
+    return mark_ready(worker, frame);
+  }
+
+  // The whole picture is decoded into the frame's memory (a split keeps a view of one half); the
+  // file's bytes stay with the frame until the decode that reads them has run.
+  Result<SourceFrame> decode_on_gpu(std::size_t worker, std::size_t position, std::vector<std::uint8_t> bytes,
+                                    const io::JpegInfo& info) {
+    const std::int64_t size = static_cast<std::int64_t>(info.width) * info.height * 3;
+    FOVEA_TRY(reserve(position, size));
+    Result<std::shared_ptr<void>> allocated = allocate(worker, size);
+    auto jpeg = std::make_shared<std::vector<std::uint8_t>>(std::move(bytes));
+    // The owner gives the budget back however this ends.
+    std::shared_ptr<void> pixels = allocated.is_ok() ? *allocated : nullptr;
+    std::shared_ptr<void> held =
+        owner(std::make_shared<std::pair<std::shared_ptr<void>, std::shared_ptr<void>>>(pixels, jpeg), size);
+    FOVEA_TRY(allocated.status());
+    ImageView full;
+    full.format = PixelFormat::kRGB8;
+    full.width = info.width;
+    full.height = info.height;
+    full.memory = MemoryKind::kDevice;
+    full.num_planes = 1;
+    full.planes[0] = {pixels.get(), static_cast<std::size_t>(info.width) * 3};
+    const std::string file = images[position].path.string();
+    const std::span<const std::uint8_t> data(*jpeg);
+    const std::string_view name_view(file);
+    FOVEA_TRY(
+        jpeg_decoders[worker]->decode_batch(streams[worker].get(), {&data, 1}, {&name_view, 1}, {&full, 1}));
+    SourceFrame frame = named_frame(position);
+    FOVEA_ASSIGN_OR_RETURN(frame.frame.image, part_of(full));
+    frame.frame.owner = std::move(held);
+    FOVEA_TRY(mark_ready(worker, frame));
+    return frame;
   }
 #else
   Status prepare_device() const {
     return make_error(StatusCode::kUnsupported, "the GPU path needs CUDA, and this build of fovea has none");
   }
   Status upload(std::size_t, const ImageView&, std::int64_t, SourceFrame&) const {
+    return prepare_device();
+  }
+  Result<SourceFrame> decode_on_gpu(std::size_t, std::size_t, std::vector<std::uint8_t>,
+                                    const io::JpegInfo&) const {
     return prepare_device();
   }
 #endif
@@ -378,6 +480,8 @@ std::vector<std::optional<SourceReport>> ImageSources::reports() const {
   report.uri = state.uri;
   report.state = state.source_state;
   report.backend = io::DecoderBackend::kCpu;
+  report.decoder =
+      state.nvjpeg_count > 0 ? fmt::format("nvjpeg {}, cpu {}", state.nvjpeg_count, state.cpu_count) : "cpu";
   report.frames_decoded = state.decoded_count;
   report.expected_frames = static_cast<std::int64_t>(state.images.size()) - state.failed + state.unlisted;
   report.items_failed = state.failed;

@@ -86,9 +86,10 @@ struct SourceReport {
   int clock_jumps = 0;  // live timestamps that jumped and were re-anchored
   std::string last_error;                                 // the last connection error; "" if none
   io::DecoderBackend backend = io::DecoderBackend::kCpu;  // the backend that actually decoded
-  std::string fallback_reason;                            // "" unless nvdec was asked and not used
-  Rational frame_rate;                                    // of the source stream, for encoders
-  int loops = 0;                                          // completed passes over the file
+  std::string decoder;          // when set, what the stats call the decoder instead ("nvjpeg 980, cpu 20")
+  std::string fallback_reason;  // "" unless nvdec was asked and not used
+  Rational frame_rate;          // of the source stream, for encoders
+  int loops = 0;                // completed passes over the file
   std::int64_t expected_frames = 0;  // one pass's frames, when known and the source ends (not looping)
   std::int64_t frames_decoded = 0;
   std::int64_t frames_damaged = 0;
