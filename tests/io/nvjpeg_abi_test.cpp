@@ -71,29 +71,36 @@ struct Real<R (*)(Args...)> {
 template <typename T>
 using RealT = typename Real<T>::type;
 
-static_assert(kStatusSuccess == NVJPEG_STATUS_SUCCESS);
-static_assert(kStatusNotInitialized == NVJPEG_STATUS_NOT_INITIALIZED);
-static_assert(kStatusInvalidParameter == NVJPEG_STATUS_INVALID_PARAMETER);
-static_assert(kStatusBadJpeg == NVJPEG_STATUS_BAD_JPEG);
-static_assert(kStatusJpegNotSupported == NVJPEG_STATUS_JPEG_NOT_SUPPORTED);
-static_assert(kStatusAllocatorFailure == NVJPEG_STATUS_ALLOCATOR_FAILURE);
-static_assert(kStatusExecutionFailed == NVJPEG_STATUS_EXECUTION_FAILED);
-static_assert(kStatusArchMismatch == NVJPEG_STATUS_ARCH_MISMATCH);
-static_assert(kStatusInternalError == NVJPEG_STATUS_INTERNAL_ERROR);
-static_assert(kStatusImplementationNotSupported == NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED);
-static_assert(kStatusIncompleteBitstream == NVJPEG_STATUS_INCOMPLETE_BITSTREAM);
+// Two enumerators of different enum types (ours and NVIDIA's) compared by value: GCC's
+// -Wenum-compare rejects comparing them directly.
+template <typename A, typename B>
+constexpr bool same_value(A ours, B theirs) {
+  return static_cast<long long>(ours) == static_cast<long long>(theirs);
+}
+
+static_assert(same_value(kStatusSuccess, NVJPEG_STATUS_SUCCESS));
+static_assert(same_value(kStatusNotInitialized, NVJPEG_STATUS_NOT_INITIALIZED));
+static_assert(same_value(kStatusInvalidParameter, NVJPEG_STATUS_INVALID_PARAMETER));
+static_assert(same_value(kStatusBadJpeg, NVJPEG_STATUS_BAD_JPEG));
+static_assert(same_value(kStatusJpegNotSupported, NVJPEG_STATUS_JPEG_NOT_SUPPORTED));
+static_assert(same_value(kStatusAllocatorFailure, NVJPEG_STATUS_ALLOCATOR_FAILURE));
+static_assert(same_value(kStatusExecutionFailed, NVJPEG_STATUS_EXECUTION_FAILED));
+static_assert(same_value(kStatusArchMismatch, NVJPEG_STATUS_ARCH_MISMATCH));
+static_assert(same_value(kStatusInternalError, NVJPEG_STATUS_INTERNAL_ERROR));
+static_assert(same_value(kStatusImplementationNotSupported, NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED));
+static_assert(same_value(kStatusIncompleteBitstream, NVJPEG_STATUS_INCOMPLETE_BITSTREAM));
 static_assert(sizeof(Status) == sizeof(nvjpegStatus_t));
 
-static_assert(kBackendDefault == NVJPEG_BACKEND_DEFAULT);
-static_assert(kBackendHybrid == NVJPEG_BACKEND_HYBRID);
-static_assert(kBackendGpuHybrid == NVJPEG_BACKEND_GPU_HYBRID);
-static_assert(kBackendHardware == NVJPEG_BACKEND_HARDWARE);
+static_assert(same_value(kBackendDefault, NVJPEG_BACKEND_DEFAULT));
+static_assert(same_value(kBackendHybrid, NVJPEG_BACKEND_HYBRID));
+static_assert(same_value(kBackendGpuHybrid, NVJPEG_BACKEND_GPU_HYBRID));
+static_assert(same_value(kBackendHardware, NVJPEG_BACKEND_HARDWARE));
 static_assert(sizeof(Backend) == sizeof(nvjpegBackend_t));
 
-static_assert(kOutputRgbi == NVJPEG_OUTPUT_RGBI);
+static_assert(same_value(kOutputRgbi, NVJPEG_OUTPUT_RGBI));
 static_assert(sizeof(OutputFormat) == sizeof(nvjpegOutputFormat_t));
 
-static_assert(kMaxComponents == NVJPEG_MAX_COMPONENT);
+static_assert(same_value(kMaxComponents, NVJPEG_MAX_COMPONENT));
 static_assert(sizeof(Image) == sizeof(nvjpegImage_t));
 static_assert(offsetof(Image, channel) == offsetof(nvjpegImage_t, channel));
 static_assert(offsetof(Image, pitch) == offsetof(nvjpegImage_t, pitch));
