@@ -4,6 +4,13 @@ pkg_check_modules(FFMPEG REQUIRED IMPORTED_TARGET libavformat libavcodec libavut
 pkg_check_modules(FFNVCODEC REQUIRED IMPORTED_TARGET ffnvcodec)
 # Image files (src/io/image_*): libjpeg62-turbo-dev, libpng-dev, libwebp-dev.
 pkg_check_modules(IMAGE_CODECS REQUIRED IMPORTED_TARGET libjpeg libpng libwebp)
+# libjpeg-turbo keeps jconfig.h (its JPEG_LIB_VERSION) in the multiarch include folder, which a
+# compiler only searches on its own system: in a sysroot (the GPU machine's) it would take the
+# machine's jconfig.h, of another libjpeg version than the library linked ("Wrong JPEG library
+# version" at run time). Name the folder that goes with the jpeglib.h found.
+find_path(JPEG_CONFIG_DIR jconfig.h PATH_SUFFIXES ${CMAKE_LIBRARY_ARCHITECTURE} ${CMAKE_SYSTEM_PROCESSOR}-linux-gnu
+          REQUIRED)
+set_property(TARGET PkgConfig::IMAGE_CODECS APPEND PROPERTY INTERFACE_INCLUDE_DIRECTORIES "${JPEG_CONFIG_DIR}")
 # Live output and the service (issue 24): libmosquitto-dev (metadata to an MQTT broker),
 # libcpp-httplib-dev (the HTTP API of `fovea serve`).
 pkg_check_modules(MOSQUITTO REQUIRED IMPORTED_TARGET libmosquitto)
