@@ -7,9 +7,16 @@ pkg_check_modules(IMAGE_CODECS REQUIRED IMPORTED_TARGET libjpeg libpng libwebp)
 # libjpeg-turbo keeps jconfig.h (its JPEG_LIB_VERSION) in the multiarch include folder, which a
 # compiler only searches on its own system: in a sysroot (the GPU machine's) it would take the
 # machine's jconfig.h, of another libjpeg version than the library linked ("Wrong JPEG library
-# version" at run time). Name the folder that goes with the jpeglib.h found.
-find_path(JPEG_CONFIG_DIR jconfig.h PATH_SUFFIXES ${CMAKE_LIBRARY_ARCHITECTURE} ${CMAKE_SYSTEM_PROCESSOR}-linux-gnu
-          REQUIRED)
+# version" at run time). Take the one beside the library linked: <prefix>/lib/<arch>/libjpeg.so
+# goes with <prefix>/include/<arch>/jconfig.h.
+set(_fovea_libjpeg "${IMAGE_CODECS_LINK_LIBRARIES}")
+list(FILTER _fovea_libjpeg INCLUDE REGEX "/libjpeg\\.so$")
+cmake_path(GET _fovea_libjpeg PARENT_PATH _fovea_libjpeg_dir)
+cmake_path(GET _fovea_libjpeg_dir FILENAME _fovea_arch)
+cmake_path(GET _fovea_libjpeg_dir PARENT_PATH _fovea_prefix)
+cmake_path(GET _fovea_prefix PARENT_PATH _fovea_prefix)
+find_path(JPEG_CONFIG_DIR jconfig.h HINTS "${_fovea_prefix}/include/${_fovea_arch}" "${_fovea_prefix}/include"
+          NO_DEFAULT_PATH REQUIRED)
 set_property(TARGET PkgConfig::IMAGE_CODECS APPEND PROPERTY INTERFACE_INCLUDE_DIRECTORIES "${JPEG_CONFIG_DIR}")
 # Live output and the service (issue 24): libmosquitto-dev (metadata to an MQTT broker),
 # libcpp-httplib-dev (the HTTP API of `fovea serve`).
