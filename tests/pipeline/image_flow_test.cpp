@@ -6,10 +6,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "image_flow_fixture.h"
@@ -17,6 +19,7 @@
 #include "pipeline/config.h"
 #include "pipeline/flow.h"
 #include "pipeline/frame_record.h"
+#include "pipeline/image_source.h"
 #include "runtime/demo_detector.h"
 #include "runtime/graph_builder.h"
 #include "runtime/onnx_writer.h"
@@ -169,6 +172,30 @@ TEST_F(ImageFlow, DetectionMapsEveryImagesBoxesBackToItsOwnSize) {
     EXPECT_NEAR(object.box[3], c.y2, tolerance_y) << line;
   }
   EXPECT_EQ(seen, cases.size());
+}
+
+// Memory stays bounded whatever the folder's size: with a budget of 3 frames and a consumer that
+// holds every frame it takes, the source stops decoding at the budget, plus what the image the
+// pusher needs next may add (it always passes, so it can only fill the mux's queue of 4 and the
+// pusher's hand); once the consumer lets go, the rest follow.
+TEST_F(ImageFlow, TheSourceHoldsNoMoreFramesThanItsBudget) {
+  for (int i = 0; i < 60; ++i)
+    write_png(fmt::format("p{:02}.png", i), random_image(12, 6, static_cast<unsigned>(i)));
+  io::ImageList list = io::list_images({(dir_ / "in").string()}).value();
+  StreamMux<SourceFrame> mux(MuxOptions{.batch_size = 1}, {"images"});
+  ImageSources sources(std::move(list), "images", "in", {.threads = 4, .max_frames_in_flight = 3}, mux);
+  sources.start();
+  std::vector<Batch<SourceFrame>> held;
+  while (held.size() < 4) held.push_back(*mux.next_batch());
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the decoders' chance to overrun
+  const std::optional<SourceReport> report = sources.reports()[0];
+  EXPECT_LE(report->frames_decoded, 3 + 4 + 4 + 1);  // the budget, held, the mux queue, the pusher's
+  held.clear();
+  std::size_t frames = 4;
+  while (std::optional<Batch<SourceFrame>> batch = mux.next_batch()) frames += batch->frames.size();
+  sources.join();
+  EXPECT_EQ(frames, 60u) << sources.reports()[0]->frames_decoded << " decoded, " << sources.reports()[0]->items_failed
+                         << " failed";
 }
 
 TEST(ImageFlowConfig, AnImageFlowReadsFromYamlAndRefusesVideoStages) {
