@@ -63,6 +63,9 @@ struct ImageDecodeOptions {
   bool keep_16bit = false;
   // JPEG's EXIF orientation tag turns the picture upright; false leaves the stored orientation.
   bool apply_orientation = true;
+  // JPEG's subsampled chroma: interpolated (libjpeg's "fancy" upsampling, its default and PIL's) or
+  // replicated (nvJPEG's way: the reference a GPU-decoded JPEG is held to).
+  bool fancy_upsampling = true;
   ImageLimits limits;
 };
 

@@ -126,10 +126,11 @@ bool read_header(JpegDecompressor* decoder, std::span<const std::uint8_t> bytes)
   return true;
 }
 
-bool start_decompress(JpegDecompressor* decoder, long max_memory) {
+bool start_decompress(JpegDecompressor* decoder, long max_memory, bool fancy_upsampling) {
   jpeg_decompress_struct* cinfo = &decoder->cinfo;
   if (setjmp(decoder->errors.jump)) return false;
   cinfo->mem->max_memory_to_use = max_memory;
+  cinfo->do_fancy_upsampling = fancy_upsampling ? TRUE : FALSE;
   // libjpeg-turbo expands gray to RGB itself; CMYK is converted here (cmyk_row_to_rgb).
   cinfo->out_color_space = is_cmyk(cinfo->jpeg_color_space) ? JCS_CMYK : JCS_RGB;
   cinfo->dct_method = JDCT_ISLOW;
@@ -199,7 +200,8 @@ Result<DecodedImage> decode_jpeg(std::span<const std::uint8_t> bytes, std::strin
   // Progressive files keep every coefficient (2 bytes per sample) until the end; 8 bytes per
   // pixel covers three 4:4:4 components with room to spare, and beyond that libjpeg fails
   // ("backing store not supported") instead of taking the machine's memory.
-  if (!start_decompress(&decoder, static_cast<long>(options.limits.max_pixels * 8))) return damaged();
+  if (!start_decompress(&decoder, static_cast<long>(options.limits.max_pixels * 8), options.fancy_upsampling))
+    return damaged();
   Result<HostImage> image = HostImage::allocate(PixelFormat::kRGB8, static_cast<int>(cinfo.output_width),
                                                 static_cast<int>(cinfo.output_height));
   if (!image.is_ok()) return image.status().with_context(name);

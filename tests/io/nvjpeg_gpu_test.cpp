@@ -39,8 +39,13 @@ struct Tolerance {
   int max_abs;
   double mean_abs;
 };
-constexpr Tolerance kFullChromaTolerance{2, 0.5};   // 4:4:4 and gray: IDCT rounding only
-constexpr Tolerance kSubsampledTolerance{24, 2.0};  // plus replicated vs interpolated chroma
+// nvJPEG replicates subsampled chroma where libjpeg-turbo interpolates it by default (its "fancy"
+// upsampling): the reference decodes the same way (ImageDecodeOptions::fancy_upsampling off), so
+// what is left is the IDCT's and the color conversion's rounding, for every sampling. (Against
+// the interpolating default, the H100 measured up to 103 levels at this pattern's sharp color
+// edges, mean 0.15 on 640x479, 6.3 on a 13x7 picture that is nearly all edges.)
+constexpr Tolerance kFullChromaTolerance{2, 0.5};
+constexpr Tolerance kSubsampledTolerance = kFullChromaTolerance;
 
 struct Case {
   std::string name;
@@ -108,6 +113,7 @@ class DeviceImages {
 void expect_close_to_libjpeg(const Case& c, const std::vector<std::uint8_t>& gpu) {
   ImageDecodeOptions options;
   options.apply_orientation = false;
+  options.fancy_upsampling = false;
   const Result<DecodedImage> cpu = decode_image(to_bytes(c.jpeg), c.name, options);
   ASSERT_TRUE(cpu.is_ok()) << cpu.status().to_string();
   const ImageView& reference = cpu->image.view();

@@ -79,9 +79,9 @@ TEST_F(ImageFlowGpu, JpegsThroughNvjpegMatchTheCpuDecoder) {
     for (int y = 0; y < height; ++y) {
       for (int x = 0; x < width; ++x) {
         std::uint8_t* pixel = image.row(y) + 3 * x;
-        pixel[0] = static_cast<std::uint8_t>(40 + 4 * x);
-        pixel[1] = static_cast<std::uint8_t>(60 + 5 * y);
-        pixel[2] = static_cast<std::uint8_t>(200 - 2 * (x + y));
+        pixel[0] = static_cast<std::uint8_t>(40 + 2 * x);
+        pixel[1] = static_cast<std::uint8_t>(60 + 3 * y);
+        pixel[2] = static_cast<std::uint8_t>(200 - (x + y));
       }
     }
     const Status written =
