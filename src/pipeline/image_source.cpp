@@ -380,12 +380,12 @@ struct ImageSources::State {
       }
       events.push_back(std::move(ring));
     }
-    return prepare_jpeg_decoders(workers);
+    return prepare_jpeg_decoders();
   }
 
   // One nvJPEG decoder per decode thread (its decoding state is the thread's). Asked for by name,
   // one that cannot be had fails the source; `auto` says why once and decodes on the CPU.
-  Status prepare_jpeg_decoders(int workers) {
+  Status prepare_jpeg_decoders() {
     if (options.decoder == ImageDecoder::kCpu) return Status::ok();
     for (int w = 0; w < std::min(kJpegThreads, thread_count()); ++w) {
       Result<std::unique_ptr<io::NvjpegDecoder>> decoder =
