@@ -106,8 +106,13 @@ def main():
     with open(sys.argv[1]) as f:
         runs = [line.rstrip("\n").split("\t") for line in f if line.strip()]
     lines, misses = summarize(runs)
+    return write_summary(lines, misses, sys.argv[2])
+
+
+def write_summary(lines, misses, path):
+    """The table, then each missed target; to PATH and stdout. The exit status: 1 when any was missed."""
     text = "\n".join(lines + [""] + [f"MISSED: {m}" for m in misses] + ([] if misses else ["all targets met"])) + "\n"
-    with open(sys.argv[2], "w") as f:
+    with open(path, "w") as f:
         f.write(text)
     print("\n" + text)
     return 1 if misses else 0

@@ -36,7 +36,7 @@ import sys
 import numpy as np
 from PIL import Image
 
-from detect_bench_summary import load, number, peak_gpu_mib, percent
+from detect_bench_summary import load, number, peak_gpu_mib, percent, write_summary
 
 FLOW_TARGET, BASELINE_TARGET = 0.90, 10.0
 ENCODE_PREFIX = "encode-"  # image-bench's row of the encode ceiling: backend "encode-png"
@@ -226,13 +226,7 @@ def main():
     summary.decode_table()
     summary.pix2pix_tables()
     summary.detect_table()
-    misses = summary.misses
-    text = "\n".join(summary.lines + [""] + [f"MISSED: {m}" for m in misses] +
-                     ([] if misses else ["all targets met"])) + "\n"
-    with open(sys.argv[2], "w") as f:
-        f.write(text)
-    print("\n" + text)
-    return 1 if misses else 0
+    return write_summary(summary.lines, summary.misses, sys.argv[2])
 
 
 if __name__ == "__main__":
