@@ -77,7 +77,7 @@ std::string write_png_bytes(const RawPng& raw) {
 }
 
 std::string write_jpeg_bytes(int width, int height, const std::vector<std::uint8_t>& samples, int in_space,
-                             int components, int stored_space, int quality) {
+                             int components, int stored_space, int quality, const JpegShape* shape) {
   jpeg_compress_struct cinfo{};
   jpeg_error_mgr errors{};
   cinfo.err = jpeg_std_error(&errors);  // exits on error: the test's files are valid
@@ -91,7 +91,16 @@ std::string write_jpeg_bytes(int width, int height, const std::vector<std::uint8
   cinfo.in_color_space = static_cast<J_COLOR_SPACE>(in_space);
   jpeg_set_defaults(&cinfo);
   jpeg_set_colorspace(&cinfo, static_cast<J_COLOR_SPACE>(stored_space));
-  jpeg_set_quality(&cinfo, quality, TRUE);
+  jpeg_set_quality(&cinfo, shape != nullptr ? shape->quality : quality, TRUE);
+  if (shape != nullptr) {
+    cinfo.comp_info[0].h_samp_factor = shape->luma_h;
+    cinfo.comp_info[0].v_samp_factor = shape->luma_v;
+    for (int c = 1; c < cinfo.num_components; ++c) {
+      cinfo.comp_info[c].h_samp_factor = 1;
+      cinfo.comp_info[c].v_samp_factor = 1;
+    }
+    if (shape->progressive) jpeg_simple_progression(&cinfo);
+  }
   jpeg_start_compress(&cinfo, TRUE);
   while (cinfo.next_scanline < cinfo.image_height) {
     JSAMPROW row = const_cast<JSAMPROW>(samples.data() + cinfo.next_scanline * width * components);
@@ -102,6 +111,14 @@ std::string write_jpeg_bytes(int width, int height, const std::vector<std::uint8
   std::string out(reinterpret_cast<const char*>(buffer), size);
   std::free(buffer);
   return out;
+}
+
+std::string encode_shaped_jpeg(const HostImage& rgb, const JpegShape& shape) {
+  const ImageView& view = rgb.view();
+  std::vector<std::uint8_t> samples;
+  for (int y = 0; y < view.height; ++y)
+    samples.insert(samples.end(), rgb.row(y), rgb.row(y) + view.width * 3);
+  return write_jpeg_bytes(view.width, view.height, samples, JCS_RGB, 3, JCS_YCbCr, shape.quality, &shape);
 }
 
 std::string with_exif_orientation(const std::string& jpeg, int orientation, bool little_endian) {

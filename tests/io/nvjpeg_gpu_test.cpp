@@ -22,7 +22,6 @@
 #include "core/gpu.h"
 #include "io/image_test_files.h"
 #include "io/nvjpeg_decoder.h"
-#include "io/nvjpeg_test_files.h"
 
 extern "C" {
 #include <jpeglib.h>

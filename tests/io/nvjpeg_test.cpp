@@ -8,7 +8,6 @@
 
 #include "io/image_test_files.h"
 #include "io/nvjpeg_decoder.h"
-#include "io/nvjpeg_test_files.h"
 
 extern "C" {
 #include <jpeglib.h>
