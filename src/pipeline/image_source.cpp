@@ -6,7 +6,6 @@
 #include <cctype>
 #include <condition_variable>
 #include <filesystem>
-#include <future>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -152,46 +151,29 @@ struct ImageSources::State {
   // Decode thread `worker`: takes the next positions while the window allows (a group of up to
   // group_size for a thread that decodes JPEG on the GPU, whose decoder takes a batch per call),
   // decodes them and leaves the results for the pusher.
-  //
-  // A JPEG thread reads its next group's files (on another thread) while nvJPEG decodes the
-  // current one, so the engines do not wait for the disk and the header parsing.
   void decode_loop(std::size_t worker) {
     const std::size_t kind = worker < jpeg_decoders.size() ? 0 : 1;
-    std::vector<Pending> group = read_group(worker, take(kind, true));
-    while (!group.empty()) {
-      std::vector<std::size_t> next = take(kind, false);
-      std::future<std::vector<Pending>> reading;
-      if (kind == 0 && !next.empty()) {
-        reading = std::async(std::launch::async, [this, worker, next] { return read_group(worker, next); });
-      }
-      std::vector<Decoded> results = finish_group(worker, group);
-      {
-        const std::lock_guard lock(mutex);
-        for (std::size_t k = 0; k < group.size(); ++k)
-          ready.emplace(group[k].position, std::move(results[k]));
-      }
-      changed.notify_all();
-      if (reading.valid()) {
-        group = reading.get();
-      } else {
-        group = read_group(worker, next.empty() ? take(kind, true) : next);
-      }
-    }
-  }
-
-  // The next positions of this thread's kind the window allows, up to a group; with `wait`, waits
-  // for one (none: the queue is done or the flow is stopping), else returns what there is now.
-  std::vector<std::size_t> take(std::size_t kind, bool wait) {
     const std::size_t group_size = kind == 0 ? kJpegGroup : 1;
     const std::vector<std::size_t>& queue = queues[kind];
     std::size_t& next = next_take[kind];
-    std::vector<std::size_t> positions;
-    std::unique_lock lock(mutex);
-    const auto available = [&] { return next < queue.size() && queue[next] < next_push + window; };
-    if (wait) changed.wait(lock, [&] { return stopping || next >= queue.size() || available(); });
-    if (stopping) return positions;
-    while (positions.size() < group_size && available()) positions.push_back(queue[next++]);
-    return positions;
+    for (;;) {
+      std::vector<std::size_t> positions;
+      {
+        std::unique_lock lock(mutex);
+        changed.wait(lock,
+                     [&] { return stopping || next >= queue.size() || queue[next] < next_push + window; });
+        if (stopping || next >= queue.size()) return;
+        while (positions.size() < group_size && next < queue.size() && queue[next] < next_push + window) {
+          positions.push_back(queue[next++]);
+        }
+      }
+      std::vector<Decoded> results = load_group(worker, positions);
+      {
+        const std::lock_guard lock(mutex);
+        for (std::size_t k = 0; k < positions.size(); ++k) ready.emplace(positions[k], std::move(results[k]));
+      }
+      changed.notify_all();
+    }
   }
 
   // Which thread takes which file (queues), and how many threads of each kind.
@@ -219,18 +201,14 @@ struct ImageSources::State {
     std::optional<SourceFrame> frame;
   };
 
-  std::vector<Pending> read_group(std::size_t worker, const std::vector<std::size_t>& positions) {
-    std::vector<Pending> group(positions.size());
-    for (std::size_t k = 0; k < positions.size(); ++k) {
+  std::vector<Decoded> load_group(std::size_t worker, const std::vector<std::size_t>& positions) {
+    const std::size_t count = positions.size();
+    const std::size_t first = positions.front();
+    std::vector<Pending> group(count);
+    for (std::size_t k = 0; k < count; ++k) {
       group[k].position = positions[k];
       group[k].status = read_and_route(worker, group[k]);
     }
-    return group;
-  }
-
-  std::vector<Decoded> finish_group(std::size_t worker, std::vector<Pending>& group) {
-    const std::size_t count = group.size();
-    const std::size_t first = group.front().position;
     std::int64_t bytes = 0;
     int frames = 0;
     for (const Pending& item : group) {
