@@ -86,7 +86,9 @@ struct FlowResult {
   std::size_t failed_outputs = 0;  // video outputs that failed
   Status report_status;            // writing stats.report, when one was asked for
   // Sources or outputs failed; with every frame of every other source processed.
-  bool partial() const { return stats.failed_sources() > 0 || stats.failed_items() > 0 || failed_outputs > 0; }
+  bool partial() const {
+    return stats.failed_sources() > 0 || stats.failed_items() > 0 || failed_outputs > 0;
+  }
 };
 
 // One stage: a thread running `ops` in order on every batch (on one stream on the GPU).

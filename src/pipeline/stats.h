@@ -86,13 +86,13 @@ struct SourceStats {
   std::uint64_t dropped = 0;  // live sources only: the oldest frame goes when the source's queue is full
   bool ended = false;
   bool failed = false;
-  std::string error;             // why the source failed, when it did
-  std::string decoder;           // the backend that decoded it ("nvdec", "cpu"); "" when unknown
-  bool fallback = false;         // nvdec was asked for and the cpu decoder used instead
-  std::uint64_t expected = 0;    // the frames it will deliver; 0 when unknown or endless (looping, live)
-  std::uint64_t reconnects = 0;  // live: connections lost (or refused) and tried again
-  std::string state;             // connecting, running, reconnecting, ended, failed; "" when unknown
-  std::uint64_t items_failed = 0;         // image sources: files skipped (unreadable, not decodable)
+  std::string error;               // why the source failed, when it did
+  std::string decoder;             // the backend that decoded it ("nvdec", "cpu"); "" when unknown
+  bool fallback = false;           // nvdec was asked for and the cpu decoder used instead
+  std::uint64_t expected = 0;      // the frames it will deliver; 0 when unknown or endless (looping, live)
+  std::uint64_t reconnects = 0;    // live: connections lost (or refused) and tried again
+  std::string state;               // connecting, running, reconnecting, ended, failed; "" when unknown
+  std::uint64_t items_failed = 0;  // image sources: files skipped (unreadable, not decodable)
   std::vector<SkippedItem> failed_items;  // the first kMaxListedFailures of them
 };
 

@@ -582,9 +582,9 @@ TEST(PipelineConfigErrors, ModelsAreChecked) {
 }
 
 TEST(PipelineConfigErrors, StagesAreChecked) {
-  EXPECT_EQ(
-      parse_error(detection_with("stages: [detect, tracker]\n")),
-      "test.yaml:10:18: stages.1: expected one of segment, detect, track, classify, osd, image2image, got 'tracker'");
+  EXPECT_EQ(parse_error(detection_with("stages: [detect, tracker]\n")),
+            "test.yaml:10:18: stages.1: expected one of segment, detect, track, classify, osd, image2image, "
+            "got 'tracker'");
   EXPECT_EQ(parse_error(detection_with("stages: [osd, detect]\n")),
             "test.yaml:10:10: stages.0: the first stage runs the primary model: segment or detect, got osd");
   EXPECT_EQ(parse_error(detection_with("stages: [detect, segment]\n")),

@@ -194,8 +194,8 @@ TEST_F(ImageFlow, TheSourceHoldsNoMoreFramesThanItsBudget) {
   std::size_t frames = 4;
   while (std::optional<Batch<SourceFrame>> batch = mux.next_batch()) frames += batch->frames.size();
   sources.join();
-  EXPECT_EQ(frames, 60u) << sources.reports()[0]->frames_decoded << " decoded, " << sources.reports()[0]->items_failed
-                         << " failed";
+  EXPECT_EQ(frames, 60u) << sources.reports()[0]->frames_decoded << " decoded, "
+                         << sources.reports()[0]->items_failed << " failed";
 }
 
 TEST(ImageFlowConfig, AnImageFlowReadsFromYamlAndRefusesVideoStages) {
