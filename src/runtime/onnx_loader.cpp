@@ -13,6 +13,7 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include "onnx.pb.h"
+#include "runtime/opset_conversion.h"
 #include "runtime/shape_inference.h"
 
 namespace fovea::runtime {
@@ -492,6 +493,7 @@ Result<Model> Loader::load(const onnx::ModelProto& proto) {
   graph.index_producers();
   FOVEA_TRY(add_outputs(proto.graph(), graph));
   FOVEA_TRY(graph.sort_topologically());
+  FOVEA_TRY(convert_old_opsets(graph));
   FOVEA_TRY(infer_shapes(graph, FoldConstants::kNo));
   return model;
 }

@@ -1,6 +1,7 @@
-// Loads ONNX models (IR versions 3-10, default-domain opsets 11-21) into the runtime's graph,
+// Loads ONNX models (IR versions 3-10, default-domain opsets 1-21) into the runtime's graph,
 // checking everything a malformed or unsupported file could get wrong, so that later stages can
-// trust the graph. Every error names the model path and, where there is one, the node.
+// trust the graph. Models older than opset 11 are converted to opset 11's op forms on the way
+// (opset_conversion.h). Every error names the model path and, where there is one, the node.
 #pragma once
 
 #include <cstdint>
@@ -14,10 +15,11 @@
 namespace fovea::runtime {
 
 // IR versions 3-6 differ from 7 only in ways the loader handles (initializers listed as inputs),
-// so they load too; opsets, which change op semantics, are held to the range the kernels implement.
+// so they load too. Opsets change op semantics: those below the range the kernels implement
+// (kKernelOpset-kMaxOpset) load where every node converts to it; newer ones are refused.
 inline constexpr int kMinIrVersion = 3;
 inline constexpr int kMaxIrVersion = 10;
-inline constexpr int kMinOpset = 11;
+inline constexpr int kMinOpset = 1;
 inline constexpr int kMaxOpset = 21;
 // ONNX dims are int64, but no tensor fovea runs has a dim near 2^31; one that large is a corrupt or
 // hostile file, and rejecting it keeps size arithmetic far from overflow.
