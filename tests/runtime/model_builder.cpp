@@ -110,6 +110,15 @@ ModelBuilder& ModelBuilder::attr(onnx::NodeProto& node, const std::string& key,
   return *this;
 }
 
+ModelBuilder& ModelBuilder::attr(onnx::NodeProto& node, const std::string& key,
+                                 const std::vector<float>& values) {
+  auto* a = node.add_attribute();
+  a->set_name(key);
+  a->set_type(onnx::AttributeProto::FLOATS);
+  for (float v : values) a->add_floats(v);
+  return *this;
+}
+
 ModelBuilder& ModelBuilder::attr(onnx::NodeProto& node, const std::string& key, const std::string& value) {
   auto* a = node.add_attribute();
   a->set_name(key);

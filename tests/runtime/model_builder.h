@@ -37,6 +37,7 @@ class ModelBuilder {
   ModelBuilder& attr(onnx::NodeProto& node, const std::string& key, std::int64_t value);
   ModelBuilder& attr(onnx::NodeProto& node, const std::string& key, float value);
   ModelBuilder& attr(onnx::NodeProto& node, const std::string& key, const std::vector<std::int64_t>& values);
+  ModelBuilder& attr(onnx::NodeProto& node, const std::string& key, const std::vector<float>& values);
   ModelBuilder& attr(onnx::NodeProto& node, const std::string& key, const std::string& value);
 
   std::string serialize() const;
