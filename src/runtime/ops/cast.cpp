@@ -6,6 +6,7 @@
 #include <string>
 
 #include "runtime/onnx_loader.h"
+#include "runtime/ops/cast_util.h"
 #include "runtime/ops/elementwise_util.h"
 
 namespace fovea::runtime::ops {
@@ -29,6 +30,8 @@ Status infer_cast(InferContext& ctx) {
   return Status::ok();
 }
 
+}  // namespace
+
 Status run_cast(KernelContext& ctx) {
   Tensor& out = ctx.output(0);
   CastTypes::dispatch(ctx.input(0).dtype(), [&](auto from_tag) {
@@ -41,8 +44,6 @@ Status run_cast(KernelContext& ctx) {
   });
   return Status::ok();
 }
-
-}  // namespace
 
 FOVEA_REGISTER_OP(
     {.op_type = "Cast", .infer = infer_cast, .run = run_cast, .float16 = OpDef::Float16::kNative});

@@ -2,6 +2,8 @@
 // (convert_value in ops/elementwise_util.h): to bool is "nonzero"; floating to integer truncates
 // toward zero and saturates, NaN giving 0; between integers it wraps; float16 is reached through
 // float (double -> float -> float16 rounds twice, as the reference does), rounding to nearest even.
+#include "runtime/cuda/ops/cast.h"
+
 #include "runtime/cuda/elementwise.cuh"
 
 namespace fovea::runtime::cuda {
@@ -24,6 +26,8 @@ struct CastOp {
 
 #define FOVEA_CUDA_ALL_TYPES FOVEA_CUDA_NUMERIC_TYPES, ::fovea::DataType::kBool
 
+}  // namespace
+
 Status run_cast(CudaKernelContext& ctx) {
   Tensor& out = ctx.output(0);
   return dispatch_elementwise<FOVEA_CUDA_ALL_TYPES>(ctx, ctx.input(0).dtype(), [&](auto from_tag) {
@@ -34,8 +38,6 @@ Status run_cast(CudaKernelContext& ctx) {
     });
   });
 }
-
-}  // namespace
 
 FOVEA_REGISTER_CUDA_OP({.op_type = "Cast", .run = run_cast});
 
