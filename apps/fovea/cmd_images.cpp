@@ -1,9 +1,11 @@
 // fovea images IN... -o OUT --model M.onnx: an image collection through a model, the same job as
 // `fovea run` with an `images:` section: files decoded on CPU threads, batched, preprocessed and
 // inferred on the GPU, and written back while the next batch loads (pipeline/image_source.h,
-// image_sink.h). --task image2image writes a picture per image (pix2pix), --task detection the
-// boxes as metadata. Exit codes as every flow command (flow_command.h): 3 when some files were
-// skipped or not written and the others went through.
+// image_sink.h). --task image2image writes a picture per image (pix2pix), --task segmentation a
+// label image per image (PNG, a class index per pixel, at the image's size) and the target classes'
+// share as metadata, --task detection the boxes and --task classification the top classes as
+// metadata. Exit codes as every flow command (flow_command.h): 3 when some files were skipped or
+// not written and the others went through.
 #include <algorithm>
 #include <memory>
 #include <optional>
@@ -44,20 +46,24 @@ struct ImagesArgs {
   std::optional<float> confidence;
   std::optional<float> iou;
   std::optional<int> top_k;
+  std::optional<float> min_score;
+  std::vector<int> classes;
   CommonArgs common;
 };
 
 // The flag each configuration key came from, for the configuration's errors.
 std::string flag_of_key(std::string_view key) {
   static constexpr std::pair<std::string_view, std::string_view> kFlags[] = {
-      {"images.inputs", "the inputs"},    {"images.shard", "--shard"},
-      {"images.threads", "--threads"},    {"images.split", "--split-ab"},
-      {"sinks.images.output_dir", "-o"},  {"sinks.images.quality", "--quality"},
-      {"sinks.metadata", "--metadata"},   {"mux.batch_size", "--batch"},
-      {"models.0.input_width", "--size"}, {"models.0.input_height", "--size"},
-      {"models.0.parser", "--parser"},    {"models.0.labels", "--labels"},
-      {"detect.confidence", "--conf"},    {"detect.iou", "--iou"},
-      {"detect.top_k", "--top-k"},        {"stats.report", "--report"}};
+      {"images.inputs", "the inputs"},      {"images.shard", "--shard"},
+      {"images.threads", "--threads"},      {"images.split", "--split-ab"},
+      {"sinks.images.output_dir", "-o"},    {"sinks.images.quality", "--quality"},
+      {"sinks.images.format", "--format"},  {"task.classes", "--class"},
+      {"classify_frames.top_k", "--top-k"}, {"classify_frames.min_score", "--min-score"},
+      {"sinks.metadata", "--metadata"},     {"mux.batch_size", "--batch"},
+      {"models.0.input_width", "--size"},   {"models.0.input_height", "--size"},
+      {"models.0.parser", "--parser"},      {"models.0.labels", "--labels"},
+      {"detect.confidence", "--conf"},      {"detect.iou", "--iou"},
+      {"detect.top_k", "--top-k"},          {"stats.report", "--report"}};
   for (const auto& [prefix, flag] : kFlags) {
     if (key.starts_with(prefix)) return std::string(flag);
   }
@@ -68,7 +74,8 @@ Status apply_model_flags(const ImagesArgs& args, pipeline::ModelConfig& model) {
   model.path = args.model;
   if (args.precision)
     model.precision = *args.precision == "fp32" ? runtime::Precision::kFloat32 : runtime::Precision::kFloat16;
-  // pix2pix and most image generators are trained on [-1, 1] pictures; detectors on ImageNet's.
+  // pix2pix and most image generators are trained on [-1, 1] pictures; torchvision's detectors,
+  // segmenters and classifiers on ImageNet's.
   const std::string normalize =
       args.normalize.value_or(args.task == "image2image" ? "symmetric" : "imagenet");
   if (normalize == "symmetric") {
@@ -93,6 +100,35 @@ Status apply_model_flags(const ImagesArgs& args, pipeline::ModelConfig& model) {
   return Status::ok();
 }
 
+// The flow --task picks, with the flags of that task.
+Status apply_task_flags(const ImagesArgs& args, pipeline::PipelineConfig& config) {
+  if (args.task == "detection") {
+    config.flow = pipeline::FlowKind::kDetection;
+    config.stages = {pipeline::StageKind::kDetect};
+    if (args.confidence) config.detect.confidence = *args.confidence;
+    if (args.iou) config.detect.iou = *args.iou;
+    if (args.top_k) config.detect.top_k = *args.top_k;
+    return Status::ok();
+  }
+  if (args.task == "classification") {
+    config.flow = pipeline::FlowKind::kClassification;
+    if (args.top_k) config.classify_frames.top_k = *args.top_k;
+    if (args.min_score) config.classify_frames.min_score = *args.min_score;
+    return Status::ok();
+  }
+  config.flow =
+      args.task == "segmentation" ? pipeline::FlowKind::kSegmentation : pipeline::FlowKind::kImage2Image;
+  config.task.classes = args.classes;
+  if (!args.output_dir.empty()) {
+    config.sinks.images =
+        pipeline::ImageSinkConfig{.output_dir = args.output_dir,
+                                  .format = args.format == "jpeg" ? pipeline::ImageOutputFormat::kJpeg
+                                                                  : pipeline::ImageOutputFormat::kPng,
+                                  .quality = args.quality.value_or(pipeline::ImageSinkConfig{}.quality)};
+  }
+  return Status::ok();
+}
+
 Result<pipeline::PipelineConfig> images_config(const ImagesArgs& args) {
   pipeline::PipelineConfig config;
   pipeline::ImagesConfig images{.inputs = args.inputs, .recursive = args.recursive};
@@ -107,22 +143,7 @@ Result<pipeline::PipelineConfig> images_config(const ImagesArgs& args) {
   FOVEA_TRY(apply_model_flags(args, model));
   config.models = {std::move(model)};
   if (args.batch) config.mux.batch_size = *args.batch;
-  if (args.task == "image2image") {
-    config.flow = pipeline::FlowKind::kImage2Image;
-    if (!args.output_dir.empty()) {
-      config.sinks.images =
-          pipeline::ImageSinkConfig{.output_dir = args.output_dir,
-                                    .format = args.format == "jpeg" ? pipeline::ImageOutputFormat::kJpeg
-                                                                    : pipeline::ImageOutputFormat::kPng,
-                                    .quality = args.quality.value_or(pipeline::ImageSinkConfig{}.quality)};
-    }
-  } else {
-    config.flow = pipeline::FlowKind::kDetection;
-    config.stages = {pipeline::StageKind::kDetect};
-    if (args.confidence) config.detect.confidence = *args.confidence;
-    if (args.iou) config.detect.iou = *args.iou;
-    if (args.top_k) config.detect.top_k = *args.top_k;
-  }
+  FOVEA_TRY(apply_task_flags(args, config));
   if (!args.metadata.empty()) config.sinks.metadata = pipeline::MetadataSinkConfig{.path = args.metadata};
   config.sinks.null = !config.sinks.images && !config.sinks.metadata;
   apply_common(args.common, config);
@@ -131,14 +152,16 @@ Result<pipeline::PipelineConfig> images_config(const ImagesArgs& args) {
 
 Status flow_error_with_flags(const Status& status) {
   static constexpr std::pair<std::string_view, std::string_view> kFlags[] = {
-      {"sinks.images.output_dir", "-o"}, {"images.shard", "--shard"}};
+      {"sinks.images.output_dir", "-o"}, {"images.shard", "--shard"}, {"task.classes", "--class"}};
   return flow_error_naming_flags(status, kFlags);
 }
 
 int run_images(const ImagesArgs& args) {
-  if (args.task == "detection" && !args.output_dir.empty()) {
+  if ((args.task == "detection" || args.task == "classification") && !args.output_dir.empty()) {
     log_error(
-        "-o: --task detection writes its boxes with --metadata FILE; pictures come from --task image2image");
+        "-o: --task {} writes its results with --metadata FILE; pictures come from --task image2image and "
+        "label images from --task segmentation",
+        args.task);
     return kExitUsage;
   }
   Result<pipeline::PipelineConfig> config = images_config(args);
@@ -161,12 +184,19 @@ void add_images_command(CLI::App& app, Action* action) {
   images->add_option("inputs", args->inputs, "Image folders, globs ('photos/*.jpg'), list files or images")
       ->required();
   images->add_option("-o,--output", args->output_dir,
-                     "Folder for the output pictures (image2image): the inputs' tree, mirrored");
-  images->add_option("--model", args->model, "ONNX model: [N,3,H,W] in")
+                     "Folder for the output pictures (image2image) or label images (segmentation): the "
+                     "inputs' tree, mirrored");
+  images
+      ->add_option("--model", args->model,
+                   "ONNX model: [N,3,H,W] in; out [N,3,H,W] (image2image), class scores [N,C,h,w] "
+                   "(segmentation), logits [N,C] (classification) or a detector's outputs (--parser)")
       ->required()
       ->check(CLI::ExistingFile);
-  images->add_option("--task", args->task, "image2image (a picture out per image) or detection (boxes)")
-      ->check(CLI::IsMember({"image2image", "detection"}))
+  images
+      ->add_option("--task", args->task,
+                   "image2image (a picture out per image), segmentation (a PNG of class indices per image, "
+                   "at its size), detection (boxes) or classification (the top classes per image)")
+      ->check(CLI::IsMember({"image2image", "segmentation", "detection", "classification"}))
       ->capture_default_str();
   images->add_option("--batch", args->batch,
                      fmt::format("Images per batch (default {})", defaults.mux.batch_size));
@@ -176,12 +206,15 @@ void add_images_command(CLI::App& app, Action* action) {
   images->add_option("--precision", args->precision, "fp16 or fp32 (GPU; the CPU runs fp32) (default fp16)")
       ->check(CLI::IsMember({"fp16", "fp32"}));
   images
-      ->add_option("--normalize", args->normalize,
-                   "symmetric ((pixel / 255 - 0.5) / 0.5: pix2pix and most image generators; the image2image "
-                   "default), imagenet (torchvision models; the detection default) or none (pixels / 255); "
-                   "image2image outputs are mapped back the same way")
+      ->add_option(
+          "--normalize", args->normalize,
+          "symmetric ((pixel / 255 - 0.5) / 0.5: pix2pix and most image generators; the image2image "
+          "default), imagenet (torchvision models; the default of the other tasks) or none (pixels / "
+          "255); image2image outputs are mapped back the same way")
       ->check(CLI::IsMember({"symmetric", "imagenet", "none"}));
-  images->add_option("--format", args->format, "Output picture format: png or jpeg")
+  images
+      ->add_option("--format", args->format,
+                   "Output picture format: png or jpeg (image2image; label images are PNG only)")
       ->check(CLI::IsMember({"png", "jpeg"}))
       ->capture_default_str();
   images->add_option("--quality", args->quality, "JPEG quality, 1..100 (default 90)");
@@ -202,11 +235,21 @@ void add_images_command(CLI::App& app, Action* action) {
   images->add_option("--engine-cache", args->engine_cache,
                      "GPU: keep the planned model in this folder, so later runs skip the algorithm search");
   images->add_option("--parser", args->parser, "--task detection: ssd, yolo, detectnet or boxes");
-  images->add_option("--labels", args->labels, "Label file: one class name per line")
+  images
+      ->add_option("--labels", args->labels,
+                   "Label file: one class name per line, line 1 naming class 0 (detection, classification)")
       ->check(CLI::ExistingFile);
   images->add_option("--conf", args->confidence, "--task detection: score a box must exceed, 0..1");
   images->add_option("--iou", args->iou, "--task detection: NMS overlap threshold");
-  images->add_option("--top-k", args->top_k, "--task detection: boxes per image, at most");
+  images->add_option("--top-k", args->top_k,
+                     fmt::format("--task detection: boxes per image, at most (default {}); --task "
+                                 "classification: classes per image, the most likely (default {})",
+                                 defaults.detect.top_k, defaults.classify_frames.top_k));
+  images->add_option("--min-score", args->min_score,
+                     "--task classification: leave out classes less likely than this, 0..1 (default 0)");
+  images->add_option("--class", args->classes,
+                     "--task segmentation: a target class for the metadata's target_fraction (repeatable); "
+                     "default every class but 0");
   add_common_options(images, &args->common);
   images->callback([action, args] { *action = [args] { return run_images(*args); }; });
 }

@@ -5,11 +5,8 @@
 #include <cstring>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
-#include "core/half.h"
 #include "core/log.h"
-#include "post/label_file.h"
 
 #if defined(FOVEA_HAVE_CUDA)
 #include <cuda_runtime.h>
@@ -52,31 +49,15 @@ image::Roi object_roi(const Box& box, int frame_width, int frame_height) {
 }
 
 Result<ClassifySetup> plan_classify(const FlowModel& model, const SecondaryConfig& config, int max_objects) {
-  const runtime::InferenceSession& session = *model.session;
-  const std::string& path = model.config.path;
-  const runtime::TensorSpec& output = session.output_spec(0);
-  const runtime::Shape shape = output.shape.value_or(runtime::Shape{});
-  if (session.output_count() != 1 || output.rows_vary || shape.size() != 2 || shape[1] < 1) {
-    return make_error(
-        StatusCode::kInvalidArgument, path,
-        fmt::format(
-            ": secondary model '{}': output '{}' is [{}]{}; a classifier gives one output [N, C]",
-            model.config.name, output.name, fmt::join(shape, ", "),
-            session.output_count() != 1 ? fmt::format(" (of {} outputs)", session.output_count()) : ""));
-  }
-  ClassifySetup setup{.config = config, .classes = static_cast<int>(shape[1]), .max_objects = max_objects};
-  if (model.config.labels) {
-    FOVEA_ASSIGN_OR_RETURN(setup.labels, post::read_label_file(*model.config.labels));
-    FOVEA_TRY(post::check_label_count(setup.labels.size(), setup.classes, *model.config.labels, path));
-  }
-  return setup;
+  FOVEA_ASSIGN_OR_RETURN(ClassifierHead head,
+                         plan_classifier_head(model, fmt::format("secondary model '{}'", model.config.name)));
+  return ClassifySetup{.config = config, .head = std::move(head), .max_objects = max_objects};
 }
 
 ClassifyOp::ClassifyOp(FlowModel& model, ClassifySetup setup, const FlowShape& shape)
     : model_(model),
       setup_(std::move(setup)),
       shape_(shape),
-      score_type_(model.session->output_spec(0).dtype),
       picks_buffer_("classify picks " + model.config.name),
       scores_buffer_("classify scores " + model.config.name) {}
 
@@ -90,8 +71,8 @@ Status ClassifyOp::declare(BufferPlan& plan) {
        .place = BufferPlace::kDevice,
        .zeroed = true}));
   FOVEA_TRY(plan.bytes(picks_buffer_, {.bytes = objects * sizeof(Pick), .place = BufferPlace::kPinnedHost}));
-  return plan.bytes(scores_buffer_, {.bytes = objects * static_cast<std::size_t>(setup_.classes) *
-                                              data_type_size(score_type_),
+  return plan.bytes(scores_buffer_, {.bytes = objects * static_cast<std::size_t>(setup_.head.classes) *
+                                              data_type_size(setup_.head.dtype),
                                      .place = BufferPlace::kPinnedHost});
 }
 
@@ -170,29 +151,13 @@ TensorView ClassifyOp::chunk_tensor(void* data, MemoryKind memory, std::size_t i
 }
 
 std::vector<SecondaryLabel> ClassifyOp::top_labels(const void* scores, std::int32_t row) const {
-  const auto classes = static_cast<std::size_t>(setup_.classes);
-  const std::size_t first = static_cast<std::size_t>(row) * classes;
-  // Softmax, shifted by the largest logit so that exp never overflows.
-  std::vector<float> p(classes);
-  for (std::size_t c = 0; c < classes; ++c) {
-    p[c] = score_type_ == DataType::kFloat16 ? half_to_float(static_cast<const Half*>(scores)[first + c])
-                                             : static_cast<const float*>(scores)[first + c];
-  }
-  const float top = *std::max_element(p.begin(), p.end());
-  float sum = 0.0f;
-  for (float& v : p) sum += v = std::exp(v - top);
-  std::vector<int> order(classes);
-  for (std::size_t c = 0; c < classes; ++c) order[c] = static_cast<int>(c);
-  const std::size_t k = std::min(classes, static_cast<std::size_t>(setup_.config.top_k));
-  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
-                    [&](int a, int b) { return p[a] > p[b] || (p[a] == p[b] && a < b); });
   std::vector<SecondaryLabel> labels;
-  for (std::size_t i = 0; i < k; ++i) {
-    const auto c = static_cast<std::size_t>(order[i]);
+  for (ClassLabel& top : top_classes(scores, setup_.head.dtype, static_cast<std::size_t>(row), setup_.head,
+                                     setup_.config.top_k, 0.0f)) {
     labels.push_back({.model = model_.config.name,
-                      .class_id = order[i],
-                      .label = c < setup_.labels.size() ? setup_.labels[c] : std::string(),
-                      .score = p[c] / sum});
+                      .class_id = top.class_id,
+                      .label = std::move(top.label),
+                      .score = top.score});
   }
   return labels;
 }
@@ -238,7 +203,7 @@ Status ClassifyOp::write_labels(FrameBatch& batch, std::size_t picks) {
 Status ClassifyOp::run_cpu(FrameBatch& batch) {
   const auto [picks, rows] = select(batch);
   const std::size_t chunk = items_of(model_);
-  const std::size_t row_bytes = static_cast<std::size_t>(setup_.classes) * sizeof(float);
+  const std::size_t row_bytes = static_cast<std::size_t>(setup_.head.classes) * sizeof(float);
   auto* scores = static_cast<unsigned char*>(batch.slot->bytes(scores_buffer_));
   void* tensor = batch.slot->bytes(model_.tensor_buffer);
   const runtime::TensorSpec& input = model_.session->input_spec(0);
@@ -260,7 +225,8 @@ Status ClassifyOp::run(FrameBatch& batch, cudaStream_t stream) {
   const auto [picks, rows] = select(batch);
   if (picks == 0) return Status::ok();
   const std::size_t chunk = items_of(model_);
-  const std::size_t row_bytes = static_cast<std::size_t>(setup_.classes) * data_type_size(score_type_);
+  const std::size_t row_bytes =
+      static_cast<std::size_t>(setup_.head.classes) * data_type_size(setup_.head.dtype);
   auto* scores = static_cast<unsigned char*>(batch.slot->bytes(scores_buffer_));
   void* tensor = batch.slot->bytes(model_.tensor_buffer);
   for (std::size_t begin = 0; begin < rows; begin += chunk) {

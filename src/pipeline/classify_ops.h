@@ -8,7 +8,7 @@
 // coordinates (4:2:0 chroma) and clamped into the frame; degenerate boxes (no width or height,
 // not finite) are skipped. The model runs in chunks of its own batch size (models[].batch_size,
 // default 16; the last chunk partial), a softmax over its one output [N, C] gives each object its
-// top_k SecondaryLabels, appended to ObjectResult::secondary.
+// top_k SecondaryLabels (class_scores.h), appended to ObjectResult::secondary.
 //
 // reinfer_interval: a tracked object is classified again only once that many frames of its source
 // have passed since its last classification; in between it gets its track's last labels (kept per
@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "image/batch.h"
+#include "pipeline/class_scores.h"
 #include "pipeline/config.h"
 #include "pipeline/model_ops.h"
 #include "pipeline/op.h"
@@ -45,9 +46,8 @@ namespace fovea::pipeline {
 // the run when the output is not one [N, C]) and their names.
 struct ClassifySetup {
   SecondaryConfig config;
-  int classes = 0;
-  std::vector<std::string> labels;  // from model.labels; empty without a label file
-  int max_objects = 0;              // per batch: mux.batch_size * detect.top_k
+  ClassifierHead head;
+  int max_objects = 0;  // per batch: mux.batch_size * detect.top_k
 };
 
 Result<ClassifySetup> plan_classify(const FlowModel& model, const SecondaryConfig& config, int max_objects);
@@ -97,7 +97,6 @@ class ClassifyOp final : public Op {
   FlowModel& model_;
   ClassifySetup setup_;
   FlowShape shape_;
-  DataType score_type_ = DataType::kFloat32;  // the model output's: float16 on the GPU in fp16
   std::string picks_buffer_, scores_buffer_;
   image::ImageBatch crops_;  // reused per chunk
   std::atomic<std::uint64_t> skipped_{0};

@@ -50,11 +50,15 @@ constexpr EnumName<runtime::Precision> kPrecisionNames[] = {{runtime::Precision:
 constexpr EnumName<ColorOrder> kColorOrderNames[] = {{ColorOrder::kRgb, "rgb"}, {ColorOrder::kBgr, "bgr"}};
 constexpr EnumName<FlowKind> kFlowNames[] = {{FlowKind::kSegmentation, "segmentation"},
                                              {FlowKind::kDetection, "detection"},
-                                             {FlowKind::kImage2Image, "image2image"}};
-constexpr EnumName<StageKind> kStageNames[] = {
-    {StageKind::kSegment, "segment"}, {StageKind::kDetect, "detect"},
-    {StageKind::kTrack, "track"},     {StageKind::kClassify, "classify"},
-    {StageKind::kOsd, "osd"},         {StageKind::kImage2Image, "image2image"}};
+                                             {FlowKind::kImage2Image, "image2image"},
+                                             {FlowKind::kClassification, "classification"}};
+constexpr EnumName<StageKind> kStageNames[] = {{StageKind::kSegment, "segment"},
+                                               {StageKind::kDetect, "detect"},
+                                               {StageKind::kTrack, "track"},
+                                               {StageKind::kClassify, "classify"},
+                                               {StageKind::kOsd, "osd"},
+                                               {StageKind::kImage2Image, "image2image"},
+                                               {StageKind::kClassifyFrames, "classify_frames"}};
 constexpr EnumName<ImageDecoder> kImageDecoderNames[] = {
     {ImageDecoder::kAuto, "auto"}, {ImageDecoder::kCpu, "cpu"}, {ImageDecoder::kNvjpeg, "nvjpeg"}};
 constexpr EnumName<AbSplit> kSplitNames[] = {
@@ -848,6 +852,16 @@ const KeySpec<DetectConfig> kDetectKeys[] = {
         "Frames skipped between two inferences, per source (DeepStream's `interval`)."),
 };
 
+const KeySpec<ClassifyFramesConfig> kClassifyFramesKeys[] = {
+    key<&ClassifyFramesConfig::model>("model",
+                                      {.may_be_empty = true, .default_text = "`\"\"` (the first model)"},
+                                      "The `models` entry the classify_frames stage runs, by name."),
+    key<&ClassifyFramesConfig::top_k>("top_k", {.min = 1, .max = 1000},
+                                      "Classes kept per frame, the most likely first."),
+    key<&ClassifyFramesConfig::min_score>("min_score", {.min = 0, .max = 1},
+                                          "Classes less likely than this (after the softmax) are left out."),
+};
+
 // The tracker's own default applies to each parameter left out (track::default_tracker_params).
 constexpr std::string_view kTrackerDefault = "absent (the tracker's)";
 
@@ -1184,15 +1198,17 @@ bool is_object_stage(StageKind stage) {
   return std::find(std::begin(kObjectStages), std::end(kObjectStages), stage) != std::end(kObjectStages);
 }
 
-// The rules of `stages:`: the primary stage (segment or detect) first and once; track, classify
-// and osd after detect, in that order; no stage twice.
+// The rules of `stages:`: the primary stage (segment, detect, image2image or classify_frames) first
+// and once; track, classify and osd after detect, in that order; no stage twice.
 Status check_stage(const Field& entry, const std::vector<StageKind>& before, StageKind stage) {
   const std::string name(enum_name(kStageNames, stage));
   if (std::find(before.begin(), before.end(), stage) != before.end())
     return entry.error(name + " is listed twice");
   const bool primary = !is_object_stage(stage);
   if (before.empty() && !primary) {
-    return entry.error("the first stage runs the primary model: segment or detect, got " + name);
+    return entry.error(
+        "the first stage runs the primary model: segment, detect, image2image or classify_frames, got " +
+        name);
   }
   if (!before.empty() && primary) {
     return entry.error("only one stage runs the primary model, and stages.0 (" +
@@ -1395,6 +1411,16 @@ Status check_detect_model(const Parser& parser, const YAML::Node& root, const Pi
       "the detect stage runs this model: give its parser, one of " + join_names(detect_parser_names()));
 }
 
+// classify_frames.model names a model.
+Status check_classify_frames_model(const Parser& parser, const YAML::Node& root,
+                                   const PipelineConfig& config) {
+  if (find_model(config, config.classify_frames.model) != nullptr) return Status::ok();
+  std::vector<std::string_view> names;
+  for (const ModelConfig& entry : config.models) names.push_back(entry.name);
+  return Field{parser, *lookup(*lookup(root, "classify_frames"), "model"), "classify_frames.model"}.error(
+      "no model is named '" + config.classify_frames.model + "' (the models: " + join_names(names) + ")");
+}
+
 // The tracker's parameters together (min_score <= high_score), named by the track section.
 Status check_track(const Parser& parser, const YAML::Node& root, const TrackConfig& track) {
   const Status status = track::validate_tracker_params(tracker_params(track));
@@ -1444,8 +1470,9 @@ Status parse_images(const Parser& parser, const YAML::Node& root, PipelineConfig
   return Status::ok();
 }
 
-// What an image flow runs: one picture per frame (image2image) or detections; the video stages
-// (segment's composite, track, classify on objects, osd) work on video frames.
+// What an image flow runs: one picture per frame (image2image), a label image per frame
+// (segment), detections or classes; the video stages (track, classify on objects, osd) work on video
+// frames.
 Status check_image_flow_stages(const Parser& parser, const YAML::Node& root, const PipelineConfig& config) {
   const std::vector<StageKind> stages = stages_of(config);
   const std::optional<YAML::Node> where = lookup(root, config.stages.empty() ? "flow" : "stages");
@@ -1456,20 +1483,29 @@ Status check_image_flow_stages(const Parser& parser, const YAML::Node& root, con
       return parser.error(node, path, "the image2image stage needs an image flow: give `images:` inputs");
     return Status::ok();
   }
-  const bool image2image = stages == std::vector<StageKind>{StageKind::kImage2Image};
+  const bool single = stages.size() == 1 && stages[0] != StageKind::kDetect;
   // The detection preset's osd stage draws nothing unless osd.enabled.
   const bool detect =
       stages == std::vector<StageKind>{StageKind::kDetect} ||
       (stages == std::vector<StageKind>{StageKind::kDetect, StageKind::kOsd} && !config.osd.enabled);
-  if (!image2image && !detect) {
+  if (!single && !detect) {
     return parser.error(node, path,
-                        "an image flow runs `flow: image2image` or `flow: detection` without the osd "
-                        "(`stages: [detect]`); segment, track, classify and osd work on video sources");
+                        "an image flow runs `flow: image2image`, `segmentation`, `classification` or "
+                        "`detection` without the osd (`stages: [detect]`); track, classify and osd work "
+                        "on video sources");
   }
-  if (!runs(config, StageKind::kImage2Image) && config.sinks.images) {
+  const bool pictures = runs(config, StageKind::kImage2Image) || runs(config, StageKind::kSegment);
+  if (!pictures && config.sinks.images) {
     return parser.error(root["sinks"], "sinks.images",
-                        "writes the image2image stage's pictures; this flow "
-                        "has none (use sinks.metadata)");
+                        "writes the image2image stage's pictures or the segment stage's label images; "
+                        "this flow has none (use sinks.metadata)");
+  }
+  if (runs(config, StageKind::kSegment) && config.sinks.images &&
+      config.sinks.images->format != ImageOutputFormat::kPng) {
+    const std::optional<YAML::Node> format = lookup(*lookup(*lookup(root, "sinks"), "images"), "format");
+    return Field{parser, format ? *format : root["sinks"], "sinks.images.format"}.error(
+        "segmentation writes label images, a class index per pixel, as PNG: JPEG's lossy compression "
+        "would change the indices");
   }
   if (config.sinks.video || config.sinks.stream) {
     return parser.error(root["sinks"], config.sinks.video ? "sinks.video" : "sinks.stream",
@@ -1489,7 +1525,7 @@ Result<PipelineConfig> parse_tree(const Parser& parser, const YAML::Node& root) 
   if (root.IsNull()) return parser.error(root, "", "the configuration is empty");
   FOVEA_TRY(parser.check_map(root, "",
                              {"sources", "images", "mux", "model", "models", "flow", "stages", "task",
-                              "detect", "track", "secondary", "osd", "sinks", "stats"}));
+                              "detect", "classify_frames", "track", "secondary", "osd", "sinks", "stats"}));
   PipelineConfig config;
   FOVEA_TRY(parse_sources(parser, root, config.sources));
   FOVEA_TRY(parse_images(parser, root, config));
@@ -1510,6 +1546,9 @@ Result<PipelineConfig> parse_tree(const Parser& parser, const YAML::Node& root) 
                           }));
   FOVEA_TRY(parse_table_section<DetectConfig>(parser, root, "detect", kDetectKeys, config.detect));
   FOVEA_TRY(check_detect_model(parser, root, config, model_sites));
+  FOVEA_TRY(parse_table_section<ClassifyFramesConfig>(parser, root, "classify_frames", kClassifyFramesKeys,
+                                                      config.classify_frames));
+  FOVEA_TRY(check_classify_frames_model(parser, root, config));
   FOVEA_TRY(parse_table_section<TrackConfig>(parser, root, "track", kTrackKeys, config.track));
   if (lookup(root, "track")) FOVEA_TRY(check_track(parser, root, config.track));
   FOVEA_TRY(parse_secondary(parser, root, config.models, config.secondary));
@@ -1568,6 +1607,7 @@ YAML::Node to_tree(const PipelineConfig& config) {
   task["sigma"] = to_node(config.task.sigma);
   task["refine_mask"] = config.task.refine_mask;
   root["detect"] = write_keys<DetectConfig>(kDetectKeys, config.detect);
+  root["classify_frames"] = write_keys<ClassifyFramesConfig>(kClassifyFramesKeys, config.classify_frames);
   root["track"] = write_keys<TrackConfig>(kTrackKeys, config.track);
   root["secondary"] = YAML::Node(YAML::NodeType::Sequence);
   for (const SecondaryConfig& entry : config.secondary)
@@ -1686,6 +1726,7 @@ std::vector<StageKind> stages_of(const PipelineConfig& config) {
   switch (config.flow) {
     case FlowKind::kSegmentation: return {StageKind::kSegment};
     case FlowKind::kImage2Image: return {StageKind::kImage2Image};
+    case FlowKind::kClassification: return {StageKind::kClassifyFrames};
     case FlowKind::kDetection: {
       std::vector<StageKind> stages = {StageKind::kDetect};
       if (config.track.enabled) stages.push_back(StageKind::kTrack);
@@ -1721,6 +1762,7 @@ std::vector<SchemaKey> schema_keys() {
   std::vector<SchemaKey> keys;
   append_schema<ModelConfig>("models[].", kModelKeys, keys);
   append_schema<DetectConfig>("detect.", kDetectKeys, keys);
+  append_schema<ClassifyFramesConfig>("classify_frames.", kClassifyFramesKeys, keys);
   append_schema<TrackConfig>("track.", kTrackKeys, keys);
   append_schema<SecondaryConfig>("secondary[].", kSecondaryKeys, keys);
   append_schema<OsdConfig>("osd.", kOsdKeys, keys);

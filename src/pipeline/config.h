@@ -118,7 +118,9 @@ struct ImagesConfig {
 //                                  a model
 //   image2image   [image2image]    the model's output tensor is a picture (pix2pix): images in,
 //                                  images out (`images:` and `sinks.images`)
-enum class FlowKind { kSegmentation, kDetection, kImage2Image };
+//   classification [classify_frames]  a whole-frame classifier: the top classes of every frame or
+//                                  image, in the metadata
+enum class FlowKind { kSegmentation, kDetection, kImage2Image, kClassification };
 
 // The stage kinds `stages:` lists, in flow order; each reads its own section of the file.
 //   segment   the primary model as a segmenter (`task:`)
@@ -128,7 +130,9 @@ enum class FlowKind { kSegmentation, kDetection, kImage2Image };
 //   osd       draws the results on the frames (`osd:`)
 //   image2image  the primary model's output back to a picture per frame, the inverse of its input
 //             normalization (an image flow's)
-enum class StageKind { kSegment, kDetect, kTrack, kClassify, kOsd, kImage2Image };
+//   classify_frames  the primary model as a whole-frame classifier (`classify_frames:`); not
+//             `classify`, which runs the secondary models on the detect stage's objects
+enum class StageKind { kSegment, kDetect, kTrack, kClassify, kOsd, kImage2Image, kClassifyFrames };
 
 enum class TaskType { kSegmentation };
 
@@ -164,6 +168,15 @@ struct DetectConfig {
   // on every frame, 2 on frames 0, 3, 6, ...
   int interval = 0;
   bool operator==(const DetectConfig&) const = default;
+};
+
+// `classify_frames:`, the classify_frames stage: a softmax over the primary model's logits [N, C]
+// and each frame's most likely classes.
+struct ClassifyFramesConfig {
+  std::string model;       // a models: name; "" is the first model
+  int top_k = 5;           // classes kept per frame, the most likely
+  float min_score = 0.0f;  // classes less likely than this are left out
+  bool operator==(const ClassifyFramesConfig&) const = default;
 };
 
 // `track:`, the track stage (track/tracker.h). The tracker's parameters are its published defaults
@@ -311,6 +324,7 @@ struct PipelineConfig {
   std::vector<StageKind> stages;  // empty: the preset's (stages_of)
   TaskConfig task;                // the segment stage
   DetectConfig detect;
+  ClassifyFramesConfig classify_frames;
   TrackConfig track;
   std::vector<SecondaryConfig> secondary;  // the classify stage runs each, in order
   OsdConfig osd;
@@ -352,9 +366,10 @@ using KeyNamer = std::function<std::string(std::string_view key_path)>;
 // reads "<name_key(key)>: <reason>", e.g. "--blur 33: must be odd, got 33".
 Result<PipelineConfig> check_config(const PipelineConfig& config, const KeyNamer& name_key);
 
-// One key of the sections written as schema tables (models entries, detect, track, secondary
-// entries, osd, sinks.video.mosaic, sinks.mqtt, sinks.stream), as docs/config.md's tables give it: `| `key` |
-// kind | default | meaning` (the docs may say more after the meaning). A test holds the docs to these.
+// One key of the sections written as schema tables (models entries, detect, classify_frames, track,
+// secondary entries, osd, sinks.video.mosaic, sinks.mqtt, sinks.stream), as docs/config.md's tables give it:
+// `| `key` | kind | default | meaning` (the docs may say more after the meaning). A test holds the docs to
+// these.
 struct SchemaKey {
   std::string key;            // "detect.iou", "models[].path"
   std::string kind;           // "number in (0, 1]"

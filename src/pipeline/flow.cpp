@@ -11,6 +11,7 @@
 #include "pipeline/classify_ops.h"
 #include "pipeline/detect_ops.h"
 #include "pipeline/display_ops.h"
+#include "pipeline/frame_classify_ops.h"
 #include "pipeline/image_ops.h"
 #include "pipeline/image_sink.h"
 #include "pipeline/image_source.h"
@@ -37,6 +38,15 @@ int encoder_threads(std::size_t streams) {
 
 bool has_stage(const std::vector<StageKind>& stages, StageKind kind) {
   return std::find(stages.begin(), stages.end(), kind) != stages.end();
+}
+
+// What the flow does, by its primary stage, for the run's log.
+std::string flow_name(const PipelineConfig& config) {
+  const std::vector<StageKind> stages = stages_of(config);
+  if (has_stage(stages, StageKind::kImage2Image)) return "image2image";
+  if (has_stage(stages, StageKind::kClassifyFrames)) return "classification";
+  if (has_stage(stages, StageKind::kSegment)) return "segmentation";
+  return "detection";
 }
 
 // Everything the run will write, named by its configuration key, for the checks before the run.
@@ -262,6 +272,39 @@ Status add_display(FlowPlan& plan, const PipelineConfig& config, const std::vect
   return Status::ok();
 }
 
+// segment on images: a label image per frame (the class map at the image's own size), written by
+// sinks.images, and the target fraction for the metadata.
+Status add_segment_images(FlowPlan& plan, const PipelineConfig& config) {
+  FOVEA_ASSIGN_OR_RETURN(FlowModel * model, open_primary(plan, config, ""));
+  FOVEA_ASSIGN_OR_RETURN(const SegmentSetup setup, plan_segment(*model, config.task, false, true));
+  auto* preprocess = add_op(plan, std::make_unique<PreprocessOp>(*model));
+  auto* inference = add_op(plan, std::make_unique<InferenceOp>(*model));
+  auto* class_map = add_op(plan, std::make_unique<ClassMapOp>(*inference, setup));
+  auto* label_map = add_op(plan, std::make_unique<LabelMapOp>(*model, setup, plan.shape));
+  plan.stages.push_back({.name = "preprocess", .ops = {preprocess}});
+  plan.stages.push_back(
+      {.name = "inference", .ops = {inference, class_map, label_map}, .high_priority = false});
+  if (config.sinks.images) {
+    plan.sinks.push_back(std::make_unique<ImageSink>(*config.sinks.images, plan.images.images));
+  }
+  return Status::ok();
+}
+
+// classify_frames: the primary model's classes per frame, for the metadata; a video flow's frames
+// go to its video and stream sinks as they are.
+Status add_classify_frames(FlowPlan& plan, const PipelineConfig& config) {
+  FOVEA_ASSIGN_OR_RETURN(FlowModel * model, open_primary(plan, config, config.classify_frames.model));
+  FOVEA_ASSIGN_OR_RETURN(ClassifyFramesSetup setup, plan_classify_frames(*model, config.classify_frames));
+  auto* preprocess = add_op(plan, std::make_unique<PreprocessOp>(*model));
+  auto* inference = add_op(plan, std::make_unique<InferenceOp>(*model));
+  auto* classify = add_op(plan, std::make_unique<ClassifyFramesOp>(*inference, std::move(setup), plan.shape));
+  plan.stages.push_back({.name = "preprocess", .ops = {preprocess}});
+  // The logits are read from the session's outputs, which the next run overwrites: same stage.
+  plan.stages.push_back({.name = "inference", .ops = {inference, classify}, .high_priority = false});
+  if (config.images) return Status::ok();
+  return add_display(plan, config, {}, false);
+}
+
 // image2image: the model's output back to a picture per frame, written by sinks.images.
 Status add_image2image(FlowPlan& plan, const PipelineConfig& config) {
   FOVEA_ASSIGN_OR_RETURN(FlowModel * model, open_primary(plan, config, ""));
@@ -286,6 +329,10 @@ Result<FlowPlan> build_plan(const PipelineConfig& config, const FlowShape& shape
   std::vector<std::string> labels;
   if (has_stage(stages, StageKind::kImage2Image)) {
     FOVEA_TRY(add_image2image(plan, config));
+  } else if (has_stage(stages, StageKind::kClassifyFrames)) {
+    FOVEA_TRY(add_classify_frames(plan, config));
+  } else if (has_stage(stages, StageKind::kSegment) && config.images) {
+    FOVEA_TRY(add_segment_images(plan, config));
   } else if (has_stage(stages, StageKind::kSegment)) {
     FOVEA_TRY(add_segment(plan, config));
   } else {
@@ -357,10 +404,7 @@ Result<FlowResult> run_image_flow(const PipelineConfig& config, const FlowOption
 #endif
   const std::size_t count = images.images.size();
   FOVEA_ASSIGN_OR_RETURN(FlowPlan plan, build_plan(config, shape, std::move(images)));
-  plan.description =
-      fmt::format("{} on {} images, {}",
-                  has_stage(stages_of(config), StageKind::kImage2Image) ? "image2image" : "detection", count,
-                  plan.description);
+  plan.description = fmt::format("{} on {} images, {}", flow_name(config), count, plan.description);
   log_info("{}", plan.description);
   if (!gpu) log_info("no GPU in use: the flow runs on the CPU (the reference kernels), which is slow");
   return run_flow_plan(plan, config, options);
@@ -402,9 +446,7 @@ Result<FlowResult> run_flow(const PipelineConfig& requested, const FlowOptions& 
 #endif
   FOVEA_ASSIGN_OR_RETURN(FlowPlan plan, build_plan(config, shape, {}));
   // "segmentation on cuda (NVIDIA H200), model m.onnx at 960x544 batch 4 fp16"
-  plan.description =
-      (has_stage(stages_of(config), StageKind::kSegment) ? "segmentation on " : "detection on ") +
-      plan.description;
+  plan.description = flow_name(config) + " on " + plan.description;
   log_info("{}", plan.description);
   if (!gpu) log_info("no GPU in use: the flow runs on the CPU (the reference kernels), which is slow");
   return run_flow_plan(plan, config, options);

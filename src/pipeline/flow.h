@@ -8,6 +8,9 @@
 //   track    track [tracker] (host)
 //   classify one stage per secondary model [crops through the fused preprocess, model, top-k]
 //   osd      display [osd, mosaic or frame download]
+//   classify_frames  preprocess [preprocess] -> inference [model, classify frames]
+//   image2image      preprocess [preprocess] -> inference [model, picture]
+//   segment on images  preprocess [preprocess] -> inference [model, class map, label map]
 //
 // It runs on the GPU when this build has CUDA and a GPU is present, on the CPU otherwise, and says
 // which.

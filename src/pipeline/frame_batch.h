@@ -22,6 +22,7 @@
 #include "pipeline/slot_pool.h"
 #include "pipeline/stream_mux.h"
 #include "pipeline/video_source.h"
+#include "post/class_mask.h"
 #include "trace/tracer.h"
 
 namespace fovea::pipeline {
@@ -33,6 +34,21 @@ struct SecondaryLabel {
   std::string label;  // from the model's label file; "" without one
   float score = 0.0f;
   bool operator==(const SecondaryLabel&) const = default;
+};
+
+// A whole-frame classifier's verdict on the frame (the classify_frames stage).
+struct ClassLabel {
+  int class_id = -1;
+  std::string label;  // from the model's label file; "" without one
+  float score = 0.0f;
+  bool operator==(const ClassLabel&) const = default;
+};
+
+// Segmentation of an image flow's frame: its class map and where the frame's own pixels fall in it,
+// from which sinks.images makes the label image at the frame's size (post/class_mask.h).
+struct FrameClassMap {
+  ImageView map;  // kGRAY8 class indices at the model's map size, host memory in the batch's slot
+  post::MaskMapping mapping;
 };
 
 // One detected (or tracked) object in frame pixels.
@@ -54,6 +70,11 @@ struct FrameResults {
   std::vector<ObjectResult> objects;
   // Segmentation: the fraction of the frame's class map in the target classes; absent otherwise.
   std::optional<double> target_fraction;
+  // Segmentation of an image: its class map (valid while the batch is); absent otherwise.
+  std::optional<FrameClassMap> class_map;
+  // Classification (classify_frames): the most likely classes, best first (none may pass the
+  // stage's min_score: empty); absent in other flows.
+  std::optional<std::vector<ClassLabel>> classes;
   // Image-to-image: the model's output picture (kRGB8, host memory in the batch's slot, valid
   // while the batch is); absent otherwise.
   std::optional<ImageView> picture;

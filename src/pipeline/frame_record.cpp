@@ -133,6 +133,15 @@ void append_secondary(fmt::memory_buffer& out, const SecondaryLabel& secondary) 
   out.push_back('}');
 }
 
+void append_class(fmt::memory_buffer& out, const ClassLabel& label) {
+  append(out, "{\"class_id\":");
+  append_integer(out, label.class_id);
+  append_label(out, label.label);
+  append(out, ",\"score\":");
+  append_float(out, label.score);
+  out.push_back('}');
+}
+
 void append_object(fmt::memory_buffer& out, const ObjectResult& object, std::span<const std::string> labels) {
   append(out, "{\"box\":[");
   const float corners[] = {object.box.x1, object.box.y1, object.box.x2, object.box.y2};
@@ -293,6 +302,23 @@ Result<SecondaryLabel> read_secondary(const Json& value, const std::string& path
   return secondary;
 }
 
+constexpr std::string_view kClassKeys[] = {"class_id", "label", "score"};
+
+Result<ClassLabel> read_class(const Json& value, const std::string& path) {
+  FOVEA_ASSIGN_OR_RETURN(const Fields fields, Fields::of(value, path, kClassKeys));
+  ClassLabel label;
+  FOVEA_ASSIGN_OR_RETURN(label.class_id, fields.read("class_id", read_count<int>));
+  if (fields.has("label")) {
+    FOVEA_ASSIGN_OR_RETURN(label.label, fields.read("label", read_string));
+  }
+  FOVEA_ASSIGN_OR_RETURN(label.score, fields.read("score", read_float));
+  return label;
+}
+
+Result<std::vector<ClassLabel>> read_classes(const Json& value, const std::string& path) {
+  return read_array(value, path, read_class);
+}
+
 constexpr std::string_view kObjectKeys[] = {"box",      "class_id",  "label",    "score",
                                             "track_id", "predicted", "secondary"};
 
@@ -333,30 +359,45 @@ Result<double> read_fraction(const Json& value, const std::string& path) {
 
 constexpr std::string_view kRecordKeys[] = {"v",       "source",          "source_id", "frame",
                                             "pts_us",  "capture_time_us", "batch",     "inferred",
-                                            "objects", "target_fraction"};
+                                            "objects", "target_fraction", "classes"};
 
-// A record holds its frame's results one way: objects (detection) or target_fraction
-// (segmentation).
+// A record holds its frame's results one way: objects (detection), target_fraction (segmentation)
+// or classes (classification, from version 2).
 Status read_results(const Fields& fields, ParsedFrameRecord& record) {
-  const bool detection = fields.has("objects");
-  if (detection == fields.has("target_fraction")) {
-    return make_error(StatusCode::kCorruptData, "metadata record: ",
-                      detection ? "both keys 'objects' and 'target_fraction'"
-                                : "missing key 'objects' (or 'target_fraction' in segmentation records)");
+  constexpr std::string_view kResultKeys[] = {"objects", "target_fraction", "classes"};
+  std::vector<std::string_view> present;
+  for (const std::string_view key : kResultKeys) {
+    if (fields.has(key)) present.push_back(key);
   }
-  if (detection) {
+  if (present.size() > 1) {
+    return make_error(StatusCode::kCorruptData, "metadata record: both keys '", present[0], "' and '",
+                      present[1], "'");
+  }
+  if (present.empty()) {
+    return make_error(StatusCode::kCorruptData,
+                      "metadata record: missing key 'objects' (or 'target_fraction' in segmentation "
+                      "records, 'classes' in classification records)");
+  }
+  if (present[0] == "objects") {
     FOVEA_ASSIGN_OR_RETURN(record.objects, fields.read("objects", read_objects));
-  } else {
+  } else if (present[0] == "target_fraction") {
     FOVEA_ASSIGN_OR_RETURN(record.target_fraction, fields.read("target_fraction", read_fraction));
+  } else if (record.version < 2) {
+    return make_error(StatusCode::kCorruptData,
+                      "metadata record: key 'classes' is version 2's; this record is version ",
+                      std::to_string(record.version));
+  } else {
+    FOVEA_ASSIGN_OR_RETURN(record.classes, fields.read("classes", read_classes));
   }
   return Status::ok();
 }
 
 Result<int> read_version(const Fields& fields) {
   FOVEA_ASSIGN_OR_RETURN(const int version, fields.read("v", read_count<int>));
-  if (version != kFrameRecordVersion) {
+  if (version < kOldestFrameRecordVersion || version > kFrameRecordVersion) {
     return make_error(StatusCode::kUnsupported, "metadata record: key 'v': version ", std::to_string(version),
-                      " is not supported (fovea reads version ", std::to_string(kFrameRecordVersion), ")");
+                      " is not supported (fovea reads versions ", std::to_string(kOldestFrameRecordVersion),
+                      " to ", std::to_string(kFrameRecordVersion), ")");
   }
   return version;
 }
@@ -398,7 +439,14 @@ std::string frame_record_json(const FrameRecordContext& context, const FrameResu
   append(out, ",\"batch\":");
   append_integer(out, context.batch);
   append(out, results.inferred ? ",\"inferred\":true" : ",\"inferred\":false");
-  if (results.target_fraction) {
+  if (results.classes) {
+    append(out, ",\"classes\":[");
+    for (std::size_t i = 0; i < results.classes->size(); ++i) {
+      if (i > 0) out.push_back(',');
+      append_class(out, (*results.classes)[i]);
+    }
+    out.push_back(']');
+  } else if (results.target_fraction) {
     append(out, ",\"target_fraction\":");
     append_float(out, *results.target_fraction);
   } else {

@@ -25,8 +25,10 @@
 namespace fovea::pipeline {
 
 // The schema version, the record's "v". A change to a key's name, type or meaning, or a new key,
-// gives a new version.
-inline constexpr int kFrameRecordVersion = 1;
+// gives a new version. Version 2 added "classes" (classification records); the reader takes
+// version 1 records too, which are version 2 records without it.
+inline constexpr int kFrameRecordVersion = 2;
+inline constexpr int kOldestFrameRecordVersion = 1;
 
 // What the record says about the frame besides its results.
 struct FrameRecordContext {
@@ -43,8 +45,9 @@ struct FrameRecordContext {
   int version = kFrameRecordVersion;  // written as "v"
 };
 
-// The record as one line of JSON, without the newline. A frame whose results carry a
-// target_fraction gives a segmentation record (no "objects"); any other frame a detection record.
+// The record as one line of JSON, without the newline. A frame whose results carry classes gives a
+// classification record, one with a target_fraction a segmentation record (neither has "objects");
+// any other frame a detection record.
 std::string frame_record_json(const FrameRecordContext& context, const FrameResults& results);
 
 // One line read back: the schema's keys as C++ values. Float keys written as null (a non-finite
@@ -71,6 +74,7 @@ struct ParsedFrameRecord {
   bool inferred = false;
   std::optional<std::vector<ParsedObject>> objects;  // detection records
   std::optional<double> target_fraction;             // segmentation records
+  std::optional<std::vector<ClassLabel>> classes;    // classification records (label "" where none)
   bool operator==(const ParsedFrameRecord&) const = default;
 };
 

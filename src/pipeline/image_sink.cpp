@@ -3,33 +3,50 @@
 #include <algorithm>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <system_error>
 #include <thread>
 
 #include "core/log.h"
 #include "io/image_codec.h"
 #include "pipeline/queue.h"
+#include "post/class_mask.h"
 
 namespace fovea::pipeline {
 namespace {
 
-// A picture copied out of its batch's slot, and where it goes.
+// A picture copied out of its batch's slot, and where it goes. A class map becomes its label image
+// at the frame's size on the writer's thread (label_size and mapping set).
 struct PendingPicture {
   io::HostImage image;
   std::filesystem::path path;
   std::string input;  // the file it came from, never written over
+  std::optional<post::MaskMapping> mapping;
+  int label_width = 0;
+  int label_height = 0;
 };
 
 std::string_view extension(ImageOutputFormat format) {
   return format == ImageOutputFormat::kPng ? ".png" : ".jpg";
 }
 
+// A packed copy of an RGB8 picture or a GRAY8 class map.
 Result<io::HostImage> copy_picture(const ImageView& picture) {
   FOVEA_ASSIGN_OR_RETURN(io::HostImage copy,
-                         io::HostImage::allocate(PixelFormat::kRGB8, picture.width, picture.height));
-  const std::size_t row_bytes = static_cast<std::size_t>(picture.width) * 3;
+                         io::HostImage::allocate(picture.format, picture.width, picture.height));
+  const std::size_t row_bytes =
+      static_cast<std::size_t>(picture.width) * (picture.format == PixelFormat::kGRAY8 ? 1 : 3);
   for (int y = 0; y < picture.height; ++y) std::memcpy(copy.row(y), picture.row(0, y), row_bytes);
   return copy;
+}
+
+// The label image of a class map at its frame's size (post/class_mask.h).
+Result<io::HostImage> label_image(const PendingPicture& picture) {
+  FOVEA_ASSIGN_OR_RETURN(
+      io::HostImage labels,
+      io::HostImage::allocate(PixelFormat::kGRAY8, picture.label_width, picture.label_height));
+  FOVEA_TRY(post::run_label_image_cpu(picture.image.view(), *picture.mapping, labels.view()));
+  return labels;
 }
 
 }  // namespace
@@ -72,7 +89,10 @@ struct ImageSink::Writers {
     std::error_code error;
     std::filesystem::create_directories(picture.path.parent_path(), error);
     if (error) return make_error(StatusCode::kIoError, "cannot create its folder: ", error.message());
-    return io::write_image_file(picture.path, picture.image.view(), options, {picture.input});
+    if (!picture.mapping)
+      return io::write_image_file(picture.path, picture.image.view(), options, {picture.input});
+    FOVEA_ASSIGN_OR_RETURN(const io::HostImage labels, label_image(picture));
+    return io::write_image_file(picture.path, labels.view(), options, {picture.input});
   }
 };
 
@@ -107,14 +127,20 @@ Status ImageSink::start(std::span<const Rational>) {
 
 Status ImageSink::write(const std::shared_ptr<const FrameBatch>& batch) {
   for (std::size_t i = 0; i < batch->size(); ++i) {
-    const std::optional<ImageView>& picture = batch->results[i].picture;
-    if (!picture) continue;
+    const FrameResults& results = batch->results[i];
+    if (!results.picture && !results.class_map) continue;
     const std::string& name = *batch->frames[i].payload.name;
-    FOVEA_ASSIGN_OR_RETURN(io::HostImage copy, copy_picture(*picture));
+    FOVEA_ASSIGN_OR_RETURN(io::HostImage copy,
+                           copy_picture(results.picture ? *results.picture : results.class_map->map));
     const auto input = input_of_.find(name);
     PendingPicture pending{.image = std::move(copy),
                            .path = image_output_path(config_, name),
                            .input = input == input_of_.end() ? std::string() : input->second};
+    if (results.class_map) {
+      pending.mapping = results.class_map->mapping;
+      pending.label_width = batch->image(i).width;
+      pending.label_height = batch->image(i).height;
+    }
     if (writers_->queue.push(std::move(pending)) != PushResult::kPushed) {
       return make_error(StatusCode::kInternal, "the image writers stopped early");
     }

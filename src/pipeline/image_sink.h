@@ -1,6 +1,8 @@
 // ImageSink (sinks.images): the image2image stage's pictures as image files, one per frame, at
 // <output_dir>/<the input's path below its folder> with the format's extension (PNG or JPEG), so
-// the output tree mirrors the input tree.
+// the output tree mirrors the input tree. A segmentation flow's frames give label images instead:
+// 8-bit single-channel PNGs of class indices at each image's own size (post/class_mask.h), made
+// from the class map by the writer threads (nearest, a gather as cheap as the copy it replaces).
 //
 // Encoding is the slow part of an image flow (a 256x256 PNG costs more than its inference), so a
 // pool of writer threads encodes and writes while the flow goes on; the batch's pictures are copied

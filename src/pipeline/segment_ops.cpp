@@ -1,6 +1,7 @@
 #include "pipeline/segment_ops.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "image/bilateral.h"
 #include "image/blur_composite.h"
@@ -37,6 +38,20 @@ image::ImageBatch frame_images(const FrameBatch& batch) {
 }
 
 #if defined(FOVEA_HAVE_CUDA)
+// The maps of a slot are one block, image after image: one copy for the batch's first n, from the
+// first map's start to the last one's end.
+Status copy_class_maps_to_host(const FrameBatch& batch, std::size_t n, cudaStream_t stream) {
+  const std::vector<ImageView>& device = batch.slot->images(kClassMaps);
+  const auto* first = static_cast<const std::byte*>(device[0].planes[0].data);
+  const auto* last = static_cast<const std::byte*>(device[n - 1].planes[0].data);
+  const std::size_t bytes =
+      static_cast<std::size_t>(last - first) +
+      static_cast<std::size_t>(device[0].planes[0].pitch) * static_cast<std::size_t>(device[0].height);
+  FOVEA_CUDA_TRY(cudaMemcpyAsync(batch.slot->images(kClassMapsHost)[0].planes[0].data,
+                                 device[0].planes[0].data, bytes, cudaMemcpyDeviceToHost, stream));
+  return Status::ok();
+}
+
 // The GPU path's frames are read after the decoders' copies are done.
 Status wait_for_frames(const FrameBatch& batch, cudaStream_t stream) {
   for (const BatchFrame& frame : batch.frames) {
@@ -56,8 +71,9 @@ Result<SegmentSetup> plan_segment(const FlowModel& model, const TaskConfig& task
                                   bool maps_on_host) {
   const runtime::TensorSpec& scores = model.session->output_spec(0);
   if (scores.rows_vary || !scores.shape || scores.shape->size() != 4) {
-    return make_error(StatusCode::kInvalidArgument, model.config.path, ": output '", scores.name,
-                      "' must be class scores [N, C, H, W] for segmentation");
+    return make_error(StatusCode::kInvalidArgument, model.config.path,
+                      fmt::format(": output '{}' is [{}]; segmentation takes class scores [N, C, H, W]",
+                                  scores.name, fmt::join(scores.shape.value_or(runtime::Shape{}), ", ")));
   }
   const std::int64_t classes = (*scores.shape)[1];
   if (classes < 1 || classes > post::kMaxMapClasses) {
@@ -147,17 +163,25 @@ Status SegmentMaskOp::declare(BufferPlan& plan) {
   return Status::ok();
 }
 
+Result<std::vector<post::MaskMapping>> class_map_mappings(const FlowModel& model, const SegmentSetup& setup,
+                                                          const image::ImageBatch& frames) {
+  FOVEA_ASSIGN_OR_RETURN(const image::PreprocessPlan plan, image::plan_preprocess(frames, model.preprocess));
+  std::vector<post::MaskMapping> mappings;
+  for (std::size_t i = 0; i < plan.placements.size(); ++i) {
+    const image::ResizePlacement& p = plan.placements[i];
+    const ImageView& frame = frames.images[i];
+    mappings.push_back(post::preprocess_mask_mapping(
+        image::Roi{0, 0, frame.width, frame.height}, p.scale_x, p.scale_y, static_cast<float>(p.offset_x),
+        static_cast<float>(p.offset_y), model.input_width(), model.input_height(), setup.map_width,
+        setup.map_height));
+  }
+  return mappings;
+}
+
 Result<post::ClassMaskParams> SegmentMaskOp::mask_params(const FrameBatch& batch) const {
-  FOVEA_ASSIGN_OR_RETURN(const image::PreprocessPlan plan,
-                         image::plan_preprocess(frame_images(batch), model_.preprocess));
   post::ClassMaskParams params{.classes = setup_.classes,
                                .interpolation = post::MaskInterpolation::kBilinear};
-  for (const image::ResizePlacement& p : plan.placements) {
-    params.mappings.push_back(post::preprocess_mask_mapping(
-        image::Roi{0, 0, shape_.frame_width, shape_.frame_height}, p.scale_x, p.scale_y,
-        static_cast<float>(p.offset_x), static_cast<float>(p.offset_y), model_.input_width(),
-        model_.input_height(), setup_.map_width, setup_.map_height));
-  }
+  FOVEA_ASSIGN_OR_RETURN(params.mappings, class_map_mappings(model_, setup_, frame_images(batch)));
   return params;
 }
 
@@ -204,16 +228,7 @@ Status SegmentMaskOp::run(FrameBatch& batch, cudaStream_t stream) {
                                               first_images(batch.slot->images(kRefinedMasks), n), {}));
   }
   if (setup_.maps_on_host) {
-    // The maps of a slot are one block, image after image: one copy for the batch, from the first
-    // map's start to the last one's end.
-    const std::vector<ImageView>& device = batch.slot->images(kClassMaps);
-    const auto* first = static_cast<const std::byte*>(device[0].planes[0].data);
-    const auto* last = static_cast<const std::byte*>(device[n - 1].planes[0].data);
-    const std::size_t bytes =
-        static_cast<std::size_t>(last - first) +
-        static_cast<std::size_t>(device[0].planes[0].pitch) * static_cast<std::size_t>(device[0].height);
-    FOVEA_CUDA_TRY(cudaMemcpyAsync(batch.slot->images(kClassMapsHost)[0].planes[0].data,
-                                   device[0].planes[0].data, bytes, cudaMemcpyDeviceToHost, stream));
+    FOVEA_TRY(copy_class_maps_to_host(batch, n, stream));
     batch.after_gpu.push_back([this](FrameBatch& done) {
       count_target_pixels(done);
       return Status::ok();
@@ -224,6 +239,49 @@ Status SegmentMaskOp::run(FrameBatch& batch, cudaStream_t stream) {
   static_cast<void>(batch);
   static_cast<void>(stream);
   return no_cuda("mask");
+#endif
+}
+
+Status LabelMapOp::declare(BufferPlan& plan) {
+  if (!shape_.gpu) return Status::ok();  // the CPU path's maps are in host memory already
+  return plan.images(kClassMapsHost, {.format = PixelFormat::kGRAY8,
+                                      .width = setup_.map_width,
+                                      .height = setup_.map_height,
+                                      .place = BufferPlace::kPinnedHost});
+}
+
+void LabelMapOp::attach(FrameBatch& batch, const std::vector<ImageView>& maps,
+                        const std::vector<post::MaskMapping>& mappings) const {
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    const ImageView& frame = batch.image(i);
+    batch.results[i].class_map = FrameClassMap{.map = maps[i], .mapping = mappings[i]};
+    batch.results[i].target_fraction =
+        post::label_fraction(maps[i], mappings[i], frame.width, frame.height, setup_.classes);
+  }
+}
+
+Status LabelMapOp::run_cpu(FrameBatch& batch) {
+  FOVEA_ASSIGN_OR_RETURN(const std::vector<post::MaskMapping> mappings,
+                         class_map_mappings(model_, setup_, frame_images(batch)));
+  attach(batch, batch.slot->images(kClassMaps), mappings);
+  return Status::ok();
+}
+
+Status LabelMapOp::run(FrameBatch& batch, cudaStream_t stream) {
+#if defined(FOVEA_HAVE_CUDA)
+  FOVEA_ASSIGN_OR_RETURN(std::vector<post::MaskMapping> mappings,
+                         class_map_mappings(model_, setup_, frame_images(batch)));
+  FOVEA_TRY(copy_class_maps_to_host(batch, batch.size(), stream));
+  // The host maps are filled once the batch's GPU work is done: resolve() runs this after it.
+  batch.after_gpu.push_back([this, mappings = std::move(mappings)](FrameBatch& done) {
+    attach(done, done.slot->images(kClassMapsHost), mappings);
+    return Status::ok();
+  });
+  return Status::ok();
+#else
+  static_cast<void>(batch);
+  static_cast<void>(stream);
+  return no_cuda("label map");
 #endif
 }
 

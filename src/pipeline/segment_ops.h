@@ -10,6 +10,14 @@
 //                  FrameResults::target_fraction is counted from them
 //   CompositeOp    mask * frame + (1 - mask) * blur(frame), then RGB -> YUV 4:2:0 in host memory
 //                  for the encoders (only when a video sink wants it)
+//
+// An image flow's segment stage keeps the class maps instead (images come in at sizes of their
+// own, and the label image sinks.images writes has each one's size):
+//
+//   LabelMapOp     the class maps -> host memory (the GPU path copies them back), each frame's
+//                  FrameResults::class_map with the mapping from its own pixels into the map
+//                  (through the preprocess placement, stretch or letterbox), and its
+//                  target_fraction counted over its own pixels as the label image has them
 #pragma once
 
 #include <string>
@@ -49,6 +57,11 @@ struct SegmentSetup {
 Result<SegmentSetup> plan_segment(const FlowModel& model, const TaskConfig& task, bool encode,
                                   bool maps_on_host);
 
+// Per frame of `frames`, the mapping from its own pixels into a class map of the model's, through
+// the preprocess placement of that frame.
+Result<std::vector<post::MaskMapping>> class_map_mappings(const FlowModel& model, const SegmentSetup& setup,
+                                                          const image::ImageBatch& frames);
+
 class FrameRgbOp final : public Op {
  public:
   explicit FrameRgbOp(const FlowShape& shape) : shape_(shape) {}
@@ -87,6 +100,25 @@ class SegmentMaskOp final : public Op {
  private:
   Result<post::ClassMaskParams> mask_params(const FrameBatch& batch) const;
   void count_target_pixels(FrameBatch& batch) const;
+
+  const FlowModel& model_;
+  SegmentSetup setup_;
+  FlowShape shape_;
+};
+
+class LabelMapOp final : public Op {
+ public:
+  LabelMapOp(const FlowModel& model, const SegmentSetup& setup, const FlowShape& shape)
+      : model_(model), setup_(setup), shape_(shape) {}
+  std::string name() const override { return "label map"; }
+  Status declare(BufferPlan& plan) override;
+  Status run(FrameBatch& batch, cudaStream_t stream) override;
+  Status run_cpu(FrameBatch& batch) override;
+
+ private:
+  // Points each frame's result at its map in `maps` (host memory by now).
+  void attach(FrameBatch& batch, const std::vector<ImageView>& maps,
+              const std::vector<post::MaskMapping>& mappings) const;
 
   const FlowModel& model_;
   SegmentSetup setup_;

@@ -14,6 +14,15 @@
 // The float operations are rounded one by one (post_math.h), so CPU and CUDA agree exactly.
 // ROIs are not supported (the mappings place the map); the CPU run takes host images, the CUDA run
 // device images.
+//
+// Label images (the VOC / Cityscapes convention: one class index per pixel) are the class map itself
+// at the frame's size, nearest: pixel (x, y) takes the class of map pixel (floor(u), floor(v)),
+// clamped into the map, so every pixel has a class (the map covers the whole network input, and a
+// stretched or letterboxed frame lies inside it). Nearest sampling is separable (u depends on x
+// alone, v on y alone), so the map column of each frame column and the map row of each frame row
+// are computed once, and the share of target-class pixels is counted from them without making the
+// image. Host only: a label image has each frame's own size, so it is made where the frame goes to
+// a file (pipeline/image_sink.h), from the map the GPU path copies back.
 #pragma once
 
 #include <array>
@@ -63,6 +72,20 @@ Status run_class_mask_cpu(const image::ImageBatch& class_maps, const ClassMaskPa
 Status run_class_mask_cuda(cudaStream_t stream, const image::ImageBatch& class_maps,
                            const ClassMaskParams& params, const image::ImageBatch& masks);
 
+// Label images (host only, see above): the map column of each frame column and the map row of each
+// frame row under `mapping`, clamped into the map.
+struct NearestIndices {
+  std::vector<int> columns;
+  std::vector<int> rows;
+};
+NearestIndices nearest_indices(const MaskMapping& mapping, int frame_width, int frame_height, int map_width,
+                               int map_height);
+// `class_map` and `labels`: host kGRAY8 images; `labels` has the frame's size.
+Status run_label_image_cpu(const ImageView& class_map, const MaskMapping& mapping, const ImageView& labels);
+// The fraction of a frame_width x frame_height label image's pixels whose class is in `classes`.
+double label_fraction(const ImageView& class_map, const MaskMapping& mapping, int frame_width,
+                      int frame_height, const std::vector<int>& classes);
+
 // What both runs share.
 struct ClassSet {
   std::uint32_t bits[8] = {};  // bit c: class c is in the set
@@ -85,10 +108,15 @@ FOVEA_HD int clamp_index(int i, int size) {
   return i < 0 ? 0 : (i >= size ? size - 1 : i);
 }
 
+// The map coordinate of frame pixel i's center along one axis.
+FOVEA_HD float map_coordinate(int i, float scale, float offset) {
+  return add_rn(mul_rn(add_rn(static_cast<float>(i), 0.5f), scale), offset);
+}
+
 FOVEA_HD std::uint8_t mask_pixel(const MapSource& map, const ClassSet& set, const MaskMapping& m,
                                  MaskInterpolation interpolation, int x, int y) {
-  const float u = add_rn(mul_rn(add_rn(static_cast<float>(x), 0.5f), m.scale_x), m.offset_x);
-  const float v = add_rn(mul_rn(add_rn(static_cast<float>(y), 0.5f), m.scale_y), m.offset_y);
+  const float u = map_coordinate(x, m.scale_x, m.offset_x);
+  const float v = map_coordinate(y, m.scale_y, m.offset_y);
   if (!(u >= 0.0f && u < static_cast<float>(map.width) && v >= 0.0f && v < static_cast<float>(map.height))) {
     return 0;
   }

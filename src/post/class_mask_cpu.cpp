@@ -1,4 +1,5 @@
 // Class masks in plain loops, plus the mappings and checks both runs use.
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -81,6 +82,68 @@ Status run_class_mask_cpu(const image::ImageBatch& class_maps, const ClassMaskPa
     }
   }
   return Status::ok();
+}
+
+namespace {
+
+// The map index of each frame pixel along one axis, clamped into the map. Clamped as a float first:
+// a coordinate far outside must not overflow the int conversion.
+std::vector<int> nearest_along(int frame_size, int map_size, float scale, float offset) {
+  std::vector<int> indices(static_cast<std::size_t>(frame_size));
+  const auto limit = static_cast<float>(map_size);
+  for (int i = 0; i < frame_size; ++i) {
+    const float u = std::clamp(map_coordinate(i, scale, offset), 0.0f, limit);
+    indices[static_cast<std::size_t>(i)] = clamp_index(static_cast<int>(std::floor(u)), map_size);
+  }
+  return indices;
+}
+
+}  // namespace
+
+NearestIndices nearest_indices(const MaskMapping& mapping, int frame_width, int frame_height, int map_width,
+                               int map_height) {
+  return {nearest_along(frame_width, map_width, mapping.scale_x, mapping.offset_x),
+          nearest_along(frame_height, map_height, mapping.scale_y, mapping.offset_y)};
+}
+
+Status run_label_image_cpu(const ImageView& class_map, const MaskMapping& mapping, const ImageView& labels) {
+  if (class_map.format != PixelFormat::kGRAY8 || labels.format != PixelFormat::kGRAY8 ||
+      class_map.memory == MemoryKind::kDevice || labels.memory == MemoryKind::kDevice) {
+    return make_error(StatusCode::kInvalidArgument, "label image: class map and labels must be host GRAY8");
+  }
+  const NearestIndices at =
+      nearest_indices(mapping, labels.width, labels.height, class_map.width, class_map.height);
+  for (int y = 0; y < labels.height; ++y) {
+    const std::uint8_t* source = class_map.row(0, at.rows[static_cast<std::size_t>(y)]);
+    std::uint8_t* row = labels.row(0, y);
+    for (int x = 0; x < labels.width; ++x) row[x] = source[at.columns[static_cast<std::size_t>(x)]];
+  }
+  return Status::ok();
+}
+
+double label_fraction(const ImageView& class_map, const MaskMapping& mapping, int frame_width,
+                      int frame_height, const std::vector<int>& classes) {
+  if (frame_width <= 0 || frame_height <= 0) return 0.0;
+  const NearestIndices at =
+      nearest_indices(mapping, frame_width, frame_height, class_map.width, class_map.height);
+  // How many frame columns (rows) each map column (row) gives its class to.
+  std::vector<std::uint64_t> column_count(static_cast<std::size_t>(class_map.width), 0);
+  std::vector<std::uint64_t> row_count(static_cast<std::size_t>(class_map.height), 0);
+  for (const int c : at.columns) ++column_count[static_cast<std::size_t>(c)];
+  for (const int r : at.rows) ++row_count[static_cast<std::size_t>(r)];
+  const ClassSet set = make_class_set(classes);
+  const MapSource map{static_cast<const std::uint8_t*>(class_map.planes[0].data), class_map.planes[0].pitch,
+                      class_map.width, class_map.height};
+  std::uint64_t selected = 0;
+  for (int v = 0; v < map.height; ++v) {
+    if (row_count[static_cast<std::size_t>(v)] == 0) continue;
+    std::uint64_t columns = 0;
+    for (int u = 0; u < map.width; ++u) {
+      if (in_set(map, set, u, v) != 0.0f) columns += column_count[static_cast<std::size_t>(u)];
+    }
+    selected += columns * row_count[static_cast<std::size_t>(v)];
+  }
+  return static_cast<double>(selected) / (static_cast<double>(frame_width) * frame_height);
 }
 
 }  // namespace fovea::post

@@ -1,12 +1,14 @@
 // fovea images through the real binary on the CPU: a folder of AB pairs through an identity model
-// gives a picture per good file at its mirrored path, names the bad file and exits 3; an output
-// folder that would replace the inputs, an empty folder and a detection run without a parser are
-// refused (exit 2) before anything runs.
+// gives a picture per good file at its mirrored path, names the bad file and exits 3; a segmenter
+// gives a label image per file at its own size, a classifier each file's top class by name; an
+// output folder that would replace the inputs, an empty folder, a detection run without a parser
+// and label images as JPEG are refused (exit 2) before anything runs.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "io/image_codec.h"
@@ -42,6 +44,43 @@ class CliImages : public ::testing::Test {
     std::ofstream(dir_ / "in" / "broken.jpg") << "not a jpeg";
   }
 
+  // The brightest channel's index (a 1x1 convolution passing the channels through) as a segmenter,
+  // or, pooled over the image, as a classifier of the dominant color.
+  void write_color_models() {
+    using namespace runtime;
+    GraphBuilder segmenter(17);
+    const ValueId input = segmenter.input("input", image_type(3));
+    const ValueId weights =
+        segmenter.constant("weights", float32_tensor({3, 3, 1, 1}, {1, 0, 0, 0, 1, 0, 0, 0, 1}));
+    segmenter.output(segmenter.node("Conv", {input, weights}, "scores"), image_type(3));
+    std::ofstream(dir_ / "segmenter.onnx", std::ios::binary)
+        << serialize_onnx(std::move(segmenter).take_graph(), {}).value();
+    GraphBuilder classifier(17);
+    const ValueId pixels = classifier.input("input", image_type(3));
+    const ValueId pooled = classifier.node("GlobalAveragePool", {pixels}, "pooled");
+    classifier.output(classifier.node("Flatten", {pooled}, "logits"),
+                      ValueType{DataType::kFloat32, Dims{Dim::unknown("N"), Dim::known_size(3)}});
+    std::ofstream(dir_ / "classifier.onnx", std::ios::binary)
+        << serialize_onnx(std::move(classifier).take_graph(), {}).value();
+    std::ofstream(dir_ / "colors.txt") << "red\ngreen\nblue\n";
+    // Green-dominant PNGs of two sizes: PNG keeps the colors exact.
+    fs::create_directories(dir_ / "colors");
+    for (const auto& [name, width, height] :
+         {std::tuple{"wide.png", 24, 10}, std::tuple{"tall.png", 9, 17}}) {
+      io::HostImage image = io::HostImage::allocate(PixelFormat::kRGB8, width, height).value();
+      for (int y = 0; y < height; ++y) {
+        for (int x = 0; x < width; ++x) {
+          std::uint8_t* pixel = image.row(y) + 3 * x;
+          pixel[0] = 40;
+          pixel[1] = 210;
+          pixel[2] = 90;
+        }
+      }
+      ASSERT_TRUE(io::write_image_file(dir_ / "colors" / name, image.view(), {io::ImageFileFormat::kPng}, {})
+                      .is_ok());
+    }
+  }
+
   int fovea(const std::vector<std::string>& args) {
     const int code = run_cli(FOVEA_CLI_PATH, args, dir_ / "log.txt");
     output_ = read_text(dir_ / "log.txt");
@@ -75,6 +114,62 @@ TEST_F(CliImages, WritesAPicturePerImageAndNamesTheBadFile) {
     EXPECT_EQ(picture->image.view().height, 16);
   }
   EXPECT_FALSE(fs::exists(dir_ / "out" / "broken.png"));
+}
+
+TEST_F(CliImages, SegmentationWritesALabelImagePerImageAtItsOwnSize) {
+  write_color_models();
+  ASSERT_EQ(fovea({"images", (dir_ / "colors").string(), "--task", "segmentation", "--model",
+                   (dir_ / "segmenter.onnx").string(), "--size", "8x8", "--normalize", "none", "--class", "1",
+                   "-o", (dir_ / "labels").string(), "--metadata", (dir_ / "seg.jsonl").string(), "--device",
+                   "cpu", "--no-progress"}),
+            0)
+      << output_;
+  for (const auto& [name, width, height] : {std::tuple{"wide.png", 24, 10}, std::tuple{"tall.png", 9, 17}}) {
+    Result<io::DecodedImage> labels = io::decode_image_file(dir_ / "labels" / name);
+    ASSERT_TRUE(labels.is_ok()) << name << "\n" << output_;
+    const ImageView& view = labels->image.view();
+    EXPECT_EQ(view.width, width);
+    EXPECT_EQ(view.height, height);
+    EXPECT_EQ(view.row(0, height / 2)[0], 1) << name << ": green is class 1";
+  }
+  std::ifstream records(dir_ / "seg.jsonl");
+  std::string line;
+  ASSERT_TRUE(std::getline(records, line));
+  EXPECT_NE(line.find(R"("target_fraction":1.0})"), std::string::npos) << line;
+
+  // Label images are class indices: JPEG would change them.
+  EXPECT_EQ(fovea({"images", (dir_ / "colors").string(), "--task", "segmentation", "--model",
+                   (dir_ / "segmenter.onnx").string(), "--size", "8x8", "-o", (dir_ / "jpeg").string(),
+                   "--format", "jpeg", "--device", "cpu", "--no-progress"}),
+            2)
+      << output_;
+  EXPECT_NE(output_.find("--format"), std::string::npos) << output_;
+  EXPECT_FALSE(fs::exists(dir_ / "jpeg"));
+}
+
+TEST_F(CliImages, ClassificationNamesEachImagesTopClass) {
+  write_color_models();
+  ASSERT_EQ(fovea({"images", (dir_ / "colors").string(), "--task", "classification", "--model",
+                   (dir_ / "classifier.onnx").string(), "--size", "8x8", "--normalize", "none", "--labels",
+                   (dir_ / "colors.txt").string(), "--top-k", "2", "--metadata",
+                   (dir_ / "classes.jsonl").string(), "--device", "cpu", "--no-progress"}),
+            0)
+      << output_;
+  std::ifstream records(dir_ / "classes.jsonl");
+  int count = 0;
+  for (std::string line; std::getline(records, line); ++count) {
+    // The top class first, by name, then the second.
+    EXPECT_NE(line.find(R"("classes":[{"class_id":1,"label":"green","score":)"), std::string::npos) << line;
+    EXPECT_NE(line.find(R"(},{"class_id":2,"label":"blue","score":)"), std::string::npos) << line;
+  }
+  EXPECT_EQ(count, 2);
+
+  // A segmenter's [N, C, h, w] is no classifier's output: refused, naming the model.
+  EXPECT_EQ(fovea({"images", (dir_ / "colors").string(), "--task", "classification", "--model",
+                   (dir_ / "segmenter.onnx").string(), "--size", "8x8", "--device", "cpu", "--no-progress"}),
+            2)
+      << output_;
+  EXPECT_NE(output_.find("segmenter.onnx"), std::string::npos) << output_;
 }
 
 TEST_F(CliImages, AnOutputFolderThatWouldReplaceTheInputsIsRefused) {

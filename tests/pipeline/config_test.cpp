@@ -584,9 +584,10 @@ TEST(PipelineConfigErrors, ModelsAreChecked) {
 TEST(PipelineConfigErrors, StagesAreChecked) {
   EXPECT_EQ(parse_error(detection_with("stages: [detect, tracker]\n")),
             "test.yaml:10:18: stages.1: expected one of segment, detect, track, classify, osd, image2image, "
-            "got 'tracker'");
+            "classify_frames, got 'tracker'");
   EXPECT_EQ(parse_error(detection_with("stages: [osd, detect]\n")),
-            "test.yaml:10:10: stages.0: the first stage runs the primary model: segment or detect, got osd");
+            "test.yaml:10:10: stages.0: the first stage runs the primary model: segment, detect, image2image "
+            "or classify_frames, got osd");
   EXPECT_EQ(parse_error(detection_with("stages: [detect, segment]\n")),
             "test.yaml:10:18: stages.1: only one stage runs the primary model, and stages.0 (detect) does; "
             "got segment");
@@ -597,7 +598,8 @@ TEST(PipelineConfigErrors, StagesAreChecked) {
   EXPECT_EQ(parse_error(minimal_with("stages: detect\n")),
             "test.yaml:7:9: stages: expected a list of stages, got 'detect'");
   EXPECT_EQ(parse_error(minimal_with("flow: tracking\n")),
-            "test.yaml:7:7: flow: expected one of segmentation, detection, image2image, got 'tracking'");
+            "test.yaml:7:7: flow: expected one of segmentation, detection, image2image, classification, got "
+            "'tracking'");
   EXPECT_EQ(parse_error(minimal_with("stagse: [segment]\n")),
             "test.yaml:7:1: unknown key 'stagse' (did you mean 'stages'?)");
   // An empty list is the preset's.
@@ -771,9 +773,9 @@ TEST(PipelineConfigOverrides, InvalidNewOverridesNameTheKeyAndChangeNothing) {
   };
   EXPECT_EQ(error("detect.confidence=2"),
             "--set detect.confidence=2: detect.confidence: must be between 0 and 1, got 2");
-  EXPECT_EQ(
-      error("stages=[osd]"),
-      "--set stages=[osd]: stages.0: the first stage runs the primary model: segment or detect, got osd");
+  EXPECT_EQ(error("stages=[osd]"),
+            "--set stages=[osd]: stages.0: the first stage runs the primary model: segment, detect, "
+            "image2image or classify_frames, got osd");
   EXPECT_THAT(error("models.1.path=x.onnx"), HasSubstr("missing required key 'models.1.name'"));
   EXPECT_THAT(error("model.parser="), HasSubstr("models.0.parser: the detect stage runs this model"));
   EXPECT_THAT(error("models.1={name: det, path: x.onnx}"),

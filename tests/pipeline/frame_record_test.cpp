@@ -1,4 +1,4 @@
-// The per-frame metadata record (schema v1, docs/metadata.md): what the writer produces reads back
+// The per-frame metadata record (schema v2, docs/metadata.md): what the writer produces reads back
 // equal, the exact text of one record, floats round-trip as float32 with the fewest digits, text
 // that is not plain ASCII stays valid JSON, and the reader names the key of every schema error.
 #include "pipeline/frame_record.h"
@@ -46,6 +46,10 @@ ParsedFrameRecord expected_record(const FrameRecordContext& context, const Frame
                            .capture_time_us = context.capture_time_us,
                            .batch = context.batch,
                            .inferred = results.inferred};
+  if (results.classes) {
+    record.classes = results.classes;
+    return record;
+  }
   if (results.target_fraction) {
     record.target_fraction = results.target_fraction;
     return record;
@@ -196,7 +200,7 @@ TEST(FrameRecord, ExactTextOfOneRecord) {
                   ObjectResult{.box = Box{0.0f, 0.0f, 1920.0f, 1080.0f}, .class_id = 7, .score = 0.4f}}};
   EXPECT_EQ(
       frame_record_json(context_with(kLabels), results),
-      R"({"v":1,"source":"cam1","source_id":2,"frame":12,"pts_us":400000,"capture_time_us":1795689600000000,)"
+      R"({"v":2,"source":"cam1","source_id":2,"frame":12,"pts_us":400000,"capture_time_us":1795689600000000,)"
       R"("batch":3,"inferred":true,)"
       R"("objects":[{"box":[100.0,50.5,300.25,400.0],"class_id":1,"label":"person","score":0.87,)"
       R"("track_id":5,"secondary":[{"model":"color","class_id":2,"label":"red","score":0.9}]},)"
@@ -288,9 +292,10 @@ std::string valid_with(std::string_view original, std::string_view replace) {
 }
 
 TEST(FrameRecord, ParseErrorsNameTheKey) {
-  EXPECT_THAT(parse_error(valid_with("\"v\":1,", "")), HasSubstr("missing key 'v'"));
-  EXPECT_THAT(parse_error(valid_with("\"v\":1", "\"v\":2")), HasSubstr("'v': version 2 is not supported"));
-  EXPECT_THAT(parse_error(valid_with("\"v\":1", "\"v\":\"1\"")), HasSubstr("key 'v' must be an integer"));
+  EXPECT_THAT(parse_error(valid_with("\"v\":2,", "")), HasSubstr("missing key 'v'"));
+  EXPECT_THAT(parse_error(valid_with("\"v\":2", "\"v\":3")), HasSubstr("'v': version 3 is not supported"));
+  EXPECT_THAT(parse_error(valid_with("\"v\":2", "\"v\":0")), HasSubstr("'v': version 0 is not supported"));
+  EXPECT_THAT(parse_error(valid_with("\"v\":2", "\"v\":\"1\"")), HasSubstr("key 'v' must be an integer"));
   EXPECT_THAT(parse_error(valid_with("\"source\":\"cam1\"", "\"source\":7")),
               HasSubstr("key 'source' must be a string, not number"));
   EXPECT_THAT(parse_error(valid_with("\"source_id\":2", "\"source_id\":-2")),
@@ -397,6 +402,40 @@ TEST(FrameRecord, DocumentedExamplesAreValidAndEveryKeyIsDocumented) {
   for (const std::string& key : keys) {
     EXPECT_THAT(doc, HasSubstr("| `" + key + "`")) << "docs/metadata.md has no table row for " << key;
   }
+}
+
+TEST(FrameRecord, ClassificationRecordHasClassesAndNoObjects) {
+  const FrameResults results{.inferred = true,
+                             .classes = std::vector<ClassLabel>{{2, "red", 0.75f}, {0, "", 0.125f}}};
+  const std::string line = frame_record_json(context_with(kLabels), results);
+  EXPECT_THAT(line, HasSubstr(R"("inferred":true,"classes":[{"class_id":2,"label":"red","score":0.75},)"
+                              R"({"class_id":0,"score":0.125}]})"));
+  EXPECT_THAT(line, Not(HasSubstr("objects")));
+  expect_round_trip(context_with(kLabels), results);
+  // None above the stage's min_score: still a classification record.
+  const FrameResults none{.inferred = true, .classes = std::vector<ClassLabel>{}};
+  EXPECT_THAT(frame_record_json(context_with({}), none), HasSubstr(R"("classes":[]})"));
+  expect_round_trip(context_with({}), none);
+
+  // One kind of results per record; classes are version 2's.
+  const std::string with_classes = R"("objects":[],"classes":[])";
+  std::string both = frame_record_json(context_with({}), FrameResults{.inferred = true});
+  both.replace(both.find(R"("objects":[])"), 12, with_classes);
+  EXPECT_THAT(parse_error(both), HasSubstr("both keys 'objects' and 'classes'"));
+  std::string old = line;
+  old.replace(old.find(R"("v":2)"), 5, R"("v":1)");
+  EXPECT_THAT(parse_error(old), HasSubstr("'classes' is version 2's"));
+  std::string bad = line;
+  bad.replace(bad.find(R"("score":0.125)"), 13, R"("score":"high")");
+  EXPECT_THAT(parse_error(bad), HasSubstr("classes[1].score"));
+}
+
+// Version 1 records (before "classes") still read.
+TEST(FrameRecord, VersionOneRecordsStillRead) {
+  std::string line =
+      frame_record_json(context_with({}), FrameResults{.inferred = true, .target_fraction = 0.5});
+  line.replace(line.find(R"("v":2)"), 5, R"("v":1)");
+  EXPECT_EQ(parse_ok(line).version, 1);
 }
 
 TEST(FrameRecord, APredictedObjectSaysSoAndADetectionDoesNot) {

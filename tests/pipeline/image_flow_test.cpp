@@ -1,6 +1,7 @@
 // The image flow end to end on the CPU path (pipeline/image_source.h, image_ops.h, image_sink.h):
-// files of different sizes and formats in, pictures (image2image) or boxes (detection) out, bad
-// files skipped by name, outputs that would overwrite inputs refused before anything runs.
+// files of different sizes and formats in, pictures (image2image), label images (segmentation),
+// boxes (detection) or classes (classification) out, bad files skipped by name, outputs that would
+// overwrite inputs and models of the wrong shape refused before anything runs.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -16,6 +17,7 @@
 
 #include "image_flow_fixture.h"
 #include "io/image_codec.h"
+#include "io/synthetic_clip.h"
 #include "pipeline/config.h"
 #include "pipeline/flow.h"
 #include "pipeline/frame_record.h"
@@ -172,6 +174,280 @@ TEST_F(ImageFlow, DetectionMapsEveryImagesBoxesBackToItsOwnSize) {
     EXPECT_NEAR(object.box[3], c.y2, tolerance_y) << line;
   }
   EXPECT_EQ(seen, cases.size());
+}
+
+// The color classifier: the mean of each channel over the image (GlobalAveragePool, Flatten), then
+// logits that favour the channel above the other two (Gemm). Output [N, 3]: red, green, blue.
+Status write_color_classifier(const fs::path& path) {
+  using namespace runtime;
+  GraphBuilder b(17);
+  const ValueId input = b.input("input", image_type(3));
+  const ValueId flat = b.node("Flatten", {b.node("GlobalAveragePool", {input}, "pooled")}, "flat");
+  constexpr float s = 20.0f;
+  const ValueId weights = b.constant(
+      "weights", float32_tensor({3, 3}, {s, -s / 2, -s / 2, -s / 2, s, -s / 2, -s / 2, -s / 2, s}));
+  b.output(b.node("Gemm", {flat, weights}, "logits"),
+           ValueType{DataType::kFloat32, Dims{Dim::unknown("N"), Dim::known_size(3)}});
+  FOVEA_ASSIGN_OR_RETURN(const std::string bytes, serialize_onnx(std::move(b).take_graph(), {}));
+  std::ofstream file(path, std::ios::binary);
+  file << bytes;
+  return file ? Status::ok() : make_error(StatusCode::kIoError, path.string(), ": cannot write");
+}
+
+// A segmenter whose class is the brightest channel: a 1x1 convolution that passes the channels
+// through, so the class map is the argmax of the input pixel (red 0, green 1, blue 2).
+Status write_brightest_channel_segmenter(const fs::path& path) {
+  using namespace runtime;
+  GraphBuilder b(17);
+  const ValueId input = b.input("input", image_type(3));
+  const ValueId weights = b.constant("weights", float32_tensor({3, 3, 1, 1}, {1, 0, 0, 0, 1, 0, 0, 0, 1}));
+  b.output(b.node("Conv", {input, weights}, "scores"), image_type(3));
+  FOVEA_ASSIGN_OR_RETURN(const std::string bytes, serialize_onnx(std::move(b).take_graph(), {}));
+  std::ofstream file(path, std::ios::binary);
+  file << bytes;
+  return file ? Status::ok() : make_error(StatusCode::kIoError, path.string(), ": cannot write");
+}
+
+// An image of 2x2 blocks, each a random color whose brightest channel is its class: downscaled by
+// exactly 2 (or not at all) into the model's input, every input pixel samples one block, so the
+// label image is each pixel's block class exactly.
+io::HostImage block_image(int width, int height, unsigned seed, std::vector<std::uint8_t>& classes) {
+  io::HostImage image = io::HostImage::allocate(PixelFormat::kRGB8, width, height).value();
+  std::mt19937 random(seed);
+  classes.assign(static_cast<std::size_t>(width) * height, 0);
+  for (int by = 0; by < height; by += 2) {
+    for (int bx = 0; bx < width; bx += 2) {
+      const auto c = static_cast<std::uint8_t>(random() % 3);
+      std::uint8_t color[3];
+      for (int k = 0; k < 3; ++k)
+        color[k] = static_cast<std::uint8_t>(k == c ? 200 + random() % 56 : random() % 150);
+      for (int y = by; y < by + 2; ++y) {
+        for (int x = bx; x < bx + 2; ++x) {
+          std::copy(color, color + 3, image.row(y) + 3 * x);
+          classes[static_cast<std::size_t>(y) * width + x] = c;
+        }
+      }
+    }
+  }
+  return image;
+}
+
+std::vector<ParsedFrameRecord> read_records(const fs::path& path) {
+  std::vector<ParsedFrameRecord> records;
+  std::ifstream file(path);
+  for (std::string line; std::getline(file, line);) {
+    Result<ParsedFrameRecord> record = parse_frame_record(line);
+    EXPECT_TRUE(record.is_ok()) << line << ": " << record.status().to_string();
+    if (record.is_ok()) records.push_back(*record);
+  }
+  return records;
+}
+
+PipelineConfig classification_config(const fs::path& dir) {
+  PipelineConfig config;
+  config.images = ImagesConfig{.inputs = {(dir / "in").string()}, .recursive = true};
+  config.flow = FlowKind::kClassification;
+  ModelConfig model{
+      .path = (dir / "color.onnx").string(), .mean = {0.0f, 0.0f, 0.0f}, .std = {1.0f, 1.0f, 1.0f}};
+  model.input_width = 8;
+  model.input_height = 8;
+  model.labels = (dir / "colors.txt").string();
+  config.models = {model};
+  config.mux.batch_size = 2;
+  config.sinks.metadata = MetadataSinkConfig{.path = (dir / "classes.jsonl").string()};
+  config.stats.progress = false;
+  return config;
+}
+
+io::HostImage solid_image(int width, int height, std::array<std::uint8_t, 3> color) {
+  io::HostImage image = io::HostImage::allocate(PixelFormat::kRGB8, width, height).value();
+  for (int y = 0; y < height; ++y) {
+    for (int x = 0; x < width; ++x) std::copy(color.begin(), color.end(), image.row(y) + 3 * x);
+  }
+  return image;
+}
+
+// Each image's top classes by name, best first, from the label file; top_k and min_score trim them.
+TEST_F(ImageFlow, ClassificationGivesEachImageItsTopClassesByName) {
+  ASSERT_TRUE(write_color_classifier(dir_ / "color.onnx").is_ok());
+  std::ofstream(dir_ / "colors.txt") << "red\ngreen\nblue\n";
+  write_png("a_red.png", solid_image(20, 10, {220, 40, 30}));
+  write_png("b_green.png", solid_image(7, 13, {30, 200, 60}));
+  write_png("sub/c_blue.png", solid_image(33, 33, {10, 90, 180}));
+  PipelineConfig config = classification_config(dir_);
+  config.classify_frames.top_k = 2;
+  Result<FlowResult> result = run_flow(config, {.device = DeviceChoice::kCpu});
+  ASSERT_TRUE(result.is_ok()) << result.status().to_string();
+  EXPECT_FALSE(result->partial());
+
+  const std::vector<ParsedFrameRecord> records = read_records(dir_ / "classes.jsonl");
+  ASSERT_EQ(records.size(), 3u);
+  const std::vector<std::pair<std::string, std::string>> expected = {
+      {"a_red.png", "red"}, {"b_green.png", "green"}, {"sub/c_blue.png", "blue"}};
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const ParsedFrameRecord& record = records[i];
+    EXPECT_EQ(record.source, expected[i].first);
+    EXPECT_EQ(record.version, kFrameRecordVersion);
+    ASSERT_TRUE(record.classes.has_value()) << record.source;
+    ASSERT_EQ(record.classes->size(), 2u) << record.source;
+    const ClassLabel& top = (*record.classes)[0];
+    EXPECT_EQ(top.label, expected[i].second) << record.source;
+    EXPECT_EQ(top.label,
+              std::vector<std::string>({"red", "green", "blue"})[static_cast<std::size_t>(top.class_id)]);
+    EXPECT_GT(top.score, 0.5f);
+    EXPECT_GE(top.score, (*record.classes)[1].score);
+    EXPECT_LE(top.score + (*record.classes)[1].score, 1.0f + 1e-6f);
+    EXPECT_FALSE(record.objects.has_value());
+  }
+
+  // A minimum score leaves only the clear winner.
+  config.classify_frames.top_k = 3;
+  config.classify_frames.min_score = 0.5f;
+  ASSERT_TRUE(run_flow(config, {.device = DeviceChoice::kCpu}).is_ok());
+  for (const ParsedFrameRecord& record : read_records(dir_ / "classes.jsonl")) {
+    ASSERT_TRUE(record.classes.has_value());
+    EXPECT_EQ(record.classes->size(), 1u) << record.source;
+  }
+}
+
+// A scene classifier on video frames: the same preset, a record of classes per frame.
+TEST_F(ImageFlow, ClassificationRunsOnVideoFramesToo) {
+  ASSERT_TRUE(write_color_classifier(dir_ / "color.onnx").is_ok());
+  std::ofstream(dir_ / "colors.txt") << "red\ngreen\nblue\n";
+  const fs::path clip = dir_ / "clip.mp4";
+  ASSERT_TRUE(io::write_synthetic_clip(clip.string(), {.width = 64, .height = 48, .frames = 5}).is_ok());
+  PipelineConfig config = classification_config(dir_);
+  config.images.reset();
+  config.sources = {SourceConfig{.uri = clip.string()}};
+  Result<FlowResult> result = run_flow(config, {.device = DeviceChoice::kCpu});
+  ASSERT_TRUE(result.is_ok()) << result.status().to_string();
+  const std::vector<ParsedFrameRecord> records = read_records(dir_ / "classes.jsonl");
+  ASSERT_EQ(records.size(), 5u);
+  for (const ParsedFrameRecord& record : records) {
+    ASSERT_TRUE(record.classes.has_value());
+    EXPECT_EQ(record.classes->size(), 3u);
+  }
+}
+
+// Label images at each image's own size, through stretch and letterbox: every pixel the class of
+// its block, and the metadata's target fraction the share of the target class among its pixels.
+TEST_F(ImageFlow, SegmentationWritesALabelImagePerImageAtItsOwnSize) {
+  ASSERT_TRUE(write_brightest_channel_segmenter(dir_ / "segmenter.onnx").is_ok());
+  struct Case {
+    std::string name;
+    int width, height;
+  };
+  // The model's input is 16x16: each image is at that size or twice it along one or both sides.
+  const std::vector<Case> cases = {
+      {"a.png", 16, 16}, {"b.png", 32, 16}, {"sub/c.png", 16, 32}, {"d.png", 32, 32}};
+  std::vector<std::vector<std::uint8_t>> classes(cases.size());
+  for (std::size_t i = 0; i < cases.size(); ++i)
+    write_png(cases[i].name,
+              block_image(cases[i].width, cases[i].height, static_cast<unsigned>(i + 7), classes[i]));
+  for (const bool letterbox : {false, true}) {
+    SCOPED_TRACE(letterbox ? "letterbox" : "stretch");
+    PipelineConfig config;
+    config.images = ImagesConfig{.inputs = {(dir_ / "in").string()}, .recursive = true};
+    config.flow = FlowKind::kSegmentation;
+    config.task.classes = {1};
+    ModelConfig model{
+        .path = (dir_ / "segmenter.onnx").string(), .mean = {0.0f, 0.0f, 0.0f}, .std = {1.0f, 1.0f, 1.0f}};
+    model.input_width = 16;
+    model.input_height = 16;
+    model.keep_aspect = letterbox;
+    config.models = {model};
+    config.mux.batch_size = 3;
+    config.sinks.images = ImageSinkConfig{.output_dir = (dir_ / "out").string()};
+    config.sinks.metadata = MetadataSinkConfig{.path = (dir_ / "seg.jsonl").string()};
+    config.stats.progress = false;
+    Result<FlowResult> result = run_flow(config, {.device = DeviceChoice::kCpu});
+    ASSERT_TRUE(result.is_ok()) << result.status().to_string();
+
+    const std::vector<ParsedFrameRecord> records = read_records(dir_ / "seg.jsonl");
+    ASSERT_EQ(records.size(), cases.size());
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      const Case& c = cases[i];
+      Result<io::DecodedImage> labels = io::decode_image_file(dir_ / "out" / c.name);
+      ASSERT_TRUE(labels.is_ok()) << c.name << ": " << labels.status().to_string();
+      EXPECT_EQ(labels->source_has_alpha, false);
+      const ImageView& got = labels->image.view();
+      ASSERT_EQ(got.width, c.width) << c.name;
+      ASSERT_EQ(got.height, c.height) << c.name;
+      const int channels = got.format == PixelFormat::kGRAY8 ? 1 : 3;
+      std::size_t targets = 0;
+      for (int y = 0; y < c.height; ++y) {
+        for (int x = 0; x < c.width; ++x) {
+          const std::uint8_t want = classes[i][static_cast<std::size_t>(y) * c.width + x];
+          ASSERT_EQ(got.row(0, y)[channels * x], want) << c.name << " at " << x << "," << y;
+          targets += want == 1 ? 1 : 0;
+        }
+      }
+      const auto record = std::find_if(records.begin(), records.end(),
+                                       [&](const ParsedFrameRecord& r) { return r.source == c.name; });
+      ASSERT_NE(record, records.end()) << c.name;
+      ASSERT_TRUE(record->target_fraction.has_value());
+      EXPECT_DOUBLE_EQ(*record->target_fraction, static_cast<double>(targets) / (c.width * c.height))
+          << c.name;
+    }
+  }
+}
+
+// A label image is a class index per pixel: JPEG would change them, so it is refused, by its key.
+TEST(ImageFlowConfig, SegmentationLabelImagesAreRefusedAsJpeg) {
+  const std::string yaml = R"(
+images: {inputs: [photos]}
+flow: segmentation
+model: {path: m.onnx}
+sinks: {images: {output_dir: out, format: jpeg}}
+)";
+  Result<PipelineConfig> config = parse_config(yaml, "seg.yaml");
+  ASSERT_FALSE(config.is_ok());
+  EXPECT_NE(config.status().message().find("sinks.images.format"), std::string::npos)
+      << config.status().message();
+  EXPECT_NE(config.status().message().find("PNG"), std::string::npos) << config.status().message();
+  const std::string classification = R"(
+images: {inputs: [photos]}
+flow: classification
+classify_frames: {top_k: 3, min_score: 0.1}
+model: {path: m.onnx}
+sinks: {metadata: {path: m.jsonl}}
+)";
+  Result<PipelineConfig> parsed = parse_config(classification, "classes.yaml");
+  ASSERT_TRUE(parsed.is_ok()) << parsed.status().to_string();
+  EXPECT_EQ(stages_of(*parsed), std::vector<StageKind>{StageKind::kClassifyFrames});
+  EXPECT_EQ(parsed->classify_frames.top_k, 3);
+  EXPECT_EQ(parse_config(dump_config(*parsed), "dump").value(), *parsed);
+  EXPECT_FALSE(parse_config(classification + "  images: {output_dir: out}\n", "pictures.yaml").is_ok());
+}
+
+// A model of the wrong shape for the task is refused before anything runs, naming the model file
+// and its output's shape.
+TEST_F(ImageFlow, AModelOfTheWrongRankForTheTaskIsRefusedNamingIt) {
+  ASSERT_TRUE(write_color_classifier(dir_ / "color.onnx").is_ok());
+  ASSERT_TRUE(write_brightest_channel_segmenter(dir_ / "segmenter.onnx").is_ok());
+  std::ofstream(dir_ / "colors.txt") << "red\ngreen\nblue\n";
+  write_png("a.png", random_image(16, 8, 1));
+
+  PipelineConfig classify = classification_config(dir_);
+  classify.models[0].path = (dir_ / "segmenter.onnx").string();
+  classify.models[0].labels.reset();
+  Result<FlowResult> refused = run_flow(classify, {.device = DeviceChoice::kCpu});
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("segmenter.onnx"), std::string::npos)
+      << refused.status().message();
+  EXPECT_NE(refused.status().message().find("[N, C]"), std::string::npos) << refused.status().message();
+
+  PipelineConfig segment = classification_config(dir_);
+  segment.flow = FlowKind::kSegmentation;
+  segment.models[0].labels.reset();
+  refused = run_flow(segment, {.device = DeviceChoice::kCpu});
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("color.onnx"), std::string::npos) << refused.status().message();
+  EXPECT_NE(refused.status().message().find("'logits' is ["), std::string::npos)
+      << refused.status().message();
+  EXPECT_FALSE(fs::exists(dir_ / "classes.jsonl"));  // nothing ran
 }
 
 // Memory stays bounded whatever the folder's size: with a budget of 3 frames and a consumer that
