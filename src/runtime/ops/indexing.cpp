@@ -5,7 +5,7 @@
 //   op                                         dtypes
 //   GatherElements GatherND DepthToSpace       every dtype (elements move by size)
 //   SpaceToDepth Trilu OneHot EyeLike
-//   ScatterElements ScatterND                  float32/64, int64/32/8, uint8, bool (bool: reduction none)
+//   ScatterElements Scatter ScatterND          float32/64, int64/32/8, uint8, bool (bool: reduction none)
 //   CumSum                                     float32/64, int64/32
 //   Hardmax                                    float32/64
 //
@@ -427,6 +427,13 @@ FOVEA_REGISTER_OP({.op_type = "GatherElements",
                    .run = run_gather_elements,
                    .flops = no_flops});
 FOVEA_REGISTER_OP({.op_type = "ScatterElements",
+                   .min_inputs = 3,
+                   .max_inputs = 3,
+                   .infer = infer_scatter_elements,
+                   .run = run_scatter_elements,
+                   .flops = no_flops});
+// Scatter (opsets 9-10) is ScatterElements under its old name, without reductions.
+FOVEA_REGISTER_OP({.op_type = "Scatter",
                    .min_inputs = 3,
                    .max_inputs = 3,
                    .infer = infer_scatter_elements,

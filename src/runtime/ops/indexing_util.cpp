@@ -24,7 +24,12 @@ Result<ElementsPlan> elements_plan(const InferContext& ctx, const Shape& data, c
   plan.axis_dim = data[static_cast<std::size_t>(axis)];
   const Shape strides = contiguous_strides(data);
   for (int d = 0; d < rank; ++d) {
-    plan.indices_dims[d] = indices[static_cast<std::size_t>(d)];
+    const auto sd = static_cast<std::size_t>(d);
+    if (d != axis && indices[sd] > data[sd]) {
+      return ctx.error(StatusCode::kInvalidArgument,
+                       fmt::format("indices dim {} is {}, above data's {}", d, indices[sd], data[sd]));
+    }
+    plan.indices_dims[d] = indices[sd];
     plan.data_strides[d] = strides[static_cast<std::size_t>(d)];
   }
   return plan;

@@ -18,9 +18,11 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "core/host_device.h"
 #include "runtime/op.h"
+#include "runtime/ops/integer_math.h"
 
 namespace fovea::runtime::ops {
 
@@ -88,12 +90,18 @@ FOVEA_HD std::int64_t nd_slice_offset(const NdPlan& plan, const I* indices, std:
 enum class ScatterReduction : std::uint8_t { kNone, kAdd, kMul, kMax, kMin };
 Result<ScatterReduction> scatter_reduction(const Node& node);
 
-// `current` combined with `update` (compute values: float for float16).
+// `current` combined with `update` (compute values: float for float16); integers wrap like Add
+// and Mul.
 template <typename T>
 FOVEA_HD T reduce_scatter(ScatterReduction reduction, T current, T update) {
+  constexpr bool kWraps = std::is_integral_v<T> && !std::is_same_v<T, bool>;
   switch (reduction) {
-    case ScatterReduction::kAdd: return static_cast<T>(current + update);
-    case ScatterReduction::kMul: return static_cast<T>(current * update);
+    case ScatterReduction::kAdd:
+      if constexpr (kWraps) return wrapping_add(current, update);
+      return static_cast<T>(current + update);
+    case ScatterReduction::kMul:
+      if constexpr (kWraps) return wrapping_mul(current, update);
+      return static_cast<T>(current * update);
     case ScatterReduction::kMax: return current < update ? update : current;
     case ScatterReduction::kMin: return update < current ? update : current;
     default: return update;

@@ -3,7 +3,7 @@
 //   op                                          dtypes
 //   Cos Sin Tan Acos Asin Atan Sinh Cosh        float32/64
 //   Asinh Acosh Atanh Round
-//   Celu ThresholdedRelu Shrink Softplus Softsign
+//   Celu Selu ThresholdedRelu Shrink Softplus Softsign
 //   IsNaN IsInf                                 float32/64 in, bool out
 //   Sign                                        float32/64, int64/32/8, uint8
 //   Mod                                         float32/64 (fmod = 1), int64/32/8, uint8
@@ -114,6 +114,7 @@ FOVEA_REGISTER_UNARY("Atanh", FloatTypes, AtanhOp);
 FOVEA_REGISTER_UNARY("Round", FloatTypes, RoundOp);
 FOVEA_REGISTER_UNARY("Sign", NumericTypes, SignOp);
 FOVEA_REGISTER_UNARY("Celu", FloatTypes, CeluOp);
+FOVEA_REGISTER_UNARY("Selu", FloatTypes, SeluOp);
 FOVEA_REGISTER_UNARY("ThresholdedRelu", FloatTypes, ThresholdedReluOp);
 FOVEA_REGISTER_UNARY("Shrink", FloatTypes, ShrinkOp);
 FOVEA_REGISTER_UNARY("Softplus", FloatTypes, SoftplusOp);

@@ -102,6 +102,22 @@ struct CeluOp {
   }
 };
 
+// gamma * x above 0, gamma * alpha * (e^x - 1) below; the defaults are SELU's self-normalizing
+// constants, as float32 (the spec's values).
+struct SeluOp {
+  float alpha = 1.67326319217681884765625f;
+  float gamma = 1.05070102214050292968750f;
+  static Result<SeluOp> make(const Node& node) {
+    FOVEA_ASSIGN_OR_RETURN(const float alpha, node.attr_float("alpha", SeluOp{}.alpha));
+    FOVEA_ASSIGN_OR_RETURN(const float gamma, node.attr_float("gamma", SeluOp{}.gamma));
+    return SeluOp{alpha, gamma};
+  }
+  template <typename T>
+  FOVEA_HD T operator()(T x) const {
+    return static_cast<T>(gamma) * (x > T{0} ? x : static_cast<T>(alpha) * Expm1Of{}(x));
+  }
+};
+
 struct ThresholdedReluOp {
   float alpha = 1;
   static Result<ThresholdedReluOp> make(const Node& node) {

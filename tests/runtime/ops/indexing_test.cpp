@@ -33,6 +33,12 @@ TEST(OpGatherElements, GathersAlongEitherAxis) {
                            float_tensor({2, 3}, {7, 5, 3, 4, 2, 3})));
 }
 
+TEST(OpGatherElements, RejectsIndicesLargerThanDataOffTheAxis) {
+  EXPECT_TRUE(fails_with(run_node_status(NodeBuilder("GatherElements").inputs(2).build(),
+                                         {float_tensor({2, 1}, {1, 2}), int64_tensor({1, 2}, {0, 0})}),
+                         StatusCode::kInvalidArgument, "above data"));
+}
+
 TEST(OpGatherElements, RejectsIndexOutOfRangeAndRankMismatch) {
   const Node node = NodeBuilder("GatherElements").inputs(2).build();
   EXPECT_TRUE(
@@ -83,6 +89,13 @@ TEST(OpScatterElements, RejectsUnknownReductionAndMismatchedUpdates) {
       run_node_status(NodeBuilder("ScatterElements").inputs(3).build(),
                       {float_tensor({2}, {1, 2}), int64_tensor({1}, {0}), float_tensor({2}, {1, 2})}),
       StatusCode::kInvalidArgument, "updates"));
+}
+
+TEST(OpScatter, IsScatterElementsUnderItsOldName) {
+  EXPECT_TRUE(tensors_near(run_one(NodeBuilder("Scatter", 10).inputs(3).attr("axis", 1).build(),
+                                   {float_tensor({1, 5}, {1, 2, 3, 4, 5}), int64_tensor({1, 2}, {1, 3}),
+                                    float_tensor({1, 2}, {1.1f, 2.1f})}),
+                           float_tensor({1, 5}, {1, 1.1f, 3, 2.1f, 5})));
 }
 
 // ---- GatherND ----
@@ -266,6 +279,14 @@ TEST(OpEyeLike, DiagonalOffsetAndDtype) {
                            float_tensor({3, 4}, {0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1})));
   EXPECT_TRUE(tensors_near(run_one(NodeBuilder("EyeLike").attr("dtype", 7).attr("k", -1).build(), {x}),
                            int64_tensor({3, 4}, {0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0})));
+}
+
+TEST(OpEyeLike, Float16AndBoolOutputs) {
+  const Tensor x = float_tensor({2, 2}, {5, 5, 5, 5});
+  EXPECT_TRUE(tensors_near(run_one(NodeBuilder("EyeLike").attr("dtype", 10).build(), {x}),
+                           tensor_of(DataType::kFloat16, {2, 2}, {1, 0, 0, 1})));
+  EXPECT_TRUE(tensors_near(run_one(NodeBuilder("EyeLike").attr("dtype", 9).build(), {x}),
+                           tensor_of(DataType::kBool, {2, 2}, {1, 0, 0, 1})));
 }
 
 TEST(OpEyeLike, RejectsOtherRanks) {

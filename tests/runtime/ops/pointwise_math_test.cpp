@@ -138,6 +138,15 @@ TEST(OpCelu, RejectsZeroAlpha) {
                  StatusCode::kInvalidArgument, "alpha"));
 }
 
+TEST(OpSelu, DefaultAndCustomConstants) {
+  check_pointwise(
+      NodeBuilder("Selu").build(), DataType::kFloat32,
+      [](double x) { return 1.0507009873554805 * (x > 0 ? x : 1.6732632423543772 * std::expm1(x)); }, -4, 4);
+  check_pointwise(
+      NodeBuilder("Selu").attr("alpha", 2.0f).attr("gamma", 3.0f).build(), DataType::kFloat64,
+      [](double x) { return 3 * (x > 0 ? x : 2 * std::expm1(x)); }, -4, 4);
+}
+
 TEST(OpThresholdedRelu, KeepsOnlyAboveAlpha) {
   const Tensor x = float_tensor({5}, {-1, 0.5f, 1, 1.5f, 3});
   EXPECT_TRUE(tensors_near(run_one(NodeBuilder("ThresholdedRelu").build(), {x}),

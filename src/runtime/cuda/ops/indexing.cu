@@ -5,7 +5,7 @@
 //   GatherElements GatherND             one thread per output element reading the data it indexes
 //   DepthToSpace SpaceToDepth Trilu     one thread per output element; elements move by size
 //   OneHot EyeLike
-//   ScatterElements                     data copied, then one thread per line along the axis,
+//   ScatterElements Scatter             data copied, then one thread per line along the axis,
 //                                       applying that line's updates in order (lines never share
 //                                       an output element, so repeated indices resolve as on the CPU)
 //   ScatterND                           data copied; reduction none: one thread per update element;
@@ -402,6 +402,7 @@ Status run_hardmax(CudaKernelContext& ctx) {
 
 FOVEA_REGISTER_CUDA_OP({.op_type = "GatherElements", .run = run_gather_elements});
 FOVEA_REGISTER_CUDA_OP({.op_type = "ScatterElements", .run = run_scatter_elements});
+FOVEA_REGISTER_CUDA_OP({.op_type = "Scatter", .run = run_scatter_elements});
 FOVEA_REGISTER_CUDA_OP({.op_type = "GatherND", .run = run_gather_nd});
 FOVEA_REGISTER_CUDA_OP({.op_type = "ScatterND", .run = run_scatter_nd});
 FOVEA_REGISTER_CUDA_OP({.op_type = "CumSum", .prepare = prepare_cumsum, .run = run_cumsum});

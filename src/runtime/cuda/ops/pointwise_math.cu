@@ -1,6 +1,7 @@
 // The pointwise math ops on CUDA (trigonometric and hyperbolic functions, Round, Sign, IsNaN,
-// IsInf, Mod, PRelu and the smaller activations) through the shared elementwise kernel, with the
-// CPU reference's functors (ops/pointwise_math.h). float16 computes in float.
+// IsInf, Mod, PRelu, Celu, Selu, ThresholdedRelu, Shrink, Softplus, Softsign) through the shared
+// elementwise kernel, with the CPU reference's functors (ops/pointwise_math.h). float16 computes in
+// float.
 #include "runtime/cuda/elementwise.cuh"
 #include "runtime/ops/pointwise_math.h"
 
@@ -53,6 +54,7 @@ FOVEA_REGISTER_CUDA_OP({.op_type = "Atanh", .run = run_unary<ops::AtanhOp, FOVEA
 FOVEA_REGISTER_CUDA_OP({.op_type = "Round", .run = run_unary<ops::RoundOp, FOVEA_CUDA_FLOAT_TYPES>});
 FOVEA_REGISTER_CUDA_OP({.op_type = "Sign", .run = run_unary<ops::SignOp, FOVEA_CUDA_NUMERIC_TYPES>});
 FOVEA_REGISTER_CUDA_OP({.op_type = "Celu", .run = run_unary<ops::CeluOp, FOVEA_CUDA_FLOAT_TYPES>});
+FOVEA_REGISTER_CUDA_OP({.op_type = "Selu", .run = run_unary<ops::SeluOp, FOVEA_CUDA_FLOAT_TYPES>});
 FOVEA_REGISTER_CUDA_OP({.op_type = "ThresholdedRelu",
                         .run = run_unary<ops::ThresholdedReluOp, FOVEA_CUDA_FLOAT_TYPES>});
 FOVEA_REGISTER_CUDA_OP({.op_type = "Shrink", .run = run_unary<ops::ShrinkOp, FOVEA_CUDA_FLOAT_TYPES>});
