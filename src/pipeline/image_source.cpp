@@ -32,12 +32,10 @@ namespace {
 // one file per call leaves them waiting on the host (measured: about a quarter of the batched rate
 // on 1080p photos, H100).
 constexpr std::size_t kJpegGroup = 32;
-// The JPEG files go to one thread that has nvJPEG decode them, a group per call, fed by threads that
-// read and parse the groups ahead of it. One nvJPEG thread keeps the engines as busy as image-bench's
-// ceiling does; several competed for them (H100, 1080p photos, groups of 16, each thread reading
-// its own files: 1,935 images/s with 2 threads, 1,774 with 4, 1,404 with 16). Two readers keep
-// ahead of it (a group takes ~11 ms to decode on the H100 and ~10 ms to read from the page cache).
-constexpr int kJpegReaders = 2;
+// Threads that decode JPEG through nvJPEG. More share the same engines and cost more than they
+// bring (H100, 1080p photos, groups of 16: 1935 images/s with 2 threads, 1774 with 4, 1664 with 8,
+// 1404 with 16); the other decode threads take the files that are not JPEG by name.
+constexpr int kJpegThreads = 2;
 
 // A file the GPU's JPEG threads take: a JPEG by its name (a file misnamed is still decoded, on the
 // CPU by that thread), so which thread decodes what depends on the list alone and every run gives
@@ -52,17 +50,6 @@ bool jpeg_by_name(const std::filesystem::path& path) {
 // What a decode thread leaves for the pusher at the image's position in the list: its frame, or
 // nothing when the file was skipped.
 struct Decoded {
-  std::optional<SourceFrame> frame;
-};
-
-// One file of a group on its way to a frame.
-struct Pending {
-  std::size_t position = 0;
-  std::vector<std::uint8_t> bytes;
-  std::optional<io::JpegInfo> gpu_jpeg;     // decoded by nvJPEG
-  std::optional<io::DecodedImage> decoded;  // decoded on this thread
-  std::int64_t frame_bytes = 0;             // the frame's memory
-  Status status;
   std::optional<SourceFrame> frame;
 };
 
@@ -113,11 +100,6 @@ struct ImageSources::State {
   std::size_t window = 8;
   std::map<std::size_t, Decoded> ready;
   bool stopping = false;
-  // The JPEG groups, numbered in the order they were taken: how many were taken, the ones read and
-  // not yet decoded, and the number of the one the nvJPEG thread decodes next (jpeg_read_loop).
-  std::uint64_t jpeg_groups_taken = 0;
-  std::map<std::uint64_t, std::vector<Pending>> jpeg_groups_read;
-  std::uint64_t next_jpeg_group = 0;
 
   // The report's counters (under `mutex`).
   SourceState source_state = SourceState::kConnecting;
@@ -137,9 +119,8 @@ struct ImageSources::State {
   std::vector<std::size_t> next_event;
   cudaMemPool_t memory_pool = nullptr;
 #endif
-  // The GPU path's nvJPEG decoder when it serves (images.decoder), used by the nvJPEG thread
-  // (worker 0) alone; null otherwise.
-  std::unique_ptr<io::NvjpegDecoder> jpeg_decoder;
+  // Per decode thread on the GPU path, when nvJPEG serves (images.decoder); empty otherwise.
+  std::vector<std::unique_ptr<io::NvjpegDecoder>> jpeg_decoders;
 
   State(std::vector<io::ListedImage> listed, std::string source, std::string label, ImageSourceOptions opts,
         StreamMux<SourceFrame>& m)
@@ -168,114 +149,70 @@ struct ImageSources::State {
     budget->changed.notify_all();
   }
 
-  // The next positions of `kind`'s queue the window allows: a group of up to kJpegGroup of the JPEG
-  // queue (nvJPEG takes a batch per call), numbered in take order, or one file for a CPU thread.
-  // Waits for one; empty when the queue is done or the flow is stopping.
-  struct Taken {
-    std::vector<std::size_t> positions;
-    std::uint64_t group = 0;
-  };
-  Taken take(std::size_t kind) {
+  // Decode thread `worker`: takes the next positions while the window allows (a group of up to
+  // group_size for a thread that decodes JPEG on the GPU, whose decoder takes a batch per call),
+  // decodes them and leaves the results for the pusher.
+  void decode_loop(std::size_t worker) {
+    const std::size_t kind = worker < jpeg_decoders.size() ? 0 : 1;
     const std::size_t group_size = kind == 0 ? kJpegGroup : 1;
     const std::vector<std::size_t>& queue = queues[kind];
     std::size_t& next = next_take[kind];
-    const auto allowed = [&] { return next < queue.size() && queue[next] < next_push + window; };
-    Taken taken;
-    std::unique_lock lock(mutex);
-    changed.wait(lock, [&] { return stopping || next >= queue.size() || allowed(); });
-    if (stopping) return taken;
-    while (taken.positions.size() < group_size && allowed()) taken.positions.push_back(queue[next++]);
-    if (kind == 0 && !taken.positions.empty()) taken.group = jpeg_groups_taken++;
-    return taken;
-  }
-
-  // Leaves a finished group's results for the pusher.
-  void post(const std::vector<Pending>& group, std::vector<Decoded> results) {
-    {
-      const std::lock_guard lock(mutex);
-      for (std::size_t k = 0; k < group.size(); ++k) ready.emplace(group[k].position, std::move(results[k]));
-    }
-    changed.notify_all();
-  }
-
-  // A CPU decode thread: one file at a time, read, decoded and (GPU path) uploaded.
-  void cpu_loop(std::size_t worker) {
     for (;;) {
-      const Taken taken = take(1);
-      if (taken.positions.empty()) return;
-      std::vector<Pending> group = read_group(nullptr, taken.positions);
-      post(group, finish_group(worker, group));
-    }
-  }
-
-  // A JPEG reader: reads and parses groups (read_and_route) for the nvJPEG thread, which decodes
-  // them in the order they were taken. So the group holding the next image to push is always the
-  // next one it decodes (every group taken before holds earlier images, pushed already), and
-  // reserve() lets that group through whatever the budget: no wait here can stall it.
-  void jpeg_read_loop() {
-    for (;;) {
-      Taken taken = take(0);
-      if (!taken.positions.empty()) {
-        std::vector<Pending> group = read_group(jpeg_decoder.get(), taken.positions);
-        const std::lock_guard lock(mutex);
-        jpeg_groups_read.emplace(taken.group, std::move(group));
-      }
-      changed.notify_all();
-      if (taken.positions.empty()) return;
-    }
-  }
-
-  // The nvJPEG thread (worker 0): the groups the readers read, in take order, each in one call.
-  void jpeg_decode_loop() {
-    for (;;) {
-      std::vector<Pending> group;
+      std::vector<std::size_t> positions;
       {
         std::unique_lock lock(mutex);
-        const auto all_decoded = [&] {
-          return next_take[0] >= queues[0].size() && next_jpeg_group == jpeg_groups_taken;
-        };
-        changed.wait(
-            lock, [&] { return stopping || jpeg_groups_read.count(next_jpeg_group) > 0 || all_decoded(); });
-        const auto read = jpeg_groups_read.find(next_jpeg_group);
-        if (stopping || read == jpeg_groups_read.end()) return;
-        group = std::move(read->second);
-        jpeg_groups_read.erase(read);
-        ++next_jpeg_group;
+        changed.wait(lock,
+                     [&] { return stopping || next >= queue.size() || queue[next] < next_push + window; });
+        if (stopping || next >= queue.size()) return;
+        while (positions.size() < group_size && next < queue.size() && queue[next] < next_push + window) {
+          positions.push_back(queue[next++]);
+        }
       }
-      post(group, finish_group(0, group));
+      std::vector<Decoded> results = load_group(worker, positions);
+      {
+        const std::lock_guard lock(mutex);
+        for (std::size_t k = 0; k < positions.size(); ++k) ready.emplace(positions[k], std::move(results[k]));
+      }
+      changed.notify_all();
     }
   }
 
   // Which thread takes which file (queues), and how many threads of each kind.
   std::pair<int, int> plan_threads() {
     const int asked = thread_count();
-    if (!jpeg_decoder) {
+    if (jpeg_decoders.empty()) {
       for (std::size_t p = 0; p < images.size(); ++p) queues[1].push_back(p);
       return {0, asked};
     }
     for (std::size_t p = 0; p < images.size(); ++p) queues[jpeg_by_name(images[p].path) ? 0 : 1].push_back(p);
-    const int gpu = queues[0].empty() ? 0 : 1;
+    const int gpu = queues[0].empty() ? 0 : static_cast<int>(jpeg_decoders.size());
     const int cpu = queues[1].empty() ? 0 : std::max(1, asked - gpu);
-    if (gpu == 0) jpeg_decoder.reset();  // no JPEG by name: every thread is a CPU one
+    if (gpu == 0) jpeg_decoders.clear();  // no JPEG by name: every thread is a CPU one
     return {gpu, cpu};
   }
 
-  // Reads each file of the group and decides who decodes it (read_and_route).
-  std::vector<Pending> read_group(const io::NvjpegDecoder* jpeg, const std::vector<std::size_t>& positions) {
-    FOVEA_TRACE_RANGE("image read");
-    std::vector<Pending> group(positions.size());
-    for (std::size_t k = 0; k < positions.size(); ++k) {
-      group[k].position = positions[k];
-      group[k].status = read_and_route(jpeg, group[k]);
-    }
-    return group;
-  }
+  // One file of a group on its way to a frame.
+  struct Pending {
+    std::size_t position = 0;
+    std::vector<std::uint8_t> bytes;
+    std::optional<io::JpegInfo> gpu_jpeg;     // decoded by nvJPEG
+    std::optional<io::DecodedImage> decoded;  // decoded on this thread
+    std::int64_t frame_bytes = 0;             // the frame's memory
+    Status status;
+    std::optional<SourceFrame> frame;
+  };
 
-  // Reserves the group's frames in the budget, makes them (nvJPEG's in one call, the others from
-  // the pictures decoded on the CPU) and counts the outcome of each file.
-  std::vector<Decoded> finish_group(std::size_t worker, std::vector<Pending>& group) {
-    const std::size_t count = group.size();
-    const std::size_t first = group.front().position;
+  std::vector<Decoded> load_group(std::size_t worker, const std::vector<std::size_t>& positions) {
+    const std::size_t count = positions.size();
+    const std::size_t first = positions.front();
+    std::vector<Pending> group(count);
+    {
+      FOVEA_TRACE_RANGE("image read");
+      for (std::size_t k = 0; k < count; ++k) {
+        group[k].position = positions[k];
+        group[k].status = read_and_route(worker, group[k]);
+      }
+    }
     std::int64_t bytes = 0;
     int frames = 0;
     for (const Pending& item : group) {
@@ -316,15 +253,15 @@ struct ImageSources::State {
     return results;
   }
 
-  // Reads the file and decides who decodes it: nvJPEG (`jpeg`, on a JPEG reader) where the file is
-  // a JPEG it takes as stored (an EXIF rotation is applied on the CPU path only), else this thread,
-  // at once (libjpeg-turbo, libpng, ...).
-  Status read_and_route(const io::NvjpegDecoder* jpeg, Pending& item) {
+  // Reads the file and decides who decodes it: nvJPEG where this thread has a decoder and the file
+  // is a JPEG it takes as stored (an EXIF rotation is applied on the CPU path only), else this
+  // thread, at once (libjpeg-turbo, libpng, ...).
+  Status read_and_route(std::size_t worker, Pending& item) {
     const io::ListedImage& listed = images[item.position];
     FOVEA_ASSIGN_OR_RETURN(item.bytes, io::read_image_bytes(listed.path));
     const std::string file = listed.path.string();
-    if (jpeg != nullptr && io::sniff_image_format(item.bytes) == io::ImageFileFormat::kJpeg) {
-      FOVEA_ASSIGN_OR_RETURN(io::JpegInfo info, jpeg->probe(item.bytes, file));
+    if (worker < jpeg_decoders.size() && io::sniff_image_format(item.bytes) == io::ImageFileFormat::kJpeg) {
+      FOVEA_ASSIGN_OR_RETURN(io::JpegInfo info, jpeg_decoders[worker]->probe(item.bytes, file));
       if (info.route != io::JpegRoute::kCpu && info.orientation == 1) {
         // The whole picture is decoded into the frame's memory; a split keeps a view of one half.
         FOVEA_TRY(check_split(info.width));
@@ -430,7 +367,7 @@ struct ImageSources::State {
     std::uint64_t keep_all = ~std::uint64_t{0};
     FOVEA_CUDA_TRY(cudaMemPoolSetAttribute(memory_pool, cudaMemPoolAttrReleaseThreshold, &keep_all));
     // Every thread that may run (plan_threads may add a CPU thread beside the JPEG ones).
-    const int workers = thread_count() + 1;
+    const int workers = thread_count() + kJpegThreads;
     // A thread's nvJPEG group is reserved at once: let two groups be held.
     if (options.decoder != ImageDecoder::kCpu) {
       options.max_frames_in_flight = std::max(options.max_frames_in_flight, 2 * static_cast<int>(kJpegGroup));
@@ -448,31 +385,33 @@ struct ImageSources::State {
       }
       events.push_back(std::move(ring));
     }
-    return prepare_jpeg_decoder();
+    return prepare_jpeg_decoders();
   }
 
-  // The nvJPEG decoder. Asked for by name, one that cannot be had fails the source; `auto` says why
-  // once and decodes on the CPU.
-  Status prepare_jpeg_decoder() {
+  // One nvJPEG decoder per decode thread (its decoding state is the thread's). Asked for by name,
+  // one that cannot be had fails the source; `auto` says why once and decodes on the CPU.
+  Status prepare_jpeg_decoders() {
     if (options.decoder == ImageDecoder::kCpu) return Status::ok();
-    Result<std::unique_ptr<io::NvjpegDecoder>> decoder =
-        io::NvjpegDecoder::create(io::NvjpegBackend::kAuto, options.device);
-    if (!decoder.is_ok()) {
-      if (options.decoder == ImageDecoder::kNvjpeg)
-        return decoder.status().with_context("images.decoder nvjpeg");
-      log_info("images: JPEG decodes on the CPU ({})", decoder.status().message());
-      return Status::ok();
+    for (int w = 0; w < std::min(kJpegThreads, thread_count()); ++w) {
+      Result<std::unique_ptr<io::NvjpegDecoder>> decoder =
+          io::NvjpegDecoder::create(io::NvjpegBackend::kAuto, options.device);
+      if (!decoder.is_ok()) {
+        jpeg_decoders.clear();
+        if (options.decoder == ImageDecoder::kNvjpeg) {
+          return decoder.status().with_context("images.decoder nvjpeg");
+        }
+        log_info("images: JPEG decodes on the CPU ({})", decoder.status().message());
+        return Status::ok();
+      }
+      jpeg_decoders.push_back(std::move(decoder).value());
     }
-    jpeg_decoder = std::move(decoder).value();
+    const io::NvjpegDecoder& first = *jpeg_decoders.front();
     log_info(
-        "images: JPEG decodes on the GPU (nvJPEG {} backend{}; batches of up to {}, read by {} threads), "
-        "other "
+        "images: JPEG decodes on the GPU (nvJPEG {} backend{}; {} threads, batches of up to {}), other "
         "files on the CPU",
-        io::nvjpeg_backend_name(jpeg_decoder->backend()),
-        jpeg_decoder->hardware_engines() > 0
-            ? fmt::format(", {} JPEG engines", jpeg_decoder->hardware_engines())
-            : "",
-        kJpegGroup, kJpegReaders);
+        io::nvjpeg_backend_name(first.backend()),
+        first.hardware_engines() > 0 ? fmt::format(", {} JPEG engines", first.hardware_engines()) : "",
+        jpeg_decoders.size(), kJpegGroup);
     return Status::ok();
   }
 
@@ -559,7 +498,7 @@ struct ImageSources::State {
       outputs.push_back(item->frame->frame.image);
     }
     const std::vector<std::string_view> names(files.begin(), files.end());
-    return jpeg_decoder->decode_batch(streams[worker].get(), data, names, outputs);
+    return jpeg_decoders[worker]->decode_batch(streams[worker].get(), data, names, outputs);
   }
 
   Status finish_jpeg_frame(std::size_t worker, Pending& item) {
@@ -644,16 +583,12 @@ void ImageSources::start() {
     }
   }
   const auto [jpeg_threads, cpu_threads] = state.plan_threads();
-  // A CPU thread may run a file ahead of the pusher and one more behind it; the JPEG threads hold a
-  // group decoding, one per reader being read and one read ahead.
-  state.window = static_cast<std::size_t>(jpeg_threads * (kJpegReaders + 2)) * kJpegGroup +
-                 2 * static_cast<std::size_t>(cpu_threads) + 4;
-  if (jpeg_threads > 0) {
-    state.threads.emplace_back([&state] { state.jpeg_decode_loop(); });
-    for (int r = 0; r < kJpegReaders; ++r) state.threads.emplace_back([&state] { state.jpeg_read_loop(); });
-  }
-  for (int w = jpeg_threads; w < jpeg_threads + cpu_threads; ++w) {
-    state.threads.emplace_back([&state, w] { state.cpu_loop(static_cast<std::size_t>(w)); });
+  const int workers = jpeg_threads + cpu_threads;
+  // Each thread may run a group ahead of the pusher, and one more behind it.
+  state.window =
+      2 * (static_cast<std::size_t>(jpeg_threads) * kJpegGroup + static_cast<std::size_t>(cpu_threads)) + 4;
+  for (int w = 0; w < workers; ++w) {
+    state.threads.emplace_back([&state, w] { state.decode_loop(static_cast<std::size_t>(w)); });
   }
   state.threads.emplace_back([&state] { state.push_loop(); });
 }
