@@ -502,6 +502,8 @@ struct NvjpegDecoder::Impl {
   BackendHandles hardware;    // empty unless backend is kHardware
   BackendHandles gpu;         // always: the GPU route, and the retry of a failed hardware batch
   int batch_initialized = 0;  // the batch size nvjpegDecodeBatchedInitialize was last called with
+  // The stream the last hardware batch was decoded on: its work may still use the state's buffers.
+  cudaStream_t last_batch_stream = nullptr;
 
   void count(std::int64_t NvjpegStats::*images, std::int64_t NvjpegStats::*bytes, std::size_t size) {
     const std::lock_guard lock(stats_mutex);
@@ -597,6 +599,10 @@ Status NvjpegDecoder::Impl::decode_hardware(cudaStream_t stream,
   }
   const int batch = static_cast<int>(files.size());
   if (batch_initialized != batch) {
+    // Initializing again replaces the buffers of the state, which the previous batch's work on its
+    // stream may still be reading or writing: let it finish first. (Suspected cause of the stalls
+    // of 40b82a8's image source, whose groups changed size often; not yet confirmed on the GPU.)
+    if (last_batch_stream != nullptr) FOVEA_CUDA_TRY(cudaStreamSynchronize(last_batch_stream));
     // One CPU thread: the engines do the Huffman decoding, the host only parses.
     FOVEA_NVJPEG_TRY(nvjpeg().decode_batched_initialize(hardware.handle.get(), hardware.state.get(), batch, 1,
                                                         abi::kOutputRgbi));
@@ -604,6 +610,7 @@ Status NvjpegDecoder::Impl::decode_hardware(cudaStream_t stream,
   }
   const abi::Status status = nvjpeg().decode_batched(hardware.handle.get(), hardware.state.get(), data.data(),
                                                      lengths.data(), images.data(), stream);
+  last_batch_stream = stream;
   if (nvjpeg_ok(status)) {
     for (const std::size_t i : files)
       count(&NvjpegStats::hardware_images, &NvjpegStats::hardware_bytes, jpegs[i].size());
