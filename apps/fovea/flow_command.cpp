@@ -79,8 +79,14 @@ void print_outputs(const pipeline::FlowResult& result) {
       std::printf("  %s: output failed: %s%s%s\n", output.source.c_str(), output.path.c_str(),
                   output.path.empty() ? "" : ": ", output.error.c_str());
     } else if (!output.path.empty()) {
-      std::printf("  %s: %lld frames -> %s (%s)\n", output.source.c_str(),
-                  static_cast<long long>(output.frames), output.path.c_str(), output.encoder.c_str());
+      // Live outputs (sinks.stream) say what they lost to full queues and absent servers.
+      const std::string losses =
+          output.dropped > 0 || output.reconnects > 0
+              ? fmt::format(", {} dropped, {} reconnects", output.dropped, output.reconnects)
+              : std::string();
+      std::printf("  %s: %lld frames -> %s (%s)%s\n", output.source.c_str(),
+                  static_cast<long long>(output.frames), output.path.c_str(), output.encoder.c_str(),
+                  losses.c_str());
     }
   }
 }

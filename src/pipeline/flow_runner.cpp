@@ -324,6 +324,7 @@ PipelineStats snapshot(const Flow& flow, Clock::time_point start,
   }
   for (const auto& sink : flow.plan->sinks) {
     if (std::optional<BrokerStats> broker = sink->broker_stats()) stats.brokers.push_back(std::move(*broker));
+    for (LiveOutputStats& output : sink->live_outputs()) stats.live_outputs.push_back(std::move(output));
   }
   return stats;
 }

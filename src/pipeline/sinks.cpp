@@ -94,11 +94,11 @@ struct EncodingSink::Output {
   BoundedQueue<EncodeJob> queue;
   std::thread thread;
   std::unique_ptr<io::Encoder> encoder;
-  std::int64_t pictures = 0;  // given to it, encoded or dropped: the mosaic's clock
-  // A reconnecting output: while away, when it tries again.
-  bool away = false;
-  std::chrono::steady_clock::time_point retry_at;
+  std::int64_t pictures = 0;                       // given to it, encoded or dropped: the mosaic's clock
+  std::chrono::steady_clock::time_point retry_at;  // a reconnecting output: when it tries again
   mutable std::mutex mutex;  // guards the report fields below, read by reports() while it runs
+  // A reconnecting output away from its server (written by the encoder thread under `mutex`).
+  bool away = false;
   std::string encoder_name;
   std::int64_t frames = 0;
   std::int64_t dropped = 0;
@@ -124,7 +124,7 @@ struct EncodingSink::Output {
     }
     const Status status = encode(job);
     if (status.is_ok()) {
-      if (std::exchange(away, false)) reconnected();
+      if (away) reconnected();
       return;
     }
     if (!target.reconnect) {
@@ -157,6 +157,7 @@ struct EncodingSink::Output {
       log_debug("stream sink {}: attempt {} failed: {}; next in {:.1f} s", target.stream_name,
                 backoff.attempt(), status.to_string(), backoff.wait_seconds());
     }
+    std::lock_guard lock(mutex);
     away = true;
   }
 
@@ -165,6 +166,7 @@ struct EncodingSink::Output {
              target.reconnect->attempt());
     target.reconnect->reset();
     std::lock_guard lock(mutex);
+    away = false;
     ++reconnects;
   }
 
@@ -284,6 +286,21 @@ Status EncodingSink::finish() {
   }
   // A failed output is reported per file (reports()); the others are finalized all the same.
   return Status::ok();
+}
+
+std::vector<LiveOutputStats> EncodingSink::output_stats() const {
+  std::vector<LiveOutputStats> stats;
+  for (const auto& output : outputs_) {
+    std::lock_guard lock(output->mutex);
+    stats.push_back({.stream = output->target.stream_name,
+                     .location = output->target.location,
+                     .frames = output->frames,
+                     .dropped = output->dropped,
+                     .reconnects = output->reconnects,
+                     .connected = !output->away && output->error.empty(),
+                     .error = output->error});
+  }
+  return stats;
 }
 
 std::vector<SinkReport> EncodingSink::reports() const {

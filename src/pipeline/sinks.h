@@ -87,6 +87,8 @@ class Sink {
   virtual std::vector<SinkReport> reports() const { return {}; }
   // Its broker connection's counters (broker sinks); called from any thread, also while it runs.
   virtual std::optional<BrokerStats> broker_stats() const { return std::nullopt; }
+  // Its live outputs' counters (sinks.stream); called from any thread, also while it runs.
+  virtual std::vector<LiveOutputStats> live_outputs() const { return {}; }
 };
 
 // One picture to encode: on output stream `stream`, with the timing of the batch's frame `frame`
@@ -130,6 +132,8 @@ class EncodingSink : public Sink {
   void add_output(Target target);
   // Sets each output's frame rate from its source's and starts its thread.
   void start_outputs(std::span<const Rational> source_frame_rates);
+  // Every output's counters, readable while they run.
+  std::vector<LiveOutputStats> output_stats() const;
 
  private:
   struct Output;  // one output's encoder thread and state
@@ -159,6 +163,7 @@ class StreamSink final : public EncodingSink {
              int height, int encoder_threads, PicturePicker pick);
   // Creates the HLS folders; a server that is not there yet is retried, not an error.
   Status start(std::span<const Rational> source_frame_rates) override;
+  std::vector<LiveOutputStats> live_outputs() const override { return output_stats(); }
 
  private:
   StreamSinkConfig config_;

@@ -366,6 +366,19 @@ nlohmann::json to_json(const PipelineStats& stats) {
     }
     report["brokers"] = std::move(brokers);
   }
+  if (!stats.live_outputs.empty()) {
+    nlohmann::json outputs = nlohmann::json::array();
+    for (const LiveOutputStats& output : stats.live_outputs) {
+      outputs.push_back({{"stream", output.stream},
+                         {"location", output.location},
+                         {"frames", output.frames},
+                         {"dropped", output.dropped},
+                         {"reconnects", output.reconnects},
+                         {"connected", output.connected},
+                         {"error", output.error}});
+    }
+    report["live_outputs"] = std::move(outputs);
+  }
   return report;
 }
 

@@ -120,6 +120,18 @@ struct BrokerStats {
   std::string last_error;  // the latest connection failure or rejection; "" when none
 };
 
+// A live output of sinks.stream (an HLS playlist or an RTSP push), from its encoder thread's
+// counters, readable while the flow runs.
+struct LiveOutputStats {
+  std::string stream;    // a source's name, or "mosaic"
+  std::string location;  // the playlist or the RTSP URL
+  std::int64_t frames = 0;
+  std::int64_t dropped = 0;     // pictures dropped: its queue full, or its server away
+  std::int64_t reconnects = 0;  // connections made again after a failed or lost one
+  bool connected = true;        // false while it waits to reconnect, or once it failed for good
+  std::string error;            // why it failed for good; "" otherwise
+};
+
 struct PipelineStats {
   double elapsed_s = 0.0;
   std::uint64_t batches = 0;
@@ -131,8 +143,9 @@ struct PipelineStats {
   // batch's trip through every stage.
   double first_output_s = -1.0;
   std::uint64_t first_output_frames = 0;
-  bool interrupted = false;          // Ctrl-C stopped the sources: those that had not ended say so
-  std::vector<BrokerStats> brokers;  // one per broker sink; empty without one
+  bool interrupted = false;                   // Ctrl-C stopped the sources: those that had not ended say so
+  std::vector<BrokerStats> brokers;           // one per broker sink; empty without one
+  std::vector<LiveOutputStats> live_outputs;  // sinks.stream's; empty without one
 
   std::uint64_t total_frames() const;
   std::uint64_t total_dropped() const;
@@ -178,12 +191,14 @@ class ProgressMeter {
 
 // The final report: sources (frames, fps, drops, status: ended, running, interrupted or failed), stages
 // (p50/p99/max), queues (capacity, high-water mark), brokers when there are any (published, delivered,
-// dropped), one aligned table per section, ending in a newline.
+// dropped), one aligned table per section, ending in a newline. (Live outputs are in the summary's
+// outputs, which the flow commands print after it.)
 std::string format_table(const PipelineStats& stats);
 
 // The same figures for report.json: {"elapsed_s", "batches", "total": {...}, "startup":
 // {"first_output_s", "steady_fps"}, "sources": [...], "stages": [...], "queues": [...]}, and
-// "brokers": [...] when there are any (a run without one keeps the report's shape).
+// "brokers": [...] and "live_outputs": [...] (sinks.stream's counters, for /stats while the flow
+// runs) when there are any (a run without one keeps the report's shape).
 nlohmann::json to_json(const PipelineStats& stats);
 
 }  // namespace fovea::pipeline

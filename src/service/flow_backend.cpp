@@ -296,6 +296,11 @@ Health FlowBackend::health() const {
   if (!reconnecting.empty()) reasons.push_back("reconnecting: " + joined(reconnecting));
   if (!failed.empty()) reasons.push_back("failed: " + joined(failed));
   if (!dropping.empty()) reasons.push_back("dropping frames (the flow falls behind): " + joined(dropping));
+  std::vector<std::string> outputs_away;
+  for (const pipeline::LiveOutputStats& output : snapshot.stats->live_outputs) {
+    if (!output.connected) outputs_away.push_back(output.location);
+  }
+  if (!outputs_away.empty()) reasons.push_back("live outputs not sending: " + joined(outputs_away));
   if (reasons.empty()) return {.ready = true};
   return {.ready = true, .degraded = true, .reason = fmt::format("{}", fmt::join(reasons, "; "))};
 }
@@ -382,6 +387,29 @@ std::vector<MetricFamily> FlowBackend::metrics() const {
       connected.samples.push_back({labels, broker.connected ? 1.0 : 0.0});
     }
     for (MetricFamily* f : {&published, &delivered, &broker_dropped, &connected})
+      families.push_back(std::move(*f));
+  }
+  if (!stats.live_outputs.empty()) {
+    MetricFamily frames_out =
+        family("fovea_output_frames_total", "Pictures a live output (sinks.stream) encoded and sent.",
+               MetricType::kCounter);
+    MetricFamily dropped_out =
+        family("fovea_output_dropped_total",
+               "Pictures a live output dropped: its queue full, or its server away.", MetricType::kCounter);
+    MetricFamily reconnects_out =
+        family("fovea_output_reconnects_total",
+               "Connections of a live output made again after a failed or lost one.", MetricType::kCounter);
+    MetricFamily connected_out =
+        family("fovea_output_connected", "1 while a live output sends, else 0 (reconnecting or failed).",
+               MetricType::kGauge);
+    for (const pipeline::LiveOutputStats& output : stats.live_outputs) {
+      const Labels labels{{"stream", output.stream}, {"location", output.location}};
+      frames_out.samples.push_back({labels, static_cast<double>(output.frames)});
+      dropped_out.samples.push_back({labels, static_cast<double>(output.dropped)});
+      reconnects_out.samples.push_back({labels, static_cast<double>(output.reconnects)});
+      connected_out.samples.push_back({labels, output.connected ? 1.0 : 0.0});
+    }
+    for (MetricFamily* f : {&frames_out, &dropped_out, &reconnects_out, &connected_out})
       families.push_back(std::move(*f));
   }
   return families;

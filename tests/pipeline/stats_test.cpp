@@ -226,6 +226,22 @@ TEST(PipelineStats, BrokersAreReportedOnlyWhenThereAreAny) {
             "127.0.0.1:1883        200        180       15       5  not connected: Connection refused\n");
 }
 
+// sinks.stream's counters (for /stats while the flow runs) get a "live_outputs" entry; a run without
+// one keeps its shape.
+TEST(PipelineStats, LiveOutputsAreReportedOnlyWhenThereAreAny) {
+  PipelineStats stats = known_stats();
+  EXPECT_FALSE(to_json(stats).contains("live_outputs"));
+  stats.live_outputs = {LiveOutputStats{.stream = "mosaic",
+                                        .location = "rtsp://127.0.0.1:8554/live",
+                                        .frames = 120,
+                                        .dropped = 30,
+                                        .reconnects = 1,
+                                        .connected = false}};
+  EXPECT_EQ(to_json(stats)["live_outputs"], nlohmann::json::parse(R"([{"stream": "mosaic",
+      "location": "rtsp://127.0.0.1:8554/live", "frames": 120, "dropped": 30, "reconnects": 1,
+      "connected": false, "error": ""}])"));
+}
+
 }  // namespace
 }  // namespace fovea::pipeline
 

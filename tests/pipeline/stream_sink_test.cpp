@@ -5,7 +5,9 @@
 // again: the flow goes on, the drops are counted, the push connects again and frames arrive again,
 // while the HLS output beside it loses nothing.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -17,6 +19,7 @@
 #include "detection_flow_fixture.h"
 #include "pipeline/flow.h"
 #include "pipeline/sinks.h"
+#include "pipeline/stats.h"
 #include "support/loopback_servers.h"
 
 extern "C" {
@@ -250,6 +253,16 @@ TEST_F(StreamSinkFlow, RtspPushReconnectsAfterTheServerReturnsWhileHlsCarriesOn)
   EXPECT_EQ(hls->dropped, 0);
   EXPECT_EQ(hls->frames, rtsp->frames + rtsp->dropped);
   EXPECT_EQ(playlist_frames(playlist().string()), hls->frames);
+  // The live counters that /stats and /metrics read say the same, and the push is back up.
+  const std::vector<LiveOutputStats>& live = result->stats.live_outputs;
+  const auto live_rtsp = std::find_if(
+      live.begin(), live.end(), [](const LiveOutputStats& o) { return o.location.starts_with("rtsp://"); });
+  ASSERT_NE(live_rtsp, live.end());
+  EXPECT_EQ(live_rtsp->frames, rtsp->frames);
+  EXPECT_EQ(live_rtsp->dropped, rtsp->dropped);
+  EXPECT_EQ(live_rtsp->reconnects, rtsp->reconnects);
+  EXPECT_TRUE(live_rtsp->connected);
+  EXPECT_EQ(to_json(result->stats)["live_outputs"].size(), 2u);
 }
 
 TEST(StreamSinkConfigTest, KeysAreReadAndCheckedTogether) {
