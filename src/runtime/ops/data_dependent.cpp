@@ -6,8 +6,8 @@
 //   Compress   every dtype (elements move by size)     the slices whose condition is true
 //   Unique     numbers (float16 via float32)           Y, indices, inverse_indices, counts (int64)
 //
-// Unique compares slices element by element in row-major order; NaN ranks above every number and
-// equals itself, so sorting stays a strict weak order. Its unsorted form lists the distinct slices
+// Unique compares slices as data_dependent_util.h's unique_compare does (NaN above every number
+// and equal to itself, so sorting stays a strict weak order). Its unsorted form lists the distinct slices
 // in the order they first occur.
 #include <algorithm>
 #include <cmath>
@@ -93,10 +93,11 @@ Status run_compress(KernelContext& ctx) {
     using T = typename decltype(tag)::type;
     const T* in = x.data<T>();
     T* o = out.data<T>();
-    for (std::int64_t outer = 0; outer < plan.outer; ++outer) {
+    const SliceLayout& layout = plan.layout;
+    for (std::int64_t outer = 0; outer < layout.outer; ++outer) {
       for (std::int64_t k = 0; k < plan.conditions; ++k) {
         if (!keep[k]) continue;
-        o = std::copy_n(in + (outer * plan.n + k) * plan.inner, plan.inner, o);
+        o = std::copy_n(in + (outer * layout.n + k) * layout.inner, layout.inner, o);
       }
     }
   });
@@ -122,19 +123,10 @@ Status infer_unique(InferContext& ctx) {
     }
   }
   ctx.set_output(0, ctx.input_dtype(0), std::move(y));
-  for (int i = 1; i < ctx.output_count(); ++i)
+  for (int i = 1; i < ctx.output_count(); ++i) {  // indices, inverse_indices (one per slice), counts
     ctx.set_output(i, DataType::kInt64, Dims{i == 2 ? n : Dim::unknown()});
-  return Status::ok();
-}
-
-// A strict weak order on values: NaN above every number and equal to itself.
-template <typename T>
-bool value_less(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>) {
-    if (std::isnan(a)) return false;
-    if (std::isnan(b)) return true;
   }
-  return a < b;
+  return Status::ok();
 }
 
 // The distinct slices of `plan`: for each, its first index and how many slices equal it; and each
@@ -147,20 +139,11 @@ struct UniqueSlices {
 
 template <typename T>
 UniqueSlices unique_slices(const UniquePlan& plan, const T* in) {
-  // Slice a against slice b, element by element in row-major order: -1, 0 or 1.
+  const SliceLayout& layout = plan.layout;
   auto compare = [&](std::int64_t a, std::int64_t b) {
-    for (std::int64_t outer = 0; outer < plan.outer; ++outer) {
-      const T* row = in + outer * plan.n * plan.inner;
-      for (std::int64_t i = 0; i < plan.inner; ++i) {
-        const T va = row[a * plan.inner + i];
-        const T vb = row[b * plan.inner + i];
-        if (value_less(va, vb)) return -1;
-        if (value_less(vb, va)) return 1;
-      }
-    }
-    return 0;
+    return unique_compare(layout, a, b, [&](std::int64_t o) { return in[o]; });
   };
-  std::vector<std::int64_t> order(static_cast<std::size_t>(plan.n));
+  std::vector<std::int64_t> order(static_cast<std::size_t>(layout.n));
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
                    [&](std::int64_t a, std::int64_t b) { return compare(a, b) < 0; });
@@ -206,16 +189,12 @@ Status run_unique(KernelContext& ctx) {
     const T* in = x.data<T>();
     const UniqueSlices slices = unique_slices(plan, in);
     const auto distinct = std::ssize(slices.first);
-    Shape y_shape{distinct};
-    if (plan.axis) {
-      y_shape = x.shape();
-      y_shape[static_cast<std::size_t>(*plan.axis)] = distinct;
-    }
-    T* y = ctx.allocate_output(0, y_shape).data<T>();
-    for (std::int64_t outer = 0; outer < plan.outer; ++outer) {
+    const SliceLayout& layout = plan.layout;
+    T* y = ctx.allocate_output(0, unique_output_shape(plan, x.shape(), distinct)).data<T>();
+    for (std::int64_t outer = 0; outer < layout.outer; ++outer) {
       for (std::int64_t u = 0; u < distinct; ++u) {
-        std::copy_n(in + (outer * plan.n + slices.first[static_cast<std::size_t>(u)]) * plan.inner,
-                    plan.inner, y + (outer * distinct + u) * plan.inner);
+        std::copy_n(in + (outer * layout.n + slices.first[static_cast<std::size_t>(u)]) * layout.inner,
+                    layout.inner, y + (outer * distinct + u) * layout.inner);
       }
     }
     const std::vector<std::int64_t>* outputs[] = {&slices.first, &slices.inverse, &slices.count};

@@ -9,19 +9,27 @@
 namespace fovea::runtime::ops {
 namespace {
 
-// `input` as [outer, n, inner] around `axis`, or flattened without one.
-template <typename Plan>
-void split_at_axis(Plan& plan, const Shape& input) {
-  if (!plan.axis) {
-    plan.n = element_count(input);
-    return;
+SliceLayout split_at_axis(std::optional<int> axis, const Shape& input) {
+  SliceLayout layout;
+  if (!axis) {
+    layout.n = element_count(input);
+    return layout;
   }
   for (int d = 0; d < static_cast<int>(input.size()); ++d) {
     const std::int64_t size = input[static_cast<std::size_t>(d)];
-    if (d < *plan.axis) plan.outer *= size;
-    if (d == *plan.axis) plan.n = size;
-    if (d > *plan.axis) plan.inner *= size;
+    if (d < *axis) layout.outer *= size;
+    if (d == *axis) layout.n = size;
+    if (d > *axis) layout.inner *= size;
   }
+  return layout;
+}
+
+// The input's shape with `count` slices: 1-D without an axis.
+Shape with_slices(std::optional<int> axis, const Shape& input, std::int64_t count) {
+  if (!axis) return Shape{count};
+  Shape out = input;
+  out[static_cast<std::size_t>(*axis)] = count;
+  return out;
 }
 
 // The node's optional axis attribute, normalized for `rank`.
@@ -38,16 +46,13 @@ Result<CompressPlan> compress_plan(const InferContext& ctx, const Shape& input,
                                    std::int64_t condition_length) {
   CompressPlan plan;
   FOVEA_ASSIGN_OR_RETURN(plan.axis, optional_axis(ctx, static_cast<int>(input.size())));
-  split_at_axis(plan, input);
-  plan.conditions = std::min(condition_length, plan.n);
+  plan.layout = split_at_axis(plan.axis, input);
+  plan.conditions = std::min(condition_length, plan.layout.n);
   return plan;
 }
 
 Shape compress_output_shape(const CompressPlan& plan, const Shape& input, std::int64_t kept) {
-  if (!plan.axis) return Shape{kept};
-  Shape out = input;
-  out[static_cast<std::size_t>(*plan.axis)] = kept;
-  return out;
+  return with_slices(plan.axis, input, kept);
 }
 
 Result<UniquePlan> unique_plan(const InferContext& ctx, const Shape& input) {
@@ -55,8 +60,12 @@ Result<UniquePlan> unique_plan(const InferContext& ctx, const Shape& input) {
   FOVEA_ASSIGN_OR_RETURN(plan.axis, optional_axis(ctx, static_cast<int>(input.size())));
   FOVEA_ASSIGN_OR_RETURN(const std::int64_t sorted, ctx.node().attr_int("sorted", 1));
   plan.sorted = sorted != 0;
-  split_at_axis(plan, input);
+  plan.layout = split_at_axis(plan.axis, input);
   return plan;
+}
+
+Shape unique_output_shape(const UniquePlan& plan, const Shape& input, std::int64_t distinct) {
+  return with_slices(plan.axis, input, distinct);
 }
 
 }  // namespace fovea::runtime::ops
