@@ -18,8 +18,7 @@ int letter_id(char c) {
   return std::islower(static_cast<unsigned char>(c)) ? c - 'a' : c - 'A' + 26;
 }
 
-// One side of the equation for one term ("b...ij"), as label ids; an ellipsis stands for
-// `ellipsis_rank` dims.
+// One term of the equation ("b...ij"): its letters around the ellipsis, if it has one.
 struct Term {
   std::string letters_before;  // the letters before the ellipsis, or all of them
   std::string letters_after;
@@ -43,8 +42,8 @@ Result<Term> parse_term(const InferContext& ctx, const std::string& text) {
   return term;
 }
 
-// The term's label ids for `ellipsis_rank` ellipsis dims (ellipsis dim e of E is id kLetters + E-1-e
-// counted from the right).
+// The term's label ids, its ellipsis standing for `ellipsis_rank` dims: ellipsis dim e of E is
+// id kLetters + E - 1 - e, so ids count from the right.
 std::vector<int> term_labels(const Term& term, int ellipsis_rank) {
   std::vector<int> labels;
   for (char c : term.letters_before) labels.push_back(letter_id(c));

@@ -7,7 +7,7 @@
 //   RoiAlign     RoiAlignPlan    bilinear samples averaged (or maxed) over each bin of a box
 //   GridSample   GridSamplePlan  one sample per output pixel at a normalized grid position
 //   LRN          LrnPlan         a window of squared values across channels
-//   MaxUnpool    (output shape)  values scattered to their MaxPool indices
+//   MaxUnpool    MaxUnpoolPlan   values scattered to their MaxPool indices
 //
 // RoiAlign and GridSample follow onnxruntime, which the ONNX reference implementation copies:
 // RoiAlign's max mode takes the largest weighted corner of each sample (not the largest
