@@ -113,7 +113,7 @@ TEST(OpGridSample, RejectsUnknownModesAndShapes) {
 
 // ---- LRN ----
 
-TEST(OpLrn, NormalizesOverAChannelWindow) {
+TEST(OpLRN, NormalizesOverAChannelWindow) {
   const Tensor x = float_tensor({1, 3, 1, 1}, {1, 2, 3});
   // size 3: windows {0, 1}, {0, 1, 2}, {1, 2}; alpha / size = 1, beta = 1, bias = 1.
   const Node odd = NodeBuilder("LRN").attr("size", 3).attr("alpha", 3.0f).attr("beta", 1.0f).build();

@@ -79,7 +79,7 @@ TEST(CudaGridSample, MatchesCpuInEveryModeAndPadding) {
 
 // ---- LRN ----
 
-TEST(CudaLrn, MatchesCpuForOddAndEvenWindows) {
+TEST(CudaLRN, MatchesCpuForOddAndEvenWindows) {
   FOVEA_REQUIRE_GPU();
   for (const Shape& shape : {Shape{3, 7, 13, 17}, Shape{1, 5, 9}}) {
     for (std::int64_t size : {1, 2, 5}) {
