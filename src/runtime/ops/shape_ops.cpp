@@ -16,15 +16,17 @@ Status run_copy_bytes(KernelContext& ctx) {
   return Status::ok();
 }
 
-// Product of dims[begin, end): unknown when any factor is unknown (and none is zero).
-Dim dims_product(const Dims& dims, std::size_t begin, std::size_t end) {
+// Product of dims[begin, end): unknown when any factor is unknown (and none is zero). A product
+// past int64 (a model's absurd shape; the fuzzer found one) is an error, not an overflow.
+Result<Dim> dims_product(const InferContext& ctx, const Dims& dims, std::size_t begin, std::size_t end) {
   std::int64_t product = 1;
   bool known = true;
   for (std::size_t d = begin; d < end; ++d) {
-    if (dims[d].known()) {
-      product *= dims[d].value;
-    } else {
+    if (!dims[d].known()) {
       known = false;
+    } else if (__builtin_mul_overflow(product, dims[d].value, &product)) {
+      return ctx.error(StatusCode::kInvalidArgument,
+                       fmt::format("{} has more elements than an int64 counts", dims_string(dims)));
     }
   }
   return known || product == 0 ? Dim::known_size(product) : Dim::unknown();
@@ -56,11 +58,11 @@ Result<Dims> reshape_dims(const InferContext& ctx, const Dims& in, const std::ve
   if (allow_zero && inferred >= 0 && std::find(shape.begin(), shape.end(), 0) != shape.end()) {
     return ctx.error(StatusCode::kInvalidArgument, "shape has both -1 and 0 while allowzero=1");
   }
-  const Dim in_count = dims_product(in, 0, in.size());
+  FOVEA_ASSIGN_OR_RETURN(const Dim in_count, dims_product(ctx, in, 0, in.size()));
   if (inferred >= 0) {
     Dims others = out;
     others.erase(others.begin() + inferred);
-    const Dim rest = dims_product(others, 0, others.size());
+    FOVEA_ASSIGN_OR_RETURN(const Dim rest, dims_product(ctx, others, 0, others.size()));
     if (in_count.known() && rest.known()) {
       if (rest.value == 0 || in_count.value % rest.value != 0) {
         return ctx.error(StatusCode::kInvalidArgument,
@@ -70,7 +72,7 @@ Result<Dims> reshape_dims(const InferContext& ctx, const Dims& in, const std::ve
       out[static_cast<std::size_t>(inferred)] = Dim::known_size(in_count.value / rest.value);
     }
   } else {
-    const Dim out_count = dims_product(out, 0, out.size());
+    FOVEA_ASSIGN_OR_RETURN(const Dim out_count, dims_product(ctx, out, 0, out.size()));
     if (in_count.known() && out_count.known() && in_count.value != out_count.value) {
       return ctx.error(StatusCode::kInvalidArgument,
                        fmt::format("cannot reshape {} ({} elements) into [{}] ({} elements)", dims_string(in),
@@ -123,8 +125,9 @@ Status infer_flatten(InferContext& ctx) {
                      fmt::format("axis {} is out of range [-{}, {}] for rank {}", axis, rank, rank, rank));
   }
   const auto split = static_cast<std::size_t>(axis < 0 ? axis + rank : axis);
-  ctx.set_output(0, ctx.input_dtype(0),
-                 Dims{dims_product(*in, 0, split), dims_product(*in, split, in->size())});
+  FOVEA_ASSIGN_OR_RETURN(const Dim outer, dims_product(ctx, *in, 0, split));
+  FOVEA_ASSIGN_OR_RETURN(const Dim inner, dims_product(ctx, *in, split, in->size()));
+  ctx.set_output(0, ctx.input_dtype(0), Dims{outer, inner});
   return Status::ok();
 }
 

@@ -48,6 +48,19 @@ TEST(OpReshape, RejectsAShapeLengthOverTheMaximumRank) {
   EXPECT_TRUE(fails_with(types.status(), StatusCode::kUnsupported, "over the maximum"));
 }
 
+TEST(OpReshape, RejectsAnElementCountPastInt64) {
+  // Found by the fuzzer: dims whose product overflows int64 (undefined behaviour before).
+  const Dims in{Dim::known_size(std::int64_t{1} << 58), Dim::known_size(45)};
+  const Tensor shape = int64_tensor({1}, {-1});
+  const auto types = infer_node(
+      nullptr, NodeBuilder("Reshape").inputs(2).build(),
+      {ValueType{DataType::kFloat32, in}, ValueType{DataType::kInt64, dims_of({1})}}, {nullptr, &shape});
+  EXPECT_TRUE(fails_with(types.status(), StatusCode::kInvalidArgument, "more elements than an int64"));
+  const auto flattened =
+      infer_types(NodeBuilder("Flatten").attr("axis", 0).build(), {ValueType{DataType::kFloat32, in}});
+  EXPECT_TRUE(fails_with(flattened.status(), StatusCode::kInvalidArgument, "more elements than an int64"));
+}
+
 TEST(OpReshape, KeepsSymbolicDimCopiedByZero) {
   const Dims in{Dim::unknown("batch"), Dim::known_size(4), Dim::known_size(6)};
   const Tensor shape = int64_tensor({3}, {0, 24, 1});
