@@ -118,6 +118,26 @@ Result<std::vector<Tensor>> evaluate_widened(const Graph* graph, const Node& nod
   return outputs;
 }
 
+// No inferred output may count more elements than kMaxTensorElements (its known dims'
+// product): beyond that its size in bytes overflows, and a model (or the fuzzer) that asks for
+// it gets an error naming the node, not undefined arithmetic later.
+Status check_output_sizes(const InferContext& context) {
+  for (std::size_t i = 0; i < context.outputs().size(); ++i) {
+    const std::optional<Dims>& dims = context.outputs()[i].dims;
+    if (!dims) continue;
+    std::int64_t count = 1;
+    for (const Dim& dim : *dims) {
+      if (!dim.known() || dim.value == 0) continue;
+      if (__builtin_mul_overflow(count, dim.value, &count) || count > kMaxTensorElements) {
+        return context.error(
+            StatusCode::kInvalidArgument,
+            fmt::format("output {} would be {}: more than 2^60 elements", i, dims_string(*dims)));
+      }
+    }
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Result<std::vector<ValueType>> infer_node(const Graph* graph, const Node& node,
@@ -140,6 +160,7 @@ Result<std::vector<ValueType>> infer_node(const Graph* graph, const Node& node,
   }
   InferContext context(graph, node, std::move(input_types), std::move(input_values));
   FOVEA_TRY(def->infer(context));
+  FOVEA_TRY(check_output_sizes(context));
   std::vector<ValueType> outputs = context.outputs();
   if (widen) {
     for (ValueType& out : outputs) {
@@ -163,6 +184,7 @@ Result<std::vector<Tensor>> evaluate_node(const Graph* graph, const Node& node,
   FOVEA_TRY(check_arity(graph, node, *def));
   InferContext inference = infer_context_for(graph, node, inputs);
   FOVEA_TRY(def->infer(inference));
+  FOVEA_TRY(check_output_sizes(inference));
 
   std::vector<Tensor> outputs(node.outputs.size());
   std::vector<DataType> dtypes;

@@ -17,6 +17,9 @@ namespace fovea::runtime {
 using Shape = std::vector<std::int64_t>;
 
 // Product of the dimensions; 1 for a scalar (rank 0).
+// The most elements a tensor may have: its size in bytes (at most 8 per element) still fits int64.
+// Shape inference refuses any output beyond it (evaluate.cpp).
+inline constexpr std::int64_t kMaxTensorElements = std::int64_t{1} << 60;
 std::int64_t element_count(const Shape& shape);
 // "[1, 3, 224, 224]"
 std::string shape_string(const Shape& shape);

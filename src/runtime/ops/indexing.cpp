@@ -257,6 +257,10 @@ Status run_cumsum(KernelContext& ctx) {
 
 Status infer_space_depth(InferContext& ctx) {
   FOVEA_TRY(ctx.require_rank(0, 4, 4));
+  if (ctx.input_dims(0) == nullptr) {  // rank unknown: the output is 4-D all the same
+    ctx.set_output(0, ctx.input_dtype(0), Dims(4, Dim::unknown()));
+    return Status::ok();
+  }
   const Dims& in = *ctx.input_dims(0);
   if (!all_known(in)) {
     ctx.set_output(0, ctx.input_dtype(0), Dims{in[0], Dim::unknown(), Dim::unknown(), Dim::unknown()});

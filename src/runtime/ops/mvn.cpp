@@ -37,9 +37,10 @@ namespace {
 Status infer_mvn(InferContext& ctx) {
   FOVEA_TRY(FloatTypes::require(ctx, 0));
   FOVEA_TRY(ctx.require_rank(0, 1, kMaxTensorRank));
-  const Dims& dims = *ctx.input_dims(0);
-  Shape any_shape(dims.size(), 1);  // the axes are checked against the rank alone
-  FOVEA_TRY(mvn_plan(ctx, any_shape).status());
+  if (const Dims* dims = ctx.input_dims(0); dims != nullptr) {
+    Shape any_shape(dims->size(), 1);  // the axes are checked against the rank alone
+    FOVEA_TRY(mvn_plan(ctx, any_shape).status());
+  }
   return infer_same_as_input(ctx);
 }
 

@@ -61,6 +61,16 @@ TEST(OpReshape, RejectsAnElementCountPastInt64) {
   EXPECT_TRUE(fails_with(flattened.status(), StatusCode::kInvalidArgument, "more elements than an int64"));
 }
 
+TEST(InferredShapes, AnOutputPastTheElementLimitIsRefusedNamingTheNode) {
+  // Every op's inferred outputs are checked (evaluate.cpp): the fuzzer found products past int64.
+  // Add broadcasts [2^30, 1] with [2^31] into [2^30, 2^31], 2^61 elements.
+  const auto types = infer_types(NodeBuilder("Add").inputs(2).build(),
+                                 {ValueType{DataType::kFloat32, dims_of({std::int64_t{1} << 30, 1})},
+                                  ValueType{DataType::kFloat32, dims_of({std::int64_t{1} << 31})}});
+  EXPECT_TRUE(fails_with(types.status(), StatusCode::kInvalidArgument, "more than 2^60 elements"));
+  EXPECT_TRUE(fails_with(types.status(), StatusCode::kInvalidArgument, "(Add)"));
+}
+
 TEST(OpReshape, KeepsSymbolicDimCopiedByZero) {
   const Dims in{Dim::unknown("batch"), Dim::known_size(4), Dim::known_size(6)};
   const Tensor shape = int64_tensor({3}, {0, 24, 1});
