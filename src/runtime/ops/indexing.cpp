@@ -29,13 +29,6 @@ using IndexTypes = DTypes<DataType::kInt64, DataType::kInt32>;
 using ScatterTypes = DTypes<FOVEA_NUMERIC_TYPES, DataType::kBool>;
 using CumSumTypes = DTypes<FOVEA_FLOAT_TYPES, DataType::kInt64, DataType::kInt32>;
 
-// The dims of input i when every one is known.
-std::optional<Shape> known_shape(const InferContext& ctx, int i) {
-  const Dims* dims = ctx.input_dims(i);
-  if (dims == nullptr || !all_known(*dims)) return std::nullopt;
-  return shape_of(*dims);
-}
-
 // Every element of `indices` lies in [-dim, dim) for the dim `dim_of(i)` it indexes.
 template <typename DimOf>
 Status check_indices(const InferContext& ctx, const Tensor& indices, DimOf dim_of) {

@@ -57,12 +57,6 @@ namespace {
 
 using IndexTypes = DTypes<DataType::kInt64, DataType::kInt32>;
 
-std::optional<Shape> known_shape(const InferContext& ctx, int i) {
-  const Dims* dims = ctx.input_dims(i);
-  if (dims == nullptr || !all_known(*dims)) return std::nullopt;
-  return shape_of(*dims);
-}
-
 // Every target is ignore_index or a class in [0, C).
 Status check_targets(const InferContext& ctx, const LossPlan& plan, const Tensor& targets) {
   for (std::int64_t i = 0; i < targets.numel(); ++i) {

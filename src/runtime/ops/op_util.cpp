@@ -81,4 +81,10 @@ Status infer_same_as_input(InferContext& ctx) {
   return Status::ok();
 }
 
+std::optional<Shape> known_shape(const InferContext& ctx, int i) {
+  const Dims* dims = ctx.input_dims(i);
+  if (dims == nullptr || !all_known(*dims)) return std::nullopt;
+  return shape_of(*dims);
+}
+
 }  // namespace fovea::runtime::ops

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -22,6 +23,8 @@ Result<std::vector<int>> normalize_axes(const InferContext& ctx, const std::vect
 Result<std::optional<Dims>> broadcast_dims(const InferContext& ctx, const std::vector<const Dims*>& inputs);
 // The same on concrete shapes, for kernels.
 Shape broadcast_shapes(const Shape& a, const Shape& b);
+// Input i's shape when every dim of it is known; nullopt otherwise.
+std::optional<Shape> known_shape(const InferContext& ctx, int i);
 // Strides of `shape` as seen from an output of rank `out_rank` under broadcasting: 0 where the
 // input is broadcast along a dim.
 Shape broadcast_strides(const Shape& shape, const Shape& out_shape);
