@@ -390,8 +390,13 @@ TEST(LiveFlow, SourcesAreAddedAndRemovedWhileTheMuxRuns) {
   ASSERT_TRUE(rig.wait_for_frames(1, 5));
   const std::vector<Seen> c = rig.frames_of(1);
   EXPECT_EQ(c[before].name, "c");
-  EXPECT_EQ(c[before].index, 0);
-  EXPECT_EQ(c[before].mux_index, 0);
+  // Counted from 0 again. A live queue drops its oldest frames when the consumer lags (a loaded
+  // machine, the burst a resumed server sends): the first frame seen is then the first kept, and
+  // the drops before it were counted in the slot's own count, which starts again with the slot.
+  const std::uint64_t dropped = rig.mux().source_stats().at(1).dropped;
+  EXPECT_EQ(c[before].index, c[before].mux_index) << "every decoded frame was pushed";
+  EXPECT_LE(static_cast<std::uint64_t>(c[before].mux_index), dropped)
+      << "the slot's count went on from the removed source's";
   EXPECT_EQ(c[before].pass, 0);
   EXPECT_EQ(rig.report(1).name, "c");
 }
