@@ -17,8 +17,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <optional>
-#include <string_view>
 
 #include "core/host_device.h"
 #include "runtime/op.h"

@@ -15,7 +15,6 @@
 #include "runtime/cuda/cuda_op.h"
 #include "runtime/cuda/kernel_util.cuh"
 #include "runtime/ops/integer_linear_util.h"
-#include "runtime/ops/op_util.h"
 
 namespace fovea::runtime::cuda {
 namespace {
