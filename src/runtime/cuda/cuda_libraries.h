@@ -12,12 +12,43 @@
 
 namespace fovea::runtime::cuda {
 
+// cuBLASLt's entry points, resolved from its shared library (dlopen) when the first executor is
+// made rather than linked: a program linked with it runs the library's static constructors at
+// start, 0.45 CPU-s measured for an empty main(), which every fovea command and test process paid
+// whether or not it ever multiplied a matrix. The members are the library's functions, named
+// without their cublasLt prefix.
+struct CublasLt {
+  decltype(&::cublasLtCreate) Create = nullptr;
+  decltype(&::cublasLtDestroy) Destroy = nullptr;
+  decltype(&::cublasLtGetStatusString) GetStatusString = nullptr;
+  decltype(&::cublasLtMatmul) Matmul = nullptr;
+  decltype(&::cublasLtMatmulAlgoGetHeuristic) MatmulAlgoGetHeuristic = nullptr;
+  decltype(&::cublasLtMatmulDescCreate) MatmulDescCreate = nullptr;
+  decltype(&::cublasLtMatmulDescDestroy) MatmulDescDestroy = nullptr;
+  decltype(&::cublasLtMatmulDescSetAttribute) MatmulDescSetAttribute = nullptr;
+  decltype(&::cublasLtMatmulPreferenceCreate) MatmulPreferenceCreate = nullptr;
+  decltype(&::cublasLtMatmulPreferenceDestroy) MatmulPreferenceDestroy = nullptr;
+  decltype(&::cublasLtMatmulPreferenceSetAttribute) MatmulPreferenceSetAttribute = nullptr;
+  decltype(&::cublasLtMatrixLayoutCreate) MatrixLayoutCreate = nullptr;
+  decltype(&::cublasLtMatrixLayoutDestroy) MatrixLayoutDestroy = nullptr;
+  decltype(&::cublasLtMatrixLayoutSetAttribute) MatrixLayoutSetAttribute = nullptr;
+};
+
+// Loads the library once per process (thread-safe); later calls return the same table. The error
+// names the library file and what the loader said, or the entry point it lacks.
+Result<const CublasLt*> load_cublaslt();
+// The table load_cublaslt() filled; only for code that runs once an executor exists (it loads it).
+const CublasLt& cublaslt();
+
 namespace detail {
 inline bool cudnn_ok(cudnnStatus_t s) {
   return s == CUDNN_STATUS_SUCCESS;
 }
 inline bool cublas_ok(cublasStatus_t s) {
   return s == CUBLAS_STATUS_SUCCESS;
+}
+inline const char* cublas_status_string(cublasStatus_t s) {
+  return cublaslt().GetStatusString(s);
 }
 }  // namespace detail
 
@@ -28,7 +59,8 @@ inline bool cublas_ok(cublasStatus_t s) {
                     ::fovea::runtime::cuda::detail::cudnn_ok, cudnnGetErrorString)
 #define FOVEA_CUBLAS_TRY(call)                                         \
   FOVEA_LIBRARY_TRY(::fovea::StatusCode::kDeviceError, "cuBLAS", call, \
-                    ::fovea::runtime::cuda::detail::cublas_ok, cublasLtGetStatusString)
+                    ::fovea::runtime::cuda::detail::cublas_ok,         \
+                    ::fovea::runtime::cuda::detail::cublas_status_string)
 
 namespace fovea::runtime::cuda {
 

@@ -44,22 +44,24 @@ class LtMatmul final : public CudaNodeState {
  public:
   ~LtMatmul() override {
     for (auto* layout : {a_, b_, y_}) {
-      if (layout != nullptr) cublasLtMatrixLayoutDestroy(layout);
+      if (layout != nullptr) cublaslt().MatrixLayoutDestroy(layout);
     }
-    if (desc_ != nullptr) cublasLtMatmulDescDestroy(desc_);
+    if (desc_ != nullptr) cublaslt().MatmulDescDestroy(desc_);
   }
 
   Status create(CudaKernelContext& ctx, DataType dtype, const MatmulShape& shape) {
     shape_ = shape;
     dtype_ = dtype;
     FOVEA_ASSIGN_OR_RETURN(LtTypes types, lt_types(ctx, dtype));
-    FOVEA_CUBLAS_TRY(cublasLtMatmulDescCreate(&desc_, types.compute, types.scale));
+    FOVEA_CUBLAS_TRY(cublaslt().MatmulDescCreate(&desc_, types.compute, types.scale));
     // Column-major view: Y^T[N,M] = op(B)^T[N,K] * op(A)^T[K,M]. A row-major [R,C] matrix is a
     // column-major [C,R] one with leading dimension C.
     const cublasOperation_t op_b = shape.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
     const cublasOperation_t op_a = shape.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-    FOVEA_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &op_b, sizeof(op_b)));
-    FOVEA_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &op_a, sizeof(op_a)));
+    FOVEA_CUBLAS_TRY(
+        cublaslt().MatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &op_b, sizeof(op_b)));
+    FOVEA_CUBLAS_TRY(
+        cublaslt().MatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &op_a, sizeof(op_a)));
     const auto u = [](std::int64_t v) { return static_cast<std::uint64_t>(v); };
     // B row-major is [K,N] (or [N,K] transposed): column-major [N,K] (or [K,N]).
     FOVEA_TRY(layout(&a_, types.data, shape.trans_b ? u(shape.k) : u(shape.n),
@@ -71,17 +73,18 @@ class LtMatmul final : public CudaNodeState {
     FOVEA_TRY(layout(&y_, types.data, u(shape.n), u(shape.m), shape.n, shape.stride_y));
 
     cublasLtMatmulPreference_t preference = nullptr;
-    FOVEA_CUBLAS_TRY(cublasLtMatmulPreferenceCreate(&preference));
+    FOVEA_CUBLAS_TRY(cublaslt().MatmulPreferenceCreate(&preference));
     const std::size_t workspace = kMatmulWorkspaceBytes;
-    const cublasStatus_t set = cublasLtMatmulPreferenceSetAttribute(
+    const cublasStatus_t set = cublaslt().MatmulPreferenceSetAttribute(
         preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof(workspace));
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
     const cublasStatus_t heuristic =
-        set != CUBLAS_STATUS_SUCCESS ? set
-                                     : cublasLtMatmulAlgoGetHeuristic(ctx.libraries().cublaslt, desc_, a_, b_,
-                                                                      y_, y_, preference, 1, &result, &found);
-    cublasLtMatmulPreferenceDestroy(preference);
+        set != CUBLAS_STATUS_SUCCESS
+            ? set
+            : cublaslt().MatmulAlgoGetHeuristic(ctx.libraries().cublaslt, desc_, a_, b_, y_, y_, preference,
+                                                1, &result, &found);
+    cublaslt().MatmulPreferenceDestroy(preference);
     FOVEA_CUBLAS_TRY(heuristic);
     if (found == 0) {
       return ctx.error(StatusCode::kUnsupported, "cuBLASLt has no algorithm for this product");
@@ -95,23 +98,23 @@ class LtMatmul final : public CudaNodeState {
     const double alpha64 = alpha;
     const double beta64 = beta;
     const bool wide = dtype_ == DataType::kFloat64;
-    FOVEA_CUBLAS_TRY(cublasLtMatmul(ctx.libraries().cublaslt, desc_,
-                                    wide ? static_cast<const void*>(&alpha64) : &alpha, b, a_, a, b_,
-                                    wide ? static_cast<const void*>(&beta64) : &beta, y, y_, y, y_, &algo_,
-                                    ctx.workspace(), ctx.workspace_bytes(), ctx.stream()));
+    FOVEA_CUBLAS_TRY(cublaslt().Matmul(ctx.libraries().cublaslt, desc_,
+                                       wide ? static_cast<const void*>(&alpha64) : &alpha, b, a_, a, b_,
+                                       wide ? static_cast<const void*>(&beta64) : &beta, y, y_, y, y_, &algo_,
+                                       ctx.workspace(), ctx.workspace_bytes(), ctx.stream()));
     return Status::ok();
   }
 
  private:
   Status layout(cublasLtMatrixLayout_t* out, cudaDataType_t type, std::uint64_t rows, std::uint64_t cols,
                 std::int64_t ld, std::int64_t stride) const {
-    FOVEA_CUBLAS_TRY(cublasLtMatrixLayoutCreate(out, type, rows, cols, ld));
+    FOVEA_CUBLAS_TRY(cublaslt().MatrixLayoutCreate(out, type, rows, cols, ld));
     if (shape_.batch > 1) {
       const int count = static_cast<int>(shape_.batch);
-      FOVEA_CUBLAS_TRY(
-          cublasLtMatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)));
-      FOVEA_CUBLAS_TRY(cublasLtMatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
-                                                        &stride, sizeof(stride)));
+      FOVEA_CUBLAS_TRY(cublaslt().MatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+                                                           sizeof(count)));
+      FOVEA_CUBLAS_TRY(cublaslt().MatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                                           &stride, sizeof(stride)));
     }
     return Status::ok();
   }
