@@ -52,6 +52,8 @@ std::map<std::string, std::string> EngineKey::fields() const {
           {"keep_float32", fmt::format("{}", fmt::join(options.keep_float32, ","))},
           {"channels_last", options.channels_last ? "1" : "0"},
           {"float16_interface", options.float16_interface ? "1" : "0"},
+          {"calibration_digest", calibration_digest},
+          {"keep_unquantized", fmt::format("{}", fmt::join(options.keep_unquantized, ","))},
           {"device", device}};
 }
 

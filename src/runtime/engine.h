@@ -22,7 +22,8 @@ struct EngineKey {
   std::string model_digest;  // of the source ONNX file's bytes
   InputShapes input_shapes;
   PlanOptions options;
-  std::string device;  // "NVIDIA H200 sm90", or "cpu"
+  std::string calibration_digest;  // int8: of the calibration cache's bytes; empty otherwise
+  std::string device;              // "NVIDIA H200 sm90", or "cpu"
 
   // The metadata entries that must match, name by name.
   std::map<std::string, std::string> fields() const;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "runtime/passes/passes.h"
+#include "runtime/quant/quantize_graph.h"
 #include "runtime/shape_inference.h"
 
 namespace fovea::runtime {
@@ -149,7 +150,12 @@ Result<InputShapes> resolve_input_shapes(const Graph& graph, const InputShapes& 
 }
 
 std::string_view precision_name(Precision precision) {
-  return precision == Precision::kFloat16 ? "fp16" : "fp32";
+  switch (precision) {
+    case Precision::kFloat16: return "fp16";
+    case Precision::kInt8: return "int8";
+    case Precision::kFloat32: break;
+  }
+  return "fp32";
 }
 
 Result<ExecutionPlan> plan_graph(const Graph& model_graph, const InputShapes& input_shapes,
@@ -183,6 +189,16 @@ Result<ExecutionPlan> plan_graph(const Graph& model_graph, const InputShapes& in
   }
   FOVEA_TRY(infer_shapes(graph, FoldConstants::kYes));
   FOVEA_TRY(optimize(graph));
+  if (options.precision == Precision::kInt8) {
+    if (!options.calibration) {
+      return make_error(StatusCode::kInvalidArgument, graph.where(), "int8 needs a calibration cache");
+    }
+    // After optimize: batch norms are folded into the weights that get quantized, and the
+    // epilogues a layer fuses stay in float, as an 8-bit kernel's epilogue runs them.
+    FOVEA_TRY(quant::quantize_graph(graph, *options.calibration, options.keep_unquantized).status());
+    FOVEA_TRY(infer_shapes(graph, FoldConstants::kNo));
+    graph.compact();
+  }
   if (options.channels_last) {
     convert_to_channels_last(graph);
     graph.compact();

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,6 +13,10 @@
 #include "runtime/graph.h"
 
 namespace fovea::runtime {
+
+namespace quant {
+struct CalibrationTable;
+}
 
 using InputShapes = std::map<std::string, Shape, std::less<>>;
 
@@ -33,8 +38,10 @@ struct MemoryPlan {
 // source's (-1 when the source is outside the arena), and it keeps its source alive.
 MemoryPlan plan_memory(const Graph& graph, const std::vector<ValueId>& view_of = {});
 
-enum class Precision { kFloat32, kFloat16 };
-std::string_view precision_name(Precision precision);  // "fp32", "fp16"
+// kInt8: convolutions and matrix products take 8-bit inputs (quant/quantize_graph.h), with the
+// ranges of a calibration; what stays unquantized runs as the device's float plan does.
+enum class Precision { kFloat32, kFloat16, kInt8 };
+std::string_view precision_name(Precision precision);  // "fp32", "fp16", "int8"
 
 struct PlanOptions {
   Precision precision = Precision::kFloat32;
@@ -47,6 +54,9 @@ struct PlanOptions {
   // edges, for callers that produce and consume float16 (the segmentation flow's preprocess writes
   // its tensor in float16; the Casts cost it a pass over the input and one over the scores).
   bool float16_interface = false;
+  // kInt8 only: the activation ranges (required) and the node names or op types left unquantized.
+  std::shared_ptr<const quant::CalibrationTable> calibration;
+  std::vector<std::string> keep_unquantized;
 };
 
 // How plans for the CUDA executor are made: `precision`, and NHWC convolutions for float16, whose

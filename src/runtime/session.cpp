@@ -5,9 +5,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/log.h"
 #include "runtime/cpu_executor.h"
 #include "runtime/engine.h"
 #include "runtime/onnx_loader.h"
+#include "runtime/quant/calibration_table.h"
 
 #if defined(FOVEA_HAVE_CUDA)
 #include "core/cuda_check.h"
@@ -25,7 +27,26 @@ PlanOptions plan_options_for(const SessionOptions& options) {
                          ? device_plan_options(options.precision, options.keep_float32)
                          : PlanOptions{.precision = options.precision, .keep_float32 = options.keep_float32};
   plan.float16_interface = options.float16_interface;
+  plan.keep_unquantized = options.keep_unquantized;
   return plan;
+}
+
+// kInt8: the calibration cache made for the model's file (a cache for another model is refused).
+Status load_calibration(const Graph& graph, const SessionOptions& options, PlanOptions& plan) {
+  if (options.precision != Precision::kInt8) return Status::ok();
+  if (options.calibration.empty()) {
+    return make_error(StatusCode::kInvalidArgument, graph.where(),
+                      "precision int8 needs a calibration cache (fovea model calibrate makes one)");
+  }
+  if (graph.model_path.empty()) {
+    return make_error(StatusCode::kInvalidArgument, "precision int8: calibration ",
+                      options.calibration.string(),
+                      " is tied to a model file, and this graph came from none");
+  }
+  FOVEA_ASSIGN_OR_RETURN(quant::CalibrationTable table,
+                         quant::read_calibration_for(options.calibration, graph.model_path));
+  plan.calibration = std::make_shared<const quant::CalibrationTable>(std::move(table));
+  return Status::ok();
 }
 
 // Every shape names a graph input: a misspelt name is reported as such, not only as the input it
@@ -52,7 +73,8 @@ std::string device_signature_for(Device device) {
 }
 
 Result<ExecutionPlan> plan_for(const Graph& graph, const InputShapes& shapes, const SessionOptions& options) {
-  const PlanOptions plan_options = plan_options_for(options);
+  PlanOptions plan_options = plan_options_for(options);
+  FOVEA_TRY(load_calibration(graph, options, plan_options));
   if (options.engine_cache.empty()) return plan_graph(graph, shapes, plan_options);
   // The engine is keyed by the model file's bytes: a graph that did not come from a file cannot be
   // told apart from another one.
@@ -62,9 +84,14 @@ Result<ExecutionPlan> plan_for(const Graph& graph, const InputShapes& shapes, co
                       graph.model_path, "' is not a readable file");
   }
   FOVEA_ASSIGN_OR_RETURN(std::string digest, file_digest(graph.model_path));
+  std::string calibration_digest;
+  if (plan_options.calibration) {
+    FOVEA_ASSIGN_OR_RETURN(calibration_digest, file_digest(options.calibration));
+  }
   const EngineKey key{.model_digest = std::move(digest),
                       .input_shapes = shapes,
                       .options = plan_options,
+                      .calibration_digest = std::move(calibration_digest),
                       .device = device_signature_for(options.device)};
   return plan_with_engine_cache(graph, graph.model_path, options.engine_cache, key);
 }
@@ -114,9 +141,11 @@ Result<Device> parse_device(std::string_view text) {
 }
 
 Result<Precision> parse_precision(std::string_view text) {
-  if (text == "fp32") return Precision::kFloat32;
-  if (text == "fp16") return Precision::kFloat16;
-  return make_error(StatusCode::kInvalidArgument, "precision '", std::string(text), "': use fp32 or fp16");
+  for (Precision precision : {Precision::kFloat32, Precision::kFloat16, Precision::kInt8}) {
+    if (text == precision_name(precision)) return precision;
+  }
+  return make_error(StatusCode::kInvalidArgument, "precision '", std::string(text),
+                    "': use fp32, fp16 or int8");
 }
 
 InferenceSession::InferenceSession(const SessionOptions& options, std::string model_path)
@@ -145,6 +174,12 @@ Result<std::unique_ptr<InferenceSession>> InferenceSession::create(const Graph& 
 #endif
   }
   FOVEA_TRY(check_shapes(graph, shapes));
+  if (options.precision == Precision::kInt8 && options.device == Device::kCuda) {
+    log_warn(
+        "{}int8 on CUDA runs its 8-bit arithmetic as quantize/dequantize pairs around float kernels: "
+        "int8's accuracy at float32's speed until the tensor-core int8 kernels come",
+        graph.where());
+  }
   FOVEA_ASSIGN_OR_RETURN(ExecutionPlan plan, plan_for(graph, shapes, options));
   std::unique_ptr<InferenceSession> session(new InferenceSession(options, graph.model_path));
   FOVEA_TRY(session->start(std::move(plan)));

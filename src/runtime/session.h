@@ -54,6 +54,10 @@ struct SessionOptions {
   std::vector<std::string> keep_float32;  // kFloat16: node names or op types kept in float32
   // kFloat16: the graph's float inputs and outputs are float16 themselves (PlanOptions says why).
   bool float16_interface = false;
+  // kInt8: the calibration cache (quant/calibration_table.h) made for this model; required. A cache
+  // made for another model is refused.
+  std::filesystem::path calibration;
+  std::vector<std::string> keep_unquantized;  // kInt8: node names or op types left in float
   // CUDA: off launches node by node (debugging, and measuring what the graph saves).
   bool use_cuda_graph = true;
   // A folder: the plan is an engine kept there, keyed by the model file's bytes, the shapes, the plan

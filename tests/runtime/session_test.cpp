@@ -277,7 +277,8 @@ TEST(InferenceSession, ParsesDevicesAndPrecisionsAndNamesTheChoices) {
   EXPECT_EQ(parse_precision("fp16").value(), Precision::kFloat16);
   EXPECT_EQ(parse_precision("fp32").value(), Precision::kFloat32);
   EXPECT_EQ(parse_device("gpu").status().message(), "device 'gpu': use cpu or cuda");
-  EXPECT_EQ(parse_precision("int8").status().message(), "precision 'int8': use fp32 or fp16");
+  EXPECT_EQ(parse_precision("int8").value(), Precision::kInt8);
+  EXPECT_EQ(parse_precision("bf16").status().message(), "precision 'bf16': use fp32, fp16 or int8");
   EXPECT_EQ(device_name(Device::kCuda), "cuda");
 }
 

@@ -1,0 +1,231 @@
+#include "runtime/quant/quantize_graph.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <optional>
+
+namespace fovea::runtime::quant {
+namespace {
+
+// The opset of the QuantizeLinear/DequantizeLinear nodes the rewrite adds: the first with per-axis
+// scales, and before the float8 forms (19) and blocked scales (21) it has no use for.
+constexpr int kQdqOpset = 13;
+
+struct Target {
+  int activation_inputs[2] = {-1, -1};  // node input slots read as activations
+  int weight_input = -1;                // the constant slot quantized per channel, if any
+  int weight_axis = 0;                  // its output-channel axis
+};
+
+bool is_float32(const Graph& graph, ValueId id) {
+  return id != kNoValue && graph.value(id).type.dtype == DataType::kFloat32;
+}
+
+bool is_float32_constant(const Graph& graph, ValueId id) {
+  return graph.is_constant(id) && graph.value(id).constant->dtype() == DataType::kFloat32;
+}
+
+// Which inputs of `node` the rewrite quantizes; nullopt for a node it leaves alone.
+std::optional<Target> target_of(const Graph& graph, const Node& node) {
+  const bool conv = (node.op_type == "Conv" && node.domain.empty()) ||
+                    (node.op_type == "FusedConv" && node.domain == "fovea");
+  const bool gemm = node.op_type == "Gemm" && node.domain.empty();
+  const bool matmul = node.op_type == "MatMul" && node.domain.empty();
+  if (!(conv || gemm || matmul) || node.inputs.size() < 2) return std::nullopt;
+  const ValueId a = node.inputs[0];
+  const ValueId b = node.inputs[1];
+  if (!is_float32(graph, a) || !is_float32(graph, b) || graph.is_constant(a)) return std::nullopt;
+  Target target;
+  target.activation_inputs[0] = 0;
+  if (is_float32_constant(graph, b)) {
+    const Tensor& weights = *graph.value(b).constant;
+    target.weight_input = 1;
+    if (gemm) {
+      const Result<std::int64_t> trans_b = node.attr_int("transB", 0);
+      if (!trans_b.is_ok()) return std::nullopt;  // planning reports the bad attribute
+      target.weight_axis = *trans_b != 0 ? 0 : 1;
+    } else if (matmul) {
+      if (weights.rank() < 2) return std::nullopt;  // a vector product has no output channels
+      target.weight_axis = weights.rank() - 1;
+    }
+  } else if (matmul) {
+    target.activation_inputs[1] = 1;  // attention's products: both sides are activations
+  } else {
+    return std::nullopt;  // a convolution or Gemm with computed weights stays float
+  }
+  return target;
+}
+
+bool kept(const Node& node, const std::vector<std::string>& keep) {
+  return std::any_of(keep.begin(), keep.end(),
+                     [&](const std::string& entry) { return entry == node.name || entry == node.op_type; });
+}
+
+Attribute int_attribute(std::int64_t value) {
+  Attribute attribute;
+  attribute.kind = Attribute::Kind::kInt;
+  attribute.i = value;
+  return attribute;
+}
+
+Tensor scalar(float value) {
+  return Tensor::from_vector(DataType::kFloat32, {}, std::vector<float>{value});
+}
+
+Tensor int8_zeros(Shape shape) {
+  Tensor zeros = Tensor::allocate(DataType::kInt8, std::move(shape));
+  std::fill_n(zeros.data<std::int8_t>(), zeros.numel(), std::int8_t{0});
+  return zeros;
+}
+
+// Round half to even and clamp to the symmetric range [-127, 127], as every int8 kernel reads it.
+std::int8_t quantize_weight(float w, float scale) {
+  const float q = std::nearbyint(w / scale);
+  return static_cast<std::int8_t>(std::clamp(q, -kInt8Max, kInt8Max));
+}
+
+// Adds the nodes and values of the rewrite. New nodes are collected and appended at the end, then
+// the graph is sorted again: node indices held by the caller stay valid while it works.
+class Rewriter {
+ public:
+  Rewriter(Graph& graph, const CalibrationTable& table) : graph_(graph), table_(table) {}
+
+  bool has_range(ValueId id) const {
+    return activations_.count(id) != 0 || table_.tensors.count(graph_.value(id).name) != 0;
+  }
+
+  // The dequantized form of activation `id`, one pair per activation however many layers read it;
+  // has_range(id) must hold.
+  ValueId dequantized_activation(ValueId id) {
+    if (auto it = activations_.find(id); it != activations_.end()) return it->second;
+    // Copies: adding values below moves graph_.values.
+    const std::string name = graph_.value(id).name;
+    const std::optional<Dims> dims = graph_.value(id).type.dims;
+    const ValueId scale =
+        graph_.add_constant(name + "/scale", scalar(table_.tensors.find(name)->second.scale()));
+    const ValueId zero = graph_.add_constant(name + "/zero_point", int8_zeros({}));
+    const ValueId quantized = graph_.add_value(name + "/int8", {DataType::kInt8, dims});
+    const ValueId dequantized = graph_.add_value(name + "/dequantized", {DataType::kFloat32, dims});
+    add_node("QuantizeLinear", name + "/quantize", {id, scale, zero}, quantized, std::nullopt);
+    add_node("DequantizeLinear", name + "/dequantize", {quantized, scale, zero}, dequantized, std::nullopt);
+    activations_.emplace(id, dequantized);
+    return dequantized;
+  }
+
+  // Weights stored in int8 per output channel along `axis`, read through a DequantizeLinear.
+  ValueId dequantized_weights(ValueId id, int axis) {
+    const Value& value = graph_.value(id);
+    const Tensor& weights = *value.constant;
+    const std::int64_t channels = weights.dim(axis);
+    std::int64_t inner = 1;
+    for (int d = axis + 1; d < weights.rank(); ++d) inner *= weights.dim(d);
+    const float* w = weights.data<float>();
+    std::vector<float> amax(static_cast<std::size_t>(channels), 0.0f);
+    for (std::int64_t i = 0; i < weights.numel(); ++i) {
+      float& channel = amax[static_cast<std::size_t>((i / inner) % channels)];
+      channel = std::max(channel, std::fabs(w[i]));
+    }
+    std::vector<float> scales(amax.size());
+    // A channel of zeros quantizes to zeros at any scale; 1 keeps the scale a positive number.
+    std::transform(amax.begin(), amax.end(), scales.begin(),
+                   [](float m) { return m > 0.0f ? m / kInt8Max : 1.0f; });
+    Tensor quantized = Tensor::allocate(DataType::kInt8, weights.shape());
+    std::int8_t* q = quantized.data<std::int8_t>();
+    for (std::int64_t i = 0; i < weights.numel(); ++i) {
+      q[i] = quantize_weight(w[i], scales[static_cast<std::size_t>((i / inner) % channels)]);
+    }
+    const std::string name = value.name;
+    const std::optional<Dims> dims = value.type.dims;
+    const ValueId stored = graph_.add_constant(name + "/int8", std::move(quantized));
+    const ValueId scale =
+        graph_.add_constant(name + "/scale", Tensor::from_vector(DataType::kFloat32, {channels}, scales));
+    const ValueId zero = graph_.add_constant(name + "/zero_point", int8_zeros({channels}));
+    const ValueId dequantized = graph_.add_value(name + "/dequantized", {DataType::kFloat32, dims});
+    add_node("DequantizeLinear", name + "/dequantize", {stored, scale, zero}, dequantized, axis);
+    return dequantized;
+  }
+
+  Status finish() {
+    for (Node& node : added_) graph_.nodes.push_back(std::move(node));
+    added_.clear();
+    graph_.index_producers();
+    return graph_.sort_topologically();
+  }
+
+ private:
+  void add_node(std::string op_type, std::string name, std::vector<ValueId> inputs, ValueId output,
+                std::optional<int> axis) {
+    Node node;
+    node.name = std::move(name);
+    node.op_type = std::move(op_type);
+    node.opset = kQdqOpset;
+    node.inputs = std::move(inputs);
+    node.outputs = {output};
+    if (axis) node.attributes.emplace("axis", int_attribute(*axis));
+    added_.push_back(std::move(node));
+  }
+
+  Graph& graph_;
+  const CalibrationTable& table_;
+  std::map<ValueId, ValueId> activations_;
+  std::vector<Node> added_;
+};
+
+// Quantizes node `index` as `target` says, or says why it stays float.
+QuantizedNode quantize_node(Graph& graph, Rewriter& rewriter, std::size_t index, const Target& target) {
+  QuantizedNode result{.node = graph.nodes[index].name, .op_type = graph.nodes[index].op_type};
+  // Every range first, so that a node missing one is left untouched.
+  for (int slot : target.activation_inputs) {
+    const ValueId input = slot < 0 ? kNoValue : graph.nodes[index].inputs[static_cast<std::size_t>(slot)];
+    if (input != kNoValue && !rewriter.has_range(input)) {
+      result.reason = "no calibrated range for '" + graph.value(input).name + "'";
+      return result;
+    }
+  }
+  for (int slot : target.activation_inputs) {
+    if (slot < 0) continue;
+    ValueId& input = graph.nodes[index].inputs[static_cast<std::size_t>(slot)];
+    input = rewriter.dequantized_activation(input);
+  }
+  if (target.weight_input >= 0) {
+    const ValueId weights = graph.nodes[index].inputs[static_cast<std::size_t>(target.weight_input)];
+    graph.nodes[index].inputs[static_cast<std::size_t>(target.weight_input)] =
+        rewriter.dequantized_weights(weights, target.weight_axis);
+  }
+  result.int8 = true;
+  return result;
+}
+
+}  // namespace
+
+Result<std::vector<QuantizedNode>> quantize_graph(Graph& graph, const CalibrationTable& table,
+                                                  const std::vector<std::string>& keep) {
+  Rewriter rewriter(graph, table);
+  std::vector<QuantizedNode> report;
+  const std::size_t count = graph.nodes.size();
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::optional<Target> target = target_of(graph, graph.nodes[i]);
+    if (!target) continue;
+    if (kept(graph.nodes[i], keep)) {
+      report.push_back({.node = graph.nodes[i].name, .op_type = graph.nodes[i].op_type, .reason = "kept"});
+      continue;
+    }
+    report.push_back(quantize_node(graph, rewriter, i, *target));
+  }
+  FOVEA_TRY(rewriter.finish());
+  return report;
+}
+
+std::string node_precision(const Graph& graph, const Node& node) {
+  if (node.inputs.empty() || node.inputs[0] == kNoValue) return "-";
+  const Value& input = graph.value(node.inputs[0]);
+  if (input.producer >= 0) {
+    const Node& producer = graph.nodes[static_cast<std::size_t>(input.producer)];
+    if (producer.op_type == "DequantizeLinear" && producer.domain.empty()) return "int8";
+  }
+  return std::string(data_type_name(input.type.dtype));
+}
+
+}  // namespace fovea::runtime::quant

@@ -1,0 +1,266 @@
+// The int8 rewrite (quant/quantize_graph.h) and Precision::kInt8 sessions on the CPU: where the
+// quantize/dequantize pairs go, the weights stored in 8 bits per output channel, what stays float
+// and why, and a plan whose every layer reads exactly the values an int8 kernel reads.
+#include "runtime/quant/quantize_graph.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "runtime/engine.h"
+#include "runtime/graph_test_util.h"
+#include "runtime/op_test_util.h"
+#include "runtime/passes/passes.h"
+#include "runtime/session.h"
+#include "runtime/shape_inference.h"
+#include "support/test_media.h"
+
+namespace fovea::runtime::testing {
+namespace {
+
+using quant::CalibrationTable;
+using quant::QuantizedNode;
+
+constexpr DataType kF32 = DataType::kFloat32;
+
+// The graph as plan_graph hands it to the rewrite: shapes inferred, folded and optimized.
+Graph optimized(const ModelBuilder& builder) {
+  Graph graph = load_graph(builder);
+  EXPECT_TRUE(infer_shapes(graph, FoldConstants::kYes).is_ok());
+  EXPECT_TRUE(optimize(graph).is_ok());
+  return graph;
+}
+
+CalibrationTable table_with(std::initializer_list<std::pair<const char*, float>> ranges) {
+  CalibrationTable table;
+  for (const auto& [name, amax] : ranges) table.tensors[name] = {.amax = amax};
+  return table;
+}
+
+const QuantizedNode* report_of(const std::vector<QuantizedNode>& report, const std::string& node) {
+  const auto it =
+      std::find_if(report.begin(), report.end(), [&](const QuantizedNode& n) { return n.node == node; });
+  return it == report.end() ? nullptr : &*it;
+}
+
+const Node* consumer_of(const Graph& graph, const std::string& op_type) {
+  for (const Node& node : graph.nodes) {
+    if (node.op_type == op_type) return &node;
+  }
+  return nullptr;
+}
+
+float fake_quantize(float x, float scale, float limit_low, float limit_high) {
+  return std::clamp(std::nearbyint(x / scale), limit_low, limit_high) * scale;
+}
+
+TEST(QuantizeGraph, EveryConvolutionReadsItsActivationAndWeightsThroughPairs) {
+  ModelBuilder m;
+  Graph graph = optimized(conv_chain(m));
+  ASSERT_EQ(count_ops(graph, "FusedConv"), 2);
+  auto report = quant::quantize_graph(graph, table_with({{"x", 1.0f}, {"r1", 3.0f}}), {});
+  ASSERT_TRUE(report.is_ok()) << report.status().to_string();
+  ASSERT_EQ(report->size(), 2u);
+  for (const QuantizedNode& node : *report) EXPECT_TRUE(node.int8) << node.node << ": " << node.reason;
+  ASSERT_TRUE(infer_shapes(graph, FoldConstants::kNo).is_ok());
+
+  // One pair per activation (x, r1), one dequantize per weight (w1, w2).
+  EXPECT_EQ(count_ops(graph, "QuantizeLinear"), 2);
+  EXPECT_EQ(count_ops(graph, "DequantizeLinear"), 4);
+  for (const Node& node : graph.nodes) {
+    if (node.op_type != "FusedConv") continue;
+    EXPECT_EQ(quant::node_precision(graph, node), "int8") << node.name;
+    const Value& weights = graph.value(graph.value(node.inputs[1]).producer >= 0
+                                           ? graph.nodes[graph.value(node.inputs[1]).producer].inputs[0]
+                                           : node.inputs[1]);
+    ASSERT_TRUE(weights.constant.has_value()) << node.name;
+    EXPECT_EQ(weights.constant->dtype(), DataType::kInt8) << node.name << " stores its weights in 8 bits";
+  }
+  // conv2's residual is r1 itself: the float epilogue adds the unrounded value.
+  const ValueId r1 = graph.find_value("r1");
+  const auto residual_reader = std::find_if(graph.nodes.begin(), graph.nodes.end(), [&](const Node& node) {
+    return node.op_type == "FusedConv" && node.inputs.size() > 3 && node.inputs[3] == r1;
+  });
+  EXPECT_NE(residual_reader, graph.nodes.end()) << "the residual input was quantized";
+}
+
+TEST(QuantizeGraph, WeightsArePerOutputChannelAtTheirOwnMaximum) {
+  ModelBuilder m(17);
+  m.input("x", kF32, {1, 2, 5, 5}).output("y", kF32, {1, 3, 3, 3});
+  // Channel 0 spans ±0.5, channel 1 ±2, channel 2 is all zeros.
+  std::vector<float> w(3 * 2 * 3 * 3, 0.0f);
+  for (int i = 0; i < 18; ++i) {
+    w[static_cast<std::size_t>(i)] = 0.5f * static_cast<float>(i - 9) / 9.0f;
+    w[static_cast<std::size_t>(18 + i)] = 2.0f * static_cast<float>(9 - i) / 9.0f;
+  }
+  m.initializer("w", Tensor::from_vector(kF32, {3, 2, 3, 3}, w));
+  m.node("Conv", {"x", "w"}, {"y"}, "conv");
+  Graph graph = optimized(m);
+  auto report = quant::quantize_graph(graph, table_with({{"x", 4.0f}}), {});
+  ASSERT_TRUE(report.is_ok()) << report.status().to_string();
+  const Node* dequantize = nullptr;
+  for (const Node& node : graph.nodes) {
+    if (node.op_type == "DequantizeLinear" && graph.value(node.inputs[1]).constant->numel() == 3)
+      dequantize = &node;
+  }
+  ASSERT_NE(dequantize, nullptr);
+  EXPECT_EQ(*dequantize->attr_int("axis"), 0);
+  const float* scales = graph.value(dequantize->inputs[1]).constant->data<float>();
+  EXPECT_FLOAT_EQ(scales[0], 0.5f / 127.0f);
+  EXPECT_FLOAT_EQ(scales[1], 2.0f / 127.0f);
+  EXPECT_FLOAT_EQ(scales[2], 1.0f) << "a channel of zeros keeps a positive scale";
+  const std::int8_t* q = graph.value(dequantize->inputs[0]).constant->data<std::int8_t>();
+  EXPECT_EQ(q[0], -127);
+  EXPECT_EQ(q[18], 127);
+  EXPECT_EQ(q[36], 0);
+}
+
+TEST(QuantizeGraph, NodesKeptByNameOrTypeAndNodesWithoutARangeStayFloatSayingWhy) {
+  {
+    ModelBuilder m;
+    Graph graph = optimized(conv_chain(m));
+    auto report = quant::quantize_graph(graph, table_with({{"x", 1.0f}}), {});
+    ASSERT_TRUE(report.is_ok());
+    const QuantizedNode* second = report_of(*report, "conv2");
+    ASSERT_NE(second, nullptr);
+    EXPECT_FALSE(second->int8);
+    EXPECT_EQ(second->reason, "no calibrated range for 'r1'");
+    EXPECT_EQ(count_ops(graph, "QuantizeLinear"), 1) << "nothing added for the node left in float";
+  }
+  {
+    ModelBuilder m;
+    Graph graph = optimized(conv_chain(m));
+    auto report = quant::quantize_graph(graph, table_with({{"x", 1.0f}, {"r1", 3.0f}}), {"conv1"});
+    ASSERT_TRUE(report.is_ok());
+    EXPECT_FALSE(report_of(*report, "conv1")->int8);
+    EXPECT_EQ(report_of(*report, "conv1")->reason, "kept");
+    EXPECT_TRUE(report_of(*report, "conv2")->int8);
+  }
+  {
+    ModelBuilder m;
+    Graph graph = optimized(conv_chain(m));
+    auto report = quant::quantize_graph(graph, table_with({{"x", 1.0f}, {"r1", 3.0f}}), {"FusedConv"});
+    ASSERT_TRUE(report.is_ok());
+    EXPECT_EQ(count_ops(graph, "QuantizeLinear"), 0);
+  }
+}
+
+TEST(QuantizeGraph, GemmAndMatMulWeightsQuantizeAlongTheirOutputAxisAndActivationProductsOnBothSides) {
+  ModelBuilder m(17);
+  m.input("a", kF32, {4, 6}).input("b", kF32, {6, 5}).output("y", kF32, {4, 3}).output("z", kF32, {4, 5});
+  m.initializer("g", random_tensor(kF32, {6, 3}, 5));
+  m.node("Gemm", {"a", "g"}, {"y"}, "gemm");  // transB = 0: B is [K, N], channels on axis 1
+  m.node("MatMul", {"a", "b"}, {"z"}, "product");
+  Graph graph = optimized(m);
+  auto report = quant::quantize_graph(graph, table_with({{"a", 1.0f}, {"b", 1.0f}}), {});
+  ASSERT_TRUE(report.is_ok());
+  EXPECT_TRUE(report_of(*report, "gemm")->int8);
+  EXPECT_TRUE(report_of(*report, "product")->int8);
+  EXPECT_EQ(count_ops(graph, "QuantizeLinear"), 2) << "a is quantized once for both readers";
+  for (const Node& node : graph.nodes) {
+    if (node.op_type == "DequantizeLinear" && node.has_attribute("axis")) {
+      EXPECT_EQ(*node.attr_int("axis"), 1);
+    }
+  }
+  EXPECT_EQ(quant::node_precision(graph, *consumer_of(graph, "MatMul")), "int8");
+}
+
+std::filesystem::path fresh_dir(const std::string& name) {
+  const auto dir = std::filesystem::path(fovea::testing::test_temp_dir()) / name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+// x [1, 3, 7, 9] -> conv (3x3, bias, pad 1) -> y [1, 4, 7, 9]; `weights` given.
+std::filesystem::path write_conv(const std::filesystem::path& path, const Tensor& weights,
+                                 const Tensor& bias) {
+  ModelBuilder m(17);
+  m.input("x", kF32, {1, 3, 7, 9}).output("y", kF32, {1, 4, 7, 9});
+  m.initializer("w", weights).initializer("b", bias);
+  m.attr(m.node("Conv", {"x", "w", "b"}, {"y"}, "conv"), "pads", std::vector<std::int64_t>{1, 1, 1, 1});
+  return m.write(path);
+}
+
+std::vector<Tensor> run(const std::filesystem::path& model, const SessionOptions& options, const Tensor& x) {
+  auto session = InferenceSession::open(model, {{"x", {1, 3, 7, 9}}}, options);
+  EXPECT_TRUE(session.is_ok()) << session.status().to_string();
+  if (!session.is_ok()) return {};
+  auto outputs = (*session)->run_host(nullptr, {x});
+  EXPECT_TRUE(outputs.is_ok()) << outputs.status().to_string();
+  return outputs.is_ok() ? *outputs : std::vector<Tensor>{};
+}
+
+// The int8 plan on the CPU computes the float convolution of the fake-quantized input (at the
+// calibrated scale, clipped to [-128, 127] steps) and weights (per channel, ±127 steps): the values
+// an int8 kernel multiplies, summed in float.
+TEST(Int8Session, ComputesTheConvolutionOfExactlyTheQuantizedValues) {
+  const auto dir = fresh_dir("int8_session_exact");
+  const Tensor weights = random_tensor(kF32, {4, 3, 3, 3}, 11);
+  const Tensor bias = random_tensor(kF32, {4}, 12);
+  const auto model = write_conv(dir / "conv.onnx", weights, bias);
+  CalibrationTable table = table_with({{"x", 0.8f}});  // clips the input's tails at ±0.8
+  ASSERT_TRUE(runtime::file_digest(model).is_ok());
+  table.model = "conv.onnx";
+  table.model_digest = *runtime::file_digest(model);
+  ASSERT_TRUE(quant::write_calibration(dir / "conv.calib", table).is_ok());
+
+  const Tensor x = random_tensor(kF32, {1, 3, 7, 9}, 13);
+  const std::vector<Tensor> int8 =
+      run(model, {.precision = Precision::kInt8, .calibration = dir / "conv.calib"}, x);
+  ASSERT_EQ(int8.size(), 1u);
+
+  Tensor x_q = x.clone();
+  const float x_scale = 0.8f / 127.0f;
+  for (std::int64_t i = 0; i < x_q.numel(); ++i) {
+    x_q.data<float>()[i] = fake_quantize(x.data<float>()[i], x_scale, -128.0f, 127.0f);
+  }
+  Tensor w_q = weights.clone();
+  const std::int64_t per_channel = weights.numel() / 4;
+  for (std::int64_t c = 0; c < 4; ++c) {
+    float amax = 0.0f;
+    for (std::int64_t i = 0; i < per_channel; ++i)
+      amax = std::max(amax, std::fabs(weights.data<float>()[c * per_channel + i]));
+    for (std::int64_t i = 0; i < per_channel; ++i) {
+      float& w = w_q.data<float>()[c * per_channel + i];
+      w = fake_quantize(w, amax / 127.0f, -127.0f, 127.0f);
+    }
+  }
+  const std::vector<Tensor> reference = run(write_conv(dir / "conv_q.onnx", w_q, bias), {}, x_q);
+  ASSERT_EQ(reference.size(), 1u);
+  EXPECT_TRUE(tensors_near(int8[0], reference[0], 1e-6, 1e-6));
+  // And int8 is not float32 in disguise: the clipped tails change the result.
+  const std::vector<Tensor> float32 = run(model, {}, x);
+  double largest = 0.0;
+  for (std::int64_t i = 0; i < float32[0].numel(); ++i) {
+    largest = std::max(
+        largest, std::fabs(static_cast<double>(float32[0].data<float>()[i] - int8[0].data<float>()[i])));
+  }
+  EXPECT_GT(largest, 1e-3);
+}
+
+TEST(Int8Session, RefusesAMissingCacheAndAnotherModelsCache) {
+  const auto dir = fresh_dir("int8_session_refusals");
+  const auto model =
+      write_conv(dir / "conv.onnx", random_tensor(kF32, {4, 3, 3, 3}, 1), random_tensor(kF32, {4}, 2));
+  const auto other =
+      write_conv(dir / "other.onnx", random_tensor(kF32, {4, 3, 3, 3}, 3), random_tensor(kF32, {4}, 4));
+  auto missing = InferenceSession::open(model, {}, {.precision = Precision::kInt8});
+  ASSERT_FALSE(missing.is_ok());
+  EXPECT_NE(missing.status().message().find("needs a calibration cache"), std::string::npos)
+      << missing.status().message();
+
+  CalibrationTable table = table_with({{"x", 1.0f}});
+  table.model = "other.onnx";
+  table.model_digest = *runtime::file_digest(other);
+  ASSERT_TRUE(quant::write_calibration(dir / "other.calib", table).is_ok());
+  auto stale =
+      InferenceSession::open(model, {}, {.precision = Precision::kInt8, .calibration = dir / "other.calib"});
+  ASSERT_FALSE(stale.is_ok());
+  EXPECT_NE(stale.status().message().find("other.calib"), std::string::npos) << stale.status().message();
+}
+
+}  // namespace
+}  // namespace fovea::runtime::testing
