@@ -31,6 +31,7 @@ struct ImagesArgs {
   std::optional<int> batch;
   std::string size;
   std::optional<std::string> precision;
+  std::string calibration;
   std::optional<std::string> normalize;
   std::string format = "png";
   std::optional<int> quality;
@@ -72,8 +73,7 @@ std::string flag_of_key(std::string_view key) {
 
 Status apply_model_flags(const ImagesArgs& args, pipeline::ModelConfig& model) {
   model.path = args.model;
-  if (args.precision)
-    model.precision = *args.precision == "fp32" ? runtime::Precision::kFloat32 : runtime::Precision::kFloat16;
+  FOVEA_TRY(apply_precision_flags(args.precision, args.calibration, model));
   // pix2pix and most image generators are trained on [-1, 1] pictures; torchvision's detectors,
   // segmenters and classifiers on ImageNet's.
   const std::string normalize =
@@ -203,8 +203,11 @@ void add_images_command(CLI::App& app, Action* action) {
   images->add_option("--size", args->size,
                      "Network input WIDTHxHEIGHT, e.g. 256x256; default the model's own (required when the "
                      "model's input size is not fixed)");
-  images->add_option("--precision", args->precision, "fp16 or fp32 (GPU; the CPU runs fp32) (default fp16)")
-      ->check(CLI::IsMember({"fp16", "fp32"}));
+  images
+      ->add_option("--precision", args->precision,
+                   "fp16, fp32 (GPU; the CPU runs fp32) or int8 (with --calib) (default fp16)")
+      ->check(CLI::IsMember({"fp16", "fp32", "int8"}));
+  add_calibration_flag(images, &args->calibration);
   images
       ->add_option(
           "--normalize", args->normalize,

@@ -13,6 +13,7 @@
 #include "core/log.h"
 #include "io/decoder.h"
 #include "pipeline/flow.h"
+#include "runtime/session.h"
 
 namespace fovea::app {
 
@@ -147,6 +148,31 @@ int run_flow_command(const pipeline::PipelineConfig& config, const pipeline::Flo
   return result->partial() ? kExitPartial : kExitOk;
 }
 
+void add_calibration_flag(CLI::App* command, std::string* calibration) {
+  command
+      ->add_option("--calib", *calibration,
+                   "With --precision int8: the calibration cache made for the model (fovea model calibrate)")
+      ->check(CLI::ExistingFile);
+}
+
+Status apply_precision_flags(const std::optional<std::string>& precision, const std::string& calibration,
+                             pipeline::ModelConfig& model) {
+  if (precision) {
+    FOVEA_ASSIGN_OR_RETURN(model.precision, runtime::parse_precision(*precision));
+  }
+  if (!calibration.empty()) model.calibration = calibration;
+  const bool int8 = model.precision == runtime::Precision::kInt8;
+  if (int8 && !model.calibration) {
+    return make_error(
+        StatusCode::kInvalidArgument,
+        "--precision int8 needs --calib FILE, the cache fovea model calibrate makes for the model");
+  }
+  if (!int8 && model.calibration) {
+    return make_error(StatusCode::kInvalidArgument, "--calib is for --precision int8");
+  }
+  return Status::ok();
+}
+
 void add_flow_flags(CLI::App* command, FlowFlags* flags, const std::string& model_help) {
   const pipeline::PipelineConfig defaults;
   const pipeline::ModelConfig model_defaults;
@@ -161,9 +187,10 @@ void add_flow_flags(CLI::App* command, FlowFlags* flags, const std::string& mode
                       "first input's when they differ)");
   command
       ->add_option("--precision", flags->precision,
-                   fmt::format("fp16 or fp32 (GPU; the CPU runs fp32) (default {})",
+                   fmt::format("fp16, fp32 (GPU; the CPU runs fp32) or int8 (with --calib) (default {})",
                                runtime::precision_name(model_defaults.precision)))
-      ->check(CLI::IsMember({"fp16", "fp32"}));
+      ->check(CLI::IsMember({"fp16", "fp32", "int8"}));
+  add_calibration_flag(command, &flags->calibration);
   command
       ->add_option("--normalize", flags->normalize,
                    fmt::format("imagenet (torchvision models) or none (pixels / 255) (default {})",
@@ -204,10 +231,7 @@ Status apply_flow_flags(const FlowFlags& flags, pipeline::ModelConfig model,
   if (!flags.size.empty()) {
     FOVEA_ASSIGN_OR_RETURN(std::tie(model.input_width, model.input_height), parse_size(flags.size, "--size"));
   }
-  if (flags.precision) {
-    model.precision =
-        *flags.precision == "fp16" ? runtime::Precision::kFloat16 : runtime::Precision::kFloat32;
-  }
+  FOVEA_TRY(apply_precision_flags(flags.precision, flags.calibration, model));
   if (flags.normalize) {
     const bool imagenet = *flags.normalize == "imagenet";
     model.mean = imagenet ? pipeline::kImagenetMean : std::array<float, 3>{0.0f, 0.0f, 0.0f};

@@ -62,6 +62,7 @@ struct FlowFlags {
   std::string size;        // WIDTHxHEIGHT of the network input
   std::string frame_size;  // WIDTHxHEIGHT of the frames
   std::optional<std::string> precision;
+  std::string calibration;  // --calib, with --precision int8
   std::optional<std::string> normalize;
   std::optional<std::string> decoder;
   std::string output_dir;
@@ -93,5 +94,12 @@ Status flow_error_naming_flags(const Status& status,
 // "960x544" -> {width, height}: WIDTHxHEIGHT, as FFmpeg's -s and every size fovea prints. The
 // configuration's checks judge the numbers; the error names `flag`.
 Result<std::pair<int, int>> parse_size(const std::string& text, std::string_view flag);
+
+// --calib FILE, the calibration cache --precision int8 runs with.
+void add_calibration_flag(CLI::App* command, std::string* calibration);
+// --precision and --calib into the model's entry: int8 without a cache (or a cache without int8) is
+// an error naming the flags.
+Status apply_precision_flags(const std::optional<std::string>& precision, const std::string& calibration,
+                             pipeline::ModelConfig& model);
 
 }  // namespace fovea::app

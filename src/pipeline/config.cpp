@@ -46,7 +46,8 @@ constexpr EnumName<io::DecoderBackend> kDecoderNames[] = {{io::DecoderBackend::k
 constexpr EnumName<io::RtspTransport> kTransportNames[] = {{io::RtspTransport::kTcp, "tcp"},
                                                            {io::RtspTransport::kUdp, "udp"}};
 constexpr EnumName<runtime::Precision> kPrecisionNames[] = {{runtime::Precision::kFloat32, "fp32"},
-                                                            {runtime::Precision::kFloat16, "fp16"}};
+                                                            {runtime::Precision::kFloat16, "fp16"},
+                                                            {runtime::Precision::kInt8, "int8"}};
 constexpr EnumName<ColorOrder> kColorOrderNames[] = {{ColorOrder::kRgb, "rgb"}, {ColorOrder::kBgr, "bgr"}};
 constexpr EnumName<FlowKind> kFlowNames[] = {{FlowKind::kSegmentation, "segmentation"},
                                              {FlowKind::kDetection, "detection"},
@@ -798,7 +799,8 @@ const KeySpec<ModelConfig> kModelKeys[] = {
     key<&ModelConfig::path>("path", {.required = true}, "The ONNX file."),
     key<&ModelConfig::input_name>("input_name", {},
                                   "The input tensor to feed; absent: the model's only input."),
-    key<&ModelConfig::precision>("precision", {}, "Inference precision on the GPU (the CPU runs fp32)."),
+    key<&ModelConfig::precision>("precision", {},
+                                 "Inference precision on the GPU (the CPU runs fp32, or int8 when asked)."),
     key<&ModelConfig::mean>("mean", {.min = 0},
                             "Per channel, on the 0..1 scale: the tensor holds `(pixel / 255 - mean) / std`."),
     key<&ModelConfig::std>("std", {.min = 0, .min_exclusive = true},
@@ -813,6 +815,8 @@ const KeySpec<ModelConfig> kModelKeys[] = {
         "keep_aspect", {}, "Letterbox (keep the aspect ratio, pad) instead of stretching to the input size."),
     key<&ModelConfig::engine_cache>("engine_cache", {},
                                     "GPU: a folder where the planned model is kept as an engine."),
+    key<&ModelConfig::calibration>(
+        "calibration", {}, "The calibration cache `precision: int8` runs with (`fovea model calibrate`)."),
     key<&ModelConfig::parser>(
         "parser", {},
         "How a detector's outputs read (`src/post/detect_post.h`); the detect stage's model "
@@ -1150,6 +1154,10 @@ Status parse_model(const Parser& parser, const YAML::Node& node, const std::stri
     const std::string_view given = model.input_width ? "input_width" : "input_height";
     return Field{parser, *lookup(node, given), join_path(path, given)}.error(
         "input_width and input_height go together; give both or neither");
+  }
+  if (model.precision == runtime::Precision::kInt8 && !model.calibration) {
+    return Field{parser, *lookup(node, "precision"), join_path(path, "precision")}.error(
+        "int8 needs `calibration:`, the cache `fovea model calibrate` makes for this model");
   }
   return Status::ok();
 }
@@ -1841,6 +1849,7 @@ Result<PipelineConfig> load_config(const std::string& path) {
     resolve_from(folder, model.path);
     if (model.engine_cache) resolve_from(folder, *model.engine_cache);
     if (model.labels) resolve_from(folder, *model.labels);
+    if (model.calibration) resolve_from(folder, *model.calibration);
   }
   if (config.sinks.video) resolve_from(folder, config.sinks.video->output_dir);
   if (config.sinks.metadata) resolve_from(folder, config.sinks.metadata->path);

@@ -87,6 +87,8 @@ struct ModelConfig {
   // GPU: a folder where the planned model is kept as an engine (runtime/engine.h), so later runs
   // skip cuDNN's algorithm search; absent: planned on every run.
   std::optional<std::string> engine_cache;
+  // precision int8: the calibration cache made for this model (`fovea model calibrate`); required then.
+  std::optional<std::string> calibration;
   // Detection models: how their outputs read (post/detect_post.h); absent for other models.
   std::optional<post::DetectParser> parser;
   // One class name per line, as many lines as the model has classes; absent: class numbers.

@@ -112,7 +112,7 @@ Result<FlowModel*> open_primary(FlowPlan& plan, const PipelineConfig& config, st
                          open_flow_model(*model, config.mux.batch_size, plan.shape));
   std::shared_ptr<FlowModel> shared = std::move(opened);
   plan.keep_alive.push_back(shared);
-  plan.description = shared->session->device_description() + ", " + shared->description(plan.shape.gpu);
+  plan.description = shared->session->device_description() + ", " + shared->description();
   return shared.get();
 }
 

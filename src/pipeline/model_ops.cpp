@@ -63,10 +63,9 @@ Result<std::pair<int, int>> input_size(const ModelConfig& config, const runtime:
 
 }  // namespace
 
-std::string FlowModel::description(bool gpu) const {
-  const bool half = gpu && config.precision == runtime::Precision::kFloat16;
+std::string FlowModel::description() const {
   return fmt::format("model {} at {}x{} batch {} {}", config.path, input_width(), input_height(), batch_size,
-                     half ? "fp16" : "fp32");
+                     runtime::precision_name(session->options().precision));
 }
 
 Result<std::unique_ptr<FlowModel>> open_flow_model(const ModelConfig& config, int batch_size,
@@ -106,6 +105,10 @@ Result<std::unique_ptr<FlowModel>> open_flow_model(const ModelConfig& config, in
     // In fp16 the preprocess writes float16 and the post ops read float16 outputs: no Casts.
     options.float16_interface = config.precision == runtime::Precision::kFloat16;
     if (config.engine_cache) options.engine_cache = *config.engine_cache;
+  } else if (config.precision == runtime::Precision::kInt8) {
+    // The CPU runs the int8 plan as the reference does (quantize/dequantize pairs): the accuracy a
+    // user checks there is the GPU's.
+    options.precision = runtime::Precision::kInt8;
   } else if (config.precision == runtime::Precision::kFloat16) {
     // fp16 is the default, so this is every CPU run: not worth more than a debug line.
     log_debug("{}: precision fp16 applies to the GPU; the CPU path runs the model in fp32", config.path);
@@ -115,6 +118,7 @@ Result<std::unique_ptr<FlowModel>> open_flow_model(const ModelConfig& config, in
   model->batch_size = batch_size;
   model->tensor_buffer = "tensor " + config.name;
   const runtime::Shape input_shape = {batch_size, 3, size.second, size.first};
+  if (config.calibration) options.calibration = *config.calibration;
   FOVEA_ASSIGN_OR_RETURN(model->session,
                          runtime::InferenceSession::create(graph, {{input.name, input_shape}}, options));
   model->preprocess = image::PreprocessParams{

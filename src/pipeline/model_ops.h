@@ -32,8 +32,8 @@ struct FlowModel {
 
   int input_width() const { return preprocess.width; }
   int input_height() const { return preprocess.height; }
-  // "model m.onnx at 960x544 batch 4 fp16", for the run's log.
-  std::string description(bool gpu) const;
+  // "model m.onnx at 960x544 batch 4 fp16" (the precision the session runs), for the run's log.
+  std::string description() const;
 };
 
 // Opens `config` for images: one input [N, 3, H, W] (H and W: the model's own when it fixes them,

@@ -305,7 +305,7 @@ TEST(PipelineConfigErrors, UnknownEnumValuesListTheChoices) {
       HasSubstr("sources.0.decoder: expected one of auto, cpu, nvdec, got 'gpu'"));
   EXPECT_THAT(
       parse_error("sources: [{uri: a.mp4}]\nmodel: {path: m.onnx, precision: fp8}\nsinks: {null: true}\n"),
-      HasSubstr("model.precision: expected one of fp32, fp16, got 'fp8'"));
+      HasSubstr("model.precision: expected one of fp32, fp16, int8, got 'fp8'"));
   EXPECT_THAT(parse_error(minimal_with("task: {type: detection}\n")),
               HasSubstr("task.type: expected one of segmentation, got 'detection'"));
   EXPECT_THAT(parse_error(minimal_with("task: {type: detection}\n")), HasSubstr("test.yaml:7:14:"));
@@ -340,6 +340,9 @@ TEST(PipelineConfigErrors, OutOfRangeValues) {
   EXPECT_THAT(
       parse_error("sources: [{uri: a.mp4}]\nmodel: {path: m.onnx, input_width: 960}\nsinks: {null: true}\n"),
       HasSubstr("model.input_width: input_width and input_height go together"));
+  EXPECT_THAT(
+      parse_error("sources: [{uri: a.mp4}]\nmodel: {path: m.onnx, precision: int8}\nsinks: {null: true}\n"),
+      HasSubstr("model.precision: int8 needs `calibration:`"));
   EXPECT_THAT(parse_error(minimal_with("sinks_x: 1\n")), HasSubstr("did you mean 'sinks'?"));
 }
 
