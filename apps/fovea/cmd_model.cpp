@@ -1,5 +1,6 @@
-// fovea model info|run|bench: what a model holds and costs, running it on the CPU or CUDA with .npy
-// files, and timing the CUDA executor over batch sizes.
+// fovea model info|run|bench|calibrate: what a model holds and costs, running it on the CPU or CUDA
+// with .npy files, timing the CUDA executor over batch sizes, and the calibration int8 runs with
+// (cmd_calibrate.cpp).
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "cmd_calibrate.h"
 #include "commands.h"
 #include "core/log.h"
 #include "core/output_file.h"
@@ -33,6 +35,8 @@ struct ModelArgs {
   std::string device = "cpu";
   std::string precision = "fp32";
   std::vector<std::string> keep_fp32;  // node names or op types kept in float32 under fp16
+  std::string calibration;             // --calib, the cache int8 runs with
+  std::vector<std::string> keep_fp16;  // node names or op types left unquantized under int8
   bool no_cuda_graph = false;
   std::string engine_cache;  // folder of planned engines (CUDA)
   std::vector<std::int64_t> batches{1};
@@ -73,13 +77,29 @@ Result<runtime::InputShapes> parse_shapes(const std::vector<std::string>& texts)
   return shapes;
 }
 
-// The session's options from --device, --precision, --keep-fp32, --no-cuda-graph and --engine-cache.
-// The last four are CUDA's (their help says so): on the CPU the model runs in fp32, planned each time.
+// The session's options from --device, --precision, --calib, --keep-fp16, --keep-fp32, --no-cuda-graph
+// and --engine-cache. int8 runs on both devices (the CPU runs it as the reference, with the
+// quantization written out); the other precisions and the last three are CUDA's (their help says
+// so): on the CPU the model runs in fp32, planned each time.
 Result<runtime::SessionOptions> session_options(const ModelArgs& args) {
   runtime::SessionOptions options;
   FOVEA_ASSIGN_OR_RETURN(options.device, runtime::parse_device(args.device));
+  FOVEA_ASSIGN_OR_RETURN(const runtime::Precision precision, runtime::parse_precision(args.precision));
+  if (precision == runtime::Precision::kInt8) {
+    if (args.calibration.empty()) {
+      return make_error(
+          StatusCode::kInvalidArgument,
+          "--precision int8 needs --calib FILE, the cache `fovea model calibrate` makes for this "
+          "model");
+    }
+    options.precision = precision;
+    options.calibration = args.calibration;
+    options.keep_unquantized = args.keep_fp16;
+  } else if (!args.calibration.empty() || !args.keep_fp16.empty()) {
+    return make_error(StatusCode::kInvalidArgument, "--calib and --keep-fp16 are for --precision int8");
+  }
   if (options.device == runtime::Device::kCpu) return options;
-  FOVEA_ASSIGN_OR_RETURN(options.precision, runtime::parse_precision(args.precision));
+  options.precision = precision;
   options.keep_float32 = args.keep_fp32;
   options.use_cuda_graph = !args.no_cuda_graph;
   options.engine_cache = args.engine_cache;
@@ -425,16 +445,26 @@ int run_bench(const ModelArgs& args) {
   return kExitOk;
 }
 
-// --device, --precision, --keep-fp32 and --no-cuda-graph, for the subcommands that run on CUDA.
+// --device, --precision, --calib, --keep-fp16, --keep-fp32 and --no-cuda-graph, for the subcommands that
+// run on CUDA.
 void add_device_options(CLI::App* command, ModelArgs* args, const char* default_device) {
   args->device = default_device;
   command->add_option("--device", args->device, "cpu or cuda")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
   command
-      ->add_option("--precision", args->precision, "CUDA: fp32, or fp16 (half storage, float accumulation)")
-      ->check(CLI::IsMember({"fp32", "fp16"}))
+      ->add_option("--precision", args->precision,
+                   "CUDA: fp32, or fp16 (half storage, float accumulation); int8 (with --calib) on either "
+                   "device, the CPU running it as the reference")
+      ->check(CLI::IsMember({"fp32", "fp16", "int8"}))
       ->capture_default_str();
+  command
+      ->add_option("--calib", args->calibration,
+                   "With int8: the calibration cache made for this model (fovea model calibrate)")
+      ->check(CLI::ExistingFile);
+  command->add_option("--keep-fp16", args->keep_fp16,
+                      "With int8: a node name or op type left unquantized, run as the float plan runs it "
+                      "(repeatable)");
   command->add_option("--keep-fp32", args->keep_fp32,
                       "With fp16: a node name or op type that stays in fp32 "
                       "(repeatable)");
@@ -503,6 +533,8 @@ void add_model_command(CLI::App& app, Action* action) {
       return run_bench(*args);
     };
   });
+
+  add_calibrate_command(model, action);
 }
 
 }  // namespace fovea::app
