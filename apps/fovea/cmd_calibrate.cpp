@@ -80,8 +80,9 @@ struct CalibrateArgs {
 };
 
 // --config's entry (or a default `models:` entry) with MODEL and the preprocessing flags applied,
-// run in float32 on the CPU: calibration observes the float model, and the entry's own precision,
-// cache and engine folder are what the int8 run uses later.
+// run in float32 on the CPU: calibration observes the float model, and the entry's own precision
+// and engine folder are what the int8 run uses later. Its `calibration:` is where the cache goes
+// when -o is left out.
 Result<pipeline::ModelConfig> model_config(const CalibrateArgs& args) {
   pipeline::ModelConfig model;
   if (!args.config.empty()) {
@@ -123,7 +124,6 @@ Result<pipeline::ModelConfig> model_config(const CalibrateArgs& args) {
     model.color_order = *args.color == "bgr" ? pipeline::ColorOrder::kBgr : pipeline::ColorOrder::kRgb;
   if (args.letterbox) model.keep_aspect = true;
   model.precision = runtime::Precision::kFloat32;
-  model.calibration.reset();
   model.engine_cache.reset();
   return model;
 }
@@ -445,6 +445,7 @@ int run_calibrate(CalibrateArgs args) {
     }
     args.output = *config->calibration;
   }
+  config->calibration.reset();  // the cache being made, not one to plan with
   std::vector<io::ListedImage> images;
   Unreadable unreadable;
   Result<std::vector<std::string>> inputs = input_files(args, images, unreadable);

@@ -102,6 +102,42 @@ TEST_F(CliCalibrate, WritesACacheNamingTheModelDigestWithARangeForEveryActivatio
   EXPECT_EQ(cache(calib)["preprocess"], "16x12 imagenet rgb");
 }
 
+TEST_F(CliCalibrate, TakesThePreprocessingAndTheCachesPathFromAFlowsModelEntry) {
+  std::ofstream(dir_ / "flow.yaml") << "sources:\n"
+                                       "  - uri: street.mp4\n"
+                                       "models:\n"
+                                       "  - name: detector\n"
+                                       "    path: other.onnx\n"
+                                       "  - name: segmenter\n"
+                                       "    path: segmenter.onnx\n"
+                                       "    input_width: 16\n"
+                                       "    input_height: 12\n"
+                                       "    mean: [0.5, 0.5, 0.5]\n"
+                                       "    std: [0.25, 0.25, 0.25]\n"
+                                       "    color_order: bgr\n"
+                                       "    precision: int8\n"
+                                       "    calibration: segmenter.calib\n"
+                                       "sinks:\n"
+                                       "  null: true\n";
+  const std::string flow = (dir_ / "flow.yaml").string();
+  ASSERT_EQ(fovea({"--config", flow, "--model", "segmenter", "--images", (dir_ / "in").string()}), 0)
+      << output_;
+  EXPECT_EQ(cache(dir_ / "segmenter.calib")["preprocess"], "16x12 mean 0.5,0.5,0.5 std 0.25,0.25,0.25 bgr");
+  EXPECT_EQ(cache(dir_ / "segmenter.calib")["model_digest"], runtime::file_digest(model_).value());
+  // Flags override the entry.
+  ASSERT_EQ(fovea({model_.string(), "--config", flow, "--model", "segmenter", "--images",
+                   (dir_ / "in").string(), "--normalize", "none", "--size", "8x6"}),
+            0)
+      << output_;
+  EXPECT_EQ(cache(dir_ / "segmenter.calib")["preprocess"], "8x6 none bgr");
+  // MODEL must be the entry's model, and the entry must exist.
+  EXPECT_EQ(fovea({model_.string(), "--config", flow, "--images", (dir_ / "in").string()}), 2) << output_;
+  EXPECT_NE(output_.find("other.onnx"), std::string::npos) << output_;
+  EXPECT_EQ(fovea({"--config", flow, "--model", "classifier", "--images", (dir_ / "in").string()}), 2)
+      << output_;
+  EXPECT_NE(output_.find("classifier"), std::string::npos) << output_;
+}
+
 TEST_F(CliCalibrate, TakesAVideosFramesAndSaysWhenThereAreFewerThanAsked) {
   ASSERT_TRUE(write_clip((dir_ / "clip.mp4").string(), {.width = 64, .height = 48, .frames = 6}).is_ok());
   const fs::path calib = dir_ / "video.calib";
