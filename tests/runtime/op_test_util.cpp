@@ -119,6 +119,11 @@ Tensor random_tensor(DataType dtype, Shape shape, std::uint32_t seed, double low
   return tensor;
 }
 
+Tensor random_8bit(DataType dtype, Shape shape, std::uint32_t seed) {
+  return dtype == DataType::kUInt8 ? random_tensor(DataType::kUInt8, std::move(shape), seed, 0, 256)
+                                   : random_tensor(DataType::kInt8, std::move(shape), seed, -128, 128);
+}
+
 Tensor float_tensor(Shape shape, std::vector<float> values) {
   return Tensor::from_vector(DataType::kFloat32, std::move(shape), values);
 }

@@ -43,6 +43,8 @@ Result<std::vector<ValueType>> infer_types(const Node& node, const std::vector<V
 
 // Uniform random values in [low, high), reproducible from `seed`.
 Tensor random_tensor(DataType dtype, Shape shape, std::uint32_t seed, double low = -1.0, double high = 1.0);
+// Every value of an 8-bit type, uniformly: [0, 255] for kUInt8, [-128, 127] for kInt8.
+Tensor random_8bit(DataType dtype, Shape shape, std::uint32_t seed);
 Tensor float_tensor(Shape shape, std::vector<float> values);
 Tensor int64_tensor(Shape shape, std::vector<std::int64_t> values);
 

@@ -29,12 +29,6 @@ Tensor i32(Shape shape, std::vector<std::int32_t> values) {
 Tensor scalar(float value) {
   return float_tensor({}, {value});
 }
-// Every value of the dtype, uniformly.
-Tensor random_8bit(DataType dtype, Shape shape, std::uint32_t seed) {
-  return dtype == kU8 ? random_tensor(kU8, std::move(shape), seed, 0, 256)
-                      : random_tensor(kI8, std::move(shape), seed, -128, 128);
-}
-
 // Zero point or scale `index` of a parameter that holds one value or one per index.
 std::int64_t zero_at(const Tensor& zp, std::int64_t index) {
   return integer_at(zp, zp.numel() == 1 ? 0 : index);

@@ -13,14 +13,6 @@ constexpr DataType kU8 = DataType::kUInt8;
 constexpr DataType kI8 = DataType::kInt8;
 constexpr DataType kF32 = DataType::kFloat32;
 
-Tensor random_8bit(DataType dtype, Shape shape, std::uint32_t seed) {
-  return dtype == kU8 ? random_tensor(kU8, std::move(shape), seed, 0, 256)
-                      : random_tensor(kI8, std::move(shape), seed, -128, 128);
-}
-Tensor random_scale(Shape shape, std::uint32_t seed) {
-  return random_tensor(kF32, std::move(shape), seed, 0.001, 0.02);
-}
-
 // Both ways the executor hands parameters over: as device tensors, and as plan-time constants.
 std::vector<CudaCheck> parameter_placements(std::vector<int> parameters) {
   return {CudaCheck{}, CudaCheck{.constant_inputs = std::move(parameters)}};
