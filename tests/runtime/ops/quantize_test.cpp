@@ -6,9 +6,11 @@
 #include <cmath>
 #include <limits>
 
+#include "runtime/graph_test_util.h"
 #include "runtime/op_test_util.h"
 #include "runtime/ops/elementwise_test_util.h"
 #include "runtime/ops/quantize_util.h"
+#include "runtime/planner.h"
 
 namespace fovea::runtime::testing {
 namespace {
@@ -250,6 +252,41 @@ TEST(OpQuantizeLinear, Float16InputsComputeInFloat32) {
   EXPECT_TRUE(tensors_near(run_node(quantize_node(), {x, scalar(kF16, 0.5), scalar(kI8, 0)})[0], expected));
   // A float16 plan keeps the scale float32 (OpDef::float32_inputs): x float16, scale float32.
   EXPECT_TRUE(tensors_near(run_node(quantize_node(), {x, scalar(kF32, 0.5), scalar(kI8, 0)})[0], expected));
+}
+
+TEST(OpQuantizeLinear, AFloat16PlanKeepsTheScaleFloat32) {
+  // x -> Relu -> QuantizeLinear(0.1) -> q, and q -> DequantizeLinear(0.1) -> y. 25.046875 (exact in
+  // float16) / 0.1 is 250.47, which rounds to 250; divided by float16's 0.1 (0.099976) it would be
+  // 250.53 -> 251. The float16 plan must give the float32 plan's integers.
+  ModelBuilder m(13);
+  m.input("x", kF32, {1, 4}).initializer("scale", float_tensor({}, {0.1f}));
+  m.node("Relu", {"x"}, {"r"});
+  m.node("QuantizeLinear", {"r", "scale"}, {"q"});
+  m.node("DequantizeLinear", {"q", "scale"}, {"y"});
+  m.output("q", kU8, {1, 4}).output("y", kF32, {1, 4});
+  const Graph graph = load_graph(m);
+  const Tensor x = float_tensor({1, 4}, {25.046875f, 0.5f, 12.546875f, 3});
+  const Tensor expected = tensor_of(kU8, {1, 4}, {250, 5, 125, 30});
+  for (Precision precision : {Precision::kFloat32, Precision::kFloat16}) {
+    auto plan = plan_graph(graph, {{"x", {1, 4}}}, {.precision = precision});
+    ASSERT_TRUE(plan.is_ok()) << plan.status().to_string();
+    for (const Node& node : plan->graph.nodes) {
+      // QuantizeLinear's scale stays float32; DequantizeLinear's follows the plan (its output's type).
+      if (node.op_type == "QuantizeLinear") {
+        EXPECT_EQ(plan->graph.value(node.inputs[1]).type.dtype, kF32);
+      } else if (node.op_type == "DequantizeLinear") {
+        EXPECT_EQ(plan->graph.value(node.inputs[1]).type.dtype,
+                  precision == Precision::kFloat16 ? kF16 : kF32);
+      }
+    }
+    auto outputs = CpuExecutor(std::move(*plan)).run({x});
+    ASSERT_TRUE(outputs.is_ok()) << outputs.status().to_string();
+    EXPECT_TRUE(tensors_near((*outputs)[0], expected)) << precision_name(precision);
+    EXPECT_TRUE(tensors_near((*outputs)[1],
+                             reference_dequantize(expected, float_tensor({}, {0.1f}), scalar(kU8, 0), 0),
+                             1e-3, 1e-3))
+        << precision_name(precision);
+  }
 }
 
 TEST(OpQuantizeLinear, InfersTypeAndShape) {
