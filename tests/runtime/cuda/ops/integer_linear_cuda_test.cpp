@@ -13,6 +13,10 @@ constexpr DataType kU8 = DataType::kUInt8;
 constexpr DataType kI8 = DataType::kInt8;
 constexpr DataType kF32 = DataType::kFloat32;
 
+Tensor random_scale(Shape shape, std::uint32_t seed) {
+  return random_tensor(kF32, std::move(shape), seed, 0.001, 0.02);
+}
+
 // Both ways the executor hands parameters over: as device tensors, and as plan-time constants.
 std::vector<CudaCheck> parameter_placements(std::vector<int> parameters) {
   return {CudaCheck{}, CudaCheck{.constant_inputs = std::move(parameters)}};
