@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "runtime/parallel.h"
+
 namespace fovea::runtime::quant {
 namespace {
 
@@ -204,13 +206,20 @@ Result<std::vector<std::pair<std::string, const Tensor*>>> Calibrator::finite_ac
     activations.emplace_back(session_->output_spec(static_cast<int>(i)).name, &outputs[i]);
   }
   std::erase_if(activations, [](const auto& entry) { return entry.second->dtype() != DataType::kFloat32; });
-  for (const auto& [tensor_name, tensor] : activations) {
-    if (has_non_finite(float_values(*tensor))) {
-      return make_error(StatusCode::kCorruptData, observed_.where(), "calibration: tensor '", tensor_name,
-                        fmt::format("' holds NaN or infinity in the batch after the first {} samples; the "
-                                    "inputs or the model give numbers 8 bits cannot hold",
-                                    samples_));
+  // One tensor per task: each is scanned on its own (a large model's activations are gigabytes).
+  std::vector<char> non_finite(activations.size(), 0);
+  parallel_for(static_cast<std::int64_t>(activations.size()), 1, [&](std::int64_t begin, std::int64_t end) {
+    for (auto i = static_cast<std::size_t>(begin); i < static_cast<std::size_t>(end); ++i) {
+      non_finite[i] = has_non_finite(float_values(*activations[i].second)) ? 1 : 0;
     }
+  });
+  const auto first = std::find(non_finite.begin(), non_finite.end(), 1);
+  if (first != non_finite.end()) {
+    return make_error(StatusCode::kCorruptData, observed_.where(), "calibration: tensor '",
+                      activations[static_cast<std::size_t>(first - non_finite.begin())].first,
+                      fmt::format("' holds NaN or infinity in the batch after the first {} samples; the "
+                                  "inputs or the model give numbers 8 bits cannot hold",
+                                  samples_));
   }
   return activations;
 }
@@ -224,11 +233,18 @@ Status Calibrator::add_batch(const std::vector<Tensor>& inputs) {
   FOVEA_ASSIGN_OR_RETURN(const std::vector<Tensor> outputs, session_->run_host(stream, inputs));
   // Checked whole before any is folded, so a refused batch leaves every histogram as it was.
   FOVEA_ASSIGN_OR_RETURN(const auto activations, finite_activations(inputs, outputs));
+  std::vector<AbsHistogram*> histograms;
   for (const auto& [tensor_name, tensor] : activations) {
     auto it = histograms_.find(tensor_name);
     if (it == histograms_.end()) it = histograms_.emplace(tensor_name, AbsHistogram()).first;
-    it->second.add(float_values(*tensor));
+    histograms.push_back(&it->second);
   }
+  // Each histogram is its own: they are folded in parallel, one tensor per task.
+  parallel_for(static_cast<std::int64_t>(activations.size()), 1, [&](std::int64_t begin, std::int64_t end) {
+    for (auto i = static_cast<std::size_t>(begin); i < static_cast<std::size_t>(end); ++i) {
+      histograms[i]->add(float_values(*activations[i].second));
+    }
+  });
   samples_ += inputs.empty() || inputs[0].rank() == 0 ? 1 : static_cast<int>(inputs[0].dim(0));
   return Status::ok();
 }
@@ -241,10 +257,18 @@ Result<CalibrationTable> Calibrator::finish(CalibrationMethod method, double per
     return make_error(StatusCode::kInvalidArgument,
                       fmt::format("calibration: percentile {} is not in (0, 100]", percentile));
   }
+  // The entropy search costs milliseconds per tensor: one tensor per task.
+  std::vector<std::pair<const std::string*, const AbsHistogram*>> tensors;
+  for (const auto& [tensor_name, histogram] : histograms_) tensors.emplace_back(&tensor_name, &histogram);
+  std::vector<float> amax(tensors.size());
+  parallel_for(static_cast<std::int64_t>(tensors.size()), 1, [&](std::int64_t begin, std::int64_t end) {
+    for (auto i = static_cast<std::size_t>(begin); i < static_cast<std::size_t>(end); ++i) {
+      amax[i] = method_amax(*tensors[i].second, method, percentile);
+    }
+  });
   CalibrationTable table{.method = method, .samples = samples_};
-  for (const auto& [tensor_name, histogram] : histograms_) {
-    table.tensors[tensor_name] = TensorRange{.amax = method_amax(histogram, method, percentile)};
-  }
+  for (std::size_t i = 0; i < tensors.size(); ++i)
+    table.tensors[*tensors[i].first] = TensorRange{.amax = amax[i]};
   return table;
 }
 
