@@ -21,6 +21,7 @@
 #include "runtime/npy.h"
 #include "runtime/onnx_loader.h"
 #include "runtime/parallel.h"
+#include "runtime/quant/quantize_graph.h"
 
 namespace fovea::app {
 namespace {
@@ -164,6 +165,25 @@ double node_flops(const runtime::Graph& graph, const runtime::Node& node) {
   return elements;
 }
 
+// --precision int8: each convolution and matrix product of the int8 plan with the precision it runs
+// in ("int8", or the float type of a layer left out: --keep-fp16, or no range in the cache).
+Result<std::map<std::string, std::string>> layer_precisions(const runtime::Graph& graph,
+                                                            const runtime::InputShapes& shapes,
+                                                            const ModelArgs& args) {
+  FOVEA_ASSIGN_OR_RETURN(runtime::SessionOptions options, session_options(args));
+  options.device = runtime::Device::kCpu;
+  FOVEA_ASSIGN_OR_RETURN(auto session, runtime::InferenceSession::create(graph, shapes, options));
+  const runtime::Graph& planned = session->plan().graph;
+  std::map<std::string, std::string> layers;
+  for (const runtime::Node& node : planned.nodes) {
+    if (node.op_type == "Conv" || node.op_type == "FusedConv" || node.op_type == "Gemm" ||
+        node.op_type == "MatMul") {
+      layers[node.name] = runtime::quant::node_precision(planned, node);
+    }
+  }
+  return layers;
+}
+
 int run_info(const ModelArgs& args) {
   auto model = runtime::load_onnx(args.model);
   if (!model.is_ok()) {
@@ -216,6 +236,16 @@ int run_info(const ModelArgs& args) {
   report["planned_nodes"] = plan->graph.nodes.size();
   report["arena_bytes"] = plan->memory.arena_bytes;
   report["naive_bytes"] = plan->memory.naive_bytes;
+  std::map<std::string, std::string> layers;
+  if (args.precision == "int8") {
+    auto precisions = layer_precisions(graph, *shapes, args);
+    if (!precisions.is_ok()) {
+      log_error("{}", precisions.status().to_string());
+      return kExitFailure;
+    }
+    layers = std::move(*precisions);
+    report["layers"] = layers;
+  }
   std::optional<runtime::SessionMemory> device_memory;
   if (args.device == "cuda") {
     auto options = session_options(args);
@@ -253,6 +283,14 @@ int run_info(const ModelArgs& args) {
                   fmt::format("{}", fmt::join(it->second, ", ")).c_str(), name.c_str());
     }
     std::printf("\n");
+  }
+  if (!layers.empty()) {
+    const auto int8 =
+        std::count_if(layers.begin(), layers.end(), [](const auto& l) { return l.second == "int8"; });
+    std::printf("  int8        %td of %zu convolutions and matrix products\n", int8, layers.size());
+    for (const auto& [name, precision] : layers) {
+      if (precision != "int8") std::printf("  kept        %s: %s\n", name.c_str(), precision.c_str());
+    }
   }
   std::printf("  FLOPs       %s\n  arena       %s (naive sum of intermediates %s, %.1fx smaller)\n",
               human_flops(flops).c_str(), human_bytes(static_cast<double>(plan->memory.arena_bytes)).c_str(),

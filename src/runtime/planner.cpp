@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "core/log.h"
 #include "runtime/passes/passes.h"
 #include "runtime/quant/quantize_graph.h"
 #include "runtime/shape_inference.h"
@@ -195,7 +196,13 @@ Result<ExecutionPlan> plan_graph(const Graph& model_graph, const InputShapes& in
     }
     // After optimize: batch norms are folded into the weights that get quantized, and the
     // epilogues a layer fuses stay in float, as an 8-bit kernel's epilogue runs them.
-    FOVEA_TRY(quant::quantize_graph(graph, *options.calibration, options.keep_unquantized).status());
+    FOVEA_ASSIGN_OR_RETURN(const std::vector<quant::QuantizedNode> layers,
+                           quant::quantize_graph(graph, *options.calibration, options.keep_unquantized));
+    for (const quant::QuantizedNode& layer : layers) {
+      if (!layer.int8)
+        log_info("{}int8: node '{}' ({}) stays in float: {}", graph.where(), layer.node, layer.op_type,
+                 layer.reason);
+    }
     FOVEA_TRY(infer_shapes(graph, FoldConstants::kNo));
     graph.compact();
   }

@@ -58,9 +58,12 @@ std::optional<Target> target_of(const Graph& graph, const Node& node) {
   return target;
 }
 
+// By name, or by op type as the model has it: "Conv" also names the convolutions fused with their
+// epilogue (fovea.FusedConv) by the time the rewrite runs.
 bool kept(const Node& node, const std::vector<std::string>& keep) {
-  return std::any_of(keep.begin(), keep.end(),
-                     [&](const std::string& entry) { return entry == node.name || entry == node.op_type; });
+  return std::any_of(keep.begin(), keep.end(), [&](const std::string& entry) {
+    return entry == node.name || entry == node.op_type || (entry == "Conv" && node.op_type == "FusedConv");
+  });
 }
 
 Attribute int_attribute(std::int64_t value) {
@@ -209,7 +212,9 @@ Result<std::vector<QuantizedNode>> quantize_graph(Graph& graph, const Calibratio
     const std::optional<Target> target = target_of(graph, graph.nodes[i]);
     if (!target) continue;
     if (kept(graph.nodes[i], keep)) {
-      report.push_back({.node = graph.nodes[i].name, .op_type = graph.nodes[i].op_type, .reason = "kept"});
+      report.push_back({.node = graph.nodes[i].name,
+                        .op_type = graph.nodes[i].op_type,
+                        .reason = "asked to stay unquantized"});
       continue;
     }
     report.push_back(quantize_node(graph, rewriter, i, *target));
