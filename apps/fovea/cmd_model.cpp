@@ -176,10 +176,8 @@ Result<std::map<std::string, std::string>> layer_precisions(const runtime::Graph
   const runtime::Graph& planned = session->plan().graph;
   std::map<std::string, std::string> layers;
   for (const runtime::Node& node : planned.nodes) {
-    if (node.op_type == "Conv" || node.op_type == "FusedConv" || node.op_type == "Gemm" ||
-        node.op_type == "MatMul") {
+    if (runtime::quant::is_quantizable_op(node))
       layers[node.name] = runtime::quant::node_precision(planned, node);
-    }
   }
   return layers;
 }
@@ -238,6 +236,10 @@ int run_info(const ModelArgs& args) {
   report["naive_bytes"] = plan->memory.naive_bytes;
   std::map<std::string, std::string> layers;
   if (args.precision == "int8") {
+    if (auto options = session_options(args); !options.is_ok()) {
+      log_error("{}", options.status().to_string());
+      return kExitUsage;  // as model run and bench answer a missing --calib
+    }
     auto precisions = layer_precisions(graph, *shapes, args);
     if (!precisions.is_ok()) {
       log_error("{}", precisions.status().to_string());

@@ -30,7 +30,8 @@ std::string shapes_text(const InputShapes& shapes) {
 
 Result<std::string> read_bytes(const std::filesystem::path& path) {
   std::ifstream file(path, std::ios::binary);
-  if (!file) return make_error(StatusCode::kNotFound, path.string(), ": cannot be opened (missing or unreadable)");
+  if (!file)
+    return make_error(StatusCode::kNotFound, path.string(), ": cannot be opened (missing or unreadable)");
   std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
   return bytes;
 }

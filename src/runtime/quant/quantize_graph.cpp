@@ -29,11 +29,9 @@ bool is_float32_constant(const Graph& graph, ValueId id) {
 
 // Which inputs of `node` the rewrite quantizes; nullopt for a node it leaves alone.
 std::optional<Target> target_of(const Graph& graph, const Node& node) {
-  const bool conv = (node.op_type == "Conv" && node.domain.empty()) ||
-                    (node.op_type == "FusedConv" && node.domain == "fovea");
-  const bool gemm = node.op_type == "Gemm" && node.domain.empty();
-  const bool matmul = node.op_type == "MatMul" && node.domain.empty();
-  if (!(conv || gemm || matmul) || node.inputs.size() < 2) return std::nullopt;
+  if (!is_quantizable_op(node) || node.inputs.size() < 2) return std::nullopt;
+  const bool gemm = node.op_type == "Gemm";
+  const bool matmul = node.op_type == "MatMul";
   const ValueId a = node.inputs[0];
   const ValueId b = node.inputs[1];
   if (!is_float32(graph, a) || !is_float32(graph, b) || graph.is_constant(a)) return std::nullopt;
@@ -221,6 +219,12 @@ Result<std::vector<QuantizedNode>> quantize_graph(Graph& graph, const Calibratio
   }
   FOVEA_TRY(rewriter.finish());
   return report;
+}
+
+bool is_quantizable_op(const Node& node) {
+  if (node.domain == "fovea") return node.op_type == "FusedConv";
+  return node.domain.empty() &&
+         (node.op_type == "Conv" || node.op_type == "Gemm" || node.op_type == "MatMul");
 }
 
 std::string node_precision(const Graph& graph, const Node& node) {

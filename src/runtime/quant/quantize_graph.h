@@ -39,6 +39,9 @@ struct QuantizedNode {
 Result<std::vector<QuantizedNode>> quantize_graph(Graph& graph, const CalibrationTable& table,
                                                   const std::vector<std::string>& keep);
 
+// Conv, fovea.FusedConv, Gemm and MatMul: the layers the rewrite may quantize.
+bool is_quantizable_op(const Node& node);
+
 // "int8" for a node that reads an activation through a DequantizeLinear (the rewrite's pattern, or a
 // QDQ model's), else the dtype name of its first input ("float32", "float16", ...).
 std::string node_precision(const Graph& graph, const Node& node);
