@@ -268,6 +268,15 @@ class Converter {
   Status run();
 
   const ValueType& type(ValueId id) const { return types_[static_cast<std::size_t>(id)]; }
+  // The old forms that read or keep the node's first input refuse a node without one.
+  Status require_data_input(const Node& node) const {
+    if (node.inputs.empty() || node.inputs[0] == kNoValue) return refuse(node, "it has no data input");
+    return Status::ok();
+  }
+  Result<DataType> data_type(const Node& node) const {
+    FOVEA_TRY(require_data_input(node));
+    return type(node.inputs[0]).dtype;
+  }
   // The rank of input i of `node`, when known.
   std::optional<int> rank(const Node& node, std::size_t i) const;
   // A value known at load: an initializer or the output of a Constant node.
@@ -479,8 +488,8 @@ Status cast_type_name(Converter& c, Node& node) {
 }
 
 Status clip_bounds_to_inputs(Converter& c, Node& node) {
+  FOVEA_ASSIGN_OR_RETURN(const DataType dtype, c.data_type(node));
   node.inputs.resize(3, kNoValue);
-  const DataType dtype = c.type(node.inputs[0]).dtype;
   for (const auto& [attribute, input] : {std::pair{"min", 1}, std::pair{"max", 2}}) {
     if (!node.has_attribute(attribute)) continue;
     FOVEA_ASSIGN_OR_RETURN(const float bound, node.attr_float(attribute));
@@ -504,9 +513,9 @@ Status concat_default_axis(Converter&, Node& node) {
 Status dropout_test_mode(Converter& c, Node& node) {
   node.attributes.erase("is_test");
   if (node.outputs.size() < 2 || node.outputs[1] == kNoValue || c.version() >= 10) return Status::ok();
+  FOVEA_ASSIGN_OR_RETURN(const DataType dtype, c.data_type(node));
   Node cast = c.make_node(node, "Cast", "mask_as_data_type");
-  cast.attributes["to"] =
-      Attribute{.kind = Attribute::Kind::kInt, .i = data_type_to_onnx(c.type(node.inputs[0]).dtype)};
+  cast.attributes["to"] = Attribute{.kind = Attribute::Kind::kInt, .i = data_type_to_onnx(dtype)};
   const ValueId bool_mask = c.add_value(node, "bool_mask", ValueType{DataType::kBool, std::nullopt});
   cast.inputs = {bool_mask};
   cast.outputs = {node.outputs[1]};
@@ -525,10 +534,11 @@ Status pad_to_inputs(Converter& c, Node& node) {
   const char* pads_attribute = c.version() < 2 ? "paddings" : "pads";
   FOVEA_ASSIGN_OR_RETURN(const std::vector<std::int64_t> pads, node.attr_ints(pads_attribute));
   FOVEA_ASSIGN_OR_RETURN(const float value, node.attr_float("value", 0.0f));
+  FOVEA_ASSIGN_OR_RETURN(const DataType dtype, c.data_type(node));
   node.inputs.resize(1);
   node.inputs.push_back(c.add_constant(node, "pads", int64_list(pads)));
   if (value != 0.0f) {
-    auto fill = float_scalar(c.type(node.inputs[0]).dtype, value);
+    auto fill = float_scalar(dtype, value);
     if (!fill.is_ok()) return c.refuse(node, fill.status().message());
     node.inputs.push_back(c.add_constant(node, "constant_value", std::move(*fill)));
   }
@@ -574,13 +584,15 @@ Status topk_k_to_input(Converter& c, Node& node) {
 
 // Resize-11 in the form Upsample and Resize-10 had: no roi, asymmetric coordinates, and for
 // nearest the rounding `nearest_mode`.
-void make_resize_11(Converter& c, Node& node, ValueId scales, const std::string& nearest_mode) {
+Status make_resize_11(Converter& c, Node& node, ValueId scales, const std::string& nearest_mode) {
+  FOVEA_TRY(c.require_data_input(node));
   node.op_type = "Resize";
   node.inputs = {node.inputs[0], c.add_constant(node, "roi", Tensor::allocate(DataType::kFloat32, {0})),
                  scales};
   node.attributes["coordinate_transformation_mode"] =
       Attribute{.kind = Attribute::Kind::kString, .s = "asymmetric"};
   node.attributes["nearest_mode"] = Attribute{.kind = Attribute::Kind::kString, .s = nearest_mode};
+  return Status::ok();
 }
 
 // Upsample's scales are at least 1, so its nearest rounding (onnxruntime's: down when upsampling)
@@ -595,8 +607,7 @@ Status upsample_to_resize(Converter& c, Node& node) {
     node.attributes.erase("scales");
   }
   if (scales == kNoValue) return c.refuse(node, "it has no scales");
-  make_resize_11(c, node, scales, "floor");
-  return Status::ok();
+  return make_resize_11(c, node, scales, "floor");
 }
 
 // Resize-10's nearest mode rounds down when upsampling and up when downsampling (onnxruntime's
@@ -624,8 +635,7 @@ Status resize_10_to_11(Converter& c, Node& node) {
       return c.refuse(node, "nearest rounding differs between its upsampled and downsampled axes");
     rounding = down ? "ceil" : "floor";
   }
-  make_resize_11(c, node, scales, rounding);
-  return Status::ok();
+  return make_resize_11(c, node, scales, rounding);
 }
 
 }  // namespace

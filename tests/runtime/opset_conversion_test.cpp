@@ -160,6 +160,29 @@ TEST(OpsetConversion, UnconvertibleFormsAreRefusedNamingNodeOpAndVersion) {
   expect_refused(too_new_an_op, {"node 'range'", "not an op of opset 9"});
 }
 
+// Found by the loader's fuzzer: an old form that reads or keeps its first input is refused, not
+// read out of bounds, when the node has none.
+TEST(OpsetConversion, OldFormsWithoutADataInputAreRefused) {
+  struct Case {
+    int opset;
+    const char* op;
+  };
+  for (const Case& c : {Case{6, "Clip"}, Case{2, "Pad"}, Case{7, "Dropout"}, Case{7, "Upsample"}}) {
+    SCOPED_TRACE(c.op);
+    ModelBuilder m(c.opset);
+    m.input("x", DataType::kFloat32, {2, 3}).output("y", DataType::kFloat32, {2, 3});
+    auto& node = m.node(c.op, {},
+                        std::string(c.op) == "Dropout" ? std::vector<std::string>{"y", "mask"}
+                                                       : std::vector<std::string>{"y"},
+                        "empty");
+    m.attr(node, "min", -1.0f);
+    m.attr(node, "pads", std::vector<std::int64_t>{0, 0, 0, 0});
+    m.attr(node, "paddings", std::vector<std::int64_t>{0, 0, 0, 0});
+    m.attr(node, "scales", std::vector<float>{1, 1});
+    expect_refused(m, {"node 'empty'", "no data input"});
+  }
+}
+
 TEST(OpsetConversion, AttributesBecomeConstantInputs) {
   // x [2, 5] -> Slice-1 (axis 1, [1, 4)) -> Pad-2 (one column each side, value 9) -> Clip-6 [0, 3.5]
   ModelBuilder m(9);
