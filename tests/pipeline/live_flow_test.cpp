@@ -279,6 +279,25 @@ TEST(LiveFlow, AServerRestartedWithAnotherSizeKeepsTheMuxSize) {
   expect_one_timeline(frames);
 }
 
+// A camera reconfigured from H.264 to H.265 while fovea watches it: the new connection gets a
+// decoder for its codec, and the source's timeline goes on.
+TEST(LiveFlow, AServerRestartedWithAnotherCodecIsDecodedAgain) {
+  const auto cam = start_rtsp_server(kStream);
+  ASSERT_TRUE(cam);
+  LiveRig rig({live_source(cam->url())});
+  ASSERT_TRUE(rig.wait_for_frames(0, 5));
+  RtspStreamSpec hevc = kStream;
+  hevc.codec = "h265";
+  ASSERT_TRUE(cam->restart(hevc).is_ok());
+  ASSERT_TRUE(wait_for([&] { return first_of_pass(rig.frames_of(0), 1) < rig.count(0); }, kPatienceS))
+      << "no frame after the switch to H.265";
+  ASSERT_TRUE(rig.wait_for_frames(0, 10));
+  const std::vector<Seen> frames = rig.frames_of(0);
+  EXPECT_EQ(frames.back().pass, 1);
+  EXPECT_EQ(frames.back().width, kWidth);
+  expect_one_timeline(frames);
+}
+
 // The waits between attempts: reconnect_initial, doubling up to reconnect_max; after
 // reconnect_attempts failures in a row the source fails, naming its URL and the attempts, and the
 // other source carries on. Each attempt is one connection to a server that closes it at once.

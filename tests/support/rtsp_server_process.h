@@ -12,12 +12,14 @@
 
 namespace fovea::testing {
 
-// The live H.264 stream the server sends: a moving ball, `gop` frames from keyframe to keyframe.
+// The live stream the server sends: a moving ball, `gop` frames from keyframe to keyframe, in
+// H.264 or H.265 ("h264", "h265").
 struct RtspStreamSpec {
   int width = 320;
   int height = 240;
   int fps = 30;
   int gop = 30;
+  std::string codec = "h264";
 };
 
 class RtspServerProcess {

@@ -4,6 +4,7 @@
 // RTCP sender reports that carry the sender's wall clock (NTP), as a camera does.
 //
 //   fovea_rtsp_test_server --port P --mount /cam [--width 320 --height 240 --fps 30 --gop 30]
+//                          [--codec h264|h265]
 //
 // --port 0 lets the system pick a free port. Once it listens it prints one line on stdout,
 // "ready rtsp://127.0.0.1:P/cam", which the tests wait for; SIGTERM and SIGINT stop it cleanly.
@@ -27,6 +28,7 @@ struct ServerOptions {
   int height = 240;
   int fps = 30;
   int gop = 30;
+  std::string codec = "h264";
 };
 
 std::optional<int> parse_positive_or_zero(std::string_view text) {
@@ -47,6 +49,11 @@ std::optional<ServerOptions> parse_arguments(int argc, char** argv) {
     if (flag == "--mount") {
       if (!value.starts_with('/')) return std::nullopt;
       options.mount = value;
+      continue;
+    }
+    if (flag == "--codec") {
+      if (value != "h264" && value != "h265") return std::nullopt;
+      options.codec = value;
       continue;
     }
     const std::optional<int> number = parse_positive_or_zero(value);
@@ -72,13 +79,19 @@ std::optional<ServerOptions> parse_arguments(int argc, char** argv) {
 
 // The media every client shares. is-live: frames are made at the frame rate, as a camera does,
 // and never faster; zerolatency + ultrafast: each frame is sent as soon as it is captured, with no
-// B-frames, so a frame's RTP time is its capture time; config-interval=-1: SPS/PPS with every
-// keyframe, so a client that joins the shared stream late can start at the next keyframe.
+// B-frames, so a frame's RTP time is its capture time; config-interval=-1: parameter sets with
+// every keyframe, so a client that joins the shared stream late can start at the next keyframe.
+// H.265 is there for a camera whose codec is changed while fovea watches it.
 std::string launch_description(const ServerOptions& options) {
+  const std::string gop = std::to_string(options.gop);
+  const std::string encode =
+      options.codec == "h265"
+          ? "x265enc tune=zerolatency speed-preset=ultrafast key-int-max=" + gop +
+                " ! video/x-h265,profile=main ! rtph265pay"
+          : "x264enc tune=zerolatency speed-preset=ultrafast key-int-max=" + gop + " ! rtph264pay";
   return "( videotestsrc is-live=true pattern=ball ! video/x-raw,width=" + std::to_string(options.width) +
-         ",height=" + std::to_string(options.height) + ",framerate=" + std::to_string(options.fps) +
-         "/1 ! x264enc tune=zerolatency speed-preset=ultrafast key-int-max=" + std::to_string(options.gop) +
-         " ! rtph264pay name=pay0 pt=96 config-interval=-1 )";
+         ",height=" + std::to_string(options.height) + ",framerate=" + std::to_string(options.fps) + "/1 ! " +
+         encode + " name=pay0 pt=96 config-interval=-1 )";
 }
 
 // RTCP sender reports as often as every kRtcpMinIntervalNs instead of RTP's usual 5 s (RFC 3550,
@@ -124,10 +137,11 @@ int main(int argc, char** argv) {
   gst_init(&argc, &argv);
   const std::optional<ServerOptions> options = parse_arguments(argc, argv);
   if (!options) {
-    std::fprintf(stderr,
-                 "usage: %s --port P --mount /path [--width W --height H --fps F --gop G]\n"
-                 "  (P may be 0: the system picks a free port)\n",
-                 argv[0]);
+    std::fprintf(
+        stderr,
+        "usage: %s --port P --mount /path [--width W --height H --fps F --gop G] [--codec h264|h265]\n"
+        "  (P may be 0: the system picks a free port)\n",
+        argv[0]);
     return 2;
   }
 
