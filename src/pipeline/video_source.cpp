@@ -127,13 +127,16 @@ class Timeline {
     }
     last_ = pts;
     std::int64_t out = offset_ + pts - start_;
-    const bool jumped = live_ && placed_ && (out <= last_out_ || out - last_out_ > max_jump_);
-    if (jumped) {
+    // A repeated timestamp is the stream's, not a wrong clock: FFmpeg's RTP client gives a frame
+    // sent as two access units (a camera's sliced keyframe) the same pts twice.
+    const bool repeated = live_ && placed_ && out == last_out_;
+    const bool jumped = live_ && placed_ && (out < last_out_ || out - last_out_ > max_jump_);
+    if (repeated || jumped) {
       offset_ += last_out_ + frame_duration_ - out;
       out = last_out_ + frame_duration_;
       // FFmpeg's RTSP client rebases a new connection's pts once the first RTCP sender report
       // arrives, a step back within its first second: re-anchored, but not a wrong clock.
-      if (pass_frames_ > kSettlingFrames) ++clock_jumps_;
+      if (jumped && pass_frames_ > kSettlingFrames) ++clock_jumps_;
     }
     placed_ = true;
     last_out_ = out;
@@ -449,6 +452,22 @@ struct VideoSources::Source {
     report.frames_damaged = damaged_before + stats.frames_damaged;
   }
 
+  // A wrong camera clock is seen while the connection lasts: in the live report and the log.
+  void note_clock_jump(std::int64_t source_pts, const Timeline& timeline) {
+    const int jumps = clock_jumps + timeline.clock_jumps();
+    {
+      const std::lock_guard lock(mutex);
+      report.clock_jumps = jumps;
+    }
+    // The first jumps, then every power of two: a camera whose clock is always wrong does not fill
+    // the log.
+    if ((jumps & (jumps - 1)) != 0) return;
+    log_warn(
+        "source {}: its clock jumped (camera time {:.3f} s); the frame is placed one frame after the last "
+        "(clock jumps: {}; logged at 1, 2, 4, 8...)",
+        *name, static_cast<double>(timeline.to_us(source_pts)) / 1e6, jumps);
+  }
+
   Result<Step> deliver(Frame&& frame, Timeline& timeline) {
     if (stop.load()) {
       return Step::kStopped;  // frames decoded after a stop are not part of the run
@@ -470,7 +489,9 @@ struct VideoSources::Source {
     SourceFrame out;
     out.time_base = frame.time_base;
     if (live) out.capture_time_us = stream_wall_clock(pts).value_or(unix_time_us());
+    const int jumps_before = timeline.clock_jumps();
     frame.pts = timeline.place(pts);
+    if (timeline.clock_jumps() != jumps_before) note_clock_jump(pts, timeline);
     frame.has_pts = true;
     frame.index = delivered++;
     out.pts_us = timeline.to_us(frame.pts);

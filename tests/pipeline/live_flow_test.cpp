@@ -298,6 +298,39 @@ TEST(LiveFlow, AServerRestartedWithAnotherCodecIsDecodedAgain) {
   expect_one_timeline(frames);
 }
 
+// Past its first seconds a healthy camera's clock never counts as jumping, though FFmpeg gives each
+// of this server's sliced keyframes (every 10 frames) the same pts twice.
+TEST(LiveFlow, AHealthyCameraHasNoClockJumps) {
+  const auto cam = start_rtsp_server(kStream);
+  ASSERT_TRUE(cam);
+  LiveRig rig({live_source(cam->url())});
+  ASSERT_TRUE(rig.wait_for_frames(0, 100));
+  EXPECT_EQ(rig.report(0).clock_jumps, 0);
+  expect_one_timeline(rig.frames_of(0));
+}
+
+// A camera whose clock jumps (an hour forwards, or three seconds back) once its stream has settled:
+// the source's timeline stays one frame apart and counts the jump; the frames keep coming.
+TEST(LiveFlow, ACameraClockThatJumpsIsReanchoredAndCounted) {
+  for (const int jump_ms : {3'600'000, -3'000}) {
+    SCOPED_TRACE(jump_ms);
+    RtspStreamSpec wrong_clock = kStream;
+    wrong_clock.clock_jump_at_ms = 3'000;  // past the connection's settling frames
+    wrong_clock.clock_jump_ms = jump_ms;
+    const auto cam = start_rtsp_server(wrong_clock);
+    ASSERT_TRUE(cam);
+    LiveRig rig({live_source(cam->url())});
+    ASSERT_TRUE(wait_for([&] { return rig.report(0).clock_jumps >= 1; }, kPatienceS)) << "no jump seen";
+    ASSERT_TRUE(rig.wait_for_frames(0, 10));
+    const std::vector<Seen> frames = rig.frames_of(0);
+    expect_one_timeline(frames);
+    for (std::size_t i = 1; i < frames.size(); ++i) {
+      EXPECT_LT(frames[i].pts_us - frames[i - 1].pts_us, 1'000'000) << "frame " << i;
+    }
+    EXPECT_EQ(frames.back().pass, 0) << "a wrong clock is not a lost connection";
+  }
+}
+
 // The waits between attempts: reconnect_initial, doubling up to reconnect_max; after
 // reconnect_attempts failures in a row the source fails, naming its URL and the attempts, and the
 // other source carries on. Each attempt is one connection to a server that closes it at once.

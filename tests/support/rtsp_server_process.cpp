@@ -51,13 +51,17 @@ std::unique_ptr<RtspServerProcess> start_rtsp_server(const RtspStreamSpec& spec)
 }
 
 Status RtspServerProcess::launch(int port) {
-  const std::vector<std::string> args = {"--port",   std::to_string(port),
-                                         "--mount",  "/cam",
-                                         "--width",  std::to_string(spec_.width),
-                                         "--height", std::to_string(spec_.height),
-                                         "--fps",    std::to_string(spec_.fps),
-                                         "--gop",    std::to_string(spec_.gop),
-                                         "--codec",  spec_.codec};
+  std::vector<std::string> args = {"--port",   std::to_string(port),
+                                   "--mount",  "/cam",
+                                   "--width",  std::to_string(spec_.width),
+                                   "--height", std::to_string(spec_.height),
+                                   "--fps",    std::to_string(spec_.fps),
+                                   "--gop",    std::to_string(spec_.gop),
+                                   "--codec",  spec_.codec};
+  if (spec_.clock_jump_ms != 0) {
+    args.insert(args.end(), {"--clock-jump-at-ms", std::to_string(spec_.clock_jump_at_ms), "--clock-jump-ms",
+                             std::to_string(spec_.clock_jump_ms)});
+  }
   int stdout_pipe[2];
   if (pipe2(stdout_pipe, O_CLOEXEC) != 0) {
     return make_error(StatusCode::kIoError, "rtsp test server: pipe: ", std::strerror(errno));

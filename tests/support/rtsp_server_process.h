@@ -13,13 +13,16 @@
 namespace fovea::testing {
 
 // The live stream the server sends: a moving ball, `gop` frames from keyframe to keyframe, in
-// H.264 or H.265 ("h264", "h265").
+// H.264 or H.265 ("h264", "h265"). A wrong clock: from clock_jump_at_ms of the stream on, the
+// frames' timestamps move by clock_jump_ms (negative: backwards).
 struct RtspStreamSpec {
   int width = 320;
   int height = 240;
   int fps = 30;
   int gop = 30;
   std::string codec = "h264";
+  int clock_jump_at_ms = 0;
+  int clock_jump_ms = 0;
 };
 
 class RtspServerProcess {

@@ -4,16 +4,22 @@
 // RTCP sender reports that carry the sender's wall clock (NTP), as a camera does.
 //
 //   fovea_rtsp_test_server --port P --mount /cam [--width 320 --height 240 --fps 30 --gop 30]
-//                          [--codec h264|h265]
+//                          [--codec h264|h265] [--clock-jump-at-ms T --clock-jump-ms D]
+//
+// --clock-jump-*: a camera whose clock is wrong: from T ms of the stream on, the RTP time of every
+// packet is moved by D ms (negative: backwards), so the stream's clock jumps once.
 //
 // --port 0 lets the system pick a free port. Once it listens it prints one line on stdout,
 // "ready rtsp://127.0.0.1:P/cam", which the tests wait for; SIGTERM and SIGINT stop it cleanly.
 #include <glib-unix.h>
 #include <gst/gst.h>
+#include <gst/rtp/gstrtpbuffer.h>
 #include <gst/rtsp-server/rtsp-server.h>
 
+#include <algorithm>
 #include <charconv>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -29,7 +35,16 @@ struct ServerOptions {
   int fps = 30;
   int gop = 30;
   std::string codec = "h264";
+  std::int64_t clock_jump_at_ms = 0;
+  std::int64_t clock_jump_ms = 0;  // 0: a correct clock
 };
+
+std::optional<std::int64_t> parse_integer(std::string_view text) {
+  std::int64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
 
 std::optional<int> parse_positive_or_zero(std::string_view text) {
   int value = 0;
@@ -56,6 +71,12 @@ std::optional<ServerOptions> parse_arguments(int argc, char** argv) {
       options.codec = value;
       continue;
     }
+    if (flag == "--clock-jump-ms") {
+      const std::optional<std::int64_t> jump = parse_integer(value);
+      if (!jump) return std::nullopt;
+      options.clock_jump_ms = *jump;
+      continue;
+    }
     const std::optional<int> number = parse_positive_or_zero(value);
     if (!number) return std::nullopt;
     if (flag == "--port") {
@@ -68,6 +89,8 @@ std::optional<ServerOptions> parse_arguments(int argc, char** argv) {
       options.fps = *number;
     } else if (flag == "--gop") {
       options.gop = *number;
+    } else if (flag == "--clock-jump-at-ms") {
+      options.clock_jump_at_ms = *number;
     } else {
       return std::nullopt;
     }
@@ -109,8 +132,55 @@ void on_media_prepared(GstRTSPMedia* media, gpointer) {
   }
 }
 
-void on_media_configure(GstRTSPMediaFactory*, GstRTSPMedia* media, gpointer) {
+// Moves the RTP time of every packet from clock_jump_at_ms of the stream on by clock_jump_ms (90 kHz
+// for video). The packets' own timestamps stay: the server sends them on time, only the clock
+// the camera writes into them is wrong.
+gboolean shift_rtp_time(GstBuffer** buffer, guint, gpointer user_data) {
+  const auto& options = *static_cast<const ServerOptions*>(user_data);
+  if (!GST_BUFFER_PTS_IS_VALID(*buffer)) return TRUE;
+  // The stream's time counts from its first packet (a live pipeline's timestamps do not start at 0);
+  // only the media's one streaming thread gets here.
+  static GstClockTime first_pts = GST_BUFFER_PTS(*buffer);
+  const auto at = static_cast<GstClockTime>(options.clock_jump_at_ms) * GST_MSECOND;
+  if (GST_BUFFER_PTS(*buffer) < first_pts + at) return TRUE;
+  *buffer = gst_buffer_make_writable(*buffer);
+  GstRTPBuffer rtp = GST_RTP_BUFFER_INIT;
+  if (gst_rtp_buffer_map(*buffer, GST_MAP_READWRITE, &rtp)) {
+    constexpr std::int64_t kVideoClockRate = 90'000;
+    const auto shift = static_cast<guint32>(options.clock_jump_ms * kVideoClockRate / 1000);
+    gst_rtp_buffer_set_timestamp(&rtp, gst_rtp_buffer_get_timestamp(&rtp) + shift);  // wraps as RTP time does
+    gst_rtp_buffer_unmap(&rtp);
+  }
+  return TRUE;
+}
+
+// The payloader pushes single packets and lists of them (a frame's fragments).
+GstPadProbeReturn jump_the_clock(GstPad*, GstPadProbeInfo* info, gpointer user_data) {
+  if (info->type & GST_PAD_PROBE_TYPE_BUFFER_LIST) {
+    GstBufferList* list = gst_buffer_list_make_writable(GST_PAD_PROBE_INFO_BUFFER_LIST(info));
+    gst_buffer_list_foreach(list, shift_rtp_time, user_data);
+    GST_PAD_PROBE_INFO_DATA(info) = list;
+  } else {
+    GstBuffer* buffer = GST_PAD_PROBE_INFO_BUFFER(info);
+    shift_rtp_time(&buffer, 0, user_data);
+    GST_PAD_PROBE_INFO_DATA(info) = buffer;
+  }
+  return GST_PAD_PROBE_OK;
+}
+
+void on_media_configure(GstRTSPMediaFactory*, GstRTSPMedia* media, gpointer user_data) {
   g_signal_connect(media, "prepared", G_CALLBACK(on_media_prepared), nullptr);
+  const auto* options = static_cast<const ServerOptions*>(user_data);
+  if (options->clock_jump_ms == 0) return;
+  GstElement* bin = gst_rtsp_media_get_element(media);
+  GstElement* payloader = gst_bin_get_by_name(GST_BIN(bin), "pay0");
+  GstPad* src = gst_element_get_static_pad(payloader, "src");
+  gst_pad_add_probe(src,
+                    static_cast<GstPadProbeType>(GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_BUFFER_LIST),
+                    jump_the_clock, const_cast<ServerOptions*>(options), nullptr);
+  gst_object_unref(src);
+  gst_object_unref(payloader);
+  gst_object_unref(bin);
 }
 
 // A camera's stream cannot be rewound: a client joins it where it is. gst-rtsp-server instead seeks
@@ -140,6 +210,7 @@ int main(int argc, char** argv) {
     std::fprintf(
         stderr,
         "usage: %s --port P --mount /path [--width W --height H --fps F --gop G] [--codec h264|h265]\n"
+        "          [--clock-jump-at-ms T --clock-jump-ms D]\n"
         "  (P may be 0: the system picks a free port)\n",
         argv[0]);
     return 2;
@@ -154,7 +225,8 @@ int main(int argc, char** argv) {
   GstRTSPMediaFactory* factory = gst_rtsp_media_factory_new();
   gst_rtsp_media_factory_set_launch(factory, launch_description(*options).c_str());
   gst_rtsp_media_factory_set_shared(factory, TRUE);
-  g_signal_connect(factory, "media-configure", G_CALLBACK(on_media_configure), nullptr);
+  g_signal_connect(factory, "media-configure", G_CALLBACK(on_media_configure),
+                   const_cast<ServerOptions*>(&*options));
   gst_rtsp_media_factory_set_protocols(
       factory, static_cast<GstRTSPLowerTrans>(GST_RTSP_LOWER_TRANS_UDP | GST_RTSP_LOWER_TRANS_TCP));
   GstRTSPMountPoints* mounts = gst_rtsp_server_get_mount_points(server);
