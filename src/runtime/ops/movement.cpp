@@ -338,7 +338,14 @@ Status infer_tile(InferContext& ctx) {
     for (std::size_t d = 0; d < values.size(); ++d) {
       if (values[d] < 0)
         return ctx.error(StatusCode::kInvalidArgument, fmt::format("repeats[{}] is negative", d));
-      if ((*in)[d].known()) out[d] = Dim::known_size((*in)[d].value * values[d]);
+      std::int64_t size = 0;
+      if (!(*in)[d].known()) continue;
+      if (__builtin_mul_overflow((*in)[d].value, values[d], &size)) {
+        return ctx.error(
+            StatusCode::kInvalidArgument,
+            fmt::format("repeats[{}] = {} makes dim {} larger than an int64 counts", d, values[d], d));
+      }
+      out[d] = Dim::known_size(size);
     }
   }
   ctx.set_output(0, ctx.input_dtype(0), std::move(out));

@@ -251,6 +251,15 @@ TEST(OpTile, RejectsWrongRepeatsLength) {
   EXPECT_TRUE(has_message(status, "repeats has 1 entries")) << status.message();
 }
 
+// Found by the loader's fuzzer: repeats whose product with a dim overflows int64.
+TEST(OpTile, RejectsRepeatsPastInt64) {
+  const Status status = run_node_status(
+      NodeBuilder("Tile").inputs(2).build(),
+      {random_tensor(DataType::kFloat32, {2, 3}, 19), int64_tensor({2}, {std::int64_t{1} << 62, 1})});
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(has_message(status, "larger than an int64 counts")) << status.message();
+}
+
 // The examples of the ONNX Pad spec.
 const Tensor kPadData = float_tensor({3, 2}, {1.0f, 1.2f, 2.3f, 3.4f, 4.5f, 5.7f});
 
