@@ -8,6 +8,7 @@
 // must carry the token. A stop drains and finalizes as `fovea run` does, with its exit codes.
 #include <cctype>
 #include <charconv>
+#include <chrono>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -27,9 +28,13 @@
 #include "pipeline/flow_runner.h"
 #include "service/flow_backend.h"
 #include "service/http_api.h"
+#include "service/process_memory.h"
 
 namespace fovea::app {
 namespace {
+
+// malloc_trim walks every arena: milliseconds, twice a minute.
+constexpr auto kHeapReleasePeriod = std::chrono::seconds(30);
 
 struct ServeArgs {
   std::string config;
@@ -108,6 +113,9 @@ int run_serve(const ServeArgs& args) {
   // A removed source holds its slot until its last frames are batched: spare slots let a camera
   // be removed and added back at once.
   options.source_slots = 2 * static_cast<std::size_t>(args.max_sources);
+  // Every reconnect frees a decoder's memory on the thread that made it; hand it back to the
+  // system now and then, so that the resident size follows what is in use (process_memory.h).
+  const service::PeriodicHeapRelease heap_release(kHeapReleasePeriod);
   const int exit_code = run_flow_command(*config, options);
   // No request reaches the backend once the flow is gone.
   (*api)->stop();

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "pipeline/video_source.h"
+#include "service/process_memory.h"
 
 #if defined(FOVEA_HAVE_CUDA)
 #include <cuda_runtime.h>
@@ -310,7 +311,13 @@ std::vector<MetricFamily> FlowBackend::metrics() const {
   const Snapshot snapshot = take_snapshot();
   MetricFamily running = family("fovea_flow_running", "1 while the flow runs, else 0.", MetricType::kGauge);
   running.samples.push_back({.value = snapshot.stats ? 1.0 : 0.0});
-  if (!snapshot.stats) return {std::move(running)};
+  // Prometheus's standard name for it, as its client libraries' process collectors give it.
+  MetricFamily resident =
+      family("process_resident_memory_bytes", "Resident memory of the fovea process.", MetricType::kGauge);
+  if (const std::optional<std::uint64_t> bytes = resident_memory_bytes()) {
+    resident.samples.push_back({.value = static_cast<double>(*bytes)});
+  }
+  if (!snapshot.stats) return {std::move(running), std::move(resident)};
   const PipelineStats& stats = *snapshot.stats;
 
   MetricFamily frames =
@@ -357,8 +364,8 @@ std::vector<MetricFamily> FlowBackend::metrics() const {
   }
 
   std::vector<MetricFamily> families;
-  for (MetricFamily* f :
-       {&running, &frames, &dropped, &reconnects, &fps, &up, &flow_frames, &latency, &depth, &capacity}) {
+  for (MetricFamily* f : {&running, &resident, &frames, &dropped, &reconnects, &fps, &up, &flow_frames,
+                          &latency, &depth, &capacity}) {
     families.push_back(std::move(*f));
   }
   if (const std::optional<double> used = gpu_memory_used_bytes(control_)) {
