@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,6 +37,8 @@ struct ValueType {
   std::optional<Dims> dims;  // nullopt: even the rank is unknown
 };
 
+class Graph;
+
 struct Attribute {
   enum class Kind { kInt, kFloat, kString, kInts, kFloats, kStrings, kTensor, kGraph };
   Kind kind = Kind::kInt;
@@ -46,6 +49,7 @@ struct Attribute {
   std::vector<float> floats;
   std::vector<std::string> strings;
   Tensor t;
+  std::shared_ptr<const Graph> g;  // kGraph: If's branches (a GRAPHS list is not read)
 };
 std::string_view attribute_kind_name(Attribute::Kind kind);
 
@@ -95,6 +99,10 @@ class Graph {
   std::vector<Node> nodes;  // always in a topological order once the loader is done
   std::vector<ValueId> inputs;
   std::vector<ValueId> outputs;
+  // A subgraph's values that an enclosing graph defines, read by name (ONNX's outer scope). The
+  // node holding the subgraph lists them after its own inputs, so that order and liveness in the
+  // enclosing graph see them (onnxruntime's implicit inputs).
+  std::vector<ValueId> captured;
   std::map<std::string, int, std::less<>> opsets;  // domain -> version
 
   ValueId add_value(std::string name, ValueType type);

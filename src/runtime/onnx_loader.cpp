@@ -1,8 +1,11 @@
 #include "runtime/onnx_loader.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <type_traits>
@@ -159,16 +162,26 @@ class Loader {
   Status read_external(const onnx::TensorProto& proto, Tensor& out, const std::string& what) const;
   Result<ValueType> value_type(const onnx::ValueInfoProto& info) const;
   Result<Attribute> attribute(const onnx::AttributeProto& proto, const std::string& what);
+  // The model's graph, or a node's subgraph: a subgraph reads names no value of its own has from
+  // the graphs around it (Graph::captured).
+  enum class Scope { kModel, kSubgraph };
   Status add_initializers(const onnx::GraphProto& proto, Graph& graph);
   Status add_inputs(const onnx::GraphProto& proto, Graph& graph) const;
-  Status add_nodes(const onnx::GraphProto& proto, Graph& graph);
-  Status add_outputs(const onnx::GraphProto& proto, Graph& graph) const;
+  Status add_nodes(const onnx::GraphProto& proto, Graph& graph, Scope scope);
+  Status add_outputs(const onnx::GraphProto& proto, Graph& graph, Scope scope) const;
+  Result<std::shared_ptr<const Graph>> subgraph(const onnx::GraphProto& proto, const std::string& what);
 
   std::string name_;
   std::filesystem::path base_dir_;
   LoadOptions options_;
   std::uint64_t total_tensor_bytes_ = 0;
+  std::map<std::string, int, std::less<>> opsets_;  // the model's, which its subgraphs share
+  int subgraph_depth_ = 0;
 };
+
+// Subgraphs within subgraphs: real models nest a few levels; a file nesting thousands would take
+// the loader's stack.
+constexpr int kMaxSubgraphDepth = 16;
 
 Status Loader::check_versions(const onnx::ModelProto& proto, Model& model) const {
   model.ir_version = proto.ir_version();
@@ -357,7 +370,11 @@ Result<Attribute> Loader::attribute(const onnx::AttributeProto& proto, const std
       FOVEA_ASSIGN_OR_RETURN(a.t, tensor(proto.t(), what + " attribute '" + proto.name() + "'"));
       break;
     }
-    case AttributeProto::GRAPH:
+    case AttributeProto::GRAPH: {
+      a.kind = Attribute::Kind::kGraph;
+      FOVEA_ASSIGN_OR_RETURN(a.g, subgraph(proto.g(), what + " attribute '" + proto.name() + "'"));
+      break;
+    }
     case AttributeProto::GRAPHS: a.kind = Attribute::Kind::kGraph; break;
     default:
       return error(StatusCode::kUnsupported, what, ": attribute '", proto.name(), "' has unsupported type ",
@@ -401,7 +418,7 @@ Status Loader::add_inputs(const onnx::GraphProto& proto, Graph& graph) const {
   return Status::ok();
 }
 
-Status Loader::add_nodes(const onnx::GraphProto& proto, Graph& graph) {
+Status Loader::add_nodes(const onnx::GraphProto& proto, Graph& graph, Scope scope) {
   // Names of node outputs, so that an input nobody produces is reported before shape inference.
   std::set<std::string, std::less<>> produced;
   for (const auto& n : proto.node()) {
@@ -430,20 +447,35 @@ Status Loader::add_nodes(const onnx::GraphProto& proto, Graph& graph) {
     for (const auto& attr : n.attribute()) {
       FOVEA_ASSIGN_OR_RETURN(node.attributes[attr.name()], attribute(attr, node.describe()));
     }
+    const auto resolve = [&](const std::string& in) -> Result<ValueId> {
+      ValueId id = graph.find_value(in);
+      if (id != kNoValue) return id;
+      if (produced.count(in) != 0) return graph.add_value(in, ValueType{});
+      if (scope == Scope::kModel) {
+        return error(StatusCode::kNotFound, node.describe(), ": input '", in,
+                     "' is not a graph input, an initializer or any node's output (missing initializer?)");
+      }
+      id = graph.add_value(in, ValueType{});
+      graph.captured.push_back(id);
+      return id;
+    };
     for (const auto& in : n.input()) {
       if (in.empty()) {
         node.inputs.push_back(kNoValue);
         continue;
       }
-      ValueId id = graph.find_value(in);
-      if (id == kNoValue && produced.count(in) == 0) {
-        return error(StatusCode::kNotFound, node.describe(), ": input '", in,
-                     "' is not a graph input, an initializer or any node's output (missing initializer?)");
-      }
-      if (id == kNoValue) {
-        id = graph.add_value(in, ValueType{});
-      }
+      FOVEA_ASSIGN_OR_RETURN(const ValueId id, resolve(in));
       node.inputs.push_back(id);
+    }
+    // The outer values its subgraphs read, after its own inputs (Graph::captured).
+    for (const auto& [key, attribute] : node.attributes) {
+      if (!attribute.g) continue;
+      for (const ValueId captured : attribute.g->captured) {
+        FOVEA_ASSIGN_OR_RETURN(const ValueId id, resolve(attribute.g->value(captured).name));
+        if (std::find(node.inputs.begin() + n.input_size(), node.inputs.end(), id) == node.inputs.end()) {
+          node.inputs.push_back(id);
+        }
+      }
     }
     for (const auto& out : n.output()) {
       if (out.empty()) {
@@ -458,11 +490,19 @@ Status Loader::add_nodes(const onnx::GraphProto& proto, Graph& graph) {
   return Status::ok();
 }
 
-Status Loader::add_outputs(const onnx::GraphProto& proto, Graph& graph) const {
+Status Loader::add_outputs(const onnx::GraphProto& proto, Graph& graph, Scope scope) const {
   for (const auto& output : proto.output()) {
-    const ValueId id = graph.find_value(output.name());
+    ValueId id = graph.find_value(output.name());
+    if (id == kNoValue && scope == Scope::kSubgraph) {
+      id = graph.add_value(output.name(), ValueType{});  // a branch that gives an outer value back
+      graph.captured.push_back(id);
+    }
     if (id == kNoValue) {
       return error(StatusCode::kNotFound, "graph output '", output.name(), "' is not produced by any node");
+    }
+    if (scope == Scope::kSubgraph && !output.has_type()) {
+      graph.outputs.push_back(id);  // a subgraph's outputs may leave their types to inference
+      continue;
     }
     FOVEA_ASSIGN_OR_RETURN(ValueType declared, value_type(output));
     Value& value = graph.value(id);
@@ -477,6 +517,37 @@ Status Loader::add_outputs(const onnx::GraphProto& proto, Graph& graph) const {
   return Status::ok();
 }
 
+Result<std::shared_ptr<const Graph>> Loader::subgraph(const onnx::GraphProto& proto,
+                                                      const std::string& what) {
+  if (subgraph_depth_ >= kMaxSubgraphDepth) {
+    return error(StatusCode::kUnsupported, what, ": subgraphs nested more than ",
+                 std::to_string(kMaxSubgraphDepth), " deep");
+  }
+  ++subgraph_depth_;
+  struct Leave {
+    int& depth;
+    ~Leave() { --depth; }
+  } leave{subgraph_depth_};
+  auto graph = std::make_shared<Graph>();
+  graph->model_path = name_;
+  graph->opsets = opsets_;
+  // Errors inside say which subgraph: "m.onnx: node 'if' (If) attribute 'then_branch': node ...".
+  const auto in_subgraph = [&](const Status& status) {
+    if (status.is_ok()) return status;
+    std::string_view message = status.message();
+    if (message.starts_with(name_ + ": ")) message.remove_prefix(name_.size() + 2);
+    return error(status.code(), what, ": ", message);
+  };
+  FOVEA_TRY(in_subgraph(add_initializers(proto, *graph)));
+  FOVEA_TRY(in_subgraph(add_inputs(proto, *graph)));
+  FOVEA_TRY(in_subgraph(add_nodes(proto, *graph, Scope::kSubgraph)));
+  graph->index_producers();
+  FOVEA_TRY(in_subgraph(add_outputs(proto, *graph, Scope::kSubgraph)));
+  FOVEA_TRY(in_subgraph(graph->sort_topologically()));
+  FOVEA_TRY(in_subgraph(convert_old_opsets(*graph)));
+  return std::shared_ptr<const Graph>(std::move(graph));
+}
+
 Result<Model> Loader::load(const onnx::ModelProto& proto) {
   Model model;
   model.graph.model_path = name_;
@@ -487,11 +558,12 @@ Result<Model> Loader::load(const onnx::ModelProto& proto) {
     return error(StatusCode::kCorruptData, "the model has no graph");
   }
   Graph& graph = model.graph;
+  opsets_ = graph.opsets;
   FOVEA_TRY(add_initializers(proto.graph(), graph));
   FOVEA_TRY(add_inputs(proto.graph(), graph));
-  FOVEA_TRY(add_nodes(proto.graph(), graph));
+  FOVEA_TRY(add_nodes(proto.graph(), graph, Scope::kModel));
   graph.index_producers();
-  FOVEA_TRY(add_outputs(proto.graph(), graph));
+  FOVEA_TRY(add_outputs(proto.graph(), graph, Scope::kModel));
   FOVEA_TRY(graph.sort_topologically());
   FOVEA_TRY(convert_old_opsets(graph));
   FOVEA_TRY(infer_shapes(graph, FoldConstants::kNo));

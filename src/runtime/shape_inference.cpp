@@ -1,7 +1,11 @@
 #include "runtime/shape_inference.h"
 
+#include <deque>
+#include <iterator>
+
 #include <fmt/format.h>
 
+#include "runtime/control_flow.h"
 #include "runtime/evaluate.h"
 
 namespace fovea::runtime {
@@ -64,12 +68,46 @@ Result<std::vector<Tensor>> fold(const Graph& graph, const Node& node) {
   return evaluate_node(&graph, node, inputs, heap_allocator());
 }
 
+// An If whose condition is constant gives way to its branch's nodes, which are inferred (and
+// folded) next; one whose condition is not: typed from its branches at load, refused when planned.
+// `pending` holds the nodes still to infer, in order.
+Status infer_if(Graph& graph, Node& node, FoldConstants fold_constants, std::deque<Node>& pending,
+                std::vector<Node>& kept) {
+  if (node.inputs.empty() || node.inputs[0] == kNoValue || node.outputs.empty()) {
+    return make_error(StatusCode::kInvalidArgument, graph.where(), node.describe(),
+                      ": an If needs a condition and at least one output");
+  }
+  if (graph.is_constant(node.inputs[0])) {
+    FOVEA_ASSIGN_OR_RETURN(std::vector<Node> branch, inline_if(graph, node));
+    pending.insert(pending.begin(), std::make_move_iterator(branch.begin()),
+                   std::make_move_iterator(branch.end()));
+    return Status::ok();
+  }
+  if (fold_constants == FoldConstants::kYes) return refuse_run_time_if(graph, node);
+  const std::vector<ValueType> types = if_output_types(node);
+  for (std::size_t i = 0; i < node.outputs.size(); ++i) {
+    if (node.outputs[i] != kNoValue)
+      graph.value(node.outputs[i]).type = merge_declared(types[i], graph.value(node.outputs[i]).type);
+  }
+  kept.push_back(std::move(node));
+  return Status::ok();
+}
+
 }  // namespace
 
 Status infer_shapes(Graph& graph, FoldConstants fold_constants) {
   std::vector<Node> kept;
   kept.reserve(graph.nodes.size());
-  for (Node& node : graph.nodes) {
+  std::deque<Node> pending(std::make_move_iterator(graph.nodes.begin()),
+                           std::make_move_iterator(graph.nodes.end()));
+  graph.nodes.clear();
+  while (!pending.empty()) {
+    Node node = std::move(pending.front());
+    pending.pop_front();
+    if (is_if(node)) {
+      FOVEA_TRY(infer_if(graph, node, fold_constants, pending, kept));
+      continue;
+    }
     std::vector<ValueType> types;
     std::vector<const Tensor*> values;
     for (ValueId in : node.inputs) {

@@ -14,7 +14,9 @@ enum class FoldConstants { kNo, kYes };
 inline constexpr std::size_t kMaxFoldedBytes = std::size_t{64} << 20;
 
 // Sets every node output's type from its op's inference, in topological order. A graph output
-// whose declared element type disagrees with the inferred one is a type mismatch error.
+// whose declared element type disagrees with the inferred one is a type mismatch error. An If whose
+// condition is constant by then is replaced by the branch it picks (control_flow.h); with folding,
+// an If left is refused.
 Status infer_shapes(Graph& graph, FoldConstants fold);
 
 }  // namespace fovea::runtime

@@ -1,0 +1,223 @@
+// If (control_flow.h): a condition known at load or when planned inlines the branch it picks, and
+// the result is the branch's; a condition only the run knows is refused by name. Each test writes
+// its model, branches included, through onnx.proto.
+#include <gtest/gtest.h>
+
+#include "onnx.pb.h"
+#include "runtime/graph_test_util.h"
+#include "runtime/op_test_util.h"
+#include "runtime/planner.h"
+
+namespace fovea::runtime::testing {
+namespace {
+
+onnx::GraphProto& add_branch(onnx::NodeProto& node, const std::string& key) {
+  onnx::AttributeProto* attribute = node.add_attribute();
+  attribute->set_name(key);
+  attribute->set_type(onnx::AttributeProto::GRAPH);
+  onnx::GraphProto& graph = *attribute->mutable_g();
+  graph.set_name(key);
+  return graph;
+}
+
+onnx::NodeProto& add_node(onnx::GraphProto& graph, const std::string& op_type,
+                          const std::vector<std::string>& inputs, const std::vector<std::string>& outputs) {
+  onnx::NodeProto& node = *graph.add_node();
+  node.set_op_type(op_type);
+  node.set_name(outputs.front() + "_node");
+  for (const std::string& in : inputs) node.add_input(in);
+  for (const std::string& out : outputs) node.add_output(out);
+  return node;
+}
+
+// A branch output, typed float32 of unknown shape, or left untyped as ONNX allows in subgraphs.
+void add_output(onnx::GraphProto& graph, const std::string& name, bool typed = true) {
+  onnx::ValueInfoProto& output = *graph.add_output();
+  output.set_name(name);
+  if (typed) output.mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+}
+
+void add_float_initializer(onnx::GraphProto& graph, const std::string& name,
+                           const std::vector<float>& values) {
+  onnx::TensorProto& tensor = *graph.add_initializer();
+  tensor.set_name(name);
+  tensor.set_data_type(onnx::TensorProto::FLOAT);
+  tensor.add_dims(static_cast<std::int64_t>(values.size()));
+  for (const float v : values) tensor.add_float_data(v);
+}
+
+Tensor bool_scalar(bool value) {
+  return Tensor::from_vector<std::uint8_t>(DataType::kBool, {}, {static_cast<std::uint8_t>(value)});
+}
+
+const Tensor kX = float_tensor({2, 3}, {1, -2, 3, -4, 5, -6});
+
+// y = If(cond) then x + [1, 2, 3] (the branch's own initializer) else -x.
+void add_plus_or_minus(ModelBuilder& m, const std::string& cond) {
+  onnx::NodeProto& node = m.node("If", {cond}, {"y"}, "choose");
+  onnx::GraphProto& then_branch = add_branch(node, "then_branch");
+  add_float_initializer(then_branch, "offsets", {1, 2, 3});
+  add_node(then_branch, "Add", {"x", "offsets"}, {"x_plus"});
+  add_output(then_branch, "x_plus");
+  onnx::GraphProto& else_branch = add_branch(node, "else_branch");
+  add_node(else_branch, "Neg", {"x"}, {"x_minus"});
+  add_output(else_branch, "x_minus", /*typed=*/false);
+}
+
+Tensor expected_plus_or_minus(bool taken) {
+  return taken ? float_tensor({2, 3}, {2, 0, 6, -3, 7, -3}) : float_tensor({2, 3}, {-1, 2, -3, 4, -5, 6});
+}
+
+std::vector<Tensor> run_planned(const Graph& graph, const std::vector<Tensor>& inputs) {
+  CpuExecutor executor(plan_for(graph, inputs));
+  auto outputs = executor.run(inputs);
+  EXPECT_TRUE(outputs.is_ok()) << outputs.status().to_string();
+  return outputs.is_ok() ? std::move(outputs).value() : std::vector<Tensor>{};
+}
+
+TEST(ControlFlow, AnIfOnAConstantIsInlinedAtLoad) {
+  for (const bool taken : {true, false}) {
+    SCOPED_TRACE(taken);
+    ModelBuilder m;
+    m.input("x", DataType::kFloat32, {2, 3}).output("y", DataType::kFloat32, {2, 3});
+    m.initializer("cond", bool_scalar(taken));
+    add_plus_or_minus(m, "cond");
+    const Graph graph = load_graph(m);
+    EXPECT_EQ(count_ops(graph, "If"), 0);
+    EXPECT_EQ(count_ops(graph, taken ? "Add" : "Neg"), 1);
+    EXPECT_EQ(count_ops(graph, taken ? "Neg" : "Add"), 0);
+    const auto y = run_planned(graph, {kX});
+    ASSERT_EQ(y.size(), 1u);
+    EXPECT_TRUE(tensors_near(y[0], expected_plus_or_minus(taken)));
+  }
+}
+
+// An exporter's usual If: on a dimension of an input, which the shapes bound at planning decide.
+TEST(ControlFlow, AnIfOnAShapeIsInlinedWhenPlanned) {
+  ModelBuilder m;
+  m.input("x", DataType::kFloat32, {-1, 3}).output("y", DataType::kFloat32, {-1, 3});
+  m.initializer("zero", int64_tensor({}, {0}));
+  m.initializer("two", int64_tensor({}, {2}));
+  m.node("Shape", {"x"}, {"shape"});
+  m.node("Gather", {"shape", "zero"}, {"rows"});
+  m.node("Equal", {"rows", "two"}, {"two_rows"});
+  add_plus_or_minus(m, "two_rows");
+  const Graph graph = load_graph(m);
+  EXPECT_EQ(count_ops(graph, "If"), 1) << "the condition depends on the input's shape";
+  const auto two_rows = run_planned(graph, {kX});
+  ASSERT_EQ(two_rows.size(), 1u);
+  EXPECT_TRUE(tensors_near(two_rows[0], expected_plus_or_minus(true)));
+  const Tensor one_row = float_tensor({1, 3}, {1, -2, 3});
+  const auto minus = run_planned(graph, {one_row});
+  ASSERT_EQ(minus.size(), 1u);
+  EXPECT_TRUE(tensors_near(minus[0], float_tensor({1, 3}, {-1, 2, -3})));
+}
+
+TEST(ControlFlow, AnIfOnARunTimeValueIsRefusedWhenPlannedNamingIt) {
+  ModelBuilder m;
+  m.input("x", DataType::kFloat32, {2, 3})
+      .input("flag", DataType::kBool, {})
+      .output("y", DataType::kFloat32, {2, 3});
+  add_plus_or_minus(m, "flag");
+  const Graph graph = load_graph(m);  // loads: its output is typed from the branches
+  const Result<ExecutionPlan> plan = plan_graph(graph, {{"x", {2, 3}}, {"flag", {}}}, PlanOptions{});
+  ASSERT_FALSE(plan.is_ok());
+  EXPECT_EQ(plan.status().code(), StatusCode::kUnsupported);
+  for (const char* fragment : {"node 'choose' (If)", "'flag'", "known only at run time"}) {
+    EXPECT_NE(plan.status().message().find(fragment), std::string::npos) << plan.status().message();
+  }
+}
+
+// Branches that pass values on (an outer value, their own constant), a nested If reading both the
+// model's and the branch's values, and a branch value named like one of the model's (renamed when
+// inlined, and the nested If reads the branch's).
+TEST(ControlFlow, PassedOnOutputsNestedIfsAndClashingNames) {
+  ModelBuilder m;
+  m.input("x", DataType::kFloat32, {2, 3}).output("y", DataType::kFloat32, {2, 3});
+  m.output("z", DataType::kFloat32, {3});
+  m.initializer("yes", bool_scalar(true));
+  m.initializer("t", float_tensor({3}, {10, 20, 30}));
+  onnx::NodeProto& outer = m.node("If", {"yes"}, {"y", "z"}, "outer");
+  onnx::GraphProto& then_branch = add_branch(outer, "then_branch");
+  add_node(then_branch, "Relu", {"x"}, {"t"});  // the model has a 't' too
+  add_float_initializer(then_branch, "ones", {1, 1, 1});
+  onnx::NodeProto& inner = add_node(then_branch, "If", {"yes"}, {"inner_out"});
+  onnx::GraphProto& inner_then = add_branch(inner, "then_branch");
+  add_node(inner_then, "Add", {"t", "x"}, {"sum"});  // the branch's t (relu(x)) and the model's x
+  add_output(inner_then, "sum");
+  add_output(add_branch(inner, "else_branch"), "x");
+  add_output(then_branch, "inner_out");
+  add_output(then_branch, "ones");  // a constant of the branch passed on
+  onnx::GraphProto& else_branch = add_branch(outer, "else_branch");
+  add_output(else_branch, "x");
+  add_output(else_branch, "t");  // an outer value passed on
+  const Graph graph = load_graph(m);
+  EXPECT_EQ(count_ops(graph, "If"), 0);
+  const auto out = run_planned(graph, {kX});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_TRUE(tensors_near(out[0], float_tensor({2, 3}, {2, -2, 6, -4, 10, -6})));
+  EXPECT_TRUE(tensors_near(out[1], float_tensor({3}, {1, 1, 1})));
+}
+
+void expect_load_refused(const ModelBuilder& m, const std::vector<std::string>& fragments) {
+  const auto model = parse_onnx(m.serialize(), "if.onnx", ".");
+  ASSERT_FALSE(model.is_ok());
+  for (const std::string& fragment : fragments) {
+    EXPECT_NE(model.status().message().find(fragment), std::string::npos)
+        << "'" << fragment << "' missing from: " << model.status().message();
+  }
+}
+
+TEST(ControlFlow, MalformedIfsAreRefusedNamingTheNode) {
+  {
+    ModelBuilder m;  // the branch gives two outputs for one
+    m.input("x", DataType::kFloat32, {2, 3}).output("y", DataType::kFloat32, {2, 3});
+    m.initializer("cond", bool_scalar(true));
+    onnx::NodeProto& node = m.node("If", {"cond"}, {"y"}, "choose");
+    onnx::GraphProto& then_branch = add_branch(node, "then_branch");
+    add_output(then_branch, "x");
+    add_output(then_branch, "x");
+    expect_load_refused(m, {"node 'choose' (If)", "then_branch gives 2 outputs for the node's 1"});
+  }
+  {
+    ModelBuilder m;  // the branch it takes is missing
+    m.input("x", DataType::kFloat32, {2, 3}).output("y", DataType::kFloat32, {2, 3});
+    m.initializer("cond", bool_scalar(false));
+    onnx::NodeProto& node = m.node("If", {"cond"}, {"y"}, "choose");
+    add_output(add_branch(node, "then_branch"), "x");
+    expect_load_refused(m, {"node 'choose' (If)", "no else_branch"});
+  }
+  {
+    ModelBuilder m;  // a branch reads a name nothing defines
+    m.input("x", DataType::kFloat32, {2, 3}).output("y", DataType::kFloat32, {2, 3});
+    m.initializer("cond", bool_scalar(true));
+    onnx::NodeProto& node = m.node("If", {"cond"}, {"y"}, "choose");
+    onnx::GraphProto& then_branch = add_branch(node, "then_branch");
+    add_node(then_branch, "Neg", {"nowhere"}, {"n"});
+    add_output(then_branch, "n");
+    expect_load_refused(m, {"node 'choose' (If)", "'nowhere'"});
+  }
+  {
+    ModelBuilder m;  // a condition that is not one bool
+    m.input("x", DataType::kFloat32, {2, 3}).output("y", DataType::kFloat32, {2, 3});
+    m.initializer("cond", float_tensor({2}, {1, 0}));
+    add_plus_or_minus(m, "cond");
+    expect_load_refused(m, {"node 'choose' (If)", "not one bool"});
+  }
+  {
+    ModelBuilder m;  // subgraphs nested past the bound
+    m.input("x", DataType::kFloat32, {2, 3}).output("y", DataType::kFloat32, {2, 3});
+    m.initializer("cond", bool_scalar(true));
+    onnx::GraphProto* level = &add_branch(m.node("If", {"cond"}, {"y"}, "choose"), "then_branch");
+    for (int depth = 0; depth < 20; ++depth) {
+      onnx::NodeProto& nested = add_node(*level, "If", {"cond"}, {"y" + std::to_string(depth)});
+      add_output(*level, "y" + std::to_string(depth));
+      level = &add_branch(nested, "then_branch");
+    }
+    add_output(*level, "x");
+    expect_load_refused(m, {"nested more than 16 deep"});
+  }
+}
+
+}  // namespace
+}  // namespace fovea::runtime::testing
