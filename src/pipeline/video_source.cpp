@@ -327,6 +327,7 @@ struct VideoSources::Source {
         const std::lock_guard lock(source.mutex);
         source.report.clock_jumps = source.clock_jumps;
         source.decoded_before = source.report.frames_decoded;
+        source.decoded_after_stop = 0;
         source.damaged_before = source.report.frames_damaged;
       }
     } tally{*this, timeline, passes_before, jumps_before};
@@ -428,8 +429,10 @@ struct VideoSources::Source {
         }
       }
       record_decoder_stats(decoder.stats());
-      for (Frame& frame : decoded) {
-        FOVEA_ASSIGN_OR_RETURN(Step step, deliver(std::move(frame), timeline));
+      for (std::size_t i = 0; i < decoded.size(); ++i) {
+        FOVEA_ASSIGN_OR_RETURN(Step step, deliver(std::move(decoded[i]), timeline));
+        // The frames a stop leaves undelivered were decoded for nothing: not the run's.
+        if (step == Step::kStopped) decoded_after_stop += static_cast<std::int64_t>(decoded.size() - i);
         if (step != Step::kNext) {
           return result(step == Step::kStopped ? PassEnd::kStopped : PassEnd::kEndOfPass);
         }
@@ -448,7 +451,7 @@ struct VideoSources::Source {
   // Each connection has a decoder of its own: the counts of the ones before are added.
   void record_decoder_stats(const io::DecoderStats& stats) {
     const std::lock_guard lock(mutex);
-    report.frames_decoded = decoded_before + stats.frames_decoded;
+    report.frames_decoded = decoded_before + stats.frames_decoded - decoded_after_stop;
     report.frames_damaged = damaged_before + stats.frames_damaged;
   }
 
@@ -610,7 +613,8 @@ struct VideoSources::Source {
   std::int64_t delivered = 0;  // frames pushed
   int passes = 0;              // passes of the connections before this one
   int clock_jumps = 0;
-  std::int64_t decoded_before = 0;  // by the decoders of the connections before this one
+  std::int64_t decoded_before = 0;      // by the decoders of the connections before this one
+  std::int64_t decoded_after_stop = 0;  // by this connection's decoder, not delivered because of a stop
   std::int64_t damaged_before = 0;
   std::optional<std::int64_t> last_pts_us;
   const io::Demuxer* connection = nullptr;  // the open connection's demuxer, while it is open
