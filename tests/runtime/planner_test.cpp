@@ -77,6 +77,20 @@ TEST(Planner, ShapeThatContradictsTheModelIsAnError) {
   EXPECT_NE(plan.status().message().find("'x'"), std::string::npos) << plan.status().message();
 }
 
+// Found by the loader's fuzzer: folding a Shape (or Size) of a float16 input read the elements of
+// the data-less tensor folding gives it, as if widening them to float32.
+TEST(Planner, FoldsTheShapeAndSizeOfAFloat16Input) {
+  ModelBuilder m;
+  m.input("x", DataType::kFloat16, {-1, 3, 64, 64}).output("shape", DataType::kInt64, {4});
+  m.output("size", DataType::kInt64, {});
+  m.node("Shape", {"x"}, {"shape"});
+  m.node("Size", {"x"}, {"size"});
+  const Graph graph = load_graph(m);
+  auto plan = plan_graph(graph, InputShapes{{"x", {2, 3, 64, 64}}});
+  ASSERT_TRUE(plan.is_ok()) << plan.status().to_string();
+  EXPECT_EQ(count_ops(plan->graph, "Shape") + count_ops(plan->graph, "Size"), 0) << "both are folded";
+}
+
 TEST(Executor, RejectsInputsThatDoNotMatchThePlan) {
   ModelBuilder m;
   m.input("x", DataType::kFloat32, {2, 3}).output("y", DataType::kFloat32, {2, 3});

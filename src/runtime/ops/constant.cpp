@@ -173,8 +173,18 @@ FOVEA_REGISTER_OP({.op_type = "Constant",
                    .infer = infer_constant,
                    .run = run_constant,
                    .flops = no_flops});
-FOVEA_REGISTER_OP({.op_type = "Shape", .infer = infer_shape, .run = run_shape, .flops = no_flops});
-FOVEA_REGISTER_OP({.op_type = "Size", .infer = infer_size, .run = run_size, .flops = no_flops});
+// Shape and Size read no element, so no element type goes through float32 (constant folding
+// hands them a tensor with a shape and no data).
+FOVEA_REGISTER_OP({.op_type = "Shape",
+                   .infer = infer_shape,
+                   .run = run_shape,
+                   .float16 = OpDef::Float16::kNative,
+                   .flops = no_flops});
+FOVEA_REGISTER_OP({.op_type = "Size",
+                   .infer = infer_size,
+                   .run = run_size,
+                   .float16 = OpDef::Float16::kNative,
+                   .flops = no_flops});
 FOVEA_REGISTER_OP({.op_type = "ConstantOfShape",
                    .infer = infer_constant_of_shape,
                    .run = run_constant_of_shape,
