@@ -116,6 +116,10 @@ Status infer_unique(InferContext& ctx) {
     if (all_known(*dims)) n = Dim::known_size(element_count(shape_of(*dims)));
     if (ctx.node().has_attribute("axis")) {
       FOVEA_ASSIGN_OR_RETURN(const std::int64_t axis_attr, ctx.node().attr_int("axis"));
+      if (dims->empty()) {
+        return ctx.error(StatusCode::kInvalidArgument,
+                         "axis is set but the input is a scalar, which has no axis");
+      }
       FOVEA_ASSIGN_OR_RETURN(const int axis, normalize_axis(ctx, axis_attr, static_cast<int>(dims->size())));
       y = *dims;
       n = (*dims)[static_cast<std::size_t>(axis)];

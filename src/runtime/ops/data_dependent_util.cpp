@@ -36,6 +36,10 @@ Shape with_slices(std::optional<int> axis, const Shape& input, std::int64_t coun
 Result<std::optional<int>> optional_axis(const InferContext& ctx, int rank) {
   if (!ctx.node().has_attribute("axis")) return std::optional<int>();
   FOVEA_ASSIGN_OR_RETURN(const std::int64_t axis, ctx.node().attr_int("axis"));
+  if (rank == 0) {
+    return ctx.error(StatusCode::kInvalidArgument,
+                     "axis is set but the input is a scalar, which has no axis");
+  }
   FOVEA_ASSIGN_OR_RETURN(const int normalized, normalize_axis(ctx, axis, rank));
   return std::optional<int>(normalized);
 }

@@ -91,5 +91,24 @@ TEST(OpUnique, RanksNanAboveNumbersAndAsOneValue) {
   EXPECT_TRUE(tensors_near(out[3], int64_tensor({3}, {1, 1, 2})));
 }
 
+// Found by the loader's fuzzer: an axis on a scalar input, which has none.
+TEST(OpUnique, AnAxisOnAScalarIsRefused) {
+  for (const char* op : {"Unique", "Compress"}) {
+    SCOPED_TRACE(op);
+    NodeBuilder builder(op, 11);
+    builder.attr("axis", 0);
+    std::vector<Tensor> inputs = {float_tensor({}, {1})};
+    if (std::string(op) == "Compress") {
+      builder.inputs(2);
+      inputs.push_back(bool_tensor({1}, {1}));
+    } else {
+      builder.outputs(4);
+    }
+    const Status status = run_node_status(builder.build(), inputs);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(status.message().find("scalar, which has no axis"), std::string::npos) << status.message();
+  }
+}
+
 }  // namespace
 }  // namespace fovea::runtime::testing
