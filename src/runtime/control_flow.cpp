@@ -41,8 +41,8 @@ Result<bool> condition_of(const Graph& graph, const Node& node) {
   const Tensor& cond = *graph.value(node.inputs[0]).constant;
   if (cond.dtype() != DataType::kBool || cond.numel() != 1) {
     return make_error(StatusCode::kInvalidArgument, graph.where(), node.describe(), ": its condition '",
-                      graph.value(node.inputs[0]).name, "' is ", std::string(data_type_name(cond.dtype())), " ",
-                      shape_string(cond.shape()), ", not one bool");
+                      graph.value(node.inputs[0]).name, "' is ", std::string(data_type_name(cond.dtype())),
+                      " ", shape_string(cond.shape()), ", not one bool");
   }
   return cond.data<std::uint8_t>()[0] != 0;
 }
