@@ -14,6 +14,16 @@ Graph load_graph(const ModelBuilder& builder) {
   return model.is_ok() ? model->graph : Graph{};
 }
 
+void expect_refused_at_load(const ModelBuilder& builder, const std::string& file_name,
+                            const std::vector<std::string>& fragments) {
+  const auto model = parse_onnx(builder.serialize(), file_name, ".");
+  ASSERT_FALSE(model.is_ok());
+  for (const std::string& fragment : fragments) {
+    EXPECT_NE(model.status().message().find(fragment), std::string::npos)
+        << "'" << fragment << "' missing from: " << model.status().message();
+  }
+}
+
 std::vector<Tensor> run_unoptimized(const Graph& graph, const std::vector<Tensor>& inputs) {
   std::vector<Tensor> values(graph.values.size());
   for (std::size_t i = 0; i < inputs.size(); ++i)

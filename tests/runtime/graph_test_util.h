@@ -2,6 +2,7 @@
 // graph node by node with no folding, passes or arena, to check that those change nothing.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "runtime/cpu_executor.h"
@@ -11,6 +12,9 @@
 namespace fovea::runtime::testing {
 
 Graph load_graph(const ModelBuilder& builder);
+// The model, loaded as `file_name`, is refused with a message holding every fragment.
+void expect_refused_at_load(const ModelBuilder& builder, const std::string& file_name,
+                            const std::vector<std::string>& fragments);
 std::vector<Tensor> run_unoptimized(const Graph& graph, const std::vector<Tensor>& inputs);
 ExecutionPlan plan_for(const Graph& graph, const std::vector<Tensor>& inputs);
 // The planned run (CpuExecutor) matches the node-by-node evaluation of the loaded graph. Passes
