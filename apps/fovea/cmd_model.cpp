@@ -43,6 +43,7 @@ struct ModelArgs {
   std::vector<std::int64_t> batches{1};
   int warmup = 20;
   int iterations = 200;
+  double min_seconds = 1.0;  // model bench: the shortest warm-up and back-to-back loop per batch
   int repeat = 1;
   bool json = false;
   std::string trace_dir;  // --trace: profile the runs into this folder
@@ -451,11 +452,17 @@ int run_bench(const ModelArgs& args) {
     log_error("{}", shapes.status().with_context("--shape").to_string());
     return kExitUsage;
   }
-  const BenchOptions bench{.session = *options, .warmup = args.warmup, .iterations = args.iterations};
+  const BenchOptions bench{.session = *options,
+                           .warmup = args.warmup,
+                           .iterations = args.iterations,
+                           .min_seconds = args.min_seconds};
   nlohmann::json report = nlohmann::json::array();
   if (!args.json) {
-    std::printf("%s on CUDA, %s, CUDA graph %s, %d warm-up and %d timed runs per batch\n", args.model.c_str(),
-                args.precision.c_str(), args.no_cuda_graph ? "off" : "on", args.warmup, args.iterations);
+    std::printf(
+        "%s on CUDA, %s, CUDA graph %s; per batch: warm-up of %d runs and %.1f s at least, %d runs one at a "
+        "time (latency), then back to back for %d runs and %.1f s at least (items/s)\n",
+        args.model.c_str(), args.precision.c_str(), args.no_cuda_graph ? "off" : "on", args.warmup,
+        args.min_seconds, args.iterations, args.iterations, args.min_seconds);
     std::printf("%8s %12s %12s %14s %12s %10s %8s\n", "batch", "p50 ms", "p99 ms", "items/s", "GPU memory",
                 "plan s", "allocs");
   }
@@ -469,6 +476,8 @@ int run_bench(const ModelArgs& args) {
                       {"latency_p50_ms", point->latency_p50_ms},
                       {"latency_p99_ms", point->latency_p99_ms},
                       {"items_per_second", point->throughput},
+                      {"warmup_runs", point->warmup_runs},
+                      {"timed_runs", point->timed_runs},
                       {"device_bytes", point->device_bytes},
                       {"plan_ms", point->plan_ms},
                       {"allocations_during_runs", point->allocations_during_runs},
@@ -559,8 +568,16 @@ void add_model_command(CLI::App& app, Action* action) {
   bench->add_option("--warmup", args->warmup, "Untimed runs first")
       ->check(CLI::Range(0, 100000))
       ->capture_default_str();
-  bench->add_option("--iterations", args->iterations, "Timed runs per measurement")
+  bench
+      ->add_option("--iterations", args->iterations,
+                   "Runs one at a time for the latency, and the fewest back to back for items/s")
       ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  bench
+      ->add_option("--seconds", args->min_seconds,
+                   "Shortest warm-up and back-to-back loop per batch: a GPU at its power limit slows "
+                   "within a second or so of full load, so every batch is timed in that state")
+      ->check(CLI::Range(0.0, 600.0))
       ->capture_default_str();
   bench->add_flag("--json", args->json, "Print JSON");
   add_device_options(bench, args.get(), "cuda");

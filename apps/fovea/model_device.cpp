@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <random>
 
 #include "trace/session.h"
@@ -85,6 +86,27 @@ Status fill_random(const runtime::Tensor& device, std::uint32_t seed) {
   return Status::ok();
 }
 
+// Runs the session back to back in rounds of `runs` until `seconds` have passed since the first
+// (the stream synchronized after each round); returns how many ran.
+Result<int> run_for_at_least(runtime::InferenceSession& session, cudaStream_t stream, int runs,
+                             double seconds) {
+  const auto start = std::chrono::steady_clock::now();
+  int done = 0;
+  do {
+    for (int i = 0; i < runs; ++i) FOVEA_TRY(session.run(stream));
+    FOVEA_CUDA_TRY(cudaStreamSynchronize(stream));
+    done += runs;
+  } while (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < seconds);
+  return done;
+}
+
+// Back-to-back runs that take at least `seconds` at `run_ms` each, and at least `iterations`.
+int timed_run_count(int iterations, double seconds, double run_ms) {
+  constexpr double kMostRuns = 1e6;
+  if (!(run_ms > 0)) return iterations;
+  return std::max(iterations, static_cast<int>(std::min(kMostRuns, std::ceil(seconds * 1000.0 / run_ms))));
+}
+
 }  // namespace
 
 Result<BenchPoint> bench_on_cuda(const runtime::Graph& graph, runtime::InputShapes shapes, std::int64_t batch,
@@ -106,8 +128,9 @@ Result<BenchPoint> bench_on_cuda(const runtime::Graph& graph, runtime::InputShap
   FOVEA_ASSIGN_OR_RETURN(CudaStream stream, CudaStream::create());
   FOVEA_ASSIGN_OR_RETURN(CudaEvent begin, CudaEvent::create(true));
   FOVEA_ASSIGN_OR_RETURN(CudaEvent end, CudaEvent::create(true));
-  for (int i = 0; i < options.warmup; ++i) FOVEA_TRY(session->run(stream.get()));
-  FOVEA_TRY(stream.synchronize());
+  FOVEA_ASSIGN_OR_RETURN(
+      point.warmup_runs,
+      run_for_at_least(*session, stream.get(), std::max(1, options.warmup), options.min_seconds));
 
   const int allocations = session->device_allocations();
   std::size_t free_before = 0, free_after = 0, total = 0;
@@ -122,17 +145,18 @@ Result<BenchPoint> bench_on_cuda(const runtime::Graph& graph, runtime::InputShap
     FOVEA_ASSIGN_OR_RETURN(float elapsed, end.elapsed_ms_since(begin));
     latencies.push_back(elapsed);
   }
+  point.latency_p50_ms = percentile(latencies, 0.50);
+  point.latency_p99_ms = percentile(latencies, 0.99);
   // Throughput: runs back to back, as a pipeline keeps the GPU fed.
+  point.timed_runs = timed_run_count(options.iterations, options.min_seconds, point.latency_p50_ms);
   FOVEA_TRY(begin.record(stream.get()));
-  for (int i = 0; i < options.iterations; ++i) FOVEA_TRY(session->run(stream.get()));
+  for (int i = 0; i < point.timed_runs; ++i) FOVEA_TRY(session->run(stream.get()));
   FOVEA_TRY(end.record(stream.get()));
   FOVEA_TRY(end.synchronize());
   FOVEA_ASSIGN_OR_RETURN(float total_ms, end.elapsed_ms_since(begin));
   FOVEA_CUDA_TRY(cudaMemGetInfo(&free_after, &total));
 
-  point.latency_p50_ms = percentile(latencies, 0.50);
-  point.latency_p99_ms = percentile(latencies, 0.99);
-  point.throughput = static_cast<double>(batch) * options.iterations / (total_ms / 1000.0);
+  point.throughput = static_cast<double>(batch) * point.timed_runs / (total_ms / 1000.0);
   point.allocations_during_runs = session->device_allocations() - allocations;
   point.free_memory_change = static_cast<long long>(free_after) - static_cast<long long>(free_before);
   return point;

@@ -36,6 +36,8 @@ struct BenchPoint {
   double plan_ms = 0;
   double latency_p50_ms = 0, latency_p99_ms = 0;
   double throughput = 0;  // items (batch entries) per second, runs back to back
+  int warmup_runs = 0;    // untimed runs made before timing
+  int timed_runs = 0;     // back-to-back runs the throughput is measured over
   std::size_t device_bytes = 0;
   int allocations_during_runs = 0;   // cudaMalloc calls by the executor while it ran
   long long free_memory_change = 0;  // cudaMemGetInfo's free bytes, after minus before the runs
@@ -46,6 +48,11 @@ struct BenchOptions {
   runtime::SessionOptions session;  // a CUDA session's
   int warmup = 20;
   int iterations = 200;
+  // The warm-up and the back-to-back runs each last at least this long. A GPU at its power limit
+  // lowers its clock within a second or so of full load (the H200 at 700 W on FCN-ResNet101): a
+  // fixed run count times a small batch's short loop before that and a large batch's long loop
+  // after it, and reads the difference as the batch's (docs/perf.md, issue 25).
+  double min_seconds = 1.0;
 };
 
 // Creates a CUDA session for `graph` at `shapes` with dim 0 of every input set to `batch`, fills

@@ -2,7 +2,7 @@
 """fovea's items/s and latency across batch sizes, against PyTorch eager at the same batches (issue 25).
 
   batch_sweep.py --variant LABEL=FOVEA[,VAR=VALUE...] [--variant ...] --out DIR [--models a,b]
-                 [--iterations N] [--no-torch]
+                 [--iterations N] [--seconds S] [--no-torch]
 
 Each variant is a fovea binary, optionally with environment settings, benched in one process over
 every batch as a user runs it (`fovea model bench --precision fp16 --batch 1,4,...`), with its own
@@ -39,9 +39,10 @@ MODELS = {
 }
 
 
-def fovea_sweep(binary, env, onnx_path, h, w, batches, iterations, log_path, timeout):
+def fovea_sweep(binary, env, onnx_path, h, w, batches, iterations, seconds, log_path, timeout):
     cmd = [binary, "-v", "model", "bench", onnx_path, "--precision", "fp16", "--shape", f"input=1x3x{h}x{w}",
-           "--batch", ",".join(map(str, batches)), "--iterations", str(iterations), "--json"]
+           "--batch", ",".join(map(str, batches)), "--iterations", str(iterations), "--seconds", str(seconds),
+           "--json"]
     with open(log_path, "w") as log:
         try:
             proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=log, timeout=timeout, text=True,
@@ -94,6 +95,9 @@ def main():
     parser.add_argument("--out", required=True)
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--iterations", type=int, default=50, help="fovea's and PyTorch's timed runs per batch")
+    parser.add_argument("--seconds", type=float, default=1.0,
+                        help="shortest warm-up and back-to-back loop per batch, fovea's and PyTorch's (a GPU at "
+                             "its power limit slows within a second or so of full load)")
     parser.add_argument("--no-torch", action="store_true")
     parser.add_argument("--timeout", type=int, default=300, help="seconds per fovea sweep")
     args = parser.parse_args()
@@ -113,13 +117,13 @@ def main():
         entry = results["models"][name] = {}
         for label, binary, env in variants:
             print(f"== {name} fovea {label}", flush=True)
-            entry[f"fovea {label}"] = fovea_sweep(binary, env, onnx_path, h, w, batches, args.iterations,
+            entry[f"fovea {label}"] = fovea_sweep(binary, env, onnx_path, h, w, batches, args.iterations, args.seconds,
                                                   os.path.join(args.out, f"{name}_{label}.log"), args.timeout)
             print(json.dumps(entry[f"fovea {label}"]), flush=True)
         if not args.no_torch:
             torch_points = {}
             for b in batches:
-                torch_points[str(b)] = compare_torch.torch_perf(model, b, h, w, args.iterations)
+                torch_points[str(b)] = compare_torch.torch_perf(model, b, h, w, args.iterations, args.seconds)
                 torch.cuda.empty_cache()
             entry["PyTorch eager fp16 channels-last"] = torch_points
             print(json.dumps(torch_points), flush=True)

@@ -24,6 +24,7 @@ Results: DIR/results.json and DIR/results.md (the tables for docs/perf.md).
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -156,15 +157,23 @@ def correctness(args, name, model, output_names, onnx_path, out_dir):
     return result
 
 
-def torch_perf(model, batch, h, w, iterations):
+def torch_perf(model, batch, h, w, iterations, min_seconds=0.0):
+    """PyTorch's p50 latency (one run at a time) and items/s (back to back) at `batch`.
+
+    As `fovea model bench --seconds`: the warm-up and the back-to-back loop each last at least
+    `min_seconds`, so that a GPU at its power limit is timed in the state a long run sees."""
     torch.backends.cudnn.benchmark = True
     net = model.half().cuda().to(memory_format=torch.channels_last)
     x = torch.randn(batch, 3, h, w, device="cuda").half().to(memory_format=torch.channels_last)
     begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     with torch.inference_mode():
-        for _ in range(10):
-            net(x)
-        torch.cuda.synchronize()
+        start = time.perf_counter()
+        while True:
+            for _ in range(10):
+                net(x)
+            torch.cuda.synchronize()
+            if time.perf_counter() - start >= min_seconds:
+                break
         latencies = []
         for _ in range(min(iterations, 50)):
             begin.record()
@@ -172,13 +181,15 @@ def torch_perf(model, batch, h, w, iterations):
             end.record()
             end.synchronize()
             latencies.append(begin.elapsed_time(end))
+        p50 = float(np.median(latencies))
+        runs = max(iterations, math.ceil(min_seconds * 1000 / p50)) if p50 > 0 else iterations
         begin.record()
-        for _ in range(iterations):
+        for _ in range(runs):
             net(x)
         end.record()
         end.synchronize()
         total_ms = begin.elapsed_time(end)
-    return {"items_per_second": batch * iterations / (total_ms / 1000), "latency_p50_ms": float(np.median(latencies))}
+    return {"items_per_second": batch * runs / (total_ms / 1000), "latency_p50_ms": p50}
 
 
 def fovea_perf(args, onnx_path, batch, h, w, iterations, log_path):
