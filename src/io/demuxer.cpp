@@ -154,7 +154,8 @@ class FfmpegDemuxer final : public Demuxer {
     if (start_us == AV_NOPTS_VALUE || start_us <= 0) {
       return std::nullopt;
     }
-    return start_us + av_rescale_q(pts, stream_->time_base, AV_TIME_BASE_Q);
+    // AVRational{1, AV_TIME_BASE} is AV_TIME_BASE_Q, whose C compound literal is not C++.
+    return start_us + av_rescale_q(pts, stream_->time_base, AVRational{1, AV_TIME_BASE});
   }
 
  private:

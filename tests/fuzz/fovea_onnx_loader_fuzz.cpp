@@ -3,7 +3,7 @@
 // folding, passes, memory planning), with small input shapes, since every op's infer() must also
 // survive whatever a hostile file puts in its attributes and constants.
 //
-//   scripts/fuzz.sh [SECONDS]
+//   scripts/fuzz.sh [SECONDS] onnx_loader
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
