@@ -1,6 +1,7 @@
 // fovea sweep CONFIG.yaml --param key=v1,v2,... [--param ...] --out DIR: the flow a configuration
 // describes, run once per combination of the listed values (the cartesian product, the first
-// --param varying slowest), each run traced into DIR/<label>/; then the multi-run report of
+// --param varying slowest; keys joined by '+' in one --param take each value together, e.g. both
+// secondary models' batch sizes), each run traced into DIR/<label>/; then the multi-run report of
 // `fovea report`, the fastest configuration by frames per second and its bottleneck stage, and
 // DIR/sweep.json.
 //
@@ -45,9 +46,20 @@ struct SweepArgs {
 };
 
 struct Param {
-  std::string key;
+  std::string key;                  // as given: one key, or several joined by '+'
   std::vector<std::string> values;  // YAML, as given
 };
+
+// The configuration keys a --param's key sets: "a+b" sets a and b to each value.
+std::vector<std::string> keys_of(std::string_view key) {
+  std::vector<std::string> keys;
+  for (std::size_t begin = 0;;) {
+    const std::size_t plus = key.find('+', begin);
+    keys.emplace_back(key.substr(begin, plus - begin));
+    if (plus == std::string_view::npos) return keys;
+    begin = plus + 1;
+  }
+}
 
 enum class Outcome { kNotRun, kOk, kPartial, kFailed, kInterrupted };
 
@@ -123,9 +135,19 @@ Result<std::vector<Param>> parse_params(const std::vector<std::string>& texts) {
       return make_error(StatusCode::kInvalidArgument, "--param ", param.key, ": no values after '=' (e.g. ",
                         param.key, "=1,2,4)");
     }
-    for (const Param& other : params) {
-      if (other.key == param.key) {
+    const std::vector<std::string> keys = keys_of(param.key);
+    for (const std::string& key : keys) {
+      if (key.empty()) {
         return make_error(StatusCode::kInvalidArgument, "--param ", param.key,
+                          ": an empty key (keys that vary together are joined by one '+')");
+      }
+      const auto elsewhere = [&key](const Param& other) {
+        const std::vector<std::string> others = keys_of(other.key);
+        return std::find(others.begin(), others.end(), key) != others.end();
+      };
+      if (std::count(keys.begin(), keys.end(), key) > 1 ||
+          std::any_of(params.begin(), params.end(), elsewhere)) {
+        return make_error(StatusCode::kInvalidArgument, "--param ", param.key, ": ", key,
                           " is given twice; list all its values in one --param");
       }
     }
@@ -179,7 +201,10 @@ std::string label_of(const std::vector<std::pair<std::string, std::string>>& val
 void redirect_outputs(pipeline::PipelineConfig& config, const std::filesystem::path& run_dir,
                       const std::vector<Param>& params) {
   const auto swept = [&params](std::string_view key) {
-    return std::any_of(params.begin(), params.end(), [key](const Param& p) { return p.key == key; });
+    return std::any_of(params.begin(), params.end(), [key](const Param& p) {
+      const std::vector<std::string> keys = keys_of(p.key);
+      return std::find(keys.begin(), keys.end(), key) != keys.end();
+    });
   };
   config.stats.progress = false;
   config.stats.report = (run_dir / trace::kStatsFile).string();
@@ -192,17 +217,21 @@ void redirect_outputs(pipeline::PipelineConfig& config, const std::filesystem::p
   }
 }
 
-// apply_override, its errors worded for --param: "--param mux.batch_size=0: mux.batch_size: must be
-// between 1 and 1024, got 0" (apply_override names the assignment as a --set option).
-Status apply_value(pipeline::PipelineConfig& config, const std::string& key, const std::string& value,
+// apply_override for each key a --param's key names, its errors worded for --param: "--param
+// mux.batch_size=0: mux.batch_size: must be between 1 and 1024, got 0" (apply_override names the
+// assignment as a --set option).
+Status apply_value(pipeline::PipelineConfig& config, const std::string& param_key, const std::string& value,
                    std::string_view context) {
-  const std::string assignment = key + "=" + value;
-  Status status = pipeline::apply_override(config, assignment);
-  if (status.is_ok()) return status;
-  std::string_view reason = status.message();
-  const std::string set_prefix = "--set " + assignment + ": ";
-  if (reason.starts_with(set_prefix)) reason.remove_prefix(set_prefix.size());
-  return Status(status.code(), fmt::format("--param {}: {}", context, reason));
+  for (const std::string& key : keys_of(param_key)) {
+    const std::string assignment = key + "=" + value;
+    Status status = pipeline::apply_override(config, assignment);
+    if (status.is_ok()) continue;
+    std::string_view reason = status.message();
+    const std::string set_prefix = "--set " + assignment + ": ";
+    if (reason.starts_with(set_prefix)) reason.remove_prefix(set_prefix.size());
+    return Status(status.code(), fmt::format("--param {}: {}", context, reason));
+  }
+  return Status::ok();
 }
 
 // Every combination, checked: each value alone on the file's configuration first (so that a bad
@@ -479,7 +508,8 @@ void add_sweep_command(CLI::App& app, Action* action) {
       ->add_option("--param", args->params,
                    "key=v1,v2,...: a configuration key and the values it takes, as for fovea run --set "
                    "(values are YAML; commas inside [...] or quotes stay in the value). Repeatable: every "
-                   "combination runs, the first --param varying slowest")
+                   "combination runs, the first --param varying slowest. Keys joined by '+' take each value "
+                   "together: models.1.batch_size+models.2.batch_size=8,32")
       ->required()
       ->allow_extra_args(false);  // one key a --param, so the config may follow it
   sweep

@@ -136,6 +136,18 @@ TEST_F(CliSweep, RunsTheCartesianProductInOrderWithSafeFolderNames) {
   EXPECT_TRUE(fs::is_regular_file(out() / "mux.batch_size=1,model.mean=_0,0,0_" / "report.json"));
 }
 
+TEST_F(CliSweep, KeysJoinedByPlusTakeEachValueTogether) {
+  ASSERT_EQ(sweep({"--param", "mux.batch_size+task.blur_kernel=3,5"}), 0) << output_;
+  const nlohmann::json first = read_json(out() / "sweep.json");
+  ASSERT_EQ(first["runs"].size(), 2u);  // not the 4 of a cartesian product
+  EXPECT_EQ(first["runs"][0]["label"], "mux.batch_size+task.blur_kernel=3");
+  EXPECT_EQ(first["runs"][1]["label"], "mux.batch_size+task.blur_kernel=5");
+  EXPECT_TRUE(fs::is_regular_file(out() / "mux.batch_size+task.blur_kernel=5" / "report.json"));
+  // Each value is checked against every key: 4 suits mux.batch_size, not an odd blur kernel.
+  EXPECT_EQ(sweep({"--param", "mux.batch_size+task.blur_kernel=3,4"}), 2) << output_;
+  EXPECT_NE(output_.find("task.blur_kernel"), std::string::npos) << output_;
+}
+
 TEST_F(CliSweep, AFailingRunIsReportedAndTheOthersRun) {
   const std::string missing = (dir_ / "missing.mp4").string();
   ASSERT_EQ(sweep({"--param", "sources.0.uri=" + missing + "," + clip().string()}), 3) << output_;
@@ -171,9 +183,19 @@ TEST_F(CliSweep, BadParamsStopTheSweepBeforeAnythingRuns) {
     EXPECT_NE(output_.find(c.named), std::string::npos) << c.param << "\n" << output_;
     EXPECT_FALSE(fs::exists(out())) << c.param << ": something ran";
   }
-  // One key in two --param options.
-  EXPECT_EQ(sweep({"--param", "mux.batch_size=1,2", "--param", "mux.batch_size=4"}), 2) << output_;
-  EXPECT_NE(output_.find("given twice"), std::string::npos) << output_;
+  // One key in two --param options, alone or joined with another, or twice in one.
+  const std::vector<std::vector<std::string>> twice = {
+      {"--param", "mux.batch_size=1,2", "--param", "mux.batch_size=4"},
+      {"--param", "mux.batch_size+task.blur_kernel=3,5", "--param", "task.blur_kernel=7"},
+      {"--param", "mux.batch_size+mux.batch_size=1,2"}};
+  for (const auto& args : twice) {
+    EXPECT_EQ(sweep(args), 2) << args[1] << "\n" << output_;
+    EXPECT_NE(output_.find("given twice"), std::string::npos) << output_;
+    EXPECT_FALSE(fs::exists(out()));
+  }
+  // An empty key among joined ones.
+  EXPECT_EQ(sweep({"--param", "mux.batch_size+=1,2"}), 2) << output_;
+  EXPECT_NE(output_.find("an empty key"), std::string::npos) << output_;
   EXPECT_FALSE(fs::exists(out()));
 }
 
