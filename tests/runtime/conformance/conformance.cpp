@@ -593,8 +593,20 @@ ExpectationReport check_expectations(const std::vector<CaseResult>& results,
   return report;
 }
 
+std::string cuda_section_of(std::string_view markdown) {
+  static const std::string kHeading = "## On CUDA\n";
+  const std::string text(markdown);
+  std::size_t start = text.starts_with(kHeading) ? 0 : text.find('\n' + kHeading);
+  if (start == std::string::npos) return {};
+  if (start != 0) ++start;
+  const std::size_t end = text.find("\n## ", start + kHeading.size());
+  std::string section = text.substr(start, end == std::string::npos ? std::string::npos : end + 1 - start);
+  section.erase(section.find_last_not_of('\n') + 1);
+  return section + '\n';
+}
+
 std::string markdown_report(const std::vector<CaseResult>& results,
-                            const std::vector<CaseResult>& informational) {
+                            const std::vector<CaseResult>& informational, std::string_view cuda_section) {
   std::string md;
   md += "# ONNX backend conformance\n\n";
   md +=
@@ -628,6 +640,7 @@ std::string markdown_report(const std::vector<CaseResult>& results,
   }
   md += fmt::format("| **all** | {} | {} | {} | {} |\n\n", total[0] + total[1] + total[2], total[0], total[1],
                     total[2]);
+  if (!cuda_section.empty()) md += std::string(cuda_section) + "\n";
 
   md += "## Tolerance exceptions\n\n";
   if (tolerance_exceptions().empty()) md += "None: every case is compared at the defaults.\n";

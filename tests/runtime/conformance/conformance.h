@@ -88,8 +88,12 @@ ExpectationReport check_expectations(const std::vector<CaseResult>& results,
 
 // docs/conformance.md: counts per folder, the tolerance exceptions, every failure and skip with its
 // reason, and (when `informational` holds results) how the out-of-range-version cases fare with
-// the version check off.
+// the version check off. `cuda_section`, the report's "## On CUDA" section as written by hand from
+// a GPU machine's run (cuda_section_of the file being replaced), follows the counts unchanged.
 std::string markdown_report(const std::vector<CaseResult>& results,
-                            const std::vector<CaseResult>& informational);
+                            const std::vector<CaseResult>& informational, std::string_view cuda_section = {});
+
+// The "## On CUDA" section of a report, up to the next "## " heading; empty when it has none.
+std::string cuda_section_of(std::string_view markdown);
 
 }  // namespace fovea::runtime::conformance

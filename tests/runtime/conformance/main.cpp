@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
@@ -83,7 +84,12 @@ int run(const Options& options) {
   print_summary(results);
   fmt::print("{} cases in {:.1f} s\n", results.size(), seconds);
   if (!options.markdown.empty()) {
-    std::ofstream(options.markdown) << conf::markdown_report(results, informational);
+    // The GPU machine's section is kept: this machine's run cannot write it.
+    std::string cuda_section;
+    if (std::ifstream old(options.markdown); old) {
+      cuda_section = conf::cuda_section_of(std::string(std::istreambuf_iterator<char>(old), {}));
+    }
+    std::ofstream(options.markdown) << conf::markdown_report(results, informational, cuda_section);
   }
   if (options.expectations.empty()) {
     int failed = 0;
