@@ -48,9 +48,9 @@ models:
   - {name: detector, path: $out/detectnet_resnet34.onnx, parser: detectnet, precision: fp16,
      input_width: 960, input_height: 544, mean: [0, 0, 0], std: [1, 1, 1], engine_cache: $out/engines}
   - {name: color, path: $out/resnet18.onnx, precision: fp16, batch_size: ${SECONDARY_BATCH:-64},
-     engine_cache: $out/engines}
+     input_width: 224, input_height: 224, engine_cache: $out/engines}
   - {name: type, path: $out/resnet18.onnx, precision: fp16, batch_size: ${SECONDARY_BATCH:-64},
-     engine_cache: $out/engines}
+     input_width: 224, input_height: 224, engine_cache: $out/engines}
 detect: {model: detector, confidence: 0, top_k: 20}
 track: {enabled: true, tracker: bytetrack}
 secondary:

@@ -223,11 +223,18 @@ Status add_classify(FlowPlan& plan, const PipelineConfig& config, const std::vec
       return make_error(StatusCode::kInvalidArgument, "secondary.", std::to_string(i), ".model '",
                         entry.model, "': no such model");
     }
-    FOVEA_ASSIGN_OR_RETURN(
-        std::unique_ptr<FlowModel> opened,
-        open_flow_model(*model_config, model_config->batch_size.value_or(kDefaultSecondaryBatch),
-                        plan.shape));
-    std::shared_ptr<FlowModel> model = std::move(opened);
+    // A secondary model sees object crops: the frame size, which a primary model without a fixed
+    // input size runs at, is no size for a crop (a 1080p input per object). Such a model needs
+    // input_width and input_height.
+    FlowShape crops = plan.shape;
+    crops.frame_width = crops.frame_height = 0;
+    auto opened =
+        open_flow_model(*model_config, model_config->batch_size.value_or(kDefaultSecondaryBatch), crops);
+    if (!opened.is_ok()) {
+      return opened.status().with_context(
+          fmt::format("secondary.{} (model '{}', run on object crops)", i, entry.model));
+    }
+    std::shared_ptr<FlowModel> model = std::move(*opened);
     plan.keep_alive.push_back(model);
     FOVEA_ASSIGN_OR_RETURN(ClassifySetup setup, plan_classify(*model, entry, max_objects));
     auto* classify = add_op(plan, std::make_unique<ClassifyOp>(*model, std::move(setup), plan.shape));

@@ -22,13 +22,15 @@ const char* const kColors[] = {"red", "green", "blue"};
 
 // A classifier of the dominant color: the mean of each RGB channel over the crop
 // (GlobalAveragePool, Flatten), then logits that favour the channel above the other two (Gemm).
-// Output [N, 3]: red, green, blue.
-runtime::Graph color_model_graph() {
+// Output [N, 3]: red, green, blue. `any_size`: the input's height and width are left open, as an
+// export with dynamic spatial axes leaves them.
+runtime::Graph color_model_graph(bool any_size = false) {
   using namespace runtime;
   GraphBuilder b(17);
+  const Dim side_h = any_size ? Dim::unknown("H") : Dim::known_size(kColorSide);
+  const Dim side_w = any_size ? Dim::unknown("W") : Dim::known_size(kColorSide);
   const ValueId input = b.input(
-      "input", ValueType{DataType::kFloat32, Dims{Dim::unknown("N"), Dim::known_size(3),
-                                                  Dim::known_size(kColorSide), Dim::known_size(kColorSide)}});
+      "input", ValueType{DataType::kFloat32, Dims{Dim::unknown("N"), Dim::known_size(3), side_h, side_w}});
   const ValueId pooled = b.node("GlobalAveragePool", {input}, "pooled");
   const ValueId flat = b.node("Flatten", {pooled}, "flat");
   constexpr float s = 20.0f;

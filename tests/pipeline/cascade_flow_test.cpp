@@ -283,7 +283,9 @@ TEST_F(CascadeFlow, TheClassFilterAndTheMinimumSizeChooseTheObjects) {
 TEST_F(CascadeFlow, AModelThatIsNotAClassifierIsRefusedNamingIt) {
   ASSERT_TRUE(runtime::write_demo_segmentation_model(path("segmenter.onnx")).is_ok());
   PipelineConfig cfg = config({"a.mp4"});
-  cfg.models.push_back({.name = "segmenter", .path = path("segmenter.onnx")});
+  // Its input size open, it needs one as a secondary model (next test); given, the output is refused.
+  cfg.models.push_back(
+      {.name = "segmenter", .path = path("segmenter.onnx"), .input_width = 32, .input_height = 32});
   cfg.secondary.push_back({.model = "segmenter"});
   Result<FlowResult> result = run_on_cpu(cfg);
   ASSERT_FALSE(result.is_ok());
@@ -293,6 +295,32 @@ TEST_F(CascadeFlow, AModelThatIsNotAClassifierIsRefusedNamingIt) {
   EXPECT_THAT(message, HasSubstr("secondary model 'segmenter'"));
   EXPECT_THAT(message, HasSubstr("output 'out'"));
   EXPECT_THAT(message, HasSubstr("[N, C]"));
+}
+
+// Object crops have no common size: a classifier that does not fix its input's needs input_width
+// and input_height, instead of running each crop at the frame size.
+TEST_F(CascadeFlow, AClassifierOfAnyInputSizeNeedsItsInputSize) {
+  Result<std::string> bytes = runtime::serialize_onnx(color_model_graph(/*any_size=*/true), {});
+  ASSERT_TRUE(bytes.is_ok()) << bytes.status().to_string();
+  std::ofstream(path("color.onnx"), std::ios::binary) << *bytes;
+  PipelineConfig cfg = tracked();
+  add_color_model(cfg);
+  Result<FlowResult> refused = run_on_cpu(cfg);
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.status().message(), HasSubstr("secondary.0 (model 'color'"));
+  EXPECT_THAT(refused.status().message(), HasSubstr("input_width and input_height"));
+
+  cfg.models.back().input_width = kColorSide;
+  cfg.models.back().input_height = kColorSide;
+  Result<FlowResult> result = run_on_cpu(cfg);
+  ASSERT_TRUE(result.is_ok()) << result.status().to_string();
+  for (const auto& [key, record] : records()) {
+    for (const ParsedObject& object : *record.objects) {
+      ASSERT_EQ(object.secondary.size(), 1u) << "frame " << record.frame;
+      EXPECT_EQ(object.secondary[0].label, kColors[object.class_id - 1]);
+    }
+  }
 }
 
 TEST_F(CascadeFlow, ZeroAndManyObjectsRun) {
