@@ -128,9 +128,11 @@ Result<BenchPoint> bench_on_cuda(const runtime::Graph& graph, runtime::InputShap
   FOVEA_ASSIGN_OR_RETURN(CudaStream stream, CudaStream::create());
   FOVEA_ASSIGN_OR_RETURN(CudaEvent begin, CudaEvent::create(true));
   FOVEA_ASSIGN_OR_RETURN(CudaEvent end, CudaEvent::create(true));
-  FOVEA_ASSIGN_OR_RETURN(
-      point.warmup_runs,
-      run_for_at_least(*session, stream.get(), std::max(1, options.warmup), options.min_seconds));
+  if (options.warmup > 0 || options.min_seconds > 0) {  // --warmup 0 --seconds 0: none at all
+    FOVEA_ASSIGN_OR_RETURN(
+        point.warmup_runs,
+        run_for_at_least(*session, stream.get(), std::max(1, options.warmup), options.min_seconds));
+  }
 
   const int allocations = session->device_allocations();
   std::size_t free_before = 0, free_after = 0, total = 0;
