@@ -45,11 +45,6 @@ struct SweepArgs {
   std::size_t top = 0;  // 0: every row
 };
 
-struct Param {
-  std::string key;                  // as given: one key, or several joined by '+'
-  std::vector<std::string> values;  // YAML, as given
-};
-
 // The configuration keys a --param's key sets: "a+b" sets a and b to each value.
 std::vector<std::string> keys_of(std::string_view key) {
   std::vector<std::string> keys;
@@ -60,6 +55,15 @@ std::vector<std::string> keys_of(std::string_view key) {
     begin = plus + 1;
   }
 }
+
+struct Param {
+  std::string key;                  // as given: one key, or several joined by '+'
+  std::vector<std::string> keys;    // the configuration keys it sets (keys_of)
+  std::vector<std::string> values;  // YAML, as given
+  bool sets(std::string_view config_key) const {
+    return std::find(keys.begin(), keys.end(), config_key) != keys.end();
+  }
+};
 
 enum class Outcome { kNotRun, kOk, kPartial, kFailed, kInterrupted };
 
@@ -135,17 +139,14 @@ Result<std::vector<Param>> parse_params(const std::vector<std::string>& texts) {
       return make_error(StatusCode::kInvalidArgument, "--param ", param.key, ": no values after '=' (e.g. ",
                         param.key, "=1,2,4)");
     }
-    const std::vector<std::string> keys = keys_of(param.key);
-    for (const std::string& key : keys) {
+    param.keys = keys_of(param.key);
+    for (const std::string& key : param.keys) {
       if (key.empty()) {
         return make_error(StatusCode::kInvalidArgument, "--param ", param.key,
                           ": an empty key (keys that vary together are joined by one '+')");
       }
-      const auto elsewhere = [&key](const Param& other) {
-        const std::vector<std::string> others = keys_of(other.key);
-        return std::find(others.begin(), others.end(), key) != others.end();
-      };
-      if (std::count(keys.begin(), keys.end(), key) > 1 ||
+      const auto elsewhere = [&key](const Param& other) { return other.sets(key); };
+      if (std::count(param.keys.begin(), param.keys.end(), key) > 1 ||
           std::any_of(params.begin(), params.end(), elsewhere)) {
         return make_error(StatusCode::kInvalidArgument, "--param ", param.key, ": ", key,
                           " is given twice; list all its values in one --param");
@@ -201,10 +202,7 @@ std::string label_of(const std::vector<std::pair<std::string, std::string>>& val
 void redirect_outputs(pipeline::PipelineConfig& config, const std::filesystem::path& run_dir,
                       const std::vector<Param>& params) {
   const auto swept = [&params](std::string_view key) {
-    return std::any_of(params.begin(), params.end(), [key](const Param& p) {
-      const std::vector<std::string> keys = keys_of(p.key);
-      return std::find(keys.begin(), keys.end(), key) != keys.end();
-    });
+    return std::any_of(params.begin(), params.end(), [key](const Param& p) { return p.sets(key); });
   };
   config.stats.progress = false;
   config.stats.report = (run_dir / trace::kStatsFile).string();
