@@ -15,7 +15,10 @@
 #   - for each interval in INTERVALS (default "0 1 2"): the primary and tracker alone
 #     (stages [detect, track]), then the whole cascade;
 #   - fovea sweep over detect.interval (SWEEP_INTERVALS, default 0,2) and both classifiers' batch
-#     size together (SWEEP_BATCHES, default 3,9,27,81, as the DeepStream tutorial sweeps it).
+#     size together (SWEEP_BATCHES, default 3,9,27,81, as the DeepStream tutorial sweeps it);
+#     SWEEP=0 leaves it out;
+#   - with TRACE=1, the whole cascade at the last interval again under --trace, and `fovea report`
+#     on it (trace_report.txt).
 # Every command's output goes to OUT_DIR; summary.md (printed last) has the table.
 set -euo pipefail
 fovea=$(realpath "$1")
@@ -70,9 +73,15 @@ for interval in "${intervals[@]}"; do
   run "primary_i$interval" --set "detect.interval=$interval" --set "stages=[detect, track]"
   run "cascade_i$interval" --set "detect.interval=$interval"
 done
-"$fovea" sweep "$config" --device cuda --out "$out/sweep" --param "detect.interval=${SWEEP_INTERVALS:-0,2}" \
-  --param "models.1.batch_size+models.2.batch_size=${SWEEP_BATCHES:-3,9,27,81}" > "$out/sweep.log" 2>&1 ||
-  echo "sweep: exit $? (see $out/sweep.log)"
+if [ "${TRACE:-0}" = 1 ]; then
+  run "trace_i${intervals[-1]}" --set "detect.interval=${intervals[-1]}" --trace "$out/trace"
+  "$fovea" report "$out/trace" > "$out/trace_report.txt" 2>&1 || echo "report: exit $?"
+fi
+if [ "${SWEEP:-1}" != 0 ]; then
+  "$fovea" sweep "$config" --device cuda --out "$out/sweep" --param "detect.interval=${SWEEP_INTERVALS:-0,2}" \
+    --param "models.1.batch_size+models.2.batch_size=${SWEEP_BATCHES:-3,9,27,81}" > "$out/sweep.log" 2>&1 ||
+    echo "sweep: exit $? (see $out/sweep.log)"
+fi
 
 "$py" - "$out" "$sources" "${intervals[@]}" <<'PY' | tee "$out/summary.md"
 import json, os, sys
