@@ -40,6 +40,7 @@ struct ImagesArgs {
   std::string split;
   std::optional<int> threads;
   std::string decoder;
+  std::string encoder;
   std::string metadata;
   std::string engine_cache;
   std::string parser;
@@ -55,16 +56,27 @@ struct ImagesArgs {
 // The flag each configuration key came from, for the configuration's errors.
 std::string flag_of_key(std::string_view key) {
   static constexpr std::pair<std::string_view, std::string_view> kFlags[] = {
-      {"images.inputs", "the inputs"},      {"images.shard", "--shard"},
-      {"images.threads", "--threads"},      {"images.split", "--split-ab"},
-      {"sinks.images.output_dir", "-o"},    {"sinks.images.quality", "--quality"},
-      {"sinks.images.format", "--format"},  {"task.classes", "--class"},
-      {"classify_frames.top_k", "--top-k"}, {"classify_frames.min_score", "--min-score"},
-      {"sinks.metadata", "--metadata"},     {"mux.batch_size", "--batch"},
-      {"models.0.input_width", "--size"},   {"models.0.input_height", "--size"},
-      {"models.0.parser", "--parser"},      {"models.0.labels", "--labels"},
-      {"detect.confidence", "--conf"},      {"detect.iou", "--iou"},
-      {"detect.top_k", "--top-k"},          {"stats.report", "--report"}};
+      {"images.inputs", "the inputs"},
+      {"images.shard", "--shard"},
+      {"images.threads", "--threads"},
+      {"images.split", "--split-ab"},
+      {"sinks.images.output_dir", "-o"},
+      {"sinks.images.quality", "--quality"},
+      {"sinks.images.format", "--format"},
+      {"sinks.images.encoder", "--encoder"},
+      {"task.classes", "--class"},
+      {"classify_frames.top_k", "--top-k"},
+      {"classify_frames.min_score", "--min-score"},
+      {"sinks.metadata", "--metadata"},
+      {"mux.batch_size", "--batch"},
+      {"models.0.input_width", "--size"},
+      {"models.0.input_height", "--size"},
+      {"models.0.parser", "--parser"},
+      {"models.0.labels", "--labels"},
+      {"detect.confidence", "--conf"},
+      {"detect.iou", "--iou"},
+      {"detect.top_k", "--top-k"},
+      {"stats.report", "--report"}};
   for (const auto& [prefix, flag] : kFlags) {
     if (key.starts_with(prefix)) return std::string(flag);
   }
@@ -125,6 +137,8 @@ Status apply_task_flags(const ImagesArgs& args, pipeline::PipelineConfig& config
                                   .format = args.format == "jpeg" ? pipeline::ImageOutputFormat::kJpeg
                                                                   : pipeline::ImageOutputFormat::kPng,
                                   .quality = args.quality.value_or(pipeline::ImageSinkConfig{}.quality)};
+    if (args.encoder == "cpu") config.sinks.images->encoder = pipeline::JpegCodec::kCpu;
+    if (args.encoder == "nvjpeg") config.sinks.images->encoder = pipeline::JpegCodec::kNvjpeg;
   }
   return Status::ok();
 }
@@ -136,8 +150,8 @@ Result<pipeline::PipelineConfig> images_config(const ImagesArgs& args) {
   if (args.threads) images.threads = *args.threads;
   if (args.split == "a") images.split = pipeline::AbSplit::kA;
   if (args.split == "b") images.split = pipeline::AbSplit::kB;
-  if (args.decoder == "cpu") images.decoder = pipeline::ImageDecoder::kCpu;
-  if (args.decoder == "nvjpeg") images.decoder = pipeline::ImageDecoder::kNvjpeg;
+  if (args.decoder == "cpu") images.decoder = pipeline::JpegCodec::kCpu;
+  if (args.decoder == "nvjpeg") images.decoder = pipeline::JpegCodec::kNvjpeg;
   config.images = std::move(images);
   pipeline::ModelConfig model;
   FOVEA_TRY(apply_model_flags(args, model));
@@ -233,6 +247,12 @@ void add_images_command(CLI::App& app, Action* action) {
           "--decoder", args->decoder,
           "JPEG: nvjpeg (the GPU's JPEG decoder), cpu (libjpeg-turbo), or auto: nvJPEG where it loads "
           "(default auto)")
+      ->check(CLI::IsMember({"auto", "cpu", "nvjpeg"}));
+  images
+      ->add_option(
+          "--encoder", args->encoder,
+          "--format jpeg: nvjpeg (encoded on the GPU), cpu (libjpeg-turbo on the writer threads), or "
+          "auto: nvJPEG where it loads and the model runs on the GPU (default auto)")
       ->check(CLI::IsMember({"auto", "cpu", "nvjpeg"}));
   images->add_option("--metadata", args->metadata, "Per-image JSON Lines file (docs/metadata.md)");
   images->add_option("--engine-cache", args->engine_cache,

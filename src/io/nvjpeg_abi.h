@@ -6,8 +6,9 @@
 // with the real header wherever one is installed: values, struct layout and function types.
 //
 // Only what fovea uses: the library handle, the decoding state, single and batched decode into
-// interleaved RGB, and the hardware decoder's engine count. Names carry no "nvjpeg" prefix and live
-// in their own namespace so the test can see them next to the real ones.
+// interleaved RGB, the hardware decoder's engine count, and encoding interleaved RGB into a JPEG
+// file (encoder state and parameters: quality and chroma subsampling). Names carry no "nvjpeg" prefix and
+// live in their own namespace so the test can see them next to the real ones.
 #pragma once
 
 #include <cstddef>
@@ -44,6 +45,17 @@ enum OutputFormat : int {
   kOutputRgbi = 5,  // interleaved RGB, written to channel[0] with pitch[0]
 };
 
+// nvjpegInputFormat_t (the value fovea encodes from).
+enum InputFormat : int {
+  kInputRgbi = 5,  // interleaved RGB in channel[0] with pitch[0]
+};
+
+// nvjpegChromaSubsampling_t (the values fovea encodes with).
+enum ChromaSubsampling : int {
+  kCss444 = 0,
+  kCss420 = 2,
+};
+
 // NVJPEG_MAX_COMPONENT.
 inline constexpr int kMaxComponents = 4;
 
@@ -58,8 +70,12 @@ struct LibraryHandle;
 struct JpegStateHandle;
 struct DeviceAllocator;
 struct PinnedAllocator;
+struct EncoderStateHandle;
+struct EncoderParamsHandle;
 using Handle = LibraryHandle*;
 using JpegState = JpegStateHandle*;
+using EncoderState = EncoderStateHandle*;
+using EncoderParams = EncoderParamsHandle*;
 
 // The functions, as the pointers dlsym returns are called.
 using CreateExFn = Status (*)(Backend backend, DeviceAllocator* dev_allocator,
@@ -75,5 +91,18 @@ using DecodeBatchedFn = Status (*)(Handle handle, JpegState state, const unsigne
                                    const std::size_t* lengths, Image* destinations, cudaStream_t stream);
 using GetHardwareDecoderInfoFn = Status (*)(Handle handle, unsigned int* num_engines,
                                             unsigned int* num_cores_per_engine);
+using EncoderStateCreateFn = Status (*)(Handle handle, EncoderState* state, cudaStream_t stream);
+using EncoderStateDestroyFn = Status (*)(EncoderState state);
+using EncoderParamsCreateFn = Status (*)(Handle handle, EncoderParams* params, cudaStream_t stream);
+using EncoderParamsDestroyFn = Status (*)(EncoderParams params);
+using EncoderParamsSetQualityFn = Status (*)(EncoderParams params, const int quality, cudaStream_t stream);
+using EncoderParamsSetSamplingFactorsFn = Status (*)(EncoderParams params,
+                                                     const ChromaSubsampling chroma_subsampling,
+                                                     cudaStream_t stream);
+using EncodeImageFn = Status (*)(Handle handle, EncoderState state, const EncoderParams params,
+                                 const Image* source, InputFormat input_format, int image_width,
+                                 int image_height, cudaStream_t stream);
+using EncodeRetrieveBitstreamFn = Status (*)(Handle handle, EncoderState state, unsigned char* data,
+                                             std::size_t* length, cudaStream_t stream);
 
 }  // namespace fovea::io::nvjpeg_abi

@@ -1,8 +1,9 @@
 // nvJPEG behind fovea's interface: the JPEG header reader that picks each file's route (plain C++,
 // every build), and with CUDA the decoder itself, calling libnvjpeg through pointers dlsym found
-// (the ABI in io/nvjpeg_abi.h), so no build depends on the library being installed.
+// (io/nvjpeg_library.h), so no build depends on the library being installed.
 #include "io/nvjpeg_decoder.h"
 
+#include <array>
 #include <cstring>
 #include <mutex>
 
@@ -12,17 +13,12 @@
 #include "io/image_codec_internal.h"
 
 #if defined(FOVEA_HAVE_CUDA)
-#include <dlfcn.h>
-
-#include <array>
-#include <type_traits>
 #include <vector>
 
 #include "core/cuda_check.h"
 #include "core/cuda_raii.h"
-#include "core/library_error.h"
 #include "core/log.h"
-#include "io/nvjpeg_abi.h"
+#include "io/nvjpeg_library.h"
 #endif
 
 namespace fovea::io {
@@ -322,114 +318,14 @@ namespace {
 
 namespace abi = nvjpeg_abi;
 
-// Tried in this order: the CUDA 13 toolkit's, CUDA 12's, then whatever the unversioned name finds.
-constexpr std::array<const char*, 3> kLibraryNames = {"libnvjpeg.so.13", "libnvjpeg.so.12", "libnvjpeg.so"};
+using detail::nvjpeg;
+using detail::nvjpeg_ok;
+using detail::nvjpeg_status_name;
 
-struct NvjpegLibrary {
-  abi::CreateExFn create_ex = nullptr;
-  abi::DestroyFn destroy = nullptr;
-  abi::JpegStateCreateFn jpeg_state_create = nullptr;
-  abi::JpegStateDestroyFn jpeg_state_destroy = nullptr;
-  abi::DecodeFn decode = nullptr;
-  abi::DecodeBatchedInitializeFn decode_batched_initialize = nullptr;
-  abi::DecodeBatchedFn decode_batched = nullptr;
-  abi::GetHardwareDecoderInfoFn get_hardware_decoder_info = nullptr;  // optional: CUDA 11.x lacks it
-  Status status;
-};
-
-// dlsym's object pointer into a function pointer type; memcpy, as ISO C++ has no cast between them.
-template <typename Fn>
-Fn symbol(void* library, const char* name) {
-  void* address = dlsym(library, name);
-  Fn function = nullptr;
-  static_assert(sizeof(function) == sizeof(address));
-  std::memcpy(&function, &address, sizeof(function));
-  return function;
-}
-
-void* open_library(std::string* tried) {
-  for (const char* name : kLibraryNames) {
-    if (void* library = dlopen(name, RTLD_NOW | RTLD_LOCAL); library != nullptr) return library;
-    const char* error = dlerror();
-    tried->append(tried->empty() ? "" : "; ").append(error != nullptr ? error : name);
-  }
-  return nullptr;
-}
-
-// Never unloaded: handles and decoders may outlive main's locals.
-NvjpegLibrary load_nvjpeg_library() {
-  NvjpegLibrary lib;
-  std::string tried;
-  void* library = open_library(&tried);
-  if (library == nullptr) {
-    lib.status = make_error(StatusCode::kUnsupported, "nvJPEG unavailable: ", tried);
-    return lib;
-  }
-  std::string missing;
-  const auto bind = [&](auto* function, const char* name) {
-    *function = symbol<std::remove_pointer_t<decltype(function)>>(library, name);
-    if (*function == nullptr) missing.append(missing.empty() ? "" : ", ").append(name);
-  };
-  bind(&lib.create_ex, "nvjpegCreateEx");
-  bind(&lib.destroy, "nvjpegDestroy");
-  bind(&lib.jpeg_state_create, "nvjpegJpegStateCreate");
-  bind(&lib.jpeg_state_destroy, "nvjpegJpegStateDestroy");
-  bind(&lib.decode, "nvjpegDecode");
-  bind(&lib.decode_batched_initialize, "nvjpegDecodeBatchedInitialize");
-  bind(&lib.decode_batched, "nvjpegDecodeBatched");
-  if (!missing.empty()) {
-    lib.status =
-        make_error(StatusCode::kUnsupported, "nvJPEG unavailable: the loaded libnvjpeg lacks ", missing);
-    return lib;
-  }
-  lib.get_hardware_decoder_info =
-      symbol<abi::GetHardwareDecoderInfoFn>(library, "nvjpegGetHardwareDecoderInfo");
-  return lib;
-}
-
-const NvjpegLibrary& nvjpeg() {
-  static const NvjpegLibrary library = load_nvjpeg_library();
-  return library;
-}
-
-std::string_view nvjpeg_status_name(abi::Status status) {
-  switch (status) {
-    case abi::kStatusSuccess: return "NVJPEG_STATUS_SUCCESS";
-    case abi::kStatusNotInitialized: return "NVJPEG_STATUS_NOT_INITIALIZED";
-    case abi::kStatusInvalidParameter: return "NVJPEG_STATUS_INVALID_PARAMETER";
-    case abi::kStatusBadJpeg: return "NVJPEG_STATUS_BAD_JPEG";
-    case abi::kStatusJpegNotSupported: return "NVJPEG_STATUS_JPEG_NOT_SUPPORTED";
-    case abi::kStatusAllocatorFailure: return "NVJPEG_STATUS_ALLOCATOR_FAILURE";
-    case abi::kStatusExecutionFailed: return "NVJPEG_STATUS_EXECUTION_FAILED";
-    case abi::kStatusArchMismatch: return "NVJPEG_STATUS_ARCH_MISMATCH";
-    case abi::kStatusInternalError: return "NVJPEG_STATUS_INTERNAL_ERROR";
-    case abi::kStatusImplementationNotSupported: return "NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED";
-    case abi::kStatusIncompleteBitstream: return "NVJPEG_STATUS_INCOMPLETE_BITSTREAM";
-  }
-  return "unknown nvJPEG status";
-}
-
-bool nvjpeg_ok(abi::Status status) {
-  return status == abi::kStatusSuccess;
-}
-
-}  // namespace
-}  // namespace fovea::io
-
-#define FOVEA_NVJPEG_TRY(call)                                                                 \
-  FOVEA_LIBRARY_TRY(::fovea::StatusCode::kDeviceError, "nvJPEG", call, ::fovea::io::nvjpeg_ok, \
-                    ::fovea::io::nvjpeg_status_name)
-
-namespace fovea::io {
-namespace {
-
-struct HandleDestroyer {
-  void operator()(abi::Handle handle) const { static_cast<void>(nvjpeg().destroy(handle)); }
-};
 struct StateDestroyer {
   void operator()(abi::JpegState state) const { static_cast<void>(nvjpeg().jpeg_state_destroy(state)); }
 };
-using HandleOwner = std::unique_ptr<abi::LibraryHandle, HandleDestroyer>;
+using detail::HandleOwner;
 using StateOwner = std::unique_ptr<abi::JpegStateHandle, StateDestroyer>;
 
 // A library handle on one backend with its decoding state. The state is declared last so that it

@@ -60,8 +60,8 @@ constexpr EnumName<StageKind> kStageNames[] = {{StageKind::kSegment, "segment"},
                                                {StageKind::kOsd, "osd"},
                                                {StageKind::kImage2Image, "image2image"},
                                                {StageKind::kClassifyFrames, "classify_frames"}};
-constexpr EnumName<ImageDecoder> kImageDecoderNames[] = {
-    {ImageDecoder::kAuto, "auto"}, {ImageDecoder::kCpu, "cpu"}, {ImageDecoder::kNvjpeg, "nvjpeg"}};
+constexpr EnumName<JpegCodec> kJpegCodecNames[] = {
+    {JpegCodec::kAuto, "auto"}, {JpegCodec::kCpu, "cpu"}, {JpegCodec::kNvjpeg, "nvjpeg"}};
 constexpr EnumName<AbSplit> kSplitNames[] = {
     {AbSplit::kNone, "none"}, {AbSplit::kA, "a"}, {AbSplit::kB, "b"}};
 constexpr EnumName<ImageOutputFormat> kImageFormatNames[] = {{ImageOutputFormat::kPng, "png"},
@@ -542,8 +542,8 @@ Status read_value(const Field& field, const KeyRules&, std::vector<std::string>&
   return Status::ok();
 }
 
-Status read_value(const Field& field, const KeyRules&, ImageDecoder& out) {
-  FOVEA_ASSIGN_OR_RETURN(out, to_enum(field, kImageDecoderNames));
+Status read_value(const Field& field, const KeyRules&, JpegCodec& out) {
+  FOVEA_ASSIGN_OR_RETURN(out, to_enum(field, kJpegCodecNames));
   return Status::ok();
 }
 
@@ -633,8 +633,8 @@ YAML::Node to_node(const std::vector<std::string>& values) {
   return YAML::Node(values);
 }
 
-YAML::Node to_node(ImageDecoder value) {
-  return YAML::Node(std::string(enum_name(kImageDecoderNames, value)));
+YAML::Node to_node(JpegCodec value) {
+  return YAML::Node(std::string(enum_name(kJpegCodecNames, value)));
 }
 
 YAML::Node to_node(AbSplit value) {
@@ -707,8 +707,8 @@ std::string kind_text(std::type_identity<T>, const KeyRules& rules) {
     return quoted_choices(kColorOrderNames);
   } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
     return "list of paths";
-  } else if constexpr (std::is_same_v<T, ImageDecoder>) {
-    return quoted_choices(kImageDecoderNames);
+  } else if constexpr (std::is_same_v<T, JpegCodec>) {
+    return quoted_choices(kJpegCodecNames);
   } else if constexpr (std::is_same_v<T, AbSplit>) {
     return quoted_choices(kSplitNames);
   } else if constexpr (std::is_same_v<T, ImageOutputFormat>) {
@@ -954,6 +954,10 @@ const KeySpec<ImageSinkConfig> kImageSinkKeys[] = {
         "Folder for the pictures: each input's path below its folder, with the format's extension."),
     key<&ImageSinkConfig::format>("format", {}, "File format of the pictures."),
     key<&ImageSinkConfig::quality>("quality", {.min = 1, .max = 100}, "JPEG quality."),
+    key<&ImageSinkConfig::encoder>(
+        "encoder", {},
+        "JPEG on the GPU through nvJPEG (`nvjpeg`; `auto` where it loads and the flow runs on the GPU) "
+        "or on the CPU writer threads (`cpu`); PNG always on the CPU."),
 };
 
 // The ranges are the publisher's (io::validate_mqtt_options, which also checks the keys together).

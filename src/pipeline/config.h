@@ -101,15 +101,18 @@ struct ModelConfig {
 
 // `images:`, an image flow's input in place of `sources:` (image_source.h): folders, globs, list
 // files or single files (io/image_files.h), decoded on `threads` CPU threads.
-enum class AbSplit { kNone, kA, kB };              // pix2pix "AB" pairs: the left (A) or right (B) half
-enum class ImageDecoder { kAuto, kCpu, kNvjpeg };  // JPEG on the GPU (nvJPEG) or the CPU
+enum class AbSplit { kNone, kA, kB };  // pix2pix "AB" pairs: the left (A) or right (B) half
+// Where JPEG files are decoded (images.decoder) or encoded (sinks.images.encoder): on the GPU
+// through nvJPEG, on the CPU (libjpeg-turbo), or auto: nvJPEG where it loads and the flow runs on
+// the GPU.
+enum class JpegCodec { kAuto, kCpu, kNvjpeg };
 struct ImagesConfig {
   std::vector<std::string> inputs;
   bool recursive = false;
   std::string shard = "0/1";  // "i/N": this process takes every N-th image from the i-th
   int threads = 0;            // decode threads; 0: one per core
   AbSplit split = AbSplit::kNone;
-  ImageDecoder decoder = ImageDecoder::kAuto;
+  JpegCodec decoder = JpegCodec::kAuto;
   bool operator==(const ImagesConfig&) const = default;
 };
 
@@ -250,6 +253,7 @@ struct ImageSinkConfig {
   std::string output_dir;
   ImageOutputFormat format = ImageOutputFormat::kPng;
   int quality = 90;  // JPEG, 1..100
+  JpegCodec encoder = JpegCodec::kAuto;
   bool operator==(const ImageSinkConfig&) const = default;
 };
 

@@ -78,6 +78,9 @@ struct FrameResults {
   // Image-to-image: the model's output picture (kRGB8, host memory in the batch's slot, valid
   // while the batch is); absent otherwise.
   std::optional<ImageView> picture;
+  // On the GPU path, the same picture in device memory (the slot's), for a sink that encodes on
+  // the GPU; absent on the CPU path.
+  std::optional<ImageView> picture_device;
 };
 
 // A frame as the ops see it: where it came from and its pixels at the mux size (NV12; device memory

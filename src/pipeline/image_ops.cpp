@@ -66,6 +66,9 @@ void PictureOp::attach(FrameBatch& batch) const {
   const std::vector<ImageView>& pictures = batch.slot->images(kPicturesHost);
   const std::vector<std::size_t> frames = inferred_frames(batch);
   for (std::size_t k = 0; k < frames.size(); ++k) batch.results[frames[k]].picture = pictures[k];
+  if (!shape_.gpu) return;
+  const std::vector<ImageView>& device = batch.slot->images(kPicturesDevice);
+  for (std::size_t k = 0; k < frames.size(); ++k) batch.results[frames[k]].picture_device = device[k];
 }
 
 Status PictureOp::run_cpu(FrameBatch& batch) {

@@ -33,7 +33,8 @@ class PictureOp final : public Op {
 
  private:
   PictureOp(const InferenceOp& inference, const FlowShape& shape) : inference_(inference), shape_(shape) {}
-  // Points each inferred frame's result at its picture in the slot's host buffer.
+  // Points each inferred frame's result at its picture in the slot's host buffer (and, on the GPU
+  // path, its device buffer).
   void attach(FrameBatch& batch) const;
 
   const InferenceOp& inference_;

@@ -8,17 +8,25 @@
 #include <thread>
 
 #include "core/log.h"
+#include "core/output_file.h"
 #include "io/image_codec.h"
+#include "io/nvjpeg_encoder.h"
 #include "pipeline/queue.h"
 #include "post/class_mask.h"
+
+#if defined(FOVEA_HAVE_CUDA)
+#include "core/cuda_raii.h"
+#endif
 
 namespace fovea::pipeline {
 namespace {
 
-// A picture copied out of its batch's slot, and where it goes. A class map becomes its label image
-// at the frame's size on the writer's thread (label_size and mapping set).
+// A picture copied out of its batch's slot, or its file already encoded on the GPU (encoded set),
+// and where it goes. A class map becomes its label image at the frame's size on the writer's
+// thread (label_size and mapping set).
 struct PendingPicture {
   io::HostImage image;
+  std::optional<std::string> encoded;
   std::filesystem::path path;
   std::string input;  // the file it came from, never written over
   std::optional<post::MaskMapping> mapping;
@@ -89,6 +97,10 @@ struct ImageSink::Writers {
     std::error_code error;
     std::filesystem::create_directories(picture.path.parent_path(), error);
     if (error) return make_error(StatusCode::kIoError, "cannot create its folder: ", error.message());
+    if (picture.encoded) {
+      FOVEA_TRY(check_not_an_input({"image", picture.path}, {picture.input}));
+      return write_file_atomically(picture.path, *picture.encoded, "image");
+    }
     if (!picture.mapping)
       return io::write_image_file(picture.path, picture.image.view(), options, {picture.input});
     FOVEA_ASSIGN_OR_RETURN(const io::HostImage labels, label_image(picture));
@@ -96,8 +108,17 @@ struct ImageSink::Writers {
   }
 };
 
-ImageSink::ImageSink(ImageSinkConfig config, const std::vector<io::ListedImage>& images, int threads)
-    : config_(std::move(config)), threads_(threads) {
+// The GPU's JPEG encoder with the stream it encodes on.
+struct ImageSink::GpuJpeg {
+  std::unique_ptr<io::NvjpegEncoder> encoder;
+#if defined(FOVEA_HAVE_CUDA)
+  CudaStream stream;
+#endif
+};
+
+ImageSink::ImageSink(ImageSinkConfig config, const std::vector<io::ListedImage>& images, bool gpu,
+                     int threads)
+    : config_(std::move(config)), gpu_(gpu), threads_(threads) {
   for (const io::ListedImage& image : images)
     input_of_[image.relative.generic_string()] = image.path.string();
 }
@@ -119,13 +140,65 @@ Status ImageSink::start(std::span<const Rational>) {
   options.format =
       config_.format == ImageOutputFormat::kPng ? io::ImageFileFormat::kPng : io::ImageFileFormat::kJpeg;
   options.jpeg_quality = config_.quality;
+  FOVEA_TRY(start_gpu_jpeg());
   // Two pictures per writer keep every writer busy while the sink stage copies the next batch.
   writers_ = std::make_unique<Writers>(static_cast<std::size_t>(2 * count), options);
   for (int i = 0; i < count; ++i) writers_->threads.emplace_back([this] { writers_->run(); });
   return Status::ok();
 }
 
+Status ImageSink::start_gpu_jpeg() {
+  const bool jpeg = config_.format == ImageOutputFormat::kJpeg;
+  if (config_.encoder == JpegCodec::kCpu || !jpeg) return Status::ok();
+  const bool asked = config_.encoder == JpegCodec::kNvjpeg;
+  if (!gpu_) {
+    if (!asked) return Status::ok();
+    return make_error(StatusCode::kInvalidArgument,
+                      "sinks.images.encoder: nvjpeg encodes pictures on the GPU; this flow runs on the CPU");
+  }
+  Result<std::unique_ptr<io::NvjpegEncoder>> encoder = io::NvjpegEncoder::create(config_.quality);
+  if (!encoder.is_ok()) {
+    if (asked) return encoder.status().with_context("sinks.images.encoder: nvjpeg");
+    log_info("JPEG pictures are encoded on the CPU: {}", encoder.status().message());
+    return Status::ok();
+  }
+  gpu_jpeg_ = std::make_unique<GpuJpeg>();
+  gpu_jpeg_->encoder = std::move(encoder).value();
+#if defined(FOVEA_HAVE_CUDA)
+  FOVEA_ASSIGN_OR_RETURN(gpu_jpeg_->stream, CudaStream::create());
+#endif
+  return Status::ok();
+}
+
+Status ImageSink::write_gpu_jpeg(const FrameBatch& batch) {
+  std::vector<std::size_t> frames;
+  std::vector<ImageView> pictures;
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    if (!batch.results[i].picture_device) continue;
+    frames.push_back(i);
+    pictures.push_back(*batch.results[i].picture_device);
+  }
+#if defined(FOVEA_HAVE_CUDA)
+  cudaStream_t stream = gpu_jpeg_->stream.get();
+#else
+  cudaStream_t stream = nullptr;
+#endif
+  FOVEA_ASSIGN_OR_RETURN(std::vector<std::string> files, gpu_jpeg_->encoder->encode_batch(stream, pictures));
+  for (std::size_t k = 0; k < frames.size(); ++k) {
+    const std::string& name = *batch.frames[frames[k]].payload.name;
+    const auto input = input_of_.find(name);
+    PendingPicture pending{.encoded = std::move(files[k]),
+                           .path = image_output_path(config_, name),
+                           .input = input == input_of_.end() ? std::string() : input->second};
+    if (writers_->queue.push(std::move(pending)) != PushResult::kPushed) {
+      return make_error(StatusCode::kInternal, "the image writers stopped early");
+    }
+  }
+  return Status::ok();
+}
+
 Status ImageSink::write(const std::shared_ptr<const FrameBatch>& batch) {
+  if (gpu_jpeg_) return write_gpu_jpeg(*batch);
   for (std::size_t i = 0; i < batch->size(); ++i) {
     const FrameResults& results = batch->results[i];
     if (!results.picture && !results.class_map) continue;
@@ -159,9 +232,10 @@ Status ImageSink::finish() {
 std::vector<SinkReport> ImageSink::reports() const {
   if (!writers_) return {};
   const std::lock_guard lock(writers_->mutex);
+  const std::string format(extension(config_.format).substr(1));
   SinkReport folder{.source = "images",
                     .path = config_.output_dir,
-                    .encoder = std::string(extension(config_.format).substr(1)),
+                    .encoder = gpu_jpeg_ ? format + " (nvjpeg)" : format,
                     .frames = writers_->written};
   std::vector<SinkReport> reports{folder};
   for (const SkippedItem& failure : writers_->failures) {

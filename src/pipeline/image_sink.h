@@ -6,11 +6,13 @@
 //
 // Encoding is the slow part of an image flow (a 256x256 PNG costs more than its inference), so a
 // pool of writer threads encodes and writes while the flow goes on; the batch's pictures are copied
-// out of the slot first, so the slot goes back at once. The queue in front of the writers is
-// bounded (back-pressure up to the sources). Each file is written under a temporary name and
-// renamed into place (core/output_file.h) and never over its input (io::write_image_file checks
-// it; the flow refuses such an output before anything runs). A file that cannot be written is
-// reported by name and reason, the others go on.
+// out of the slot first, so the slot goes back at once. JPEG pictures of a flow on the GPU are
+// encoded there instead (sinks.images.encoder, io/nvjpeg_encoder.h): the sink's thread encodes the
+// batch's device pictures on a stream of its own and hands the files' bytes to the writers. The queue in
+// front of the writers is bounded (back-pressure up to the sources). Each file is written under a temporary
+// name and renamed into place (core/output_file.h) and never over its input (io::write_image_file checks it;
+// the flow refuses such an output before anything runs). A file that cannot be written is reported by name
+// and reason, the others go on.
 #pragma once
 
 #include <filesystem>
@@ -30,9 +32,9 @@ std::filesystem::path image_output_path(const ImageSinkConfig& config, const std
 
 class ImageSink final : public Sink {
  public:
-  // `images`: the flow's inputs (each output is checked against its own input); `threads` writers
-  // (0: one per core).
-  ImageSink(ImageSinkConfig config, const std::vector<io::ListedImage>& images, int threads = 0);
+  // `images`: the flow's inputs (each output is checked against its own input); `gpu`: the flow
+  // runs on the GPU (its pictures are in device memory too); `threads` writers (0: one per core).
+  ImageSink(ImageSinkConfig config, const std::vector<io::ListedImage>& images, bool gpu, int threads = 0);
   ~ImageSink() override;  // finish()
   ImageSink(const ImageSink&) = delete;
   ImageSink& operator=(const ImageSink&) = delete;
@@ -45,10 +47,18 @@ class ImageSink final : public Sink {
 
  private:
   struct Writers;  // the queue and the writer threads (image_sink.cpp)
+  struct GpuJpeg;  // the nvJPEG encoder and its stream (image_sink.cpp)
+  // Start: the GPU encoder when sinks.images.encoder and the flow call for it; an error when
+  // `nvjpeg` was asked for and cannot be had.
+  Status start_gpu_jpeg();
+  // The batch's pictures encoded on the GPU, queued for the writers.
+  Status write_gpu_jpeg(const FrameBatch& batch);
   ImageSinkConfig config_;
+  bool gpu_;
   std::unordered_map<std::string, std::string> input_of_;  // relative name -> the input file
   int threads_;
   std::unique_ptr<Writers> writers_;
+  std::unique_ptr<GpuJpeg> gpu_jpeg_;  // null: every picture is encoded by the writers
 };
 
 }  // namespace fovea::pipeline

@@ -369,7 +369,7 @@ struct ImageSources::State {
     // Every thread that may run (plan_threads may add a CPU thread beside the JPEG ones).
     const int workers = thread_count() + kJpegThreads;
     // A thread's nvJPEG group is reserved at once: let two groups be held.
-    if (options.decoder != ImageDecoder::kCpu) {
+    if (options.decoder != JpegCodec::kCpu) {
       options.max_frames_in_flight = std::max(options.max_frames_in_flight, 2 * static_cast<int>(kJpegGroup));
     }
     next_event.assign(static_cast<std::size_t>(workers), 0);
@@ -391,13 +391,13 @@ struct ImageSources::State {
   // One nvJPEG decoder per decode thread (its decoding state is the thread's). Asked for by name,
   // one that cannot be had fails the source; `auto` says why once and decodes on the CPU.
   Status prepare_jpeg_decoders() {
-    if (options.decoder == ImageDecoder::kCpu) return Status::ok();
+    if (options.decoder == JpegCodec::kCpu) return Status::ok();
     for (int w = 0; w < std::min(kJpegThreads, thread_count()); ++w) {
       Result<std::unique_ptr<io::NvjpegDecoder>> decoder =
           io::NvjpegDecoder::create(io::NvjpegBackend::kAuto, options.device);
       if (!decoder.is_ok()) {
         jpeg_decoders.clear();
-        if (options.decoder == ImageDecoder::kNvjpeg) {
+        if (options.decoder == JpegCodec::kNvjpeg) {
           return decoder.status().with_context("images.decoder nvjpeg");
         }
         log_info("images: JPEG decodes on the CPU ({})", decoder.status().message());

@@ -38,7 +38,7 @@ struct ImageSourceOptions {
   // GPU path: JPEG files through nvJPEG (io/nvjpeg_decoder.h) with `auto` where it loads, always
   // with `nvjpeg` (the source fails without it); the other formats and the JPEGs nvJPEG does not
   // take (CMYK, arithmetic coding, an EXIF rotation) on the CPU threads.
-  ImageDecoder decoder = ImageDecoder::kAuto;
+  JpegCodec decoder = JpegCodec::kAuto;
   // Frames held downstream at once (mux queue plus the batches in flight), and their bytes; the
   // flow sizes the count as it does for a video source's pool.
   int max_frames_in_flight = 16;

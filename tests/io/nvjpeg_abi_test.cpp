@@ -37,6 +37,22 @@ struct Real<OutputFormat> {
   using type = nvjpegOutputFormat_t;
 };
 template <>
+struct Real<InputFormat> {
+  using type = nvjpegInputFormat_t;
+};
+template <>
+struct Real<ChromaSubsampling> {
+  using type = nvjpegChromaSubsampling_t;
+};
+template <>
+struct Real<EncoderState> {
+  using type = nvjpegEncoderState_t;
+};
+template <>
+struct Real<EncoderParams> {
+  using type = nvjpegEncoderParams_t;
+};
+template <>
 struct Real<Image> {
   using type = nvjpegImage_t;
 };
@@ -100,6 +116,12 @@ static_assert(sizeof(Backend) == sizeof(nvjpegBackend_t));
 static_assert(same_value(kOutputRgbi, NVJPEG_OUTPUT_RGBI));
 static_assert(sizeof(OutputFormat) == sizeof(nvjpegOutputFormat_t));
 
+static_assert(same_value(kInputRgbi, NVJPEG_INPUT_RGBI));
+static_assert(sizeof(InputFormat) == sizeof(nvjpegInputFormat_t));
+static_assert(same_value(kCss444, NVJPEG_CSS_444));
+static_assert(same_value(kCss420, NVJPEG_CSS_420));
+static_assert(sizeof(ChromaSubsampling) == sizeof(nvjpegChromaSubsampling_t));
+
 static_assert(same_value(kMaxComponents, NVJPEG_MAX_COMPONENT));
 static_assert(sizeof(Image) == sizeof(nvjpegImage_t));
 static_assert(offsetof(Image, channel) == offsetof(nvjpegImage_t, channel));
@@ -113,6 +135,15 @@ static_assert(std::is_same_v<RealT<DecodeFn>, decltype(&nvjpegDecode)>);
 static_assert(std::is_same_v<RealT<DecodeBatchedInitializeFn>, decltype(&nvjpegDecodeBatchedInitialize)>);
 static_assert(std::is_same_v<RealT<DecodeBatchedFn>, decltype(&nvjpegDecodeBatched)>);
 static_assert(std::is_same_v<RealT<GetHardwareDecoderInfoFn>, decltype(&nvjpegGetHardwareDecoderInfo)>);
+static_assert(std::is_same_v<RealT<EncoderStateCreateFn>, decltype(&nvjpegEncoderStateCreate)>);
+static_assert(std::is_same_v<RealT<EncoderStateDestroyFn>, decltype(&nvjpegEncoderStateDestroy)>);
+static_assert(std::is_same_v<RealT<EncoderParamsCreateFn>, decltype(&nvjpegEncoderParamsCreate)>);
+static_assert(std::is_same_v<RealT<EncoderParamsDestroyFn>, decltype(&nvjpegEncoderParamsDestroy)>);
+static_assert(std::is_same_v<RealT<EncoderParamsSetQualityFn>, decltype(&nvjpegEncoderParamsSetQuality)>);
+static_assert(std::is_same_v<RealT<EncoderParamsSetSamplingFactorsFn>,
+                             decltype(&nvjpegEncoderParamsSetSamplingFactors)>);
+static_assert(std::is_same_v<RealT<EncodeImageFn>, decltype(&nvjpegEncodeImage)>);
+static_assert(std::is_same_v<RealT<EncodeRetrieveBitstreamFn>, decltype(&nvjpegEncodeRetrieveBitstream)>);
 
 TEST(NvjpegAbi, MatchesTheInstalledHeader) {
   // The checks are the static_asserts above: this build compiled them against nvjpeg.h.

@@ -8,6 +8,7 @@
 
 #include "io/image_test_files.h"
 #include "io/nvjpeg_decoder.h"
+#include "io/nvjpeg_encoder.h"
 
 extern "C" {
 #include <jpeglib.h>
@@ -146,6 +147,21 @@ TEST(NvjpegDecoderUnavailable, CreateSaysWhy) {
     EXPECT_EQ(decoder.status().code(), StatusCode::kUnsupported);
     EXPECT_EQ(decoder.status().message().rfind("nvJPEG unavailable: ", 0), 0u) << decoder.status().message();
   }
+}
+
+// The encoder likewise; a quality outside libjpeg's scale is refused wherever it runs.
+TEST(NvjpegEncoderUnavailable, CreateSaysWhyAndRefusesABadQuality) {
+  for (const int quality : {0, 101, -5}) {
+    const Result<std::unique_ptr<NvjpegEncoder>> encoder = NvjpegEncoder::create(quality);
+    ASSERT_FALSE(encoder.is_ok());
+    EXPECT_EQ(encoder.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(encoder.status().message().find("quality " + std::to_string(quality)), std::string::npos);
+  }
+  if (NvjpegEncoder::available()) GTEST_SKIP() << "libnvjpeg's encoder loads here: the GPU tests cover it";
+  const Result<std::unique_ptr<NvjpegEncoder>> encoder = NvjpegEncoder::create(90);
+  ASSERT_FALSE(encoder.is_ok());
+  EXPECT_EQ(encoder.status().code(), StatusCode::kUnsupported);
+  EXPECT_EQ(encoder.status().message().rfind("nvJPEG", 0), 0u) << encoder.status().message();
 }
 
 }  // namespace

@@ -7,10 +7,12 @@
 // after the inverse mapping.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 
 #include "core/cuda_raii.h"
 #include "image_flow_fixture.h"
+#include "io/nvjpeg_encoder.h"
 #include "pipeline/flow.h"
 
 namespace fovea::pipeline {
@@ -95,14 +97,14 @@ TEST_F(ImageFlowGpu, JpegsThroughNvjpegMatchTheCpuDecoder) {
   config.sinks.metadata.reset();
   double total_difference = 0;
   std::int64_t samples = 0;
-  for (const ImageDecoder decoder : {ImageDecoder::kCpu, ImageDecoder::kNvjpeg}) {
+  for (const JpegCodec decoder : {JpegCodec::kCpu, JpegCodec::kNvjpeg}) {
     config.images->decoder = decoder;
-    config.sinks.images->output_dir = (dir_ / (decoder == ImageDecoder::kCpu ? "cpu" : "gpu")).string();
+    config.sinks.images->output_dir = (dir_ / (decoder == JpegCodec::kCpu ? "cpu" : "gpu")).string();
     Result<FlowResult> result = run_flow(config, {.device = DeviceChoice::kGpu, .progress = nullptr});
     ASSERT_TRUE(result.is_ok()) << result.status().to_string();
     EXPECT_EQ(result->stats.total_frames(), 20u);
     const std::string& used = result->stats.sources.at(0).decoder;
-    EXPECT_EQ(used.starts_with("nvjpeg"), decoder == ImageDecoder::kNvjpeg) << used;
+    EXPECT_EQ(used.starts_with("nvjpeg"), decoder == JpegCodec::kNvjpeg) << used;
   }
   for (int i = 0; i < 20; ++i) {
     const std::string name = fmt::format("j{:02}.png", i);
@@ -119,6 +121,58 @@ TEST_F(ImageFlowGpu, JpegsThroughNvjpegMatchTheCpuDecoder) {
     }
   }
   EXPECT_LT(total_difference / static_cast<double>(samples), 1.0);
+}
+
+// JPEG pictures encoded on the GPU (sinks.images.encoder: nvjpeg) against the writers' libjpeg-turbo:
+// files of the same pictures, within the two encoders' loss of each other (io/nvjpeg_encoder.h:
+// same tables and quality scale, rounding and chroma filter apart), and the summary says which
+// encoder wrote them. A CPU flow that asks for nvjpeg is refused naming the key.
+TEST_F(ImageFlowGpu, JpegPicturesEncodedByNvjpegMatchTheWritersOnes) {
+  ASSERT_TRUE(write_identity_model(dir_ / "identity.onnx").is_ok());
+  for (int i = 0; i < 21; ++i) write_png(fmt::format("p{:02}.png", i), random_image(40 + 2 * i, 24 + i, i));
+  PipelineConfig config = image2image_config();
+  config.models[0].precision = runtime::Precision::kFloat32;
+  config.mux.batch_size = 8;
+  config.sinks.metadata.reset();
+  config.sinks.images->format = ImageOutputFormat::kJpeg;
+  config.sinks.images->quality = 95;
+  for (const JpegCodec encoder : {JpegCodec::kCpu, JpegCodec::kNvjpeg}) {
+    config.sinks.images->encoder = encoder;
+    config.sinks.images->output_dir = (dir_ / (encoder == JpegCodec::kCpu ? "cpu" : "gpu")).string();
+    Result<FlowResult> result = run_flow(config, {.device = DeviceChoice::kGpu, .progress = nullptr});
+    if (!result.is_ok() && encoder == JpegCodec::kNvjpeg && !io::NvjpegEncoder::available())
+      GTEST_SKIP() << result.status().message();
+    ASSERT_TRUE(result.is_ok()) << result.status().to_string();
+    ASSERT_FALSE(result->outputs.empty());
+    EXPECT_EQ(result->outputs.front().encoder, encoder == JpegCodec::kCpu ? "jpg" : "jpg (nvjpeg)");
+    EXPECT_EQ(result->outputs.front().frames, 21);
+  }
+  for (int i = 0; i < 21; ++i) {
+    const std::string name = fmt::format("p{:02}.jpg", i);
+    const io::DecodedImage a = io::decode_image_file(dir_ / "cpu" / name).value();
+    Result<io::DecodedImage> b = io::decode_image_file(dir_ / "gpu" / name);
+    ASSERT_TRUE(b.is_ok()) << name << ": " << b.status().to_string();
+    const ImageView& va = a.image.view();
+    const ImageView& vb = b->image.view();
+    ASSERT_EQ(va.width, vb.width);
+    ASSERT_EQ(va.height, vb.height);
+    double squared = 0;
+    for (int y = 0; y < va.height; ++y) {
+      for (int x = 0; x < va.width * 3; ++x) {
+        const double d = static_cast<double>(va.row(0, y)[x]) - static_cast<double>(vb.row(0, y)[x]);
+        squared += d * d;
+      }
+    }
+    const double mse = squared / (static_cast<double>(va.width) * va.height * 3);
+    // Two q95 encodings of one random picture: each within ~1.5% of full scale of it.
+    EXPECT_LT(std::sqrt(mse), 8.0) << name;
+  }
+  config.sinks.images->encoder = JpegCodec::kNvjpeg;
+  config.sinks.images->output_dir = (dir_ / "cpu-flow").string();
+  const Result<FlowResult> refused = run_flow(config, {.device = DeviceChoice::kCpu, .progress = nullptr});
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.status().message().find("sinks.images.encoder"), std::string::npos)
+      << refused.status().message();
 }
 
 }  // namespace

@@ -103,6 +103,29 @@ TEST_F(ImageFlow, AnOutputThatWouldReplaceAnInputIsRefusedBeforeAnythingRuns) {
   EXPECT_EQ(kept.image.view().width, 16);  // the input is untouched
 }
 
+// JPEG pictures written as JPEG on the CPU by default; nvJPEG asked of a CPU flow is refused by key,
+// and nothing is written.
+TEST_F(ImageFlow, JpegPicturesOnTheCpuAndNvjpegRefusedOnACpuFlow) {
+  ASSERT_TRUE(write_identity_model(dir_ / "identity.onnx").is_ok());
+  write_png("a.png", random_image(16, 8, 1));
+  PipelineConfig config = image2image_config();
+  config.sinks.metadata.reset();
+  config.sinks.images->format = ImageOutputFormat::kJpeg;
+  Result<FlowResult> result = run_flow(config, {.device = DeviceChoice::kCpu});
+  ASSERT_TRUE(result.is_ok()) << result.status().to_string();
+  ASSERT_FALSE(result->outputs.empty());
+  EXPECT_EQ(result->outputs.front().encoder, "jpg");
+  EXPECT_TRUE(io::decode_image_file(fs::path(config.sinks.images->output_dir) / "a.jpg").is_ok());
+  config.sinks.images->encoder = JpegCodec::kNvjpeg;
+  config.sinks.images->output_dir = (dir_ / "refused").string();
+  result = run_flow(config, {.device = DeviceChoice::kCpu});
+  ASSERT_FALSE(result.is_ok());
+  EXPECT_EQ(result.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(result.status().message().find("sinks.images.encoder"), std::string::npos)
+      << result.status().message();
+  EXPECT_FALSE(fs::exists(dir_ / "refused" / "a.jpg"));
+}
+
 TEST_F(ImageFlow, AModelThatIsNotImageShapedIsRefusedNamingItsOutput) {
   runtime::GraphBuilder builder(17);
   const runtime::ValueId input = builder.input("input", runtime::image_type(3));
