@@ -105,7 +105,7 @@ bool ClassifyOp::reuses(const BatchFrame& frame, const ObjectResult& object) {
 std::pair<std::size_t, std::size_t> ClassifyOp::select(const FrameBatch& batch) {
   auto* picks = static_cast<Pick*>(batch.slot->bytes(picks_buffer_));
   const auto capacity = static_cast<std::size_t>(setup_.max_objects);
-  std::size_t count = 0, rows = 0, over = 0;
+  std::size_t count = 0, rows = 0, over = 0, untracked = 0;
   for (std::size_t i = 0; i < batch.size(); ++i) {
     const std::vector<ObjectResult>& objects = batch.results[i].objects;
     for (std::size_t k = 0; k < objects.size(); ++k) {
@@ -115,11 +115,15 @@ std::pair<std::size_t, std::size_t> ClassifyOp::select(const FrameBatch& batch) 
         continue;
       }
       const bool reuse = reuses(batch.frames[i], objects[k]);
+      if (objects[k].track_id < 0) ++untracked;
       picks[count++] = {.frame = static_cast<std::uint32_t>(i),
                         .object = static_cast<std::uint32_t>(k),
                         .row = reuse ? kReuse : static_cast<std::int32_t>(rows++)};
     }
   }
+  classified_ += rows;
+  untracked_ += untracked;
+  reused_ += count - rows;
   if (over > 0 && skipped_.fetch_add(over) == 0) {
     log_warn(
         "{}: a batch had more objects to classify than the {} it is sized for (mux.batch_size x "
@@ -127,6 +131,13 @@ std::pair<std::size_t, std::size_t> ClassifyOp::select(const FrameBatch& batch) 
         name(), capacity);
   }
   return {count, rows};
+}
+
+std::vector<StageCounter> ClassifyOp::counters() const {
+  return {{"objects classified", classified_.load()},
+          {"of them without a track", untracked_.load()},
+          {"labels reused", reused_.load()},
+          {"objects over the batch bound", skipped_.load()}};
 }
 
 void ClassifyOp::gather(const FrameBatch& batch, std::size_t picks, std::size_t begin, std::size_t end) {

@@ -8,7 +8,8 @@
 // coordinates (4:2:0 chroma) and clamped into the frame; degenerate boxes (no width or height,
 // not finite) are skipped. The model runs in chunks of its own batch size (models[].batch_size,
 // default 16; the last chunk partial), a softmax over its one output [N, C] gives each object its
-// top_k SecondaryLabels (class_scores.h), appended to ObjectResult::secondary.
+// top_k SecondaryLabels (class_scores.h), appended to ObjectResult::secondary. The summary counts
+// the objects classified (and how many of them had no track), reused and skipped.
 //
 // reinfer_interval: a tracked object is classified again only once that many frames of its source
 // have passed since its last classification; in between it gets its track's last labels (kept per
@@ -65,8 +66,9 @@ class ClassifyOp final : public Op {
   Status run_cpu(FrameBatch& batch) override;
   bool reads_results() const override { return true; }
 
-  // Objects over the per-batch bound, not classified, over the run.
-  std::uint64_t skipped_objects() const { return skipped_.load(); }
+  // Over the run: objects classified (those without a track among them), given their track's last
+  // labels, and over the per-batch bound (not classified).
+  std::vector<StageCounter> counters() const override;
 
  private:
   // An object the batch's run labels: classified in its `row` of the scores, or given its track's
@@ -100,6 +102,9 @@ class ClassifyOp final : public Op {
   std::string picks_buffer_, scores_buffer_;
   image::ImageBatch crops_;  // reused per chunk
   std::atomic<std::uint64_t> skipped_{0};
+  std::atomic<std::uint64_t> classified_{0};
+  std::atomic<std::uint64_t> untracked_{0};
+  std::atomic<std::uint64_t> reused_{0};
   // The labels of tracked objects, by source and track: read by select on the stage's thread,
   // written by write_labels wherever the batch is resolved.
   std::mutex tracks_mutex_;

@@ -318,7 +318,16 @@ PipelineStats snapshot(const Flow& flow, Clock::time_point start,
     retired->decoded = static_cast<std::uint64_t>(flow.sources->retired_decoded());
     stats.sources.push_back(std::move(*retired));
   }
-  for (Stage* stage : flow.stages()) stats.stages.push_back(stage->stats());
+  for (Stage* stage : flow.stages()) {
+    StageStats stage_stats = stage->stats();
+    for (const auto& running : flow.running) {
+      if (running->stage != stage) continue;
+      for (const Op* op : running->spec->ops) {
+        for (StageCounter& counter : op->counters()) stage_stats.counters.push_back(std::move(counter));
+      }
+    }
+    stats.stages.push_back(std::move(stage_stats));
+  }
   for (std::size_t q = 0; q < flow.queues.size(); ++q) {
     stats.queues.push_back({flow.queue_names[q], flow.queues[q]->counters()});
   }

@@ -18,6 +18,7 @@
 #include "core/status.h"
 #include "pipeline/buffer_plan.h"
 #include "pipeline/frame_batch.h"
+#include "pipeline/stats.h"
 
 namespace fovea::pipeline {
 
@@ -47,6 +48,10 @@ class Op {
   virtual bool reads_results() const { return false; }
   // The op does host work only (run and run_cpu are the same); it needs no stream.
   virtual bool host_only() const { return false; }
+  // What the op counted so far, for the run's summary and report under its stage: the work that
+  // explains the stage's cost (objects classified and labels reused, tracker resets). None by
+  // default. Read once the stages have stopped.
+  virtual std::vector<StageCounter> counters() const { return {}; }
 };
 
 // A host-only op: one function for both paths.

@@ -160,6 +160,17 @@ trace::TextTable stage_table(const PipelineStats& stats) {
   return table;
 }
 
+// What the stages' ops counted: a row per counter.
+trace::TextTable counter_table(const PipelineStats& stats) {
+  trace::TextTable table{
+      .name = "counted", .columns = {"stage", "counted", "count"}, .numeric = {false, false, true}};
+  for (const StageStats& stage : stats.stages) {
+    for (const StageCounter& counter : stage.counters)
+      table.rows.push_back({stage.name, counter.name, std::to_string(counter.value)});
+  }
+  return table;
+}
+
 trace::TextTable queue_table(const PipelineStats& stats) {
   trace::TextTable table{.name = "queues",
                          .columns = {"queue", "depth", "capacity", "high water", "pushed"},
@@ -284,7 +295,8 @@ std::string format_table(const PipelineStats& stats) {
   text += "\n\n";
   text += trace::format_aligned(source_table(stats));
   // One blank line between sections (appended apart: GCC 12 misreads "\n" + string as overlapping).
-  for (const trace::TextTable& table : {stage_table(stats), queue_table(stats), broker_table(stats)}) {
+  for (const trace::TextTable& table :
+       {stage_table(stats), counter_table(stats), queue_table(stats), broker_table(stats)}) {
     if (!table.rows.empty()) {
       text += '\n';
       text += trace::format_aligned(table);
@@ -326,7 +338,13 @@ nlohmann::json to_json(const PipelineStats& stats) {
   }
   nlohmann::json stages = nlohmann::json::array();
   for (const StageStats& stage : stats.stages) {
-    stages.push_back({{"name", stage.name}, {"latency", latency_json(stage.latency)}});
+    nlohmann::json entry{{"name", stage.name}, {"latency", latency_json(stage.latency)}};
+    if (!stage.counters.empty()) {
+      nlohmann::json counted = nlohmann::json::object();
+      for (const StageCounter& counter : stage.counters) counted[counter.name] = counter.value;
+      entry["counters"] = std::move(counted);
+    }
+    stages.push_back(std::move(entry));
   }
   nlohmann::json queues = nlohmann::json::array();
   for (const QueueStats& queue : stats.queues) {

@@ -96,9 +96,16 @@ struct SourceStats {
   std::vector<SkippedItem> failed_items;  // the first kMaxListedFailures of them
 };
 
+// Something an op of a stage counted over the run ("classified", "reused"; Op::counters).
+struct StageCounter {
+  std::string name;
+  std::uint64_t value = 0;
+};
+
 struct StageStats {
   std::string name;
   LatencySummary latency;
+  std::vector<StageCounter> counters;  // its ops', in op order; empty for most stages
 };
 
 struct QueueStats {

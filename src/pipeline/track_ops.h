@@ -35,6 +35,9 @@ class TrackOp final : public HostOp {
 
   // Sources whose tracks were dropped on a restart, counted over the run.
   std::uint64_t resets() const { return resets_; }
+  std::vector<StageCounter> counters() const override {
+    return {{"sources restarted (tracks reset)", resets_}};
+  }
 
  private:
   TrackOp(std::unique_ptr<track::Tracker> tracker, std::size_t sources);

@@ -9,6 +9,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <fstream>
 #include <iterator>
@@ -197,14 +198,28 @@ TEST_F(CascadeFlow, TracksReuseTheirLabelsBetweenClassifications) {
   add_color_model(cfg, {.model = "color", .reinfer_interval = 10, .top_k = 3});
   Result<FlowResult> result = run_on_cpu(cfg);
   ASSERT_TRUE(result.is_ok()) << result.status().to_string();
+  std::uint64_t objects = 0;
   for (const auto& [key, record] : records()) {
     for (const ParsedObject& object : *record.objects) {
+      ++objects;
       ASSERT_EQ(object.secondary.size(), 3u) << "frame " << record.frame;
       EXPECT_EQ(object.secondary[0].class_id, object.class_id - 1) << "frame " << record.frame;
       EXPECT_GE(object.secondary[0].score, object.secondary[1].score);
       EXPECT_GE(object.secondary[1].score, object.secondary[2].score);
     }
   }
+  // The classify stage's counters: every object classified or given its track's labels, and far
+  // more of them reused than classified at an interval of 10.
+  const auto stage = std::find_if(result->stats.stages.begin(), result->stats.stages.end(),
+                                  [](const StageStats& s) { return s.name == "classify color"; });
+  ASSERT_NE(stage, result->stats.stages.end());
+  std::map<std::string, std::uint64_t> counted;
+  for (const StageCounter& counter : stage->counters) counted[counter.name] = counter.value;
+  EXPECT_EQ(counted["objects classified"] + counted["labels reused"], objects);
+  EXPECT_GT(counted["labels reused"], 3 * counted["objects classified"]);
+  EXPECT_LE(counted["of them without a track"], counted["objects classified"]);
+  EXPECT_EQ(counted["objects over the batch bound"], 0u);
+  EXPECT_NE(format_table(result->stats).find("labels reused"), std::string::npos);
 }
 
 // The OSD's label texts for one frame of objects, drawn by OsdOp on the CPU.
