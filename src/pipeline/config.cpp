@@ -956,8 +956,8 @@ const KeySpec<ImageSinkConfig> kImageSinkKeys[] = {
     key<&ImageSinkConfig::quality>("quality", {.min = 1, .max = 100}, "JPEG quality."),
     key<&ImageSinkConfig::encoder>(
         "encoder", {},
-        "JPEG on the GPU through nvJPEG (`nvjpeg`; `auto` where it loads and the flow runs on the GPU) "
-        "or on the CPU writer threads (`cpu`); PNG always on the CPU."),
+        "JPEG on the GPU through nvJPEG (`nvjpeg`) or on the CPU writer threads (`cpu`, and `auto`: "
+        "the faster on the GPU machine); PNG always on the CPU."),
 };
 
 // The ranges are the publisher's (io::validate_mqtt_options, which also checks the keys together).

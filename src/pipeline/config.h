@@ -103,8 +103,8 @@ struct ModelConfig {
 // files or single files (io/image_files.h), decoded on `threads` CPU threads.
 enum class AbSplit { kNone, kA, kB };  // pix2pix "AB" pairs: the left (A) or right (B) half
 // Where JPEG files are decoded (images.decoder) or encoded (sinks.images.encoder): on the GPU
-// through nvJPEG, on the CPU (libjpeg-turbo), or auto: nvJPEG where it loads and the flow runs on
-// the GPU.
+// through nvJPEG, on the CPU (libjpeg-turbo), or auto: the faster where the flow runs (decoding:
+// nvJPEG where it loads; encoding: the CPU writers, docs/perf.md).
 enum class JpegCodec { kAuto, kCpu, kNvjpeg };
 struct ImagesConfig {
   std::vector<std::string> inputs;

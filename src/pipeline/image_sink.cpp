@@ -147,21 +147,18 @@ Status ImageSink::start(std::span<const Rational>) {
   return Status::ok();
 }
 
+// Only when asked: nvJPEG shares the SMs with the model and encodes on the sink's one thread, and
+// the GPU machine measured it slower than libjpeg-turbo on the writer threads (docs/perf.md,
+// "JPEG pictures on the GPU"), so `auto` keeps the writers.
 Status ImageSink::start_gpu_jpeg() {
-  const bool jpeg = config_.format == ImageOutputFormat::kJpeg;
-  if (config_.encoder == JpegCodec::kCpu || !jpeg) return Status::ok();
-  const bool asked = config_.encoder == JpegCodec::kNvjpeg;
+  if (config_.encoder != JpegCodec::kNvjpeg || config_.format != ImageOutputFormat::kJpeg)
+    return Status::ok();
   if (!gpu_) {
-    if (!asked) return Status::ok();
     return make_error(StatusCode::kInvalidArgument,
                       "sinks.images.encoder: nvjpeg encodes pictures on the GPU; this flow runs on the CPU");
   }
   Result<std::unique_ptr<io::NvjpegEncoder>> encoder = io::NvjpegEncoder::create(config_.quality);
-  if (!encoder.is_ok()) {
-    if (asked) return encoder.status().with_context("sinks.images.encoder: nvjpeg");
-    log_info("JPEG pictures are encoded on the CPU: {}", encoder.status().message());
-    return Status::ok();
-  }
+  if (!encoder.is_ok()) return encoder.status().with_context("sinks.images.encoder: nvjpeg");
   gpu_jpeg_ = std::make_unique<GpuJpeg>();
   gpu_jpeg_->encoder = std::move(encoder).value();
 #if defined(FOVEA_HAVE_CUDA)

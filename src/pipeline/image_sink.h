@@ -6,9 +6,10 @@
 //
 // Encoding is the slow part of an image flow (a 256x256 PNG costs more than its inference), so a
 // pool of writer threads encodes and writes while the flow goes on; the batch's pictures are copied
-// out of the slot first, so the slot goes back at once. JPEG pictures of a flow on the GPU are
-// encoded there instead (sinks.images.encoder, io/nvjpeg_encoder.h): the sink's thread encodes the
-// batch's device pictures on a stream of its own and hands the files' bytes to the writers. The queue in
+// out of the slot first, so the slot goes back at once. With sinks.images.encoder: nvjpeg, JPEG
+// pictures of a flow on the GPU are encoded there instead (io/nvjpeg_encoder.h): the sink's thread
+// encodes the batch's device pictures on a stream of its own and hands the files' bytes to the
+// writers (not the default: slower than the writers on the GPU machine, docs/perf.md). The queue in
 // front of the writers is bounded (back-pressure up to the sources). Each file is written under a temporary
 // name and renamed into place (core/output_file.h) and never over its input (io::write_image_file checks it;
 // the flow refuses such an output before anything runs). A file that cannot be written is reported by name
@@ -48,8 +49,7 @@ class ImageSink final : public Sink {
  private:
   struct Writers;  // the queue and the writer threads (image_sink.cpp)
   struct GpuJpeg;  // the nvJPEG encoder and its stream (image_sink.cpp)
-  // Start: the GPU encoder when sinks.images.encoder and the flow call for it; an error when
-  // `nvjpeg` was asked for and cannot be had.
+  // Start: the GPU encoder when sinks.images.encoder is nvjpeg; an error when it cannot be had.
   Status start_gpu_jpeg();
   // The batch's pictures encoded on the GPU, queued for the writers.
   Status write_gpu_jpeg(const FrameBatch& batch);
