@@ -19,7 +19,8 @@
 #     SWEEP=0 leaves it out;
 #   - with TRACE=1, the whole cascade at the last interval again under --trace, and `fovea report`
 #     on it (trace_report.txt).
-# Every command's output goes to OUT_DIR; summary.md (printed last) has the table.
+# Every command's output goes to OUT_DIR; summary.md (printed last) has the tables: the streams, and
+# what each classify stage counted (objects classified, without a track, labels reused).
 set -euo pipefail
 fovea=$(realpath "$1")
 out=$(realpath -m "$2")
@@ -107,6 +108,16 @@ for i in intervals:
     bound = c["bound"] if c else {}
     print(f"| {i} | {cell(pf)} | {cell(cf)} | {cost} | {bound.get('what', '?')}; {bound.get('busiest_stage', '?')} "
           f"{100 * bound.get('busiest_busy', 0):.0f}% busy |")
+print()
+print("| interval | classify stage | objects classified | of them without a track | labels reused |")
+print("|---:|---|---:|---:|---:|")
+for i in intervals:
+    c = load(f"cascade_i{i}.json")
+    for stage in (c or {}).get("stages", []):
+        n = stage.get("counters")
+        if n and "objects classified" in n:
+            print(f"| {i} | {stage['name']} | {n['objects classified']} | {n['of them without a track']} | "
+                  f"{n['labels reused']} |")
 sweep = load("sweep/sweep.json")
 if sweep:
     print()
