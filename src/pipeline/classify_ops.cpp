@@ -88,17 +88,17 @@ bool ClassifyOp::qualifies(const ObjectResult& object) const {
   return roi.width > 0 && roi.height > 0;
 }
 
-// Whether a tracked object takes its track's last labels; when not, the track is marked as
-// classified on this frame, and its labels are replaced by the batch's write-back. Until then (the
-// GPU path runs batches ahead of their write-back) the track's older labels stay, so that a batch
-// reusing them still finds them.
+// Whether a tracked object takes its track's last labels: when its track was classified (or is
+// being classified) fewer than reinfer_interval frames ago. When not, the track is marked as
+// classified on this frame, and its labels are replaced by the batch's write-back.
 bool ClassifyOp::reuses(const BatchFrame& frame, const ObjectResult& object) {
   if (object.track_id < 0 || setup_.config.reinfer_interval <= 1) return false;
   const std::lock_guard lock(tracks_mutex_);
   TrackLabels& track = tracks_[{frame.source, object.track_id}];
   const std::int64_t since = frame.index - track.frame;
-  if (!track.labels.empty() && since >= 0 && since < setup_.config.reinfer_interval) return true;
+  if (track.scheduled && since >= 0 && since < setup_.config.reinfer_interval) return true;
   track.frame = frame.index;
+  track.scheduled = true;
   return false;
 }
 

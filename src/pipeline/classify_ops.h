@@ -81,10 +81,13 @@ class ClassifyOp final : public Op {
   static constexpr std::int32_t kReuse = -1;
   using TrackKey = std::pair<std::size_t, std::int64_t>;  // source, track id
   struct TrackLabels {
-    std::int64_t frame = 0;  // the source frame it was last classified on
+    std::int64_t frame = 0;  // the source frame it was last classified on, once `scheduled`
+    // A classification of the track is queued or done. Its labels may not be written back yet (the
+    // GPU path runs batches ahead of their write-back), but write-backs run in batch order, so a
+    // later batch that reuses them finds them written when its own write-back runs.
+    bool scheduled = false;
     std::vector<SecondaryLabel> labels;
   };
-
   bool qualifies(const ObjectResult& object) const;
   bool reuses(const BatchFrame& frame, const ObjectResult& object);
   // Fills the slot's picks; returns how many, and how many of them are classified (rows).

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 #include <string>
 
 #include "cascade_flow_fixture.h"
@@ -61,6 +62,48 @@ TEST_F(CascadeFlowGpu, TracksAndLabelsMatchTheCpuFlow) {
     }
   }
   EXPECT_GT(labelled, 0u);
+}
+
+// What each classify stage counted, by counter name.
+std::map<std::string, std::uint64_t> classify_counters(const FlowResult& result) {
+  std::map<std::string, std::uint64_t> counted;
+  for (const StageStats& stage : result.stats.stages) {
+    if (stage.name.rfind("classify", 0) != 0) continue;
+    for (const StageCounter& counter : stage.counters)
+      counted[stage.name + ": " + counter.name] = counter.value;
+  }
+  return counted;
+}
+
+// reinfer_interval on the GPU path, whose batches run ahead of their labels' write-back: a track is
+// classified exactly as often as on the CPU, where each batch's labels are written before the next
+// batch is selected: a track whose classification is still on the GPU takes its labels when they
+// are written, not a second classification.
+TEST_F(CascadeFlowGpu, ReinferIntervalClassifiesAsOftenAsOnTheCpu) {
+  PipelineConfig cfg = tracked({"long.mp4", "long.mp4", "long.mp4"});
+  cfg.mux.batch_size = 2;  // more batches in flight than sources' frames per batch
+  cfg.models[0].precision = runtime::Precision::kFloat32;
+  add_color_model(cfg, {.model = "color", .reinfer_interval = 10});
+  cfg.models.back().precision = runtime::Precision::kFloat32;
+  Result<FlowResult> cpu = run_flow(cfg, {.device = DeviceChoice::kCpu, .progress = nullptr});
+  ASSERT_TRUE(cpu.is_ok()) << cpu.status().to_string();
+  const auto cpu_records = records();
+  Result<FlowResult> gpu = run_flow(cfg, {.device = DeviceChoice::kGpu, .progress = nullptr});
+  ASSERT_TRUE(gpu.is_ok()) << gpu.status().to_string();
+  const auto gpu_records = records();
+  const std::map<std::string, std::uint64_t> want = classify_counters(*cpu);
+  ASSERT_FALSE(want.empty());
+  EXPECT_EQ(classify_counters(*gpu), want);
+  for (const auto& [key, expected] : cpu_records) {
+    const ParsedFrameRecord& got = gpu_records.at(key);
+    ASSERT_EQ(got.objects->size(), expected.objects->size()) << "frame " << key.second;
+    for (std::size_t i = 0; i < got.objects->size(); ++i) {
+      const auto& a = (*expected.objects)[i].secondary;
+      const auto& b = (*got.objects)[i].secondary;
+      ASSERT_EQ(a.size(), b.size()) << "frame " << key.second;
+      for (std::size_t k = 0; k < a.size(); ++k) EXPECT_EQ(a[k].class_id, b[k].class_id);
+    }
+  }
 }
 
 }  // namespace
