@@ -15,8 +15,9 @@
 #   - for each interval in INTERVALS (default "0 1 2"): the primary and tracker alone
 #     (stages [detect, track]), then the whole cascade;
 #   - fovea sweep over detect.interval (SWEEP_INTERVALS, default 0,2) and both classifiers' batch
-#     size together (SWEEP_BATCHES, default 3,9,27,81, as the DeepStream tutorial sweeps it);
-#     SWEEP=0 leaves it out;
+#     size together (SWEEP_BATCHES, default 3,9,27,81, as the DeepStream tutorial sweeps it), each
+#     source cut to its first SWEEP_SECONDS (default 5: every sweep run is traced, and a trace of
+#     the whole clip at 64 sources holds millions of GPU operations); SWEEP=0 leaves it out;
 #   - with TRACE=1, the whole cascade at the last interval again under --trace, and `fovea report`
 #     on it (trace_report.txt).
 # Every command's output goes to OUT_DIR; summary.md (printed last) has the tables: the streams, and
@@ -79,7 +80,8 @@ if [ "${TRACE:-0}" = 1 ]; then
   "$fovea" report "$out/trace" > "$out/trace_report.txt" 2>&1 || echo "report: exit $?"
 fi
 if [ "${SWEEP:-1}" != 0 ]; then
-  "$fovea" sweep "$config" --device cuda --out "$out/sweep" --param "detect.interval=${SWEEP_INTERVALS:-0,2}" \
+  sed "s/, decoder: nvdec}/, decoder: nvdec, duration: ${SWEEP_SECONDS:-5}}/" "$config" > "$out/sweep.yaml"
+  "$fovea" sweep "$out/sweep.yaml" --device cuda --out "$out/sweep" --param "detect.interval=${SWEEP_INTERVALS:-0,2}" \
     --param "models.1.batch_size+models.2.batch_size=${SWEEP_BATCHES:-3,9,27,81}" > "$out/sweep.log" 2>&1 ||
     echo "sweep: exit $? (see $out/sweep.log)"
 fi
