@@ -526,14 +526,7 @@ bool NvjpegDecoder::available() {
 
 Result<std::unique_ptr<NvjpegDecoder>> NvjpegDecoder::create(NvjpegBackend backend, int device) {
   FOVEA_TRY(nvjpeg().status);
-  const int devices = cuda_device_count();
-  if (devices == 0) return make_error(StatusCode::kUnsupported, "nvJPEG unavailable: no CUDA device");
-  if (device < 0 || device >= devices) {
-    return make_error(StatusCode::kNotFound,
-                      fmt::format("CUDA device {} does not exist ({} present)", device, devices));
-  }
-  // nvJPEG's handles belong to the device current when they are made.
-  FOVEA_CUDA_TRY(cudaSetDevice(device));
+  FOVEA_TRY(detail::use_nvjpeg_device(device, "nvJPEG"));
   auto impl = std::make_unique<Impl>();
   impl->device = device;
   if (backend != NvjpegBackend::kGpu) {

@@ -6,7 +6,6 @@
 #include <cuda_runtime.h>
 
 #include "core/cuda_check.h"
-#include "core/cuda_raii.h"
 #include "io/nvjpeg_library.h"
 #endif
 
@@ -75,13 +74,7 @@ Result<std::unique_ptr<NvjpegEncoder>> NvjpegEncoder::create(int quality, int de
                       fmt::format("JPEG quality {}: must be within 1..100", quality));
   }
   FOVEA_TRY(nvjpeg().encoder_status);
-  const int devices = cuda_device_count();
-  if (devices == 0) return make_error(StatusCode::kUnsupported, "nvJPEG encoder unavailable: no CUDA device");
-  if (device < 0 || device >= devices) {
-    return make_error(StatusCode::kNotFound,
-                      fmt::format("CUDA device {} does not exist ({} present)", device, devices));
-  }
-  FOVEA_CUDA_TRY(cudaSetDevice(device));
+  FOVEA_TRY(detail::use_nvjpeg_device(device, "nvJPEG encoder"));
   auto impl = std::make_unique<Impl>();
   impl->device = device;
   abi::Handle handle = nullptr;

@@ -2,6 +2,7 @@
 
 #if defined(FOVEA_HAVE_CUDA)
 
+#include <cuda_runtime.h>
 #include <dlfcn.h>
 
 #include <array>
@@ -9,6 +10,11 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+
+#include <fmt/format.h>
+
+#include "core/cuda_check.h"
+#include "core/cuda_raii.h"
 
 namespace fovea::io::detail {
 namespace {
@@ -95,6 +101,17 @@ NvjpegLibrary load_nvjpeg_library() {
 const NvjpegLibrary& nvjpeg() {
   static const NvjpegLibrary library = load_nvjpeg_library();
   return library;
+}
+
+Status use_nvjpeg_device(int device, std::string_view what) {
+  const int devices = cuda_device_count();
+  if (devices == 0) return make_error(StatusCode::kUnsupported, what, " unavailable: no CUDA device");
+  if (device < 0 || device >= devices) {
+    return make_error(StatusCode::kNotFound,
+                      fmt::format("CUDA device {} does not exist ({} present)", device, devices));
+  }
+  FOVEA_CUDA_TRY(cudaSetDevice(device));
+  return Status::ok();
 }
 
 std::string_view nvjpeg_status_name(abi::Status status) {

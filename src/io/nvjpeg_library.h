@@ -47,6 +47,10 @@ inline bool nvjpeg_ok(nvjpeg_abi::Status status) {
   return status == nvjpeg_abi::kStatusSuccess;
 }
 
+// Makes `device` current for nvJPEG's handles, which belong to the device current when they are
+// made: kUnsupported "<what> unavailable: no CUDA device", kNotFound for a device that is not there.
+Status use_nvjpeg_device(int device, std::string_view what);
+
 // A library handle, destroyed with nvjpegDestroy.
 struct HandleDestroyer {
   void operator()(nvjpeg_abi::Handle handle) const { static_cast<void>(nvjpeg().destroy(handle)); }
