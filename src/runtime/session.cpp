@@ -148,6 +148,15 @@ Result<Precision> parse_precision(std::string_view text) {
                     "': use fp32, fp16 or int8");
 }
 
+Status check_int8_tensor_cores(std::string_view gpu, int major, int minor) {
+  if (major > 7 || (major == 7 && minor >= 2)) return Status::ok();
+  return make_error(
+      StatusCode::kUnsupported,
+      fmt::format("precision int8 needs a GPU with INT8 tensor cores (compute capability 7.2 or "
+                  "newer); {} is {}.{}: use fp16",
+                  gpu, major, minor));
+}
+
 InferenceSession::InferenceSession(const SessionOptions& options, std::string model_path)
     : options_(options), model_path_(std::move(model_path)) {}
 InferenceSession::~InferenceSession() = default;
@@ -175,6 +184,14 @@ Result<std::unique_ptr<InferenceSession>> InferenceSession::create(const Graph& 
   }
   FOVEA_TRY(check_shapes(graph, shapes));
   if (options.precision == Precision::kInt8 && options.device == Device::kCuda) {
+#if defined(FOVEA_HAVE_CUDA)
+    int device = 0;
+    cudaDeviceProp properties{};
+    FOVEA_CUDA_TRY(cudaGetDevice(&device));
+    FOVEA_CUDA_TRY(cudaGetDeviceProperties(&properties, device));
+    const Status tensor_cores = check_int8_tensor_cores(properties.name, properties.major, properties.minor);
+    if (!tensor_cores.is_ok()) return tensor_cores.with_context(graph.where() + "device cuda");
+#endif
     log_warn(
         "{}int8 on CUDA runs its 8-bit arithmetic as quantize/dequantize pairs around float kernels: "
         "int8's accuracy at float32's speed until the tensor-core int8 kernels come",

@@ -45,6 +45,9 @@ std::string_view device_name(Device device);  // "cpu", "cuda"
 Result<Device> parse_device(std::string_view text);
 // "fp32" or "fp16"; anything else is an error naming the text and the choices.
 Result<Precision> parse_precision(std::string_view text);
+// int8 on a GPU needs INT8 tensor cores: compute capability 7.2 (Xavier) and 7.5 (Turing) on;
+// Volta's (7.0) take float16 only, older GPUs have none. kUnsupported naming the GPU otherwise.
+Status check_int8_tensor_cores(std::string_view gpu, int major, int minor);
 
 struct SessionOptions {
   Device device = Device::kCpu;

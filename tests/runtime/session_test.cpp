@@ -282,5 +282,23 @@ TEST(InferenceSession, ParsesDevicesAndPrecisionsAndNamesTheChoices) {
   EXPECT_EQ(device_name(Device::kCuda), "cuda");
 }
 
+// int8 on a GPU: Xavier (7.2), Turing (7.5) and every later GPU have INT8 tensor cores; Volta
+// (7.0) and Pascal (6.x) are refused naming the GPU, its capability and the way out.
+TEST(InferenceSession, Int8NeedsInt8TensorCores) {
+  for (const auto& [major, minor] : {std::pair{7, 2}, std::pair{7, 5}, std::pair{8, 0}, std::pair{9, 0},
+                                     std::pair{10, 0}, std::pair{12, 0}}) {
+    EXPECT_TRUE(check_int8_tensor_cores("gpu", major, minor).is_ok()) << major << "." << minor;
+  }
+  for (const auto& [major, minor] : {std::pair{7, 0}, std::pair{6, 1}, std::pair{5, 2}}) {
+    const Status refused = check_int8_tensor_cores("Tesla V100", major, minor);
+    ASSERT_FALSE(refused.is_ok());
+    EXPECT_EQ(refused.code(), StatusCode::kUnsupported);
+    EXPECT_NE(refused.message().find("Tesla V100 is " + std::to_string(major) + "." + std::to_string(minor)),
+              std::string::npos)
+        << refused.message();
+    EXPECT_NE(refused.message().find("use fp16"), std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace fovea::runtime::testing
