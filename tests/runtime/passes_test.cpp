@@ -185,6 +185,99 @@ TEST(PassFoldConstants, ShapeChainsBecomeConstants) {
   expect_same_results(graph, plan, inputs);
 }
 
+Tensor scalar(float value) {
+  return Tensor::from_vector<float>(DataType::kFloat32, {}, {value});
+}
+
+// nn.GELU() as PyTorch exports it before opset 20, in its two orders of the 0.5 and with Div or
+// Mul by 1/sqrt 2: one Gelu node, the same results, and an intermediate read elsewhere (a graph
+// output) keeps the pattern as written.
+TEST(PassFuseGelu, TheErfFormsBecomeOneGelu) {
+  for (int variant = 0; variant < 3; ++variant) {
+    ModelBuilder m;
+    m.input("x", DataType::kFloat32, {2, 3, 7}).output("y", DataType::kFloat32, {2, 3, 7});
+    m.initializer("sqrt2", scalar(1.4142135f)).initializer("inv_sqrt2", scalar(0.70710678f));
+    m.initializer("one", scalar(1.0f)).initializer("half", scalar(0.5f));
+    m.node("Relu", {"x"}, {"r"});  // the GELU's input is computed, as in a network
+    if (variant == 1) {
+      m.node("Mul", {"r", "inv_sqrt2"}, {"d"});
+    } else {
+      m.node("Div", {"r", "sqrt2"}, {"d"});
+    }
+    m.node("Erf", {"d"}, {"e"});
+    m.node("Add", {"one", "e"}, {"a"});
+    if (variant == 2) {
+      m.node("Mul", {"half", "r"}, {"h"});
+      m.node("Mul", {"h", "a"}, {"y"});
+    } else {
+      m.node("Mul", {"r", "a"}, {"p"});
+      m.node("Mul", {"p", "half"}, {"y"});
+    }
+    const Graph graph = load_graph(m);
+    const std::vector<Tensor> inputs = {random_tensor(DataType::kFloat32, {2, 3, 7}, 5, -4, 4)};
+    const ExecutionPlan plan = plan_for(graph, inputs);
+    ASSERT_EQ(plan.graph.nodes.size(), 2u) << "variant " << variant;
+    EXPECT_EQ(plan.graph.nodes[1].op_type, "Gelu");
+    EXPECT_EQ(*plan.graph.nodes[1].attr_string("approximate"), "none");
+    EXPECT_EQ(plan.graph.value(plan.graph.nodes[1].inputs[0]).name, "r");
+    expect_same_results(graph, plan, inputs);
+  }
+}
+
+TEST(PassFuseGelu, TheTanhFormBecomesOneGelu) {
+  ModelBuilder m;
+  m.input("x", DataType::kFloat32, {4, 9}).output("y", DataType::kFloat32, {4, 9});
+  m.initializer("three", scalar(3.0f)).initializer("cubic", scalar(0.044715f));
+  m.initializer("k", scalar(0.7978845608f))
+      .initializer("one", scalar(1.0f))
+      .initializer("half", scalar(0.5f));
+  m.node("Pow", {"x", "three"}, {"c"});
+  m.node("Mul", {"c", "cubic"}, {"c1"});
+  m.node("Add", {"x", "c1"}, {"s"});
+  m.node("Mul", {"k", "s"}, {"u"});
+  m.node("Tanh", {"u"}, {"t"});
+  m.node("Add", {"t", "one"}, {"a"});
+  m.node("Mul", {"x", "half"}, {"h"});
+  m.node("Mul", {"h", "a"}, {"y"});
+  const Graph graph = load_graph(m);
+  const std::vector<Tensor> inputs = {random_tensor(DataType::kFloat32, {4, 9}, 6, -5, 5)};
+  const ExecutionPlan plan = plan_for(graph, inputs);
+  ASSERT_EQ(plan.graph.nodes.size(), 1u);
+  EXPECT_EQ(plan.graph.nodes[0].op_type, "Gelu");
+  EXPECT_EQ(*plan.graph.nodes[0].attr_string("approximate"), "tanh");
+  expect_same_results(graph, plan, inputs);
+}
+
+TEST(PassFuseGelu, LeavesPatternsThatDifferOrAreReadElsewhere) {
+  ModelBuilder m;
+  m.input("x", DataType::kFloat32, {5})
+      .output("y", DataType::kFloat32, {5})
+      .output("e", DataType::kFloat32, {5});
+  m.output("z", DataType::kFloat32, {5});
+  m.initializer("sqrt2", scalar(1.4142135f))
+      .initializer("one", scalar(1.0f))
+      .initializer("half", scalar(0.5f));
+  m.initializer("two", scalar(2.0f));
+  // The Erf's output is a graph output too: fusing would lose it.
+  m.node("Div", {"x", "sqrt2"}, {"d"});
+  m.node("Erf", {"d"}, {"e"});
+  m.node("Add", {"e", "one"}, {"a"});
+  m.node("Mul", {"x", "a"}, {"p"});
+  m.node("Mul", {"p", "half"}, {"y"});
+  // Divided by 2, not sqrt 2: not a GELU.
+  m.node("Div", {"x", "two"}, {"d2"});
+  m.node("Erf", {"d2"}, {"e2"});
+  m.node("Add", {"e2", "one"}, {"a2"});
+  m.node("Mul", {"x", "a2"}, {"p2"});
+  m.node("Mul", {"p2", "half"}, {"z"});
+  const Graph graph = load_graph(m);
+  const std::vector<Tensor> inputs = {random_tensor(DataType::kFloat32, {5}, 7)};
+  const ExecutionPlan plan = plan_for(graph, inputs);
+  for (const Node& node : plan.graph.nodes) EXPECT_NE(node.op_type, "Gelu");
+  EXPECT_EQ(plan.graph.nodes.size(), 10u);
+  expect_same_results(graph, plan, inputs);
+}
+
 TEST(PassEliminateDeadNodes, DropsBranchesNoOutputNeeds) {
   ModelBuilder m;
   m.input("x", DataType::kFloat32, {4}).output("y", DataType::kFloat32, {4});

@@ -5,7 +5,7 @@
 //   Relu                                  float32/64, int64/32/8
 //   Clip                                  float32/64, int64/32/8, uint8
 //   LeakyRelu Sigmoid Tanh HardSigmoid    float32/64
-//   HardSwish Elu Softmax LogSoftmax
+//   HardSwish Elu Gelu Softmax LogSoftmax
 #include <cmath>
 #include <limits>
 
@@ -89,6 +89,22 @@ struct EluOp {
   template <typename T>
   T operator()(T x) const {
     return x < T{0} ? static_cast<T>(alpha) * std::expm1(x) : x;
+  }
+};
+
+// x * Phi(x), Phi the standard normal CDF: 0.5 x (1 + erf(x / sqrt 2)); or its tanh approximation.
+struct GeluOp {
+  bool tanh_form = false;
+  static Result<GeluOp> make(const Node& node) {
+    FOVEA_ASSIGN_OR_RETURN(const bool tanh_form, gelu_uses_tanh(node));
+    return GeluOp{tanh_form};
+  }
+  template <typename T>
+  T operator()(T x) const {
+    const T half = static_cast<T>(0.5);
+    if (!tanh_form) return half * x * (T{1} + std::erf(x * static_cast<T>(0.70710678118654752440)));
+    const T inner = static_cast<T>(0.79788456080286535588) * (x + static_cast<T>(0.044715) * x * x * x);
+    return half * x * (T{1} + std::tanh(inner));
   }
 };
 
@@ -209,6 +225,9 @@ FOVEA_REGISTER_OP({.op_type = "HardSwish",
 FOVEA_REGISTER_OP({.op_type = "Elu",
                    .infer = infer_unary<FloatTypes, EluOp>,
                    .run = run_unary<FloatTypes, EluOp>});
+FOVEA_REGISTER_OP({.op_type = "Gelu",
+                   .infer = infer_unary<FloatTypes, GeluOp>,
+                   .run = run_unary<FloatTypes, GeluOp>});
 FOVEA_REGISTER_OP({.op_type = "Clip", .max_inputs = 3, .infer = infer_clip, .run = run_clip});
 FOVEA_REGISTER_OP({.op_type = "Softmax", .infer = infer_softmax, .run = run_softmax<false>});
 FOVEA_REGISTER_OP({.op_type = "LogSoftmax", .infer = infer_softmax, .run = run_softmax<true>});

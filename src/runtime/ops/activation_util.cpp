@@ -18,6 +18,14 @@ Result<float> elu_alpha(const Node& node) {
   return node.attr_float("alpha", 1.0f);
 }
 
+Result<bool> gelu_uses_tanh(const Node& node) {
+  FOVEA_ASSIGN_OR_RETURN(const std::string approximate, node.attr_string("approximate", "none"));
+  if (approximate == "none") return false;
+  if (approximate == "tanh") return true;
+  return make_error(StatusCode::kInvalidArgument, "Gelu '", node.name, "': approximate '", approximate,
+                    "': use none or tanh");
+}
+
 template <typename T>
 Result<T> clip_bound(const Node& node, const Tensor* bound, const char* attribute, T limit) {
   if (node.opset < 11) {

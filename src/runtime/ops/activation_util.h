@@ -17,6 +17,10 @@ Result<HardSigmoidParams> hard_sigmoid_params(const Node& node);
 
 Result<float> elu_alpha(const Node& node);
 
+// Gelu's `approximate` (opset 20): false for "none", the exact x * Phi(x) through erf; true for
+// "tanh", 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))). Another value is refused by name.
+Result<bool> gelu_uses_tanh(const Node& node);
+
 // A Clip bound as T: from the scalar `bound` (input 1 or 2, opset 11+; nullptr when omitted) or
 // from the float attribute `attribute` (before opset 11), else T's own `limit`. `bound` may have
 // another dtype than T (a float16 plan's constant read by a kernel computing in float). Defined

@@ -29,6 +29,7 @@ Status optimize(Graph& graph) {
   remove_identities(graph);
   FOVEA_TRY(fold_batchnorm_into_conv(graph));
   fuse_conv_epilogues(graph);
+  fuse_gelu(graph);
   eliminate_dead_nodes(graph);
   graph.compact();
   // Fused nodes get their types from their own inference, which also checks the rewrite.

@@ -26,6 +26,16 @@ Status fold_batchnorm_into_conv(Graph& graph);
 // to that reader and runs with no epilogue at all.
 void fuse_conv_epilogues(Graph& graph);
 
+// GELU written out in elementary ops becomes one Gelu node (opset 20's op): the erf form that
+// PyTorch exports for nn.GELU() before opset 20,
+//   Mul(Mul(x, Add(Erf(Div(x, sqrt 2)), 1)), 0.5)
+// (or Mul by 1/sqrt 2; any operand order; the 0.5 taken with x first: Mul(Mul(x, 0.5), ...)), and
+// the tanh form of nn.GELU(approximate="tanh"),
+//   Mul(Mul(x, 0.5), Add(Tanh(Mul(Add(x, Mul(Pow(x, 3), 0.044715)), sqrt(2 / pi))), 1)).
+// Constants match to 1e-3 relative (exporters print 1.4142 or round to float32); every
+// intermediate must be read by the pattern alone.
+void fuse_gelu(Graph& graph);
+
 // Removes nodes none of whose outputs reach a graph output.
 void eliminate_dead_nodes(Graph& graph);
 

@@ -93,6 +93,21 @@ TEST(OpElu, DefaultAndCustomAlpha) {
                   [](double x) { return x < 0 ? 2 * std::expm1(x) : x; });
 }
 
+// Gelu (opset 20): the exact form through erf, and the tanh approximation, against their formulas in
+// double; an unknown `approximate` is refused by name.
+TEST(OpGelu, ExactAndTanhForms) {
+  check_pointwise(NodeBuilder("Gelu").build(), DataType::kFloat32,
+                  [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); });
+  check_pointwise(NodeBuilder("Gelu").attr("approximate", "none").build(), DataType::kFloat32,
+                  [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); });
+  const double k = std::sqrt(2.0 / 3.14159265358979323846);
+  check_pointwise(NodeBuilder("Gelu").attr("approximate", "tanh").build(), DataType::kFloat32,
+                  [k](double x) { return 0.5 * x * (1 + std::tanh(k * (x + 0.044715 * x * x * x))); });
+  EXPECT_TRUE(fails_with(
+      run_node_status(NodeBuilder("Gelu").attr("approximate", "fast").build(), {float_tensor({1}, {1})}),
+      StatusCode::kInvalidArgument, "approximate 'fast'"));
+}
+
 // --- Clip ---
 
 TEST(OpClip, BoundsAsOptionalInputs) {

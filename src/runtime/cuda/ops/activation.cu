@@ -75,6 +75,23 @@ struct HardSwishOp {
   }
 };
 
+// x * Phi(x) through erf, or its tanh approximation (ops/activation.cpp's GeluOp).
+struct GeluOp {
+  bool tanh_form = false;
+  static Result<GeluOp> make(const Node& node) {
+    FOVEA_ASSIGN_OR_RETURN(const bool tanh_form, ops::gelu_uses_tanh(node));
+    return GeluOp{tanh_form};
+  }
+  __device__ float operator()(float x) const {
+    if (!tanh_form) return 0.5f * x * (1.0f + erff(x * 0.70710678118654752440f));
+    return 0.5f * x * (1.0f + tanhf(0.79788456080286535588f * (x + 0.044715f * x * x * x)));
+  }
+  __device__ double operator()(double x) const {
+    if (!tanh_form) return 0.5 * x * (1.0 + erf(x * 0.70710678118654752440));
+    return 0.5 * x * (1.0 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
+  }
+};
+
 struct EluOp {
   float alpha = 0;
   static Result<EluOp> make(const Node& node) {
@@ -136,6 +153,7 @@ FOVEA_REGISTER_CUDA_OP({.op_type = "Tanh", .run = run_unary<TanhOp, FOVEA_CUDA_F
 FOVEA_REGISTER_CUDA_OP({.op_type = "HardSigmoid", .run = run_unary<HardSigmoidOp, FOVEA_CUDA_FLOAT_TYPES>});
 FOVEA_REGISTER_CUDA_OP({.op_type = "HardSwish", .run = run_unary<HardSwishOp, FOVEA_CUDA_FLOAT_TYPES>});
 FOVEA_REGISTER_CUDA_OP({.op_type = "Elu", .run = run_unary<EluOp, FOVEA_CUDA_FLOAT_TYPES>});
+FOVEA_REGISTER_CUDA_OP({.op_type = "Gelu", .run = run_unary<GeluOp, FOVEA_CUDA_FLOAT_TYPES>});
 FOVEA_REGISTER_CUDA_OP({.op_type = "Clip", .prepare = prepare_clip, .run = run_clip});
 
 }  // namespace fovea::runtime::cuda

@@ -67,6 +67,12 @@ TEST(CudaElu, MatchesCpu) {
   expect_float_activation(NodeBuilder("Elu").attr("alpha", 0.5f).build());
 }
 
+TEST(CudaGelu, BothFormsMatchCpu) {
+  FOVEA_REQUIRE_GPU();
+  expect_float_activation(NodeBuilder("Gelu").build());
+  expect_float_activation(NodeBuilder("Gelu").attr("approximate", "tanh").build());
+}
+
 // Opset 11+: bounds are scalar inputs (plan-time constants), either may be omitted.
 TEST(CudaClip, BoundsFromInputsMatchCpu) {
   FOVEA_REQUIRE_GPU();
