@@ -292,7 +292,8 @@ Status add_segment_images(FlowPlan& plan, const PipelineConfig& config) {
   plan.stages.push_back(
       {.name = "inference", .ops = {inference, class_map, label_map}, .high_priority = false});
   if (config.sinks.images) {
-    plan.sinks.push_back(std::make_unique<ImageSink>(*config.sinks.images, plan.images.images, plan.shape.gpu));
+    plan.sinks.push_back(
+        std::make_unique<ImageSink>(*config.sinks.images, plan.images.images, plan.shape.gpu));
   }
   return Status::ok();
 }
@@ -323,7 +324,8 @@ Status add_image2image(FlowPlan& plan, const PipelineConfig& config) {
   // The pictures are read from the session's outputs, which the next run overwrites: same stage.
   plan.stages.push_back({.name = "inference", .ops = {inference, picture_op}, .high_priority = false});
   if (config.sinks.images) {
-    plan.sinks.push_back(std::make_unique<ImageSink>(*config.sinks.images, plan.images.images, plan.shape.gpu));
+    plan.sinks.push_back(
+        std::make_unique<ImageSink>(*config.sinks.images, plan.images.images, plan.shape.gpu));
   }
   return Status::ok();
 }
