@@ -74,6 +74,35 @@ TEST(PassChannelsLast, ConvolutionChainsTransposeOnlyAtTheirEnds) {
   expect_same_results(graph, *plan, inputs);
 }
 
+// ConvNeXt's block: a convolution, the model's Permute to NHWC, a LayerNorm over channels, the
+// Permute back and the next convolution. The model's Transposes meet the pass's: both pairs
+// cancel, so only the chain's two ends transpose (six Transposes otherwise).
+TEST(PassChannelsLast, TheModelsOwnTransposesCancelWithThePasses) {
+  ModelBuilder m;
+  m.input("x", DataType::kFloat32, {2, 8, 9, 11}).output("y", DataType::kFloat32, {2, 8, 9, 11});
+  m.initializer("w1", random_tensor(DataType::kFloat32, {8, 1, 3, 3}, 1));
+  m.initializer("w2", random_tensor(DataType::kFloat32, {8, 8, 1, 1}, 2));
+  m.initializer("gamma", random_tensor(DataType::kFloat32, {8}, 3, 0.5, 1.5));
+  m.initializer("beta", random_tensor(DataType::kFloat32, {8}, 4));
+  auto& depthwise = m.node("Conv", {"x", "w1"}, {"c"}, "depthwise");
+  m.attr(depthwise, "pads", std::vector<std::int64_t>{1, 1, 1, 1});
+  m.attr(depthwise, "group", std::int64_t{8});
+  auto& to_nhwc = m.node("Transpose", {"c"}, {"c_nhwc"});
+  m.attr(to_nhwc, "perm", std::vector<std::int64_t>{0, 2, 3, 1});
+  auto& norm = m.node("LayerNormalization", {"c_nhwc", "gamma", "beta"}, {"n"});
+  m.attr(norm, "axis", std::int64_t{-1});
+  auto& to_nchw = m.node("Transpose", {"n"}, {"n_nchw"});
+  m.attr(to_nchw, "perm", std::vector<std::int64_t>{0, 3, 1, 2});
+  m.node("Conv", {"n_nchw", "w2"}, {"y"}, "pointwise");
+  const Graph graph = load_graph(m);
+  const std::vector<Tensor> inputs = {random_tensor(DataType::kFloat32, {2, 8, 9, 11}, 9)};
+  auto plan = plan_graph(graph, {{"x", {2, 8, 9, 11}}}, {.channels_last = true});
+  ASSERT_TRUE(plan.is_ok()) << plan.status().to_string();
+  EXPECT_EQ(count_ops(plan->graph, "Transpose"), 2);
+  EXPECT_EQ(count_ops(plan->graph, "FusedConv"), 2);
+  expect_same_results(graph, *plan, inputs);
+}
+
 TEST(PassConvertFloat16, NarrowsDataButNotTheScalesResizeTypesAsFloat32) {
   ModelBuilder m;
   m.input("x", DataType::kFloat32, {1, 2, 3, 5}).output("y", DataType::kFloat32, {1, 2, 6, 10});

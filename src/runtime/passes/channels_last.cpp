@@ -4,6 +4,11 @@
 // NCHW followed by one to NHWC cancels, so a chain of convolutions (a ResNet body, where every
 // residual Add and ReLU is fused) keeps NHWC throughout and transposes only at its ends.
 //
+// The model's own Transposes meet these too: one to NHWC (perm 0,2,3,1) of a converted output is
+// that output's NHWC original (ConvNeXt's Permute after each depthwise convolution), and a
+// converted convolution reading a value the model transposed to NCHW (perm 0,3,1,2) reads the
+// Transpose's input instead.
+//
 // A 2-D MaxPool that reads a value produced in NHWC (a converted convolution's or pool's output)
 // becomes fovea.MaxPool (channels_last=1) the same way, so the pools of ResNet's stem and of VGG and
 // SSD keep their chains in NHWC. A pool of any other value stays NCHW: converting it would only move
@@ -49,16 +54,22 @@ class ChannelsLast {
   void run() {
     const std::vector<int> uses = graph_.use_counts();
     std::vector<Node> nodes;
+    std::map<ValueId, ValueId> aliases;  // a model Transpose's output -> the NHWC value it equals
     for (Node& node : graph_.nodes) {
       if (convertible(graph_, node)) {
         convert_conv(node, nodes);
       } else if (two_d_max_pool(graph_, node, uses) && produced_in_nhwc_.count(node.inputs[0])) {
         convert_pool(node, nodes);
+      } else if (is_transpose(node, ops::kNchwToNhwc) && back_to_nhwc_.count(node.inputs[0]) &&
+                 !graph_.is_graph_output(node.outputs[0])) {
+        aliases[node.outputs[0]] = back_to_nhwc_.at(node.inputs[0]);
       } else {
+        if (is_transpose(node, ops::kNhwcToNchw)) back_to_nhwc_.emplace(node.outputs[0], node.inputs[0]);
         nodes.push_back(std::move(node));
       }
     }
     graph_.nodes = std::move(nodes);
+    for (const auto& [from, to] : aliases) replace_uses(graph_, from, to);
     graph_.index_producers();
   }
 
@@ -108,6 +119,14 @@ class ChannelsLast {
     nodes.push_back(transpose_node(value, out, perm));
     back_to_nhwc_[value] = out;
     return out;
+  }
+
+  // An ONNX Transpose of a rank-4 value by `perm`.
+  bool is_transpose(const Node& node, const std::vector<std::int64_t>& perm) const {
+    if (!node.domain.empty() || node.op_type != "Transpose" || node.inputs.size() != 1) return false;
+    const auto& dims = graph_.value(node.inputs[0]).type.dims;
+    const Result<std::vector<std::int64_t>> node_perm = node.attr_ints("perm", std::vector<std::int64_t>{});
+    return dims && dims->size() == 4 && node_perm.is_ok() && *node_perm == perm;
   }
 
   Node transpose_node(ValueId from, ValueId to, const std::vector<std::int64_t>& perm) const {
