@@ -192,6 +192,43 @@ TEST(PassFuseConv, MovesAResidualConvsBiasIntoItsReader) {
 }
 
 // The chain PyTorch exports for x.view(x.size(0), -1).
+// EfficientNet's Conv + BatchNorm + SiLU, the SiLU exported as x * Sigmoid(x) (both Mul orders):
+// one FusedConv with a Silu epilogue. A SiLU whose gate is read elsewhere stays as written.
+TEST(PassFuseConv, SiluWrittenOutBecomesTheEpilogue) {
+  for (int variant = 0; variant < 3; ++variant) {
+    ModelBuilder m;
+    const std::vector<std::int64_t> shape = {2, 6, 7, 9};
+    m.input("x", DataType::kFloat32, shape).output("y", DataType::kFloat32, shape);
+    if (variant == 2) m.output("s", DataType::kFloat32, shape);
+    m.initializer("w", random_tensor(DataType::kFloat32, {6, 6, 3, 3}, 1));
+    m.initializer("scale", random_tensor(DataType::kFloat32, {6}, 3, 0.5, 2.0));
+    m.initializer("shift", random_tensor(DataType::kFloat32, {6}, 4));
+    m.initializer("mean", random_tensor(DataType::kFloat32, {6}, 5));
+    m.initializer("var", random_tensor(DataType::kFloat32, {6}, 6, 0.1, 3.0));
+    auto& conv = m.node("Conv", {"x", "w"}, {"c"}, "conv");
+    m.attr(conv, "pads", std::vector<std::int64_t>{1, 1, 1, 1});
+    m.node("BatchNormalization", {"c", "scale", "shift", "mean", "var"}, {"n"}, "bn");
+    m.node("Sigmoid", {"n"}, {"s"});
+    if (variant == 1) {
+      m.node("Mul", {"s", "n"}, {"y"});
+    } else {
+      m.node("Mul", {"n", "s"}, {"y"});
+    }
+    const Graph graph = load_graph(m);
+    const std::vector<Tensor> inputs = {random_tensor(DataType::kFloat32, shape, 8)};
+    const ExecutionPlan plan = plan_for(graph, inputs);
+    if (variant == 2) {
+      EXPECT_EQ(count_ops(plan.graph, "Sigmoid"), 1);
+      EXPECT_EQ(count_ops(plan.graph, "Mul"), 1);
+    } else {
+      ASSERT_EQ(plan.graph.nodes.size(), 1u) << "variant " << variant;
+      EXPECT_EQ(plan.graph.nodes[0].op_type, "FusedConv");
+      EXPECT_EQ(*plan.graph.nodes[0].attr_string("activation"), "Silu");
+    }
+    expect_same_results(graph, plan, inputs);
+  }
+}
+
 TEST(PassFoldConstants, ShapeChainsBecomeConstants) {
   ModelBuilder m;
   m.input("x", DataType::kFloat32, {-1, 3, 4, 5}).output("y", DataType::kFloat32, {-1, 60});

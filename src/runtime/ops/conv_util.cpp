@@ -157,10 +157,12 @@ Result<Activation> read_activation(const InferContext& ctx) {
     activation.kind = Activation::Kind::kSigmoid;
   } else if (name == "HardSwish") {
     activation.kind = Activation::Kind::kHardSwish;
+  } else if (name == "Silu") {
+    activation.kind = Activation::Kind::kSilu;
   } else {
     return ctx.error(StatusCode::kUnsupported,
                      fmt::format("activation '{}' is not one of Relu, LeakyRelu, Clip, "
-                                 "Sigmoid, HardSwish",
+                                 "Sigmoid, HardSwish, Silu",
                                  name));
   }
   return activation;

@@ -61,7 +61,7 @@ Result<std::vector<WindowDim>> resolve_window(const InferContext& ctx, const Win
 
 // The activation fovea.FusedConv applies in the convolution's epilogue.
 struct Activation {
-  enum class Kind { kNone, kRelu, kLeakyRelu, kClip, kSigmoid, kHardSwish };
+  enum class Kind { kNone, kRelu, kLeakyRelu, kClip, kSigmoid, kHardSwish, kSilu };
   Kind kind = Kind::kNone;
   float alpha = 0.01f;  // LeakyRelu
   float min = 0;        // Clip
@@ -76,6 +76,7 @@ struct Activation {
       case Kind::kClip: return std::min(std::max(x, T(min)), T(max));
       case Kind::kSigmoid: return T(1) / (T(1) + std::exp(-x));
       case Kind::kHardSwish: return x * std::clamp(x / T(6) + T(0.5), T(0), T(1));
+      case Kind::kSilu: return x / (T(1) + std::exp(-x));
     }
     return x;
   }

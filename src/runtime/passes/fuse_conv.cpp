@@ -1,4 +1,7 @@
+#include <algorithm>
 #include <cmath>
+#include <optional>
+#include <utility>
 
 #include "runtime/passes/pass_util.h"
 #include "runtime/passes/passes.h"
@@ -63,6 +66,31 @@ bool take_activation(const Graph& graph, const Node& act, Node& fused) {
     return true;
   }
   return false;
+}
+
+// SiLU written out, x * Sigmoid(x) (PyTorch's export of nn.SiLU, EfficientNet's and RegNet-Y's
+// activation): when `value` is read by exactly a Sigmoid of it and a Mul of it by that Sigmoid,
+// and the Sigmoid's output by that Mul alone, the two nodes; else none.
+std::optional<std::pair<Node*, Node*>> silu_of(Graph& graph, ValueId value) {
+  if (graph.is_graph_output(value)) return std::nullopt;
+  Node* sigmoid = nullptr;
+  Node* product = nullptr;
+  for (Node& node : graph.nodes) {
+    if (std::find(node.inputs.begin(), node.inputs.end(), value) == node.inputs.end()) continue;
+    if (node.domain.empty() && node.op_type == "Sigmoid" && sigmoid == nullptr) {
+      sigmoid = &node;
+    } else if (node.domain.empty() && node.op_type == "Mul" && product == nullptr) {
+      product = &node;
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (sigmoid == nullptr || product == nullptr || product->inputs.size() != 2) return std::nullopt;
+  const ValueId gate = sigmoid->outputs[0];
+  const bool pairs = (product->inputs[0] == value && product->inputs[1] == gate) ||
+                     (product->inputs[1] == value && product->inputs[0] == gate);
+  if (!pairs || sole_consumer(graph, gate) != product) return std::nullopt;
+  return std::pair{sigmoid, product};
 }
 
 bool is_fused_conv(const Node& node) {
@@ -135,6 +163,17 @@ void fuse_conv_epilogues(Graph& graph) {
       removed[static_cast<std::size_t>(next - graph.nodes.data())] = true;
       next->inputs.clear();
       next->outputs.clear();
+    } else if (const auto silu = next == nullptr ? silu_of(graph, conv.outputs[0]) : std::nullopt) {
+      Attribute activation;
+      activation.kind = Attribute::Kind::kString;
+      activation.s = "Silu";
+      conv.attributes["activation"] = activation;
+      conv.outputs[0] = silu->second->outputs[0];
+      for (Node* gone : {silu->first, silu->second}) {
+        removed[static_cast<std::size_t>(gone - graph.nodes.data())] = true;
+        gone->inputs.clear();
+        gone->outputs.clear();
+      }
     }
     if (conv.inputs[3] == kNoValue) {
       conv.inputs.resize(3, kNoValue);

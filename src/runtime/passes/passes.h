@@ -20,10 +20,10 @@ void remove_identities(Graph& graph);
 // bias, when all of them are constants.
 Status fold_batchnorm_into_conv(Graph& graph);
 
-// Conv + (residual Add of a same-shape tensor) + (Relu, LeakyRelu, Clip, Sigmoid or HardSwish)
-// becomes one fovea.FusedConv node, so executors can run the epilogue inside the convolution. A
-// conv with only a bias whose output is read only as another FusedConv's residual gives its bias
-// to that reader and runs with no epilogue at all.
+// Conv + (residual Add of a same-shape tensor) + (Relu, LeakyRelu, Clip, Sigmoid, HardSwish, or
+// SiLU written as x * Sigmoid(x)) becomes one fovea.FusedConv node, so executors can run the epilogue inside
+// the convolution. A conv with only a bias whose output is read only as another FusedConv's residual gives
+// its bias to that reader and runs with no epilogue at all.
 void fuse_conv_epilogues(Graph& graph);
 
 // GELU written out in elementary ops becomes one Gelu node (opset 20's op): the erf form that

@@ -60,6 +60,7 @@ TEST(Opfovea_FusedConv, OtherActivationsAndOptionalInputs) {
   check(fused_node("Sigmoid").build(), [](float v) { return 1.0f / (1.0f + std::exp(-v)); });
   check(fused_node("HardSwish").build(),
         [](float v) { return v * std::fmin(std::fmax(v / 6.0f + 0.5f, 0.0f), 1.0f); });
+  check(fused_node("Silu").build(), [](float v) { return v / (1.0f + std::exp(-v)); });
 
   // Without bias and residual it is Conv then the activation.
   const Tensor zero_b = Tensor::allocate(DataType::kFloat32, {4});

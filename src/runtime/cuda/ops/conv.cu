@@ -138,6 +138,7 @@ __device__ __forceinline__ C activate(C v, const ops::Activation& a) {
       const C gate = v / C(6) + C(0.5);
       return v * (gate < C(0) ? C(0) : (gate > C(1) ? C(1) : gate));
     }
+    case ops::Activation::Kind::kSilu: return v / (C(1) + exp(-v));
   }
   return v;
 }

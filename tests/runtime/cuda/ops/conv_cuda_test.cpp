@@ -87,6 +87,7 @@ TEST(Cudafovea_FusedConv, OtherActivationsRunInTheEpilogue) {
     EXPECT_TRUE(cuda_matches_cpu(fused("Sigmoid").build(), {x, w, b, z}, accumulating(p)));
     EXPECT_TRUE(
         cuda_matches_cpu(fused("HardSwish").omit_input(3).build(), {x, w, b, Tensor()}, accumulating(p)));
+    EXPECT_TRUE(cuda_matches_cpu(fused("Silu").omit_input(3).build(), {x, w, b, Tensor()}, accumulating(p)));
     EXPECT_TRUE(cuda_matches_cpu(fused("").build(), {x, w, b, z}, accumulating(p)));
   }
 }
