@@ -9,7 +9,8 @@
 #   tracker     ByteTrack;
 #   classifiers two ResNet-18s at 224x224 fp16 ("color" and "type", the same seeded network),
 #               SECONDARY_BATCH objects per inference (default 64), reinfer_interval 10, on every
-#               object.
+#               object (SKIP_UNTRACKED=true: on every tracked object, as DeepStream's secondary
+#               models see only confirmed tracks).
 # Runs, each `fovea run` with its report (steady fps after the first output):
 #   - fovea decode-bench, NVDEC, SOURCES sessions: the decode ceiling;
 #   - for each interval in INTERVALS (default "0 1 2"): the primary and tracker alone
@@ -59,8 +60,8 @@ models:
 detect: {model: detector, confidence: 0, top_k: 20}
 track: {enabled: true, tracker: bytetrack}
 secondary:
-  - {model: color, reinfer_interval: 10}
-  - {model: type, reinfer_interval: 10}
+  - {model: color, reinfer_interval: 10, skip_untracked: ${SKIP_UNTRACKED:-false}}
+  - {model: type, reinfer_interval: 10, skip_untracked: ${SKIP_UNTRACKED:-false}}
 sinks: {null: true}
 EOF
 } > "$config"

@@ -78,6 +78,7 @@ Status ClassifyOp::declare(BufferPlan& plan) {
 
 bool ClassifyOp::qualifies(const ObjectResult& object) const {
   const SecondaryConfig& c = setup_.config;
+  if (c.skip_untracked && object.track_id < 0) return false;
   if (!c.operate_on_classes.empty() && std::find(c.operate_on_classes.begin(), c.operate_on_classes.end(),
                                                  object.class_id) == c.operate_on_classes.end()) {
     return false;

@@ -2,9 +2,9 @@
 // GIE) on the objects of each batch, in a stage of its own after detect (and track).
 //
 // The objects that qualify (class in operate_on_classes, box at least min_width x min_height,
-// inside the frame once rounded) are cropped, resized, converted and normalized from the NV12
-// frame into the model's input tensor by the fused preprocess (image/preprocess.h): the object's
-// frame is listed once per object, with the object's box as its ROI, rounded outward to even
+// inside the frame once rounded, tracked when skip_untracked) are cropped, resized, converted and normalized
+// from the NV12 frame into the model's input tensor by the fused preprocess (image/preprocess.h): the
+// object's frame is listed once per object, with the object's box as its ROI, rounded outward to even
 // coordinates (4:2:0 chroma) and clamped into the frame; degenerate boxes (no width or height,
 // not finite) are skipped. The model runs in chunks of its own batch size (models[].batch_size,
 // default 16; the last chunk partial), a softmax over its one output [N, C] gives each object its

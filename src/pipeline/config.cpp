@@ -905,6 +905,10 @@ const KeySpec<SecondaryConfig> kSecondaryKeys[] = {
         "Frames between two classifications of a tracked object; 0 or 1: every frame."),
     key<&SecondaryConfig::top_k>("top_k", {.min = 1, .max = 1000},
                                  "Labels kept per object, the most likely first."),
+    key<&SecondaryConfig::skip_untracked>(
+        "skip_untracked", {},
+        "Objects without a track (detections no confirmed track has taken yet) are not classified "
+        "and carry no labels; needs the track stage."),
 };
 
 const KeySpec<OsdConfig> kOsdKeys[] = {
@@ -1526,6 +1530,22 @@ Status check_image_flow_stages(const Parser& parser, const YAML::Node& root, con
   return Status::ok();
 }
 
+// skip_untracked without a tracker would classify nothing: every object is untracked.
+Status check_skip_untracked(const Parser& parser, const YAML::Node& root, const PipelineConfig& config) {
+  if (runs(config, StageKind::kTrack)) return Status::ok();
+  for (std::size_t i = 0; i < config.secondary.size(); ++i) {
+    if (!config.secondary[i].skip_untracked) continue;
+    const std::string path = "secondary." + std::to_string(i) + ".skip_untracked";
+    const std::optional<YAML::Node> entry = lookup(root, "secondary");
+    const std::optional<YAML::Node> key =
+        entry && entry->IsSequence() ? lookup((*entry)[i], "skip_untracked") : std::nullopt;
+    return parser.error(key ? *key : root, path,
+                        "needs the track stage (track.enabled: true): without a tracker no object has a "
+                        "track, and nothing would be classified");
+  }
+  return Status::ok();
+}
+
 Status check_classify_has_models(const Parser& parser, const YAML::Node& root, const PipelineConfig& config) {
   if (!runs(config, StageKind::kClassify) || !config.secondary.empty()) return Status::ok();
   const std::optional<YAML::Node> stages = lookup(root, "stages");
@@ -1565,6 +1585,7 @@ Result<PipelineConfig> parse_tree(const Parser& parser, const YAML::Node& root) 
   if (lookup(root, "track")) FOVEA_TRY(check_track(parser, root, config.track));
   FOVEA_TRY(parse_secondary(parser, root, config.models, config.secondary));
   FOVEA_TRY(check_classify_has_models(parser, root, config));
+  FOVEA_TRY(check_skip_untracked(parser, root, config));
   FOVEA_TRY(parse_table_section<OsdConfig>(parser, root, "osd", kOsdKeys, config.osd));
   FOVEA_TRY(parse_section(
       parser, root, "sinks", {"video", "metadata", "mqtt", "stream", "images", "null"}, config.sinks,

@@ -211,9 +211,12 @@ struct SecondaryConfig {
   float min_height = 0.0f;
   // A tracked object is classified again only once this many frames have passed since its last
   // classification, its last labels kept meanwhile; 0 or 1: every frame. Untracked objects are
-  // classified on every frame.
+  // classified on every frame, unless skip_untracked.
   int reinfer_interval = 0;
   int top_k = 1;  // labels kept per object, the best
+  // Objects without a track (detections no confirmed track has taken yet) are not classified, as
+  // DeepStream's secondary models see only the tracker's confirmed objects. Needs the track stage.
+  bool skip_untracked = false;
   bool operator==(const SecondaryConfig&) const = default;
 };
 

@@ -295,6 +295,33 @@ TEST_F(CascadeFlow, TheClassFilterAndTheMinimumSizeChooseTheObjects) {
   EXPECT_THAT(result.status().message(), HasSubstr("secondary.0.operate_on_classes: class 7"));
 }
 
+// skip_untracked: the detections no confirmed track has taken yet (a track needs three hits here)
+// get no labels and are counted as neither classified nor reused; tracked objects get theirs.
+TEST_F(CascadeFlow, SkipUntrackedClassifiesTrackedObjectsOnly) {
+  PipelineConfig cfg = tracked({"long.mp4"});
+  cfg.track.min_hits = 3;
+  add_color_model(cfg, {.model = "color", .skip_untracked = true});
+  Result<FlowResult> result = run_on_cpu(cfg);
+  ASSERT_TRUE(result.is_ok()) << result.status().to_string();
+  std::uint64_t tracked_objects = 0, untracked = 0;
+  for (const auto& [key, record] : records()) {
+    for (const ParsedObject& object : *record.objects) {
+      const bool has_track = object.track_id >= 0;
+      EXPECT_EQ(object.secondary.size(), has_track ? 1u : 0u) << "frame " << record.frame;
+      (has_track ? tracked_objects : untracked) += 1;
+    }
+  }
+  EXPECT_GT(tracked_objects, 0u);
+  EXPECT_GT(untracked, 0u);  // the first hits of each track
+  for (const StageStats& stage : result->stats.stages) {
+    if (stage.name != "classify color") continue;
+    std::map<std::string, std::uint64_t> counted;
+    for (const StageCounter& counter : stage.counters) counted[counter.name] = counter.value;
+    EXPECT_EQ(counted["of them without a track"], 0u);
+    EXPECT_EQ(counted["objects classified"] + counted["labels reused"], tracked_objects);
+  }
+}
+
 TEST_F(CascadeFlow, AModelThatIsNotAClassifierIsRefusedNamingIt) {
   ASSERT_TRUE(runtime::write_demo_segmentation_model(path("segmenter.onnx")).is_ok());
   PipelineConfig cfg = config({"a.mp4"});

@@ -838,6 +838,8 @@ TEST(PipelineConfigErrors, TrackAndSecondaryAreChecked) {
               HasSubstr("secondary.0.top_k: must be between 1 and 1000, got 0"));
   EXPECT_THAT(parse_error(detection_with("secondary: {model: det}\n")),
               HasSubstr("secondary: expected a list of secondary models"));
+  EXPECT_THAT(parse_error(detection_with("secondary: [{model: det, skip_untracked: true}]\n")),
+              HasSubstr("secondary.0.skip_untracked: needs the track stage (track.enabled: true)"));
   EXPECT_THAT(parse_error(detection_with("track: {tracker: kalman}\n")),
               HasSubstr("track.tracker: expected one of iou, sort, bytetrack, got 'kalman'"));
   EXPECT_THAT(parse_error(detection_with("track: {min_score: 0.9}\n")),
