@@ -10,6 +10,16 @@
 #endif
 
 namespace fovea::io {
+namespace {
+
+// Every build: a bad quality is the caller's mistake whether or not nvJPEG is there.
+Status check_quality(int quality) {
+  if (quality >= 1 && quality <= 100) return Status::ok();
+  return make_error(StatusCode::kInvalidArgument,
+                    fmt::format("JPEG quality {}: must be within 1..100", quality));
+}
+
+}  // namespace
 
 #if defined(FOVEA_HAVE_CUDA)
 
@@ -69,10 +79,7 @@ bool NvjpegEncoder::available() {
 }
 
 Result<std::unique_ptr<NvjpegEncoder>> NvjpegEncoder::create(int quality, int device) {
-  if (quality < 1 || quality > 100) {
-    return make_error(StatusCode::kInvalidArgument,
-                      fmt::format("JPEG quality {}: must be within 1..100", quality));
-  }
+  FOVEA_TRY(check_quality(quality));
   FOVEA_TRY(nvjpeg().encoder_status);
   FOVEA_TRY(detail::use_nvjpeg_device(device, "nvJPEG encoder"));
   auto impl = std::make_unique<Impl>();
@@ -128,7 +135,8 @@ bool NvjpegEncoder::available() {
   return false;
 }
 
-Result<std::unique_ptr<NvjpegEncoder>> NvjpegEncoder::create(int, int) {
+Result<std::unique_ptr<NvjpegEncoder>> NvjpegEncoder::create(int quality, int) {
+  FOVEA_TRY(check_quality(quality));
   return make_error(StatusCode::kUnsupported,
                     "nvJPEG encoder unavailable: this fovea was built without CUDA");
 }
