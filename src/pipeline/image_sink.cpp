@@ -66,6 +66,20 @@ std::filesystem::path image_output_path(const ImageSinkConfig& config,
   return path;
 }
 
+namespace {
+
+// The picture of the input named `name` (relative to its folder): where it goes, and the file it
+// must not be written over.
+PendingPicture pending_for(const ImageSinkConfig& config,
+                           const std::unordered_map<std::string, std::string>& input_of,
+                           const std::string& name) {
+  const auto input = input_of.find(name);
+  return {.path = image_output_path(config, name),
+          .input = input == input_of.end() ? std::string() : input->second};
+}
+
+}  // namespace
+
 struct ImageSink::Writers {
   BoundedQueue<PendingPicture> queue;
   io::ImageEncodeOptions options;
@@ -77,6 +91,11 @@ struct ImageSink::Writers {
   bool finished = false;
 
   Writers(std::size_t capacity, io::ImageEncodeOptions encode) : queue(capacity), options(encode) {}
+
+  Status add(PendingPicture picture) {
+    if (queue.push(std::move(picture)) == PushResult::kPushed) return Status::ok();
+    return make_error(StatusCode::kInternal, "the image writers stopped early");
+  }
 
   void run() {
     while (std::optional<PendingPicture> picture = queue.pop()) {
@@ -183,13 +202,9 @@ Status ImageSink::write_gpu_jpeg(const FrameBatch& batch) {
   FOVEA_ASSIGN_OR_RETURN(std::vector<std::string> files, gpu_jpeg_->encoder->encode_batch(stream, pictures));
   for (std::size_t k = 0; k < frames.size(); ++k) {
     const std::string& name = *batch.frames[frames[k]].payload.name;
-    const auto input = input_of_.find(name);
-    PendingPicture pending{.encoded = std::move(files[k]),
-                           .path = image_output_path(config_, name),
-                           .input = input == input_of_.end() ? std::string() : input->second};
-    if (writers_->queue.push(std::move(pending)) != PushResult::kPushed) {
-      return make_error(StatusCode::kInternal, "the image writers stopped early");
-    }
+    PendingPicture pending = pending_for(config_, input_of_, name);
+    pending.encoded = std::move(files[k]);
+    FOVEA_TRY(writers_->add(std::move(pending)));
   }
   return Status::ok();
 }
@@ -200,20 +215,15 @@ Status ImageSink::write(const std::shared_ptr<const FrameBatch>& batch) {
     const FrameResults& results = batch->results[i];
     if (!results.picture && !results.class_map) continue;
     const std::string& name = *batch->frames[i].payload.name;
-    FOVEA_ASSIGN_OR_RETURN(io::HostImage copy,
+    PendingPicture pending = pending_for(config_, input_of_, name);
+    FOVEA_ASSIGN_OR_RETURN(pending.image,
                            copy_picture(results.picture ? *results.picture : results.class_map->map));
-    const auto input = input_of_.find(name);
-    PendingPicture pending{.image = std::move(copy),
-                           .path = image_output_path(config_, name),
-                           .input = input == input_of_.end() ? std::string() : input->second};
     if (results.class_map) {
       pending.mapping = results.class_map->mapping;
       pending.label_width = batch->image(i).width;
       pending.label_height = batch->image(i).height;
     }
-    if (writers_->queue.push(std::move(pending)) != PushResult::kPushed) {
-      return make_error(StatusCode::kInternal, "the image writers stopped early");
-    }
+    FOVEA_TRY(writers_->add(std::move(pending)));
   }
   return Status::ok();
 }
