@@ -249,10 +249,9 @@ void add_images_command(CLI::App& app, Action* action) {
           "(default auto)")
       ->check(CLI::IsMember({"auto", "cpu", "nvjpeg"}));
   images
-      ->add_option(
-          "--encoder", args->encoder,
-          "--format jpeg: nvjpeg (encoded on the GPU), cpu (libjpeg-turbo on the writer threads), or "
-          "auto: nvJPEG where it loads and the model runs on the GPU (default auto)")
+      ->add_option("--encoder", args->encoder,
+                   "--format jpeg: cpu or auto (libjpeg-turbo on the writer threads, the faster on the GPU "
+                   "machine; default auto), or nvjpeg (encoded on the GPU, which frees the CPU cores)")
       ->check(CLI::IsMember({"auto", "cpu", "nvjpeg"}));
   images->add_option("--metadata", args->metadata, "Per-image JSON Lines file (docs/metadata.md)");
   images->add_option("--engine-cache", args->engine_cache,
