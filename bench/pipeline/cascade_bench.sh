@@ -43,10 +43,9 @@ done
 [ -f "$out/decode.json" ] || "$fovea" decode-bench "$clip" --decoder nvdec --sessions "$sources" --repeat 2 \
   --json "$out/decode.json" > "$out/decode.log" 2>&1 || true
 
-config="$out/cascade.yaml"
-{
+write_config() {  # [SOURCE_KEYS]: the configuration on stdout, SOURCE_KEYS (", duration: 5") in every source
   echo "sources:"
-  for ((i = 0; i < sources; ++i)); do echo "  - {uri: $clip, name: cam-$i, decoder: nvdec}"; done
+  for ((i = 0; i < sources; ++i)); do echo "  - {uri: $clip, name: cam-$i, decoder: nvdec${1:-}}"; done
   cat <<EOF
 flow: detection
 mux: {batch_size: $batch, width: 1920, height: 1080}
@@ -64,7 +63,9 @@ secondary:
   - {model: type, reinfer_interval: 10, skip_untracked: ${SKIP_UNTRACKED:-false}}
 sinks: {null: true}
 EOF
-} > "$config"
+}
+config="$out/cascade.yaml"
+write_config > "$config"
 
 run() {  # NAME --set ARGS...
   local name=$1
@@ -81,7 +82,7 @@ if [ "${TRACE:-0}" = 1 ]; then
   "$fovea" report "$out/trace" > "$out/trace_report.txt" 2>&1 || echo "report: exit $?"
 fi
 if [ "${SWEEP:-1}" != 0 ]; then
-  sed "s/, decoder: nvdec}/, decoder: nvdec, duration: ${SWEEP_SECONDS:-5}}/" "$config" > "$out/sweep.yaml"
+  write_config ", duration: ${SWEEP_SECONDS:-5}" > "$out/sweep.yaml"
   "$fovea" sweep "$out/sweep.yaml" --device cuda --out "$out/sweep" --param "detect.interval=${SWEEP_INTERVALS:-0,2}" \
     --param "models.1.batch_size+models.2.batch_size=${SWEEP_BATCHES:-3,9,27,81}" > "$out/sweep.log" 2>&1 ||
     echo "sweep: exit $? (see $out/sweep.log)"
