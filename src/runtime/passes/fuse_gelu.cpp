@@ -34,10 +34,12 @@ bool near(std::optional<float> value, float expected) {
   return value && std::abs(*value - expected) <= 1e-3f * std::abs(expected);
 }
 
-// The pattern's nodes, by index, and its input.
+// The pattern's nodes, its input, the node writing its output (among `nodes`) and its form.
 struct Match {
   ValueId x = kNoValue;
   std::vector<Node*> nodes;
+  Node* output = nullptr;
+  bool tanh_form = false;
 
   // `value` read by one node of `op_type` alone; that node, recorded.
   Node* next(Graph& graph, ValueId value, std::string_view op_type) {
@@ -73,14 +75,15 @@ bool match_tail(Graph& graph, ValueId inner, Match& match) {
   if (product == nullptr) return false;
   const ValueId other = other_operand(*product, add->outputs[0]);
   if (other == match.x) {
-    Node* half = match.next(graph, product->outputs[0], "Mul");
-    return half != nullptr && scaled_operand(graph, *half, 0.5f) == product->outputs[0];
+    match.output = match.next(graph, product->outputs[0], "Mul");
+    return match.output != nullptr && scaled_operand(graph, *match.output, 0.5f) == product->outputs[0];
   }
   const int producer = other == kNoValue ? -1 : graph.value(other).producer;
   if (producer < 0) return false;
   Node& half = graph.nodes[static_cast<std::size_t>(producer)];
   if (scaled_operand(graph, half, 0.5f) != match.x || sole_consumer(graph, other) != product) return false;
   match.nodes.push_back(&half);
+  match.output = product;
   return true;
 }
 
@@ -101,7 +104,7 @@ std::optional<Match> match_erf_form(Graph& graph, Node& scale) {
 
 // Tanh(Mul(Add(x, Mul(Pow(x, 3), 0.044715)), sqrt(2 / pi))), then the tail.
 std::optional<Match> match_tanh_form(Graph& graph, Node& cube) {
-  Match match;
+  Match match{.tanh_form = true};
   if (!is_op(cube, "Pow") || cube.inputs.size() != 2 || !near(scalar_of(graph, cube.inputs[1]), 3.0f))
     return std::nullopt;
   match.x = cube.inputs[0];
@@ -119,12 +122,9 @@ std::optional<Match> match_tanh_form(Graph& graph, Node& cube) {
   return match;
 }
 
-// The match's last node (the one writing the GELU's output) becomes the Gelu node; the others go.
-void replace(Graph& graph, const Match& match, bool tanh_form, std::vector<bool>& removed) {
-  Node* last = match.nodes.front();
-  for (Node* node : match.nodes) {
-    if (node > last) last = node;
-  }
+// The node writing the GELU's output becomes the Gelu node; the others go.
+void replace(Graph& graph, const Match& match, std::vector<bool>& removed) {
+  Node* last = match.output;
   for (Node* node : match.nodes) {
     if (node == last) continue;
     removed[static_cast<std::size_t>(node - graph.nodes.data())] = true;
@@ -137,7 +137,7 @@ void replace(Graph& graph, const Match& match, bool tanh_form, std::vector<bool>
   last->attributes.clear();
   Attribute approximate;
   approximate.kind = Attribute::Kind::kString;
-  approximate.s = tanh_form ? "tanh" : "none";
+  approximate.s = match.tanh_form ? "tanh" : "none";
   last->attributes["approximate"] = approximate;
 }
 
@@ -149,9 +149,8 @@ void fuse_gelu(Graph& graph) {
     if (removed[n]) continue;
     Node& node = graph.nodes[n];
     std::optional<Match> match = match_erf_form(graph, node);
-    const bool tanh_form = !match;
     if (!match) match = match_tanh_form(graph, node);
-    if (match) replace(graph, *match, tanh_form, removed);
+    if (match) replace(graph, *match, removed);
   }
   erase_nodes(graph, removed);
 }
