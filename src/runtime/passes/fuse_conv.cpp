@@ -1,4 +1,3 @@
-#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <utility>
@@ -75,12 +74,11 @@ std::optional<std::pair<Node*, Node*>> silu_of(Graph& graph, ValueId value) {
   if (graph.is_graph_output(value)) return std::nullopt;
   Node* sigmoid = nullptr;
   Node* product = nullptr;
-  for (Node& node : graph.nodes) {
-    if (std::find(node.inputs.begin(), node.inputs.end(), value) == node.inputs.end()) continue;
-    if (node.domain.empty() && node.op_type == "Sigmoid" && sigmoid == nullptr) {
-      sigmoid = &node;
-    } else if (node.domain.empty() && node.op_type == "Mul" && product == nullptr) {
-      product = &node;
+  for (Node* node : readers(graph, value)) {
+    if (node->domain.empty() && node->op_type == "Sigmoid" && sigmoid == nullptr) {
+      sigmoid = node;
+    } else if (node->domain.empty() && node->op_type == "Mul" && product == nullptr) {
+      product = node;
     } else {
       return std::nullopt;
     }

@@ -1,5 +1,7 @@
 #include "runtime/passes/pass_util.h"
 
+#include <algorithm>
+
 namespace fovea::runtime {
 
 void replace_uses(Graph& graph, ValueId from, ValueId to) {
@@ -19,17 +21,18 @@ void rename_output(Graph& graph, ValueId from, ValueId to) {
   graph.index_producers();
 }
 
+std::vector<Node*> readers(Graph& graph, ValueId value) {
+  std::vector<Node*> found;
+  for (Node& node : graph.nodes) {
+    if (std::find(node.inputs.begin(), node.inputs.end(), value) != node.inputs.end()) found.push_back(&node);
+  }
+  return found;
+}
+
 Node* sole_consumer(Graph& graph, ValueId value) {
   if (graph.is_graph_output(value)) return nullptr;
-  Node* consumer = nullptr;
-  for (Node& node : graph.nodes) {
-    for (ValueId in : node.inputs) {
-      if (in != value) continue;
-      if (consumer != nullptr && consumer != &node) return nullptr;
-      consumer = &node;
-    }
-  }
-  return consumer;
+  const std::vector<Node*> found = readers(graph, value);
+  return found.size() == 1 ? found.front() : nullptr;
 }
 
 void erase_nodes(Graph& graph, const std::vector<bool>& removed) {

@@ -1,6 +1,8 @@
 // Small graph-editing helpers shared by the passes.
 #pragma once
 
+#include <vector>
+
 #include "runtime/graph.h"
 
 namespace fovea::runtime {
@@ -9,6 +11,8 @@ namespace fovea::runtime {
 void replace_uses(Graph& graph, ValueId from, ValueId to);
 // The node producing `from` produces `to` instead (`from` is left unproduced).
 void rename_output(Graph& graph, ValueId from, ValueId to);
+// The nodes reading `value`, each once, in graph order.
+std::vector<Node*> readers(Graph& graph, ValueId value);
 // The only node reading `value`, or nullptr when zero or several nodes (or a graph output) read it.
 Node* sole_consumer(Graph& graph, ValueId value);
 
