@@ -118,13 +118,17 @@ TensorSpec spec_of(const Value& value) {
 }
 
 #if defined(FOVEA_HAVE_CUDA)
-std::string cuda_device_description() {
+Result<cudaDeviceProp> current_device_properties() {
   int device = 0;
   cudaDeviceProp properties{};
-  if (cudaGetDevice(&device) != cudaSuccess || cudaGetDeviceProperties(&properties, device) != cudaSuccess) {
-    return "cuda";
-  }
-  return std::string("cuda (") + properties.name + ")";
+  FOVEA_CUDA_TRY(cudaGetDevice(&device));
+  FOVEA_CUDA_TRY(cudaGetDeviceProperties(&properties, device));
+  return properties;
+}
+
+std::string cuda_device_description() {
+  const Result<cudaDeviceProp> properties = current_device_properties();
+  return properties.is_ok() ? std::string("cuda (") + properties->name + ")" : "cuda";
 }
 #endif
 
@@ -185,10 +189,7 @@ Result<std::unique_ptr<InferenceSession>> InferenceSession::create(const Graph& 
   FOVEA_TRY(check_shapes(graph, shapes));
   if (options.precision == Precision::kInt8 && options.device == Device::kCuda) {
 #if defined(FOVEA_HAVE_CUDA)
-    int device = 0;
-    cudaDeviceProp properties{};
-    FOVEA_CUDA_TRY(cudaGetDevice(&device));
-    FOVEA_CUDA_TRY(cudaGetDeviceProperties(&properties, device));
+    FOVEA_ASSIGN_OR_RETURN(const cudaDeviceProp properties, current_device_properties());
     const Status tensor_cores = check_int8_tensor_cores(properties.name, properties.major, properties.minor);
     if (!tensor_cores.is_ok()) return tensor_cores.with_context(graph.where() + "device cuda");
 #endif
