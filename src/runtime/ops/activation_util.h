@@ -17,6 +17,12 @@ Result<HardSigmoidParams> hard_sigmoid_params(const Node& node);
 
 Result<float> elu_alpha(const Node& node);
 
+// GELU's constants, for its kernels and for the pass that finds it written out (fuse_gelu): 1 / sqrt 2
+// (the erf form), sqrt(2 / pi) and the cubic coefficient (the tanh form).
+inline constexpr double kGeluInvSqrt2 = 0.70710678118654752440;
+inline constexpr double kGeluTanhScale = 0.79788456080286535588;
+inline constexpr double kGeluTanhCubic = 0.044715;
+
 // Gelu's `approximate` (opset 20): false for "none", the exact x * Phi(x) through erf; true for
 // "tanh", 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))). Another value is refused by name.
 Result<bool> gelu_uses_tanh(const Node& node);

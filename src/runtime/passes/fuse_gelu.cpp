@@ -5,6 +5,7 @@
 #include <optional>
 #include <vector>
 
+#include "runtime/ops/activation_util.h"
 #include "runtime/passes/pass_util.h"
 #include "runtime/passes/passes.h"
 
@@ -12,9 +13,9 @@ namespace fovea::runtime {
 
 namespace {
 
-constexpr float kSqrt2 = 1.41421356237309504880f;
-constexpr float kSqrt2OverPi = 0.79788456080286535588f;
-constexpr float kTanhCubic = 0.044715f;
+constexpr auto kSqrt2 = static_cast<float>(1.0 / ops::kGeluInvSqrt2);
+constexpr auto kSqrt2OverPi = static_cast<float>(ops::kGeluTanhScale);
+constexpr auto kTanhCubic = static_cast<float>(ops::kGeluTanhCubic);
 constexpr int kGeluOpset = 20;
 
 bool is_op(const Node& node, std::string_view op_type) {
@@ -93,7 +94,7 @@ std::optional<Match> match_erf_form(Graph& graph, Node& scale) {
   if (is_op(scale, "Div") && scale.inputs.size() == 2 && near(scalar_of(graph, scale.inputs[1]), kSqrt2)) {
     match.x = scale.inputs[0];
   } else {
-    match.x = scaled_operand(graph, scale, 1.0f / kSqrt2);
+    match.x = scaled_operand(graph, scale, static_cast<float>(ops::kGeluInvSqrt2));
   }
   if (match.x == kNoValue || graph.is_constant(match.x)) return std::nullopt;
   match.nodes.push_back(&scale);

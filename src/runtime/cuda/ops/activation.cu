@@ -83,12 +83,14 @@ struct GeluOp {
     return GeluOp{tanh_form};
   }
   __device__ float operator()(float x) const {
-    if (!tanh_form) return 0.5f * x * (1.0f + erff(x * 0.70710678118654752440f));
-    return 0.5f * x * (1.0f + tanhf(0.79788456080286535588f * (x + 0.044715f * x * x * x)));
+    constexpr float kInvSqrt2 = ops::kGeluInvSqrt2, kScale = ops::kGeluTanhScale,
+                    kCubic = ops::kGeluTanhCubic;
+    if (!tanh_form) return 0.5f * x * (1.0f + erff(x * kInvSqrt2));
+    return 0.5f * x * (1.0f + tanhf(kScale * (x + kCubic * x * x * x)));
   }
   __device__ double operator()(double x) const {
-    if (!tanh_form) return 0.5 * x * (1.0 + erf(x * 0.70710678118654752440));
-    return 0.5 * x * (1.0 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
+    if (!tanh_form) return 0.5 * x * (1.0 + erf(x * ops::kGeluInvSqrt2));
+    return 0.5 * x * (1.0 + tanh(ops::kGeluTanhScale * (x + ops::kGeluTanhCubic * x * x * x)));
   }
 };
 
