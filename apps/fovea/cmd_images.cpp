@@ -53,6 +53,13 @@ struct ImagesArgs {
   CommonArgs common;
 };
 
+// --decoder and --encoder (CLI11 has checked the value; "" when the flag is left out: auto).
+pipeline::JpegCodec jpeg_codec(std::string_view flag) {
+  if (flag == "cpu") return pipeline::JpegCodec::kCpu;
+  if (flag == "nvjpeg") return pipeline::JpegCodec::kNvjpeg;
+  return pipeline::JpegCodec::kAuto;
+}
+
 // The flag each configuration key came from, for the configuration's errors.
 std::string flag_of_key(std::string_view key) {
   static constexpr std::pair<std::string_view, std::string_view> kFlags[] = {
@@ -137,8 +144,7 @@ Status apply_task_flags(const ImagesArgs& args, pipeline::PipelineConfig& config
                                   .format = args.format == "jpeg" ? pipeline::ImageOutputFormat::kJpeg
                                                                   : pipeline::ImageOutputFormat::kPng,
                                   .quality = args.quality.value_or(pipeline::ImageSinkConfig{}.quality)};
-    if (args.encoder == "cpu") config.sinks.images->encoder = pipeline::JpegCodec::kCpu;
-    if (args.encoder == "nvjpeg") config.sinks.images->encoder = pipeline::JpegCodec::kNvjpeg;
+    config.sinks.images->encoder = jpeg_codec(args.encoder);
   }
   return Status::ok();
 }
@@ -150,8 +156,7 @@ Result<pipeline::PipelineConfig> images_config(const ImagesArgs& args) {
   if (args.threads) images.threads = *args.threads;
   if (args.split == "a") images.split = pipeline::AbSplit::kA;
   if (args.split == "b") images.split = pipeline::AbSplit::kB;
-  if (args.decoder == "cpu") images.decoder = pipeline::JpegCodec::kCpu;
-  if (args.decoder == "nvjpeg") images.decoder = pipeline::JpegCodec::kNvjpeg;
+  images.decoder = jpeg_codec(args.decoder);
   config.images = std::move(images);
   pipeline::ModelConfig model;
   FOVEA_TRY(apply_model_flags(args, model));
