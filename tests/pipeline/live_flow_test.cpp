@@ -419,8 +419,12 @@ TEST(LiveFlow, SourcesAreAddedAndRemovedWhileTheMuxRuns) {
   ASSERT_TRUE(slot.is_ok()) << slot.status().to_string();
   ASSERT_EQ(*slot, 1u);
   ASSERT_TRUE(rig.wait_for_frames(1, 5));
-  EXPECT_EQ(rig.frames_of(1).front().index, 0);
-  EXPECT_EQ(rig.frames_of(1).front().name, "b");
+  // Counted from 0. On a loaded machine the live queue may drop the first frames before the mux
+  // takes any (counted): the first frame seen is then the first kept, numbered by the drops.
+  const Seen first = rig.frames_of(1).front();
+  EXPECT_EQ(first.index, first.mux_index) << "every decoded frame was pushed";
+  EXPECT_LE(static_cast<std::uint64_t>(first.mux_index), rig.mux().source_stats().at(1).dropped);
+  EXPECT_EQ(first.name, "b");
   EXPECT_FALSE(rig.sources().add(live_source(cam_b->url()), "c").is_ok()) << "every slot is taken";
 
   cam_b->pause();
