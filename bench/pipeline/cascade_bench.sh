@@ -11,6 +11,7 @@
 #               SECONDARY_BATCH objects per inference (default 64), reinfer_interval 10, on every
 #               object (SKIP_UNTRACKED=true: on every tracked object, as DeepStream's secondary
 #               models see only confirmed tracks).
+# mux.source_queue is SOURCE_QUEUE (default 4, fovea's default).
 # Runs, each `fovea run` with its report (steady fps after the first output):
 #   - fovea decode-bench, NVDEC, SOURCES sessions: the decode ceiling;
 #   - for each interval in INTERVALS (default "0 1 2"): the primary and tracker alone
@@ -48,7 +49,7 @@ write_config() {  # [SOURCE_KEYS]: the configuration on stdout, SOURCE_KEYS (", 
   for ((i = 0; i < sources; ++i)); do echo "  - {uri: $clip, name: cam-$i, decoder: nvdec${1:-}}"; done
   cat <<EOF
 flow: detection
-mux: {batch_size: $batch, width: 1920, height: 1080}
+mux: {batch_size: $batch, width: 1920, height: 1080, source_queue: ${SOURCE_QUEUE:-4}}
 models:
   - {name: detector, path: $out/detectnet_resnet34.onnx, parser: detectnet, precision: fp16,
      input_width: 960, input_height: 544, mean: [0, 0, 0], std: [1, 1, 1], engine_cache: $out/engines}

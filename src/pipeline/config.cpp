@@ -33,6 +33,9 @@ namespace {
 constexpr int kMaxBatchSize = 1024;
 // The largest frame side NVDEC and NVENC handle (HEVC/AV1); no source or model goes beyond it.
 constexpr int kMaxFrameSide = 8192;
+// Frames one source may queue in the mux: each is a decoded frame held in the source's pool (12 MB
+// at 4K), so more than 64 per source is a typo, not a plan.
+constexpr int kMaxSourceQueue = 64;
 
 template <typename E>
 struct EnumName {
@@ -1145,6 +1148,7 @@ Status parse_mux(const MapReader& map, MuxConfig& mux) {
   FOVEA_TRY(map.read_optional("push_timeout_us", mux.push_timeout_us, std::int64_t{-1},
                               std::numeric_limits<std::int64_t>::max()));
   FOVEA_TRY(map.read_optional("max_frames_per_source", mux.max_frames_per_source, 1, kMaxBatchSize));
+  FOVEA_TRY(map.read("source_queue", mux.source_queue, 1, kMaxSourceQueue));
   return map.read_optional("live", mux.live);
 }
 
@@ -1561,10 +1565,10 @@ Result<PipelineConfig> parse_tree(const Parser& parser, const YAML::Node& root) 
   PipelineConfig config;
   FOVEA_TRY(parse_sources(parser, root, config.sources));
   FOVEA_TRY(parse_images(parser, root, config));
-  FOVEA_TRY(
-      parse_section(parser, root, "mux",
-                    {"batch_size", "width", "height", "push_timeout_us", "max_frames_per_source", "live"},
-                    config.mux, parse_mux));
+  FOVEA_TRY(parse_section(
+      parser, root, "mux",
+      {"batch_size", "width", "height", "push_timeout_us", "max_frames_per_source", "live", "source_queue"},
+      config.mux, parse_mux));
   std::vector<ModelSite> model_sites;
   FOVEA_TRY(parse_models(parser, root, config.models, model_sites));
   if (const std::optional<YAML::Node> flow = lookup(root, "flow")) {
@@ -1627,6 +1631,7 @@ YAML::Node to_tree(const PipelineConfig& config) {
   mux["push_timeout_us"] = to_node(config.mux.push_timeout_us);
   mux["max_frames_per_source"] = to_node(config.mux.max_frames_per_source);
   mux["live"] = to_node(config.mux.live);
+  mux["source_queue"] = config.mux.source_queue;
   root["models"] = YAML::Node(YAML::NodeType::Sequence);
   for (const ModelConfig& model : config.models)
     root["models"].push_back(write_keys<ModelConfig>(kModelKeys, model));

@@ -61,6 +61,9 @@ struct MuxConfig {
   // Live batching (stream_mux.h): never wait for one source, drop a source's oldest frames when
   // the flow falls behind it. Absent: live when any source is a network stream.
   std::optional<bool> live;
+  // Frames one source may have decoded ahead of the mux (MuxOptions::source_queue_capacity): more
+  // absorb the jitter between decoders sharing the NVDEC engines, at one pooled frame each.
+  int source_queue = 4;
   bool operator==(const MuxConfig&) const = default;
 };
 

@@ -411,6 +411,7 @@ Result<MuxOptions> mux_options_of(const PipelineConfig& pipeline, const FlowOpti
   MuxOptions options{.batch_size = static_cast<std::size_t>(config.batch_size),
                      .push_timeout_us = config.push_timeout_us.value_or(-1),
                      .live = live,
+                     .source_queue_capacity = static_cast<std::size_t>(config.source_queue),
                      .auto_push_timeout = live && !config.push_timeout_us,
                      .keep_open = service,
                      .slots = std::max(flow_options.source_slots, pipeline.sources.size())};

@@ -57,9 +57,9 @@ struct MuxOptions {
   std::int64_t push_timeout_us = -1;
   std::optional<std::size_t> max_frames_per_source_per_batch;  // none: no cap
   bool live = false;
-  // Frames one source may have waiting in the mux. Four absorbs the few-frame bursts in which a
-  // decoder releases frames after B-frame reordering while holding few decoded frames (each one
-  // a pool buffer); a starting value, to be measured on the GPU machine.
+  // Frames one source may have waiting in the mux (a flow's mux.source_queue). Four absorbs the
+  // few-frame bursts in which a decoder releases frames after B-frame reordering while holding few
+  // decoded frames (each one a pool buffer).
   std::size_t source_queue_capacity = 4;
   bool auto_push_timeout = false;  // live: push_timeout_us follows the sources' frame rates
   bool keep_open = false;          // a service: runs until request_stop(), sources come and go

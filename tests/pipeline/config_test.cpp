@@ -123,6 +123,7 @@ TEST(PipelineConfig, DefaultsAreTheDocumentedOnes) {
   EXPECT_FALSE(mux.push_timeout_us.has_value());  // live: a frame period; files: a full batch
   EXPECT_FALSE(mux.live.has_value());             // live when a source is a network stream
   EXPECT_FALSE(mux.max_frames_per_source.has_value());
+  EXPECT_EQ(mux.source_queue, 4);
   const ModelConfig model;
   EXPECT_EQ(model.precision, runtime::Precision::kFloat16);
   EXPECT_EQ(model.color_order, ColorOrder::kRgb);
@@ -175,7 +176,8 @@ TEST(PipelineConfig, DocumentedExampleLoadsWithEveryValue) {
                                    .height = 1080,
                                    .push_timeout_us = 40000,
                                    .max_frames_per_source = 2,
-                                   .live = false}));
+                                   .live = false,
+                                   .source_queue = 8}));
   ASSERT_EQ(config.models.size(), 1u);
   EXPECT_EQ(config.models[0], (ModelConfig{.path = "models/fcn_resnet101.onnx",
                                            .input_name = "input",
@@ -319,6 +321,8 @@ TEST(PipelineConfigErrors, OutOfRangeValues) {
   EXPECT_THAT(parse_error(minimal_with("mux: {width: -640}\n")),
               HasSubstr("mux.width: must be between 2 and 8192"));
   EXPECT_THAT(parse_error(minimal_with("mux: {height: 1081}\n")), HasSubstr("mux.height: must be even"));
+  EXPECT_EQ(parse_error(minimal_with("mux: {source_queue: 0}\n")),
+            "test.yaml:7:21: mux.source_queue: must be between 1 and 64, got 0");
   EXPECT_THAT(parse_error(minimal_with("mux: {push_timeout_us: -2}\n")),
               HasSubstr("mux.push_timeout_us: must be"));
   EXPECT_THAT(parse_error(minimal_with("mux: {batch_size: 99999999999999999999}\n")),
