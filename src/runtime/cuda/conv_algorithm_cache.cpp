@@ -111,6 +111,7 @@ void ConvAlgorithmCache::load() {
     ConvAlgorithm algorithm;
     if (values >> algorithm.algo >> algorithm.math_type >> algorithm.workspace_bytes >> algorithm.fused >>
         algorithm.subsampled) {
+      if (!(values >> algorithm.depthwise)) algorithm.depthwise = false;
       entries_[line.substr(0, tab)] = algorithm;
     }
   }
@@ -130,7 +131,7 @@ void ConvAlgorithmCache::insert(const std::string& key, const ConvAlgorithm& alg
   std::filesystem::create_directories(file_.parent_path(), ec);
   std::ofstream out(file_, std::ios::app);
   out << key << '\t' << algorithm.algo << ' ' << algorithm.math_type << ' ' << algorithm.workspace_bytes
-      << ' ' << algorithm.fused << ' ' << algorithm.subsampled << '\n';
+      << ' ' << algorithm.fused << ' ' << algorithm.subsampled << ' ' << algorithm.depthwise << '\n';
   if (!out) {
     log_warn("cannot write the cuDNN algorithm cache {}: the next run searches again", file_.string());
   }

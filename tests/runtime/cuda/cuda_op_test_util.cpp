@@ -32,19 +32,6 @@ Result<CudaLibraries*> shared_libraries() {
   return libraries.get();
 }
 
-Tensor to_float32(const Tensor& t) {
-  if (t.empty_storage() || t.dtype() != DataType::kFloat16) return t;
-  Tensor out = Tensor::allocate(DataType::kFloat32, t.shape());
-  for (std::int64_t i = 0; i < t.numel(); ++i) out.data<float>()[i] = half_to_float(t.data<Half>()[i]);
-  return out;
-}
-
-Tensor to_float16(const Tensor& t) {
-  Tensor out = Tensor::allocate(DataType::kFloat16, t.shape());
-  for (std::int64_t i = 0; i < t.numel(); ++i) out.data<Half>()[i] = float_to_half(t.data<float>()[i]);
-  return out;
-}
-
 Status run_cuda(const Node& node, const std::vector<Tensor>& inputs, const std::vector<int>& constant_inputs,
                 std::vector<Tensor>* results) {
   const cuda::CudaOpDef* def = cuda::find_cuda_op(node.domain, node.op_type);
@@ -152,6 +139,19 @@ double as_double(const Tensor& t, std::int64_t i) {
 }
 
 }  // namespace
+
+Tensor to_float32(const Tensor& t) {
+  if (t.empty_storage() || t.dtype() != DataType::kFloat16) return t;
+  Tensor out = Tensor::allocate(DataType::kFloat32, t.shape());
+  for (std::int64_t i = 0; i < t.numel(); ++i) out.data<float>()[i] = half_to_float(t.data<Half>()[i]);
+  return out;
+}
+
+Tensor to_float16(const Tensor& t) {
+  Tensor out = Tensor::allocate(DataType::kFloat16, t.shape());
+  for (std::int64_t i = 0; i < t.numel(); ++i) out.data<Half>()[i] = float_to_half(t.data<float>()[i]);
+  return out;
+}
 
 ::testing::AssertionResult outputs_within(const Tensor& cuda_out, const Tensor& cpu_out, Tolerance tolerance,
                                           int output) {

@@ -46,6 +46,10 @@ inline CudaCheck accumulating(Precision p) {
   return CudaCheck{.precision = p, .accuracy = Accuracy::kAccumulating};
 }
 
+// float16 tensors as float32 (others unchanged), and float32 ones rounded to float16.
+Tensor to_float32(const Tensor& t);
+Tensor to_float16(const Tensor& t);
+
 // Runs `node` through its CUDA kernel (prepare() and run() as the executor calls them) on host
 // inputs, returning host outputs (a data-dependent output holds the rows the op says it filled,
 // planned at its bound_output() as in the executor). Fails the test on an error.

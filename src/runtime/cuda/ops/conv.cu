@@ -16,7 +16,8 @@
 // batches to kernels without tensor cores (issue 25). A strided 1x1 convolution is also timed as a
 // dense copy of the pixels it reads plus a stride-1 convolution (ConvState::can_subsample_ says why).
 // cuDNN takes symmetric pads only; asymmetric ones (SAME_UPPER with even kernels) are applied by
-// copying the input into a padded workspace first.
+// copying the input into a padded workspace first. A depthwise convolution in NHWC with constant
+// weights is also timed on fovea's own kernel (depthwise_conv.h), epilogue included.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -26,8 +27,10 @@
 #include <vector>
 
 #include "runtime/cuda/conv_algorithm_cache.h"
+#include "runtime/cuda/conv_epilogue.cuh"
 #include "runtime/cuda/cuda_op.h"
 #include "runtime/cuda/cudnn_util.h"
+#include "runtime/cuda/depthwise_conv.h"
 #include "runtime/cuda/kernel_util.cuh"
 #include "runtime/ops/conv_util.h"
 
@@ -126,23 +129,6 @@ struct ChannelCursor {
   }
 };
 
-template <typename C>
-__device__ __forceinline__ C activate(C v, const ops::Activation& a) {
-  switch (a.kind) {
-    case ops::Activation::Kind::kNone: return v;
-    case ops::Activation::Kind::kRelu: return v > C(0) ? v : C(0);
-    case ops::Activation::Kind::kLeakyRelu: return v < C(0) ? C(a.alpha) * v : v;
-    case ops::Activation::Kind::kClip: return v < C(a.min) ? C(a.min) : (v > C(a.max) ? C(a.max) : v);
-    case ops::Activation::Kind::kSigmoid: return C(1) / (C(1) + exp(-v));
-    case ops::Activation::Kind::kHardSwish: {
-      const C gate = v / C(6) + C(0.5);
-      return v * (gate < C(0) ? C(0) : (gate > C(1) ? C(1) : gate));
-    }
-    case ops::Activation::Kind::kSilu: return v / (C(1) + exp(-v));
-  }
-  return v;
-}
-
 // y = act(y + b[c] + z), one pass, for what cuDNN's fused call does not cover.
 template <typename T>
 __global__ void conv_epilogue_kernel(T* y, const T* bias, const T* z, EpilogueParams p) {
@@ -173,6 +159,10 @@ class ConvState final : public CudaNodeState {
 
  private:
   Status pad(CudaKernelContext& ctx, void* padded) const;
+  // Whether fovea's depthwise kernel takes this problem; if so, its weights in the kernel's order.
+  Status describe_depthwise(CudaKernelContext& ctx, const Shape& x, const Shape& w,
+                            const std::vector<ops::WindowDim>& window, std::int64_t groups);
+  Status run_depthwise(CudaKernelContext& ctx) const;
   Status describe_subsampled(const Shape& x, const std::vector<ops::WindowDim>& window, std::int64_t groups,
                              cudnnDataType_t type);
   Status subsample(CudaKernelContext& ctx, void* dense) const;
@@ -236,6 +226,11 @@ class ConvState final : public CudaNodeState {
   std::size_t subsampled_bytes_ = 0;  // the dense copy, rounded up to keep the scratch after it aligned
   cudnnTensorDescriptor_t dense_x_ = nullptr;
   cudnnConvolutionDescriptor_t dense_conv_ = nullptr;
+  // A depthwise convolution (group == C, one filter each) in NHWC whose weights are plan-time
+  // constants: fovea's kernel is a candidate beside cuDNN's algorithms.
+  bool can_depthwise_ = false;
+  DepthwiseGeometry depthwise_;
+  DeviceMemory depthwise_weights_;  // [kH, kW, C]
   ConvAlgorithm algorithm_;
 };
 
@@ -327,6 +322,48 @@ Status ConvState::describe_subsampled(const Shape& x, const std::vector<ops::Win
   return set_convolution(dense_conv_, ConvGeometry{{0, 0}, {1, 1}, {1, 1}}, groups, dtype_);
 }
 
+Status ConvState::describe_depthwise(CudaKernelContext& ctx, const Shape& x, const Shape& w,
+                                     const std::vector<ops::WindowDim>& window, std::int64_t groups) {
+  const Tensor* weights = ctx.host_constant(kW);
+  can_depthwise_ = channels_last_ && !padded_ && window.size() == 2 && groups == x[1] && w[0] == x[1] &&
+                   w[1] == 1 && (dtype_ == DataType::kFloat16 || dtype_ == DataType::kFloat32) &&
+                   weights != nullptr && weights->dtype() == dtype_;
+  if (!can_depthwise_) return Status::ok();
+  const Shape y = nchw(ctx.output(0).shape());
+  const auto i = [](std::int64_t v) { return static_cast<int>(v); };
+  depthwise_ = DepthwiseGeometry{.batch = i(x[0]),
+                                 .in_h = i(x[2]),
+                                 .in_w = i(x[3]),
+                                 .channels = i(x[1]),
+                                 .out_h = i(y[2]),
+                                 .out_w = i(y[3]),
+                                 .kernel_h = i(window[0].kernel),
+                                 .kernel_w = i(window[1].kernel),
+                                 .stride_h = i(window[0].stride),
+                                 .stride_w = i(window[1].stride),
+                                 .dilation_h = i(window[0].dilation),
+                                 .dilation_w = i(window[1].dilation),
+                                 .pad_top = i(window[0].pad_begin),
+                                 .pad_left = i(window[1].pad_begin)};
+  const std::vector<std::byte> by_tap = depthwise_weights_by_tap(*weights);
+  FOVEA_ASSIGN_OR_RETURN(depthwise_weights_, DeviceMemory::allocate(by_tap.size()));  // plan time
+  FOVEA_CUDA_TRY(cudaMemcpyAsync(depthwise_weights_.get(), by_tap.data(), by_tap.size(),
+                                 cudaMemcpyHostToDevice, ctx.stream()));
+  // by_tap goes out of scope here: the copy must be done first.
+  FOVEA_CUDA_TRY(cudaStreamSynchronize(ctx.stream()));
+  return Status::ok();
+}
+
+Status ConvState::run_depthwise(CudaKernelContext& ctx) const {
+  const DepthwiseOperands operands{
+      .x = ctx.input(kX).raw(),
+      .weights = depthwise_weights_.get(),
+      .bias = ctx.has_input(kB) ? ctx.input(kB).raw() : nullptr,
+      .residual = ctx.input_count() > kZ && ctx.has_input(kZ) ? ctx.input(kZ).raw() : nullptr,
+      .y = ctx.output(0).raw()};
+  return launch_depthwise_conv(dtype_, operands, depthwise_, activation_, ctx.stream());
+}
+
 bool acceptable(const cudnnConvolutionFwdAlgoPerf_t& perf, DataType dtype, std::size_t limit) {
   return perf.status == CUDNN_STATUS_SUCCESS && perf.memory <= limit &&
          math_type_allowed(perf.mathType, dtype);
@@ -412,14 +449,18 @@ Status ConvState::choose_algorithm(CudaKernelContext& ctx, const std::string& ke
         }
       }
     }
-    if (candidates.empty()) {
+    if (candidates.empty() && !can_depthwise_) {
       return ctx.error(StatusCode::kUnsupported, "cuDNN has no convolution algorithm for this problem");
     }
-    const cudnnConvolutionFwdAlgoPerf_t* first = candidates.front().perf;
-    algorithm_ = ConvAlgorithm{.algo = static_cast<int>(first->algo),
-                               .math_type = static_cast<int>(first->mathType),
-                               .workspace_bytes = first->memory,
-                               .fused = cudnn_epilogue_};
+    if (can_depthwise_ && !search) {
+      algorithm_ = ConvAlgorithm{.depthwise = true};  // without a search: the kernel made for the problem
+    } else if (!candidates.empty()) {
+      const cudnnConvolutionFwdAlgoPerf_t* first = candidates.front().perf;
+      algorithm_ = ConvAlgorithm{.algo = static_cast<int>(first->algo),
+                                 .math_type = static_cast<int>(first->mathType),
+                                 .workspace_bytes = first->memory,
+                                 .fused = cudnn_epilogue_};
+    }
     if (search) {
       FOVEA_ASSIGN_OR_RETURN(algorithm_, fastest_form(ctx, candidates, report));
       log_conv_search(ctx.node().name, key, report);
@@ -476,10 +517,17 @@ Result<ConvAlgorithm> ConvState::fastest_form(CudaKernelContext& ctx,
   // them and halved SSDLite320's items/s. kFindNoiseMs is 30 times that, and still far under the
   // candidates worth skipping; replaying one that Find put under it costs tens of ms at most.
   constexpr float kFindNoiseMs = 10.0f;
-  float fastest_find = candidates.front().perf->time;
-  for (const Candidate& candidate : candidates) fastest_find = std::min(fastest_find, candidate.perf->time);
   std::optional<ConvAlgorithm> best;
   float best_ms = 0.0f;
+  if (can_depthwise_) {
+    algorithm_ = ConvAlgorithm{.depthwise = true};
+    FOVEA_TRY(run_depthwise(ctx));
+    FOVEA_ASSIGN_OR_RETURN(best_ms, shortest_run_ms(ctx, [&] { return run_depthwise(ctx); }));
+    best = algorithm_;
+    report += "fovea's depthwise kernel: measured " + std::to_string(best_ms) + " ms\n";
+  }
+  float fastest_find = candidates.empty() ? 0.0f : candidates.front().perf->time;
+  for (const Candidate& candidate : candidates) fastest_find = std::min(fastest_find, candidate.perf->time);
   for (const Candidate& candidate : candidates) {
     if (candidate.perf->time > 2.0f * fastest_find + kFindNoiseMs) {
       report += "algo " + std::to_string(candidate.perf->algo) + " math " +
@@ -530,14 +578,16 @@ Result<std::size_t> ConvState::prepare(CudaKernelContext& ctx, const ops::Activa
   FOVEA_ASSIGN_OR_RETURN(std::vector<ops::WindowDim> window, ops::resolve_window(inference, attributes, x));
   FOVEA_ASSIGN_OR_RETURN(std::int64_t groups, ctx.node().attr_int("group", 1));
   FOVEA_TRY(describe(ctx, x, w, window, groups));
+  FOVEA_TRY(describe_depthwise(ctx, x, w, window, groups));
   cudnn_epilogue_ = dtype_ != DataType::kFloat64 && activation.kind == ops::Activation::Kind::kRelu;
   if (cudnn_epilogue_) FOVEA_TRY(describe_fused_epilogue(ctx));
   FOVEA_ASSIGN_OR_RETURN(const std::size_t limit, algorithm_workspace_limit());
   // A ReLU convolution's entry also says whether it runs fused: its own key.
   const std::string key = conv_problem_key(ctx.node(), dtype_, x, w, window, groups, limit) +
-                          (channels_last_ ? "|nhwc" : "") + (cudnn_epilogue_ ? "|relu" : "");
+                          (channels_last_ ? "|nhwc" : "") + (cudnn_epilogue_ ? "|relu" : "") +
+                          (can_depthwise_ ? "|depthwise" : "");
   FOVEA_TRY(choose_algorithm(ctx, key, limit));
-  return front_bytes() + algorithm_.workspace_bytes;
+  return algorithm_.depthwise ? 0 : front_bytes() + algorithm_.workspace_bytes;
 }
 
 Status ConvState::describe_fused_epilogue(CudaKernelContext& ctx) {
@@ -622,6 +672,7 @@ cudnnStatus_t ConvState::run_fused(CudaKernelContext& ctx, const void* x, void* 
 }
 
 Status ConvState::run(CudaKernelContext& ctx) const {
+  if (algorithm_.depthwise) return run_depthwise(ctx);
   if (padded_) FOVEA_TRY(pad(ctx, ctx.workspace()));
   if (algorithm_.subsampled) FOVEA_TRY(subsample(ctx, ctx.workspace()));
   const auto [x, scratch] = operands(ctx);
