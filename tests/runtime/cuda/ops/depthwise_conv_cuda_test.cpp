@@ -109,7 +109,10 @@ TEST(CudaDepthwiseKernel, MatchesTheCpuConvolution) {
     const Node node = depthwise_node(c);
     std::vector<Tensor> inputs = inputs_of(c, seed);
     seed += 4;
-    auto activation = ops::read_activation(InferContext(nullptr, node, {}, {}));
+    // The activation's attributes only: the input types and values are not read.
+    auto activation =
+        ops::read_activation(InferContext(nullptr, node, std::vector<ValueType>(node.inputs.size()),
+                                          std::vector<const Tensor*>(node.inputs.size(), nullptr)));
     ASSERT_TRUE(activation.is_ok()) << activation.status().to_string();
     for (Precision p : kPrecisions) {
       std::vector<Tensor> device_inputs = inputs;
