@@ -31,7 +31,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 py=${PYTHON:-python3}
 sources=${SOURCES:-64}
 batch=$((sources < 32 ? sources : 32))
-read -r -a intervals <<< "${INTERVALS:-0 1 2}"
+read -r -a intervals <<< "${INTERVALS-0 1 2}"  # INTERVALS="" runs none (the sweep alone)
 mkdir -p "$out"
 
 clip="$out/clip_1080p.mp4"
