@@ -50,7 +50,7 @@ class Op {
   virtual bool host_only() const { return false; }
   // What the op counted so far, for the run's summary and report under its stage: the work that
   // explains the stage's cost (objects classified and labels reused, tracker resets). None by
-  // default. Read once the stages have stopped.
+  // default. Read while the stages run (the progress line, a service's stats): atomic counters.
   virtual std::vector<StageCounter> counters() const { return {}; }
 };
 

@@ -14,6 +14,7 @@
 // the tracker's max_age frames. After a restart no track can be where it was.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -34,9 +35,9 @@ class TrackOp final : public HostOp {
   Status run_host(FrameBatch& batch) override;
 
   // Sources whose tracks were dropped on a restart, counted over the run.
-  std::uint64_t resets() const { return resets_; }
+  std::uint64_t resets() const { return resets_.load(); }
   std::vector<StageCounter> counters() const override {
-    return {{"sources restarted (tracks reset)", resets_}};
+    return {{"sources restarted (tracks reset)", resets_.load()}};
   }
 
  private:
@@ -53,7 +54,7 @@ class TrackOp final : public HostOp {
 
   std::unique_ptr<track::Tracker> tracker_;
   std::vector<std::optional<Position>> last_;  // per source
-  std::uint64_t resets_ = 0;
+  std::atomic<std::uint64_t> resets_{0};       // read by the progress line while the stage runs
   // Reused every frame: a steady state does not allocate.
   std::vector<track::Detection> detections_;
   std::vector<track::TrackedObject> tracked_;
