@@ -159,9 +159,11 @@ class ConvState final : public CudaNodeState {
 
  private:
   Status pad(CudaKernelContext& ctx, void* padded) const;
-  // Whether fovea's depthwise kernel takes this problem; if so, its weights in the kernel's order.
-  Status describe_depthwise(CudaKernelContext& ctx, const Shape& x, const Shape& w,
-                            const std::vector<ops::WindowDim>& window, std::int64_t groups);
+  // Whether fovea's depthwise kernel takes this problem, and its geometry.
+  void describe_depthwise(CudaKernelContext& ctx, const Shape& x, const Shape& w,
+                          const std::vector<ops::WindowDim>& window, std::int64_t groups);
+  // The weights in the kernel's order, on the device; once, when the kernel is timed or chosen.
+  Status upload_depthwise_weights(CudaKernelContext& ctx);
   Status run_depthwise(CudaKernelContext& ctx) const;
   Status describe_subsampled(const Shape& x, const std::vector<ops::WindowDim>& window, std::int64_t groups,
                              cudnnDataType_t type);
@@ -230,7 +232,7 @@ class ConvState final : public CudaNodeState {
   // constants: fovea's kernel is a candidate beside cuDNN's algorithms.
   bool can_depthwise_ = false;
   DepthwiseGeometry depthwise_;
-  DeviceMemory depthwise_weights_;  // [kH, kW, C]
+  DeviceMemory depthwise_weights_;  // [kH, kW, C]; kept only when the kernel is chosen
   ConvAlgorithm algorithm_;
 };
 
@@ -322,13 +324,13 @@ Status ConvState::describe_subsampled(const Shape& x, const std::vector<ops::Win
   return set_convolution(dense_conv_, ConvGeometry{{0, 0}, {1, 1}, {1, 1}}, groups, dtype_);
 }
 
-Status ConvState::describe_depthwise(CudaKernelContext& ctx, const Shape& x, const Shape& w,
-                                     const std::vector<ops::WindowDim>& window, std::int64_t groups) {
+void ConvState::describe_depthwise(CudaKernelContext& ctx, const Shape& x, const Shape& w,
+                                   const std::vector<ops::WindowDim>& window, std::int64_t groups) {
   const Tensor* weights = ctx.host_constant(kW);
   can_depthwise_ = channels_last_ && !padded_ && window.size() == 2 && groups == x[1] && w[0] == x[1] &&
                    w[1] == 1 && (dtype_ == DataType::kFloat16 || dtype_ == DataType::kFloat32) &&
                    weights != nullptr && weights->dtype() == dtype_;
-  if (!can_depthwise_) return Status::ok();
+  if (!can_depthwise_) return;
   const Shape y = nchw(ctx.output(0).shape());
   const auto i = [](std::int64_t v) { return static_cast<int>(v); };
   depthwise_ = DepthwiseGeometry{.batch = i(x[0]),
@@ -345,7 +347,11 @@ Status ConvState::describe_depthwise(CudaKernelContext& ctx, const Shape& x, con
                                  .dilation_w = i(window[1].dilation),
                                  .pad_top = i(window[0].pad_begin),
                                  .pad_left = i(window[1].pad_begin)};
-  const std::vector<std::byte> by_tap = depthwise_weights_by_tap(*weights);
+}
+
+Status ConvState::upload_depthwise_weights(CudaKernelContext& ctx) {
+  if (depthwise_weights_.get() != nullptr) return Status::ok();
+  const std::vector<std::byte> by_tap = depthwise_weights_by_tap(*ctx.host_constant(kW));
   FOVEA_ASSIGN_OR_RETURN(depthwise_weights_, DeviceMemory::allocate(by_tap.size()));  // plan time
   FOVEA_CUDA_TRY(cudaMemcpyAsync(depthwise_weights_.get(), by_tap.data(), by_tap.size(),
                                  cudaMemcpyHostToDevice, ctx.stream()));
@@ -521,6 +527,7 @@ Result<ConvAlgorithm> ConvState::fastest_form(CudaKernelContext& ctx,
   float best_ms = 0.0f;
   if (can_depthwise_) {
     algorithm_ = ConvAlgorithm{.depthwise = true};
+    FOVEA_TRY(upload_depthwise_weights(ctx));
     FOVEA_TRY(run_depthwise(ctx));
     FOVEA_ASSIGN_OR_RETURN(best_ms, shortest_run_ms(ctx, [&] { return run_depthwise(ctx); }));
     best = algorithm_;
@@ -578,7 +585,7 @@ Result<std::size_t> ConvState::prepare(CudaKernelContext& ctx, const ops::Activa
   FOVEA_ASSIGN_OR_RETURN(std::vector<ops::WindowDim> window, ops::resolve_window(inference, attributes, x));
   FOVEA_ASSIGN_OR_RETURN(std::int64_t groups, ctx.node().attr_int("group", 1));
   FOVEA_TRY(describe(ctx, x, w, window, groups));
-  FOVEA_TRY(describe_depthwise(ctx, x, w, window, groups));
+  describe_depthwise(ctx, x, w, window, groups);
   cudnn_epilogue_ = dtype_ != DataType::kFloat64 && activation.kind == ops::Activation::Kind::kRelu;
   if (cudnn_epilogue_) FOVEA_TRY(describe_fused_epilogue(ctx));
   FOVEA_ASSIGN_OR_RETURN(const std::size_t limit, algorithm_workspace_limit());
@@ -587,7 +594,12 @@ Result<std::size_t> ConvState::prepare(CudaKernelContext& ctx, const ops::Activa
                           (channels_last_ ? "|nhwc" : "") + (cudnn_epilogue_ ? "|relu" : "") +
                           (can_depthwise_ ? "|depthwise" : "");
   FOVEA_TRY(choose_algorithm(ctx, key, limit));
-  return algorithm_.depthwise ? 0 : front_bytes() + algorithm_.workspace_bytes;
+  if (!algorithm_.depthwise) {
+    depthwise_weights_ = DeviceMemory();  // timed, not chosen
+    return front_bytes() + algorithm_.workspace_bytes;
+  }
+  FOVEA_TRY(upload_depthwise_weights(ctx));
+  return 0;
 }
 
 Status ConvState::describe_fused_epilogue(CudaKernelContext& ctx) {
