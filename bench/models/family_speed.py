@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Every torchvision family against PyTorch eager on the GPU, in one call (issue 22's speed table):
 
-  family_speed.py --fovea BUILD/apps/fovea/fovea --out DIR [--models a,b] [--seconds S]
+  family_speed.py --fovea BUILD/apps/fovea/fovea --out DIR [--models a,b] [--seconds S] [--check]
+                  [--skip-speed]
 
 For each model: torchvision's architecture with seeded weights (no download), exported with a
 dynamic batch (opset 17), then at the issue's benchmark batch (64 for the 224x224 classifiers, 299
@@ -11,6 +12,10 @@ for Inception-V3, 4 for the 520x520 segmentation networks):
   - `fovea model bench --precision fp16` twice with one engine cache: the first plans (the cuDNN
     algorithm search; its plan time is the cold planning time), the second loads the cached engine
     (the warm planning time, target <= 10 s) and is the timed run.
+With --check, each model's outputs are first compared with PyTorch's (the issue's correctness bar):
+one seeded input at batch 2, PyTorch float32 on the GPU with TF32 off as the reference, and `fovea
+model run` on the CPU (float32) and on CUDA at fp32 and fp16, each as max|d| / max|ref| (bounds 1e-3
+and 2e-2). --skip-speed leaves the timed runs out.
 A model that fails to export, plan or run is recorded with its error; the others go on.
 Results: DIR/family.json and DIR/family.md (the table for docs/perf.md).
 """
@@ -22,11 +27,12 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import torch
 import torchvision
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare_torch import torch_perf  # noqa: E402
+from compare_torch import npy_name, rel_error, run, torch_perf  # noqa: E402
 
 # (family, torchvision name, batch, side)
 CASES = [
@@ -53,6 +59,9 @@ CASES = [
 ]
 SEGMENTATION = {"fcn_resnet50", "deeplabv3_resnet50", "lraspp_mobilenet_v3_large"}
 TARGET_RATIO = 1.3
+CHECK_BATCH = 2
+# The issue's bounds on max|d| / max|ref| against PyTorch float32.
+CHECK_BOUNDS = {"cpu fp32": 1e-3, "cuda fp32": 1e-3, "cuda fp16": 2e-2}
 
 
 class OutTensor(torch.nn.Module):
@@ -102,11 +111,45 @@ def fovea_bench(args, path, batch, side, cache, log_path):
     return point
 
 
+def check(args, net, name, side, path):
+    """fovea's outputs on one seeded input against PyTorch float32: {"cpu fp32": error, ...}."""
+    work = os.path.join(args.out, f"{name}_check")
+    os.makedirs(work, exist_ok=True)
+    x = torch.randn(CHECK_BATCH, 3, side, side, generator=torch.Generator().manual_seed(1))
+    x_path = os.path.join(work, "input.npy")
+    np.save(x_path, x.numpy())
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    with torch.inference_mode():
+        ref = net.float().cuda()(x.cuda()).float().cpu().numpy()
+    net.cpu()
+    errors = {}
+    for key in CHECK_BOUNDS:
+        device, precision = key.split()
+        run_dir = os.path.join(work, key.replace(" ", "_"))
+        os.makedirs(run_dir, exist_ok=True)
+        rc, _ = run([args.fovea, "model", "run", path, "--device", device, "--precision", precision,
+                     "--input", f"input={x_path}", "--output-dir", run_dir],
+                    os.path.join(run_dir, "run.log"), args.timeout)
+        got_path = os.path.join(run_dir, npy_name("output"))
+        if rc != 0 or not os.path.exists(got_path):
+            errors[key] = f"exit {rc}"
+            continue
+        got = np.load(got_path)
+        errors[key] = rel_error(ref, got) if got.shape == ref.shape else f"shape {list(got.shape)}"
+    torch.cuda.empty_cache()
+    return errors
+
+
 def measure(args, family, name, batch, side):
     entry = {"family": family, "model": name, "batch": batch, "side": side}
     path = os.path.join(args.out, f"{name}.onnx")
     net = build(name)
     export(net, side, path)
+    if args.check:
+        entry["check"] = check(args, net, name, side, path)
+    if args.skip_speed:
+        return entry
     cache = os.path.join(args.out, "engines")
     cold = fovea_bench(args, path, batch, side, cache, os.path.join(args.out, f"{name}_cold.log"))
     entry["plan_cold_s"] = cold.get("plan_ms", float("nan")) / 1000 if "error" not in cold else None
@@ -127,7 +170,7 @@ def markdown(results):
              f"{results['seconds']}` against eager channels-last with the same rule.", "",
              "| family | model | batch | input | PyTorch eager img/s | fovea img/s | ratio | plan cold / warm s |",
              "|---|---|---:|---|---:|---:|---:|---|"]
-    for e in results["models"]:
+    for e in [e for e in results["models"] if "torch" in e or "error" in e]:
         size = f"{e['side']}x{e['side']}"
         if "error" in e:
             lines.append(f"| {e['family']} | {e['model']} | {e['batch']} | {size} | | | failed: {e['error']} | |")
@@ -144,6 +187,18 @@ def markdown(results):
         warm = "?" if e.get("plan_warm_s") is None else f"{e['plan_warm_s']:.1f}"
         lines.append(f"| {e['family']} | {e['model']} | {e['batch']} | {size} | {t:.0f} | "
                      f"{f['items_per_second']:.0f} | {ratio:.2f}x{mark} | {cold} / {warm} |")
+    checked = [e for e in results["models"] if "check" in e]
+    if checked:
+        lines += ["", f"Outputs against PyTorch float32 (TF32 off), one seeded input at batch {CHECK_BATCH}: "
+                  "max|d| / max|ref|, bounds " + ", ".join(f"{k} {v:g}" for k, v in CHECK_BOUNDS.items()) + ".",
+                  "", "| model | " + " | ".join(CHECK_BOUNDS) + " |", "|---|" + "---:|" * len(CHECK_BOUNDS)]
+        for e in checked:
+            cells = []
+            for key, bound in CHECK_BOUNDS.items():
+                error = e["check"].get(key, "?")
+                cells.append(error if isinstance(error, str) else
+                             f"{error:.1e}" + ("" if error <= bound else " (over)"))
+            lines.append(f"| {e['model']} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -154,6 +209,8 @@ def main():
     parser.add_argument("--models", default=",".join(c[1] for c in CASES))
     parser.add_argument("--seconds", type=float, default=1.0, help="warm-up and timed loop, at least")
     parser.add_argument("--timeout", type=int, default=240, help="seconds per fovea command")
+    parser.add_argument("--check", action="store_true", help="compare each model's outputs with PyTorch's")
+    parser.add_argument("--skip-speed", action="store_true", help="leave the timed runs out")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     wanted = [m for m in args.models.split(",") if m]
