@@ -40,6 +40,8 @@ struct ImagesArgs {
   std::string split;
   std::optional<int> threads;
   std::string decoder;
+  std::optional<int> jpeg_threads;
+  std::optional<int> jpeg_batch;
   std::string encoder;
   std::string metadata;
   std::string engine_cache;
@@ -66,6 +68,8 @@ std::string flag_of_key(std::string_view key) {
       {"images.inputs", "the inputs"},
       {"images.shard", "--shard"},
       {"images.threads", "--threads"},
+      {"images.jpeg_threads", "--jpeg-threads"},
+      {"images.jpeg_batch", "--jpeg-batch"},
       {"images.split", "--split-ab"},
       {"sinks.images.output_dir", "-o"},
       {"sinks.images.quality", "--quality"},
@@ -157,6 +161,8 @@ Result<pipeline::PipelineConfig> images_config(const ImagesArgs& args) {
   if (args.split == "a") images.split = pipeline::AbSplit::kA;
   if (args.split == "b") images.split = pipeline::AbSplit::kB;
   images.decoder = jpeg_codec(args.decoder);
+  if (args.jpeg_threads) images.jpeg_threads = *args.jpeg_threads;
+  if (args.jpeg_batch) images.jpeg_batch = *args.jpeg_batch;
   config.images = std::move(images);
   pipeline::ModelConfig model;
   FOVEA_TRY(apply_model_flags(args, model));
@@ -253,6 +259,8 @@ void add_images_command(CLI::App& app, Action* action) {
           "JPEG: nvjpeg (the GPU's JPEG decoder), cpu (libjpeg-turbo), or auto: nvJPEG where it loads "
           "(default auto)")
       ->check(CLI::IsMember({"auto", "cpu", "nvjpeg"}));
+  images->add_option("--jpeg-threads", args->jpeg_threads, "Threads that call nvJPEG (default 2)");
+  images->add_option("--jpeg-batch", args->jpeg_batch, "JPEGs per nvJPEG call (default 32)");
   images
       ->add_option("--encoder", args->encoder,
                    "--format jpeg: cpu or auto (libjpeg-turbo on the writer threads, the faster on the GPU "

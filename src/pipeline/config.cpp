@@ -953,6 +953,10 @@ const KeySpec<ImagesConfig> kImagesKeys[] = {
         "decoder", {},
         "JPEG on the GPU through nvJPEG (`nvjpeg`; `auto` where it loads) or on the CPU "
         "threads (`cpu`); other formats always on the CPU."),
+    key<&ImagesConfig::jpeg_threads>("jpeg_threads", {.min = 1, .max = 16},
+                                     "Threads that call nvJPEG (`fovea images --jpeg-threads`)."),
+    key<&ImagesConfig::jpeg_batch>("jpeg_batch", {.min = 1, .max = 256},
+                                   "JPEGs each nvJPEG call decodes (`fovea images --jpeg-batch`)."),
 };
 
 const KeySpec<ImageSinkConfig> kImageSinkKeys[] = {

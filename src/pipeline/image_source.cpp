@@ -6,6 +6,7 @@
 #include <cctype>
 #include <condition_variable>
 #include <filesystem>
+#include <future>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -27,15 +28,6 @@
 
 namespace fovea::pipeline {
 namespace {
-
-// JPEGs one thread hands nvJPEG in one call: its hardware engines decode a batch in one pass, and
-// one file per call leaves them waiting on the host (measured: about a quarter of the batched rate
-// on 1080p photos, H100).
-constexpr std::size_t kJpegGroup = 32;
-// Threads that decode JPEG through nvJPEG. More share the same engines and cost more than they
-// bring (H100, 1080p photos, groups of 16: 1935 images/s with 2 threads, 1774 with 4, 1664 with 8,
-// 1404 with 16); the other decode threads take the files that are not JPEG by name.
-constexpr int kJpegThreads = 2;
 
 // A file the GPU's JPEG threads take: a JPEG by its name (a file misnamed is still decoded, on the
 // CPU by that thread), so which thread decodes what depends on the list alone and every run gives
@@ -152,29 +144,57 @@ struct ImageSources::State {
   // Decode thread `worker`: takes the next positions while the window allows (a group of up to
   // group_size for a thread that decodes JPEG on the GPU, whose decoder takes a batch per call),
   // decodes them and leaves the results for the pusher.
+  //
+  // A JPEG thread reads its next group on a helper while nvJPEG decodes the current one: the
+  // engines then wait for the call, not for the disk (the read took a third of each thread's time,
+  // docs/perf.md "The detector on photos again").
   void decode_loop(std::size_t worker) {
     const std::size_t kind = worker < jpeg_decoders.size() ? 0 : 1;
-    const std::size_t group_size = kind == 0 ? kJpegGroup : 1;
+    std::vector<std::size_t> positions = take(kind, Wait::kYes);
+    std::vector<Pending> group = read_group(worker, positions);
+    while (!positions.empty()) {
+      std::vector<std::size_t> next_positions =
+          kind == 0 ? take(kind, Wait::kNo) : std::vector<std::size_t>{};
+      std::future<std::vector<Pending>> next_read;
+      if (!next_positions.empty()) {
+        next_read = std::async(std::launch::async,
+                               [this, worker, next_positions] { return read_group(worker, next_positions); });
+      }
+      publish(positions, finish_group(worker, group));
+      if (next_read.valid()) {
+        group = next_read.get();
+      } else {
+        next_positions = take(kind, Wait::kYes);
+        group = read_group(worker, next_positions);
+      }
+      positions = std::move(next_positions);
+    }
+  }
+
+  enum class Wait { kYes, kNo };
+  // The next positions of the thread kind's queue the window allows: up to a group for a JPEG
+  // thread (its decoder takes a batch per call), one for a CPU thread. With Wait::kYes, waits until
+  // the window allows one; empty when the queue is done or the source stops (or, kNo, when the
+  // window allows none now).
+  std::vector<std::size_t> take(std::size_t kind, Wait wait) {
+    const std::size_t group_size = kind == 0 ? static_cast<std::size_t>(options.jpeg_batch) : 1;
     const std::vector<std::size_t>& queue = queues[kind];
     std::size_t& next = next_take[kind];
-    for (;;) {
-      std::vector<std::size_t> positions;
-      {
-        std::unique_lock lock(mutex);
-        changed.wait(lock,
-                     [&] { return stopping || next >= queue.size() || queue[next] < next_push + window; });
-        if (stopping || next >= queue.size()) return;
-        while (positions.size() < group_size && next < queue.size() && queue[next] < next_push + window) {
-          positions.push_back(queue[next++]);
-        }
-      }
-      std::vector<Decoded> results = load_group(worker, positions);
-      {
-        const std::lock_guard lock(mutex);
-        for (std::size_t k = 0; k < positions.size(); ++k) ready.emplace(positions[k], std::move(results[k]));
-      }
-      changed.notify_all();
+    std::vector<std::size_t> positions;
+    std::unique_lock lock(mutex);
+    const auto allowed = [&] { return next < queue.size() && queue[next] < next_push + window; };
+    if (wait == Wait::kYes) changed.wait(lock, [&] { return stopping || next >= queue.size() || allowed(); });
+    if (stopping) return positions;
+    while (positions.size() < group_size && allowed()) positions.push_back(queue[next++]);
+    return positions;
+  }
+
+  void publish(const std::vector<std::size_t>& positions, std::vector<Decoded> results) {
+    {
+      const std::lock_guard lock(mutex);
+      for (std::size_t k = 0; k < positions.size(); ++k) ready.emplace(positions[k], std::move(results[k]));
     }
+    changed.notify_all();
   }
 
   // Which thread takes which file (queues), and how many threads of each kind.
@@ -202,17 +222,21 @@ struct ImageSources::State {
     std::optional<SourceFrame> frame;
   };
 
-  std::vector<Decoded> load_group(std::size_t worker, const std::vector<std::size_t>& positions) {
-    const std::size_t count = positions.size();
-    const std::size_t first = positions.front();
-    std::vector<Pending> group(count);
-    {
-      FOVEA_TRACE_RANGE("image read");
-      for (std::size_t k = 0; k < count; ++k) {
-        group[k].position = positions[k];
-        group[k].status = read_and_route(worker, group[k]);
-      }
+  // The group's files read, and decoded at once where they are not nvJPEG's.
+  std::vector<Pending> read_group(std::size_t worker, const std::vector<std::size_t>& positions) {
+    FOVEA_TRACE_RANGE("image read");
+    std::vector<Pending> group(positions.size());
+    for (std::size_t k = 0; k < positions.size(); ++k) {
+      group[k].position = positions[k];
+      group[k].status = read_and_route(worker, group[k]);
     }
+    return group;
+  }
+
+  // The group's frames: their budget reserved, nvJPEG's files decoded into them.
+  std::vector<Decoded> finish_group(std::size_t worker, std::vector<Pending>& group) {
+    const std::size_t count = group.size();
+    const std::size_t first = group.front().position;
     std::int64_t bytes = 0;
     int frames = 0;
     for (const Pending& item : group) {
@@ -367,10 +391,12 @@ struct ImageSources::State {
     std::uint64_t keep_all = ~std::uint64_t{0};
     FOVEA_CUDA_TRY(cudaMemPoolSetAttribute(memory_pool, cudaMemPoolAttrReleaseThreshold, &keep_all));
     // Every thread that may run (plan_threads may add a CPU thread beside the JPEG ones).
-    const int workers = thread_count() + kJpegThreads;
-    // A thread's nvJPEG group is reserved at once: let two groups be held.
+    const int workers = thread_count() + options.jpeg_threads;
+    // A thread's nvJPEG group is reserved at once: let every JPEG thread hold one while another is
+    // downstream.
     if (options.decoder != JpegCodec::kCpu) {
-      options.max_frames_in_flight = std::max(options.max_frames_in_flight, 2 * static_cast<int>(kJpegGroup));
+      options.max_frames_in_flight =
+          std::max(options.max_frames_in_flight, (options.jpeg_threads + 1) * options.jpeg_batch);
     }
     next_event.assign(static_cast<std::size_t>(workers), 0);
     for (int w = 0; w < workers; ++w) {
@@ -392,7 +418,7 @@ struct ImageSources::State {
   // one that cannot be had fails the source; `auto` says why once and decodes on the CPU.
   Status prepare_jpeg_decoders() {
     if (options.decoder == JpegCodec::kCpu) return Status::ok();
-    for (int w = 0; w < std::min(kJpegThreads, thread_count()); ++w) {
+    for (int w = 0; w < std::min(options.jpeg_threads, thread_count()); ++w) {
       Result<std::unique_ptr<io::NvjpegDecoder>> decoder =
           io::NvjpegDecoder::create(io::NvjpegBackend::kAuto, options.device);
       if (!decoder.is_ok()) {
@@ -411,7 +437,7 @@ struct ImageSources::State {
         "files on the CPU",
         io::nvjpeg_backend_name(first.backend()),
         first.hardware_engines() > 0 ? fmt::format(", {} JPEG engines", first.hardware_engines()) : "",
-        jpeg_decoders.size(), kJpegGroup);
+        jpeg_decoders.size(), options.jpeg_batch);
     return Status::ok();
   }
 
@@ -584,9 +610,11 @@ void ImageSources::start() {
   }
   const auto [jpeg_threads, cpu_threads] = state.plan_threads();
   const int workers = jpeg_threads + cpu_threads;
-  // Each thread may run a group ahead of the pusher, and one more behind it.
+  // Each thread may run a group ahead of the pusher, and one more behind it; a JPEG thread also
+  // reads the group after it.
+  const auto jpeg_batch = static_cast<std::size_t>(state.options.jpeg_batch);
   state.window =
-      2 * (static_cast<std::size_t>(jpeg_threads) * kJpegGroup + static_cast<std::size_t>(cpu_threads)) + 4;
+      3 * static_cast<std::size_t>(jpeg_threads) * jpeg_batch + 2 * static_cast<std::size_t>(cpu_threads) + 4;
   for (int w = 0; w < workers; ++w) {
     state.threads.emplace_back([&state, w] { state.decode_loop(static_cast<std::size_t>(w)); });
   }

@@ -39,6 +39,10 @@ struct ImageSourceOptions {
   // with `nvjpeg` (the source fails without it); the other formats and the JPEGs nvJPEG does not
   // take (CMYK, arithmetic coding, an EXIF rotation) on the CPU threads.
   JpegCodec decoder = JpegCodec::kAuto;
+  // Threads that call nvJPEG, and the JPEGs each hands it per call (images.jpeg_threads and
+  // images.jpeg_batch; docs/config.md says how they were chosen).
+  int jpeg_threads = 2;
+  int jpeg_batch = 32;
   // Frames held downstream at once (mux queue plus the batches in flight), and their bytes; the
   // flow sizes the count as it does for a video source's pool.
   int max_frames_in_flight = 16;
