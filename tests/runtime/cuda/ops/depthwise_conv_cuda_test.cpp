@@ -3,6 +3,7 @@
 // launched directly here, on every path: 16-byte vectors and single channels, strides, dilations,
 // pads wider than the image, each epilogue part.
 #include <string>
+#include <string_view>
 
 #include "core/cuda_check.h"
 #include "core/cuda_raii.h"
@@ -22,11 +23,12 @@ struct Case {
 };
 
 // ConvNeXt's 7x7 (24 channels: whole vectors in both precisions); odd channels with a stride;
-// a dilation; 12 channels (float32 vectors, float16 single channels); a window wider than the image.
+// a dilation; 12 channels (float32 vectors, float16 single channels); a window wider than the image;
+// MobileNet-V2's stride-2 3x3 with ReLU6 (Clip 0..6) on whole vectors.
 constexpr Case kCases[] = {
     {2, 13, 11, 24, 7, 1, 1, 3, "", true, true},      {3, 9, 14, 5, 3, 2, 1, 1, "Relu", true, false},
     {1, 17, 10, 16, 5, 1, 2, 4, "Silu", false, true}, {2, 7, 7, 12, 3, 1, 1, 0, "HardSwish", true, false},
-    {1, 6, 5, 8, 7, 1, 1, 3, "", false, false},
+    {1, 6, 5, 8, 7, 1, 1, 3, "", false, false},       {2, 15, 17, 32, 3, 2, 1, 1, "Clip", true, false},
 };
 
 int out_size(int in, const Case& c) {
@@ -43,6 +45,8 @@ Node depthwise_node(const Case& c) {
       .attr("dilations", Ints{c.dilation, c.dilation})
       .attr("pads", Ints{c.pad, c.pad, c.pad, c.pad})
       .attr("channels_last", 1);
+  if (std::string_view(c.activation) == "Clip")
+    node.attr("activation_min", 0.0f).attr("activation_max", 6.0f);
   if (!c.bias) node.omit_input(2);
   if (!c.residual) node.omit_input(3);
   return node.build();
