@@ -171,6 +171,7 @@ Result<Ceiling> nvjpeg_ceiling(const ImageBenchArgs& args, const std::vector<Loa
   FOVEA_ASSIGN_OR_RETURN(CudaStream stream, CudaStream::create());
   struct Job {
     const LoadedFile* file;
+    io::JpegInfo info;  // probed before the timing, as a flow probes when it reads the file
     ImageView view;
   };
   std::vector<Job> jobs;
@@ -190,7 +191,7 @@ Result<Ceiling> nvjpeg_ceiling(const ImageBenchArgs& args, const std::vector<Loa
     view.num_planes = 1;
     view.planes[0].pitch = static_cast<std::size_t>(info->width) * 3;
     largest = std::max(largest, view.planes[0].pitch * static_cast<std::size_t>(info->height));
-    jobs.push_back({&file, view});
+    jobs.push_back({&file, std::move(info).value(), view});
   }
   const std::size_t batch =
       std::min<std::size_t>(static_cast<std::size_t>(args.batch), std::max<std::size_t>(jobs.size(), 1));
@@ -204,6 +205,7 @@ Result<Ceiling> nvjpeg_ceiling(const ImageBenchArgs& args, const std::vector<Loa
     std::vector<std::span<const std::uint8_t>> jpegs;
     std::vector<std::string_view> names;
     std::vector<ImageView> views;
+    std::vector<io::JpegInfo> infos;
     std::int64_t bytes = 0;
     for (std::size_t k = 0; k < count; ++k) {
       Job& job = jobs[(first + k) % jobs.size()];
@@ -211,9 +213,10 @@ Result<Ceiling> nvjpeg_ceiling(const ImageBenchArgs& args, const std::vector<Loa
       jpegs.push_back(span_of(*job.file));
       names.push_back(job.file->name);
       views.push_back(job.view);
+      infos.push_back(job.info);
       bytes += static_cast<std::int64_t>(job.file->bytes.size());
     }
-    FOVEA_TRY(decoder->decode_batch(stream.get(), jpegs, names, views));
+    FOVEA_TRY(decoder->decode_batch(stream.get(), jpegs, names, views, infos));
     return bytes;
   };
   // Untimed: each file alone, so a failure names its file and the file leaves the set.

@@ -555,26 +555,36 @@ Result<std::unique_ptr<NvjpegDecoder>> NvjpegDecoder::create(NvjpegBackend backe
 Status NvjpegDecoder::decode_batch(cudaStream_t stream, std::span<const std::span<const std::uint8_t>> jpegs,
                                    std::span<const std::string_view> names,
                                    std::span<const ImageView> outputs) {
-  if (names.size() != jpegs.size() || outputs.size() != jpegs.size()) {
+  // Every file is checked before any work is queued, so a bad one costs no decoding. (Lists of
+  // different lengths are refused by the overload, whose infos then number the shorter.)
+  std::vector<JpegInfo> infos;
+  for (std::size_t i = 0; i < std::min(jpegs.size(), names.size()); ++i) {
+    FOVEA_ASSIGN_OR_RETURN(JpegInfo info, probe(jpegs[i], names[i]));
+    infos.push_back(std::move(info));
+  }
+  return decode_batch(stream, jpegs, names, outputs, infos);
+}
+
+Status NvjpegDecoder::decode_batch(cudaStream_t stream, std::span<const std::span<const std::uint8_t>> jpegs,
+                                   std::span<const std::string_view> names,
+                                   std::span<const ImageView> outputs, std::span<const JpegInfo> infos) {
+  if (names.size() != jpegs.size() || outputs.size() != jpegs.size() || infos.size() != jpegs.size()) {
     return make_error(StatusCode::kInvalidArgument,
-                      fmt::format("decode_batch: {} files, {} names, {} outputs", jpegs.size(), names.size(),
-                                  outputs.size()));
+                      fmt::format("decode_batch: {} files, {} names, {} outputs, {} infos", jpegs.size(),
+                                  names.size(), outputs.size(), infos.size()));
   }
   FOVEA_CUDA_TRY(cudaSetDevice(impl_->device));
-  // Every file is checked before any work is queued, so a bad one costs no decoding.
-  std::vector<JpegRoute> routes;
   std::vector<std::size_t> hardware_files;
   for (std::size_t i = 0; i < jpegs.size(); ++i) {
-    FOVEA_ASSIGN_OR_RETURN(const JpegInfo info, probe(jpegs[i], names[i]));
-    FOVEA_TRY(check_output(outputs[i], info, names[i]));
-    routes.push_back(info.route);
-    if (info.route == JpegRoute::kHardware) hardware_files.push_back(i);
+    FOVEA_TRY(check_output(outputs[i], infos[i], names[i]));
+    if (infos[i].route == JpegRoute::kHardware) hardware_files.push_back(i);
   }
   if (!hardware_files.empty())
     FOVEA_TRY(impl_->decode_hardware(stream, jpegs, names, outputs, hardware_files));
   for (std::size_t i = 0; i < jpegs.size(); ++i) {
-    if (routes[i] == JpegRoute::kGpu) FOVEA_TRY(impl_->decode_gpu(stream, jpegs[i], names[i], outputs[i]));
-    if (routes[i] == JpegRoute::kCpu) FOVEA_TRY(impl_->decode_cpu(stream, jpegs[i], names[i], outputs[i]));
+    const JpegRoute route = infos[i].route;
+    if (route == JpegRoute::kGpu) FOVEA_TRY(impl_->decode_gpu(stream, jpegs[i], names[i], outputs[i]));
+    if (route == JpegRoute::kCpu) FOVEA_TRY(impl_->decode_cpu(stream, jpegs[i], names[i], outputs[i]));
   }
   return Status::ok();
 }
@@ -593,6 +603,12 @@ Result<std::unique_ptr<NvjpegDecoder>> NvjpegDecoder::create(NvjpegBackend, int)
 
 Status NvjpegDecoder::decode_batch(cudaStream_t, std::span<const std::span<const std::uint8_t>>,
                                    std::span<const std::string_view>, std::span<const ImageView>) {
+  return make_error(StatusCode::kUnsupported, kBuiltWithoutCuda);
+}
+
+Status NvjpegDecoder::decode_batch(cudaStream_t, std::span<const std::span<const std::uint8_t>>,
+                                   std::span<const std::string_view>, std::span<const ImageView>,
+                                   std::span<const JpegInfo>) {
   return make_error(StatusCode::kUnsupported, kBuiltWithoutCuda);
 }
 

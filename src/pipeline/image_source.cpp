@@ -517,14 +517,16 @@ struct ImageSources::State {
     std::vector<std::span<const std::uint8_t>> data;
     std::vector<std::string> files;
     std::vector<ImageView> outputs;
+    std::vector<io::JpegInfo> infos;  // probed when the file was read: not walked again
     for (Pending* item : items) {
+      infos.push_back(*item->gpu_jpeg);
       const auto& held = static_cast<const Held&>(*std::static_pointer_cast<Held>(item->frame->frame.owner));
       data.push_back(*std::static_pointer_cast<std::vector<std::uint8_t>>(held.memory.back()));
       files.push_back(images[item->position].path.string());
       outputs.push_back(item->frame->frame.image);
     }
     const std::vector<std::string_view> names(files.begin(), files.end());
-    return jpeg_decoders[worker]->decode_batch(streams[worker].get(), data, names, outputs);
+    return jpeg_decoders[worker]->decode_batch(streams[worker].get(), data, names, outputs, infos);
   }
 
   Status finish_jpeg_frame(std::size_t worker, Pending& item) {

@@ -11,6 +11,7 @@
 // the bounds below hold with room; a broken decode (a wrong channel order, pitch or size) misses
 // them by tens.
 #include <cuda_runtime_api.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -151,8 +152,10 @@ class NvjpegGpu : public ::testing::TestWithParam<NvjpegBackend> {
     stream_ = std::move(stream).value();
   }
 
-  // Decodes `batch` in one call; the status, with the images in images_.
-  Status decode(const std::vector<Case>& batch) {
+  enum class Probes { kWalkedAgain, kPassed };
+  // Decodes `batch` in one call; the status, with the images in images_. kPassed hands the
+  // decoder the probes taken here (the overload that does not walk the markers again).
+  Status decode(const std::vector<Case>& batch, Probes probes = Probes::kWalkedAgain) {
     std::vector<std::vector<std::uint8_t>> bytes;
     std::vector<JpegInfo> infos;
     for (const Case& c : batch) {
@@ -165,7 +168,9 @@ class NvjpegGpu : public ::testing::TestWithParam<NvjpegBackend> {
     std::vector<std::span<const std::uint8_t>> spans(bytes.begin(), bytes.end());
     std::vector<std::string_view> names;
     for (const Case& c : batch) names.push_back(c.name);
-    FOVEA_TRY(decoder_->decode_batch(stream_.get(), spans, names, images_.views()));
+    FOVEA_TRY(probes == Probes::kPassed
+                  ? decoder_->decode_batch(stream_.get(), spans, names, images_.views(), infos)
+                  : decoder_->decode_batch(stream_.get(), spans, names, images_.views()));
     return stream_.synchronize();
   }
 
@@ -181,23 +186,41 @@ TEST_P(NvjpegGpu, EachFileMatchesLibjpeg) {
   }
 }
 
+// With the probes walked again by the decoder, and with the caller's passed in: each file takes
+// the same route and gives the same pixels.
 TEST_P(NvjpegGpu, OneBatchOfEveryRouteMatchesLibjpegAndIsCounted) {
   std::vector<Case> batch = cases();
   const std::vector<std::uint8_t> cmyk(31 * 9 * 4, 70);
   batch.push_back({"31x9-cmyk.jpg", testing::write_jpeg_bytes(31, 9, cmyk, JCS_CMYK, 4, JCS_CMYK, 90),
                    kFullChromaTolerance});
-  const Status status = decode(batch);
-  ASSERT_TRUE(status.is_ok()) << status.to_string();
-  for (std::size_t i = 0; i < batch.size(); ++i) expect_close_to_libjpeg(batch[i], images_.download(i));
-  const NvjpegStats stats = decoder_->stats();
-  EXPECT_EQ(stats.hardware_images + stats.gpu_images + stats.cpu_images,
-            static_cast<std::int64_t>(batch.size()));
-  EXPECT_EQ(stats.cpu_images, 1);  // the CMYK file
-  if (decoder_->backend() == NvjpegBackend::kHardware) {
-    EXPECT_GT(stats.hardware_images, 0);
-  } else {
-    EXPECT_EQ(stats.hardware_images, 0);
+  std::int64_t decoded = 0;
+  for (const Probes probes : {Probes::kWalkedAgain, Probes::kPassed}) {
+    const Status status = decode(batch, probes);
+    ASSERT_TRUE(status.is_ok()) << status.to_string();
+    for (std::size_t i = 0; i < batch.size(); ++i) expect_close_to_libjpeg(batch[i], images_.download(i));
+    decoded += static_cast<std::int64_t>(batch.size());
+    const NvjpegStats stats = decoder_->stats();
+    EXPECT_EQ(stats.hardware_images + stats.gpu_images + stats.cpu_images, decoded);
+    EXPECT_EQ(stats.cpu_images, decoded / static_cast<std::int64_t>(batch.size()));  // the CMYK file
+    if (decoder_->backend() == NvjpegBackend::kHardware) {
+      EXPECT_GT(stats.hardware_images, 0);
+    } else {
+      EXPECT_EQ(stats.hardware_images, 0);
+    }
   }
+}
+
+TEST_P(NvjpegGpu, ProbesThatDoNotMatchTheFilesAreRefused) {
+  const std::vector<std::uint8_t> data = to_bytes(encode_shaped_jpeg(testing::pattern_rgb8(64, 48), {}));
+  std::vector<std::span<const std::uint8_t>> spans{data, data};
+  std::vector<std::string_view> names{"a.jpg", "b.jpg"};
+  const ImageView none[2];
+  Result<JpegInfo> info = decoder_->probe(data, "a.jpg");
+  ASSERT_TRUE(info.is_ok());
+  const std::vector<JpegInfo> one{*info};
+  const Status status = decoder_->decode_batch(stream_.get(), spans, names, none, one);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), ::testing::HasSubstr("2 files, 2 names, 2 outputs, 1 infos"));
 }
 
 TEST_P(NvjpegGpu, TruncatedAndGarbageFilesFailNamingTheFile) {
