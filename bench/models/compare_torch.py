@@ -47,20 +47,22 @@ PERF_CASES = [
 ]
 
 
-def calibrate_batchnorm_(model, name):
-    """Sets every BatchNorm's running statistics to those of its actual inputs on a seeded batch.
+def calibrate_batchnorm_(model, shape):
+    """Sets every BatchNorm's running statistics to those of its actual inputs on a seeded batch of
+    4 inputs of `shape` ([N, C, H, W]; N is not used).
 
     randomize_batchnorm_ alone leaves statistics unrelated to the activations, which then grow
     layer after layer: FCN-ResNet101's reach 8e5 in float32, beyond float16's 65504, and PyTorch's
     own float16 run returns NaN as fovea's does. A trained network's statistics match its
     activations; one pass in training mode with cumulative averaging gives that here.
     """
-    shape = (4,) + tuple(tv_export.INPUT_SHAPES[name][1:])
-    x = torch.randn(*shape, generator=torch.Generator().manual_seed(tv_export.BATCHNORM_SEED))
-    for m in model.modules():
-        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
-            m.reset_running_stats()
-            m.momentum = None
+    norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    if not norms:
+        return
+    x = torch.randn(4, *shape[1:], generator=torch.Generator().manual_seed(tv_export.BATCHNORM_SEED))
+    for m in norms:
+        m.reset_running_stats()
+        m.momentum = None
     model.train()
     with torch.no_grad():
         model(x)
@@ -71,7 +73,7 @@ def build(name):
     """export_torchvision's seeded model, with BatchNorm statistics calibrated (see above)."""
     model, output_names = tv_export.build(name)
     tv_export.randomize_batchnorm_(model)
-    calibrate_batchnorm_(model, name)
+    calibrate_batchnorm_(model, tv_export.INPUT_SHAPES[name])
     return model, output_names
 
 
