@@ -12,7 +12,7 @@ namespace fovea::runtime::cuda {
 namespace {
 
 // Outputs one thread computes along a row: the taps of neighbouring outputs overlap, so their
-// input vectors are reused from L1 within the thread's loop.
+// input vectors are loaded once for the run (accumulate_row).
 constexpr int kRun = 4;
 
 template <typename T, int V>
@@ -26,7 +26,47 @@ __device__ __forceinline__ void add_products(float (&acc)[V], const Pack<T, V>& 
   for (int i = 0; i < V; ++i) acc[i] += load_compute(x.v, i) * load_compute(w.v, i);
 }
 
-template <typename T, int V>
+// One kernel row's taps into the run's accumulators. Generic (K == 0): each tap's input vector is
+// loaded where it is needed and the overlap between neighbouring outputs comes from L1. With the
+// kernel width K and stride S known at compile time (and no dilation along the row), the row's
+// (kRun - 1) * S + K input vectors are loaded once into registers and every output of the run
+// takes its taps from there: 10 loads instead of 28 per row for ConvNeXt's 7x7.
+template <typename T, int V, int K, int S>
+__device__ __forceinline__ void accumulate_row(float (&acc)[kRun][V], const T* row, const T* w_row, int first,
+                                               const DepthwiseGeometry& g, int channel) {
+  using P = Pack<T, V>;
+  const auto input = [&](int iw) {
+    return *reinterpret_cast<const P*>(row + static_cast<std::int64_t>(iw) * g.channels);
+  };
+  if constexpr (K == 0) {
+    for (int kw = 0; kw < g.kernel_w; ++kw) {
+      const P tap = *reinterpret_cast<const P*>(w_row + kw * g.channels + channel);
+      const int offset = kw * g.dilation_w - g.pad_left;
+#pragma unroll
+      for (int r = 0; r < kRun; ++r) {
+        const int iw = (first + r) * g.stride_w + offset;
+        if (first + r < g.out_w && iw >= 0 && iw < g.in_w) add_products<T, V>(acc[r], input(iw), tap);
+      }
+    }
+  } else {
+    constexpr int kSpan = (kRun - 1) * S + K;
+    const int base = first * S - g.pad_left;
+    P in[kSpan];
+#pragma unroll
+    for (int j = 0; j < kSpan; ++j) {
+      const int iw = base + j;
+      in[j] = iw >= 0 && iw < g.in_w ? input(iw) : P{};  // outside the row: the zero padding
+    }
+#pragma unroll
+    for (int kw = 0; kw < K; ++kw) {
+      const P tap = *reinterpret_cast<const P*>(w_row + kw * g.channels + channel);
+#pragma unroll
+      for (int r = 0; r < kRun; ++r) add_products<T, V>(acc[r], in[r * S + kw], tap);
+    }
+  }
+}
+
+template <typename T, int V, int K, int S>
 __global__ void depthwise_nhwc_kernel(DepthwiseOperands o, DepthwiseGeometry g, ops::Activation activation) {
   using P = Pack<T, V>;
   const int vectors = g.channels / V;
@@ -47,18 +87,7 @@ __global__ void depthwise_nhwc_kernel(DepthwiseOperands o, DepthwiseGeometry g, 
       const int ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
       if (ih < 0 || ih >= g.in_h) continue;
       const T* row = x + (static_cast<std::int64_t>(n) * g.in_h + ih) * g.in_w * g.channels + channel;
-      for (int kw = 0; kw < g.kernel_w; ++kw) {
-        const P tap = *reinterpret_cast<const P*>(w + (kh * g.kernel_w + kw) * g.channels + channel);
-        const int offset = kw * g.dilation_w - g.pad_left;
-#pragma unroll
-        for (int r = 0; r < kRun; ++r) {
-          const int iw = (first + r) * g.stride_w + offset;
-          if (first + r < g.out_w && iw >= 0 && iw < g.in_w) {
-            add_products<T, V>(
-                acc[r], *reinterpret_cast<const P*>(row + static_cast<std::int64_t>(iw) * g.channels), tap);
-          }
-        }
-      }
+      accumulate_row<T, V, K, S>(acc, row, w + kh * g.kernel_w * g.channels, first, g, channel);
     }
     P bias{};
     if (o.bias != nullptr) bias = *reinterpret_cast<const P*>(static_cast<const T*>(o.bias) + channel);
@@ -87,12 +116,29 @@ bool aligned(const void* p, std::size_t bytes) {
   return p == nullptr || reinterpret_cast<std::uintptr_t>(p) % bytes == 0;
 }
 
-template <typename T, int V>
+template <typename T, int V, int K, int S>
 void launch(const DepthwiseOperands& o, const DepthwiseGeometry& g, const ops::Activation& activation,
             cudaStream_t stream) {
   const std::int64_t total =
       static_cast<std::int64_t>(g.batch) * g.out_h * ((g.out_w + kRun - 1) / kRun) * (g.channels / V);
-  depthwise_nhwc_kernel<T, V><<<grid_for(total), kBlockSize, 0, stream>>>(o, g, activation);
+  depthwise_nhwc_kernel<T, V, K, S><<<grid_for(total), kBlockSize, 0, stream>>>(o, g, activation);
+}
+
+// The row's input in registers for the widths and strides of torchvision's depthwise layers (3x3,
+// 5x5 and 7x7 at stride 1 or 2, no dilation), the generic loop for the rest.
+template <typename T, int V>
+void launch_for_row(const DepthwiseOperands& o, const DepthwiseGeometry& g, const ops::Activation& activation,
+                    cudaStream_t stream) {
+  const bool registers = g.dilation_w == 1 && (g.stride_w == 1 || g.stride_w == 2) &&
+                         (g.kernel_w == 3 || g.kernel_w == 5 || g.kernel_w == 7);
+  if (!registers) return launch<T, V, 0, 1>(o, g, activation, stream);
+  const auto with_stride = [&]<int K>() {
+    if (g.stride_w == 1) return launch<T, V, K, 1>(o, g, activation, stream);
+    launch<T, V, K, 2>(o, g, activation, stream);
+  };
+  if (g.kernel_w == 3) return with_stride.template operator()<3>();
+  if (g.kernel_w == 5) return with_stride.template operator()<5>();
+  with_stride.template operator()<7>();
 }
 
 // 16-byte vectors where the channel count and every pointer allow, else one channel per thread.
@@ -104,9 +150,9 @@ void launch_widest(const DepthwiseOperands& o, const DepthwiseGeometry& g, const
   const bool wide = g.channels % kWide == 0 && aligned(o.x, kBytes) && aligned(o.weights, kBytes) &&
                     aligned(o.bias, kBytes) && aligned(o.residual, kBytes) && aligned(o.y, kBytes);
   if (wide) {
-    launch<T, kWide>(o, g, activation, stream);
+    launch_for_row<T, kWide>(o, g, activation, stream);
   } else {
-    launch<T, 1>(o, g, activation, stream);
+    launch_for_row<T, 1>(o, g, activation, stream);
   }
 }
 

@@ -24,11 +24,14 @@ struct Case {
 
 // ConvNeXt's 7x7 (24 channels: whole vectors in both precisions); odd channels with a stride;
 // a dilation; 12 channels (float32 vectors, float16 single channels); a window wider than the image;
-// MobileNet-V2's stride-2 3x3 with ReLU6 (Clip 0..6) on whole vectors.
+// MobileNet-V2's stride-2 3x3 with ReLU6 (Clip 0..6) on whole vectors; EfficientNet's stride-2 5x5.
+// The 3x3, 5x5 and 7x7 windows at stride 1 and 2 take the kernel's register path, the dilated one
+// its generic loop.
 constexpr Case kCases[] = {
     {2, 13, 11, 24, 7, 1, 1, 3, "", true, true},      {3, 9, 14, 5, 3, 2, 1, 1, "Relu", true, false},
     {1, 17, 10, 16, 5, 1, 2, 4, "Silu", false, true}, {2, 7, 7, 12, 3, 1, 1, 0, "HardSwish", true, false},
     {1, 6, 5, 8, 7, 1, 1, 3, "", false, false},       {2, 15, 17, 32, 3, 2, 1, 1, "Clip", true, false},
+    {1, 11, 13, 40, 5, 2, 1, 2, "Silu", true, false},
 };
 
 int out_size(int in, const Case& c) {
