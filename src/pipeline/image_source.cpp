@@ -6,7 +6,6 @@
 #include <cctype>
 #include <condition_variable>
 #include <filesystem>
-#include <future>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -142,48 +141,31 @@ struct ImageSources::State {
   }
 
   // Decode thread `worker`: takes the next positions while the window allows (a group of up to
-  // group_size for a thread that decodes JPEG on the GPU, whose decoder takes a batch per call),
-  // decodes them and leaves the results for the pusher.
-  //
-  // A JPEG thread reads its next group on a helper while nvJPEG decodes the current one: the
-  // engines then wait for the call, not for the disk (the read took a third of each thread's time,
-  // docs/perf.md "The detector on photos again").
+  // images.jpeg_batch for a thread that decodes JPEG on the GPU, whose decoder takes a batch per
+  // call), reads and decodes them and leaves the results for the pusher. (Reading a JPEG thread's
+  // next group on a helper while nvJPEG decodes the current one was tried: 5% more images/s, and
+  // one run in 22 on the H200 stalled; docs/perf.md, "The detector on photos, and the ceiling
+  // measured again".)
   void decode_loop(std::size_t worker) {
     const std::size_t kind = worker < jpeg_decoders.size() ? 0 : 1;
-    std::vector<std::size_t> positions = take(kind, Wait::kYes);
-    std::vector<Pending> group = read_group(worker, positions);
-    while (!positions.empty()) {
-      std::vector<std::size_t> next_positions =
-          kind == 0 ? take(kind, Wait::kNo) : std::vector<std::size_t>{};
-      std::future<std::vector<Pending>> next_read;
-      if (!next_positions.empty()) {
-        next_read = std::async(std::launch::async,
-                               [this, worker, next_positions] { return read_group(worker, next_positions); });
-      }
+    for (;;) {
+      const std::vector<std::size_t> positions = take(kind);
+      if (positions.empty()) return;
+      std::vector<Pending> group = read_group(worker, positions);
       publish(positions, finish_group(worker, group));
-      if (next_read.valid()) {
-        group = next_read.get();
-      } else {
-        next_positions = take(kind, Wait::kYes);
-        group = read_group(worker, next_positions);
-      }
-      positions = std::move(next_positions);
     }
   }
 
-  enum class Wait { kYes, kNo };
-  // The next positions of the thread kind's queue the window allows: up to a group for a JPEG
-  // thread (its decoder takes a batch per call), one for a CPU thread. With Wait::kYes, waits until
-  // the window allows one; empty when the queue is done or the source stops (or, kNo, when the
-  // window allows none now).
-  std::vector<std::size_t> take(std::size_t kind, Wait wait) {
+  // The next positions of the thread kind's queue, once the window allows one: up to a group for a
+  // JPEG thread, one for a CPU thread. Empty when the queue is done or the source stops.
+  std::vector<std::size_t> take(std::size_t kind) {
     const std::size_t group_size = kind == 0 ? static_cast<std::size_t>(options.jpeg_batch) : 1;
     const std::vector<std::size_t>& queue = queues[kind];
     std::size_t& next = next_take[kind];
     std::vector<std::size_t> positions;
     std::unique_lock lock(mutex);
     const auto allowed = [&] { return next < queue.size() && queue[next] < next_push + window; };
-    if (wait == Wait::kYes) changed.wait(lock, [&] { return stopping || next >= queue.size() || allowed(); });
+    changed.wait(lock, [&] { return stopping || next >= queue.size() || allowed(); });
     if (stopping) return positions;
     while (positions.size() < group_size && allowed()) positions.push_back(queue[next++]);
     return positions;
@@ -571,7 +553,11 @@ struct ImageSources::State {
         source_state = SourceState::kRunning;
       }
       changed.notify_all();
-      budget->changed.notify_all();  // the next image may now pass the budget
+      // The next image may now pass the budget. reserve() reads next_push under the budget's mutex
+      // too: taking it here orders this wake-up after any check in progress, which would otherwise
+      // miss both the new value and the notification.
+      { const std::lock_guard budget_lock(budget->mutex); }
+      budget->changed.notify_all();
       if (next.frame && !mux.push(0, std::move(*next.frame), std::nullopt)) break;
     }
     {
@@ -612,11 +598,10 @@ void ImageSources::start() {
   }
   const auto [jpeg_threads, cpu_threads] = state.plan_threads();
   const int workers = jpeg_threads + cpu_threads;
-  // Each thread may run a group ahead of the pusher, and one more behind it; a JPEG thread also
-  // reads the group after it.
+  // Each thread may run a group ahead of the pusher, and one more behind it.
   const auto jpeg_batch = static_cast<std::size_t>(state.options.jpeg_batch);
   state.window =
-      3 * static_cast<std::size_t>(jpeg_threads) * jpeg_batch + 2 * static_cast<std::size_t>(cpu_threads) + 4;
+      2 * (static_cast<std::size_t>(jpeg_threads) * jpeg_batch + static_cast<std::size_t>(cpu_threads)) + 4;
   for (int w = 0; w < workers; ++w) {
     state.threads.emplace_back([&state, w] { state.decode_loop(static_cast<std::size_t>(w)); });
   }
