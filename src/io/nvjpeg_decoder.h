@@ -9,10 +9,11 @@
 // |----------|---------------------------|--------------------------------------------------------------|
 // | hardware | NVJPEG_BACKEND_HARDWARE   | baseline (SOF0) Huffman, one scan, 1 or 3 components, 8-bit, |
 // |          | (the GPU's JPEG engines)  | 4:4:4, 4:2:2, 4:2:0, 4:4:0 or gray; not 4:1:1, 4:1:0          |
-// | gpu      | NVJPEG_BACKEND_GPU_HYBRID | also extended (SOF1) and progressive (SOF2) Huffman, several |
-// |          |                           | scans, 4:1:1 and 4:1:0                                        |
-// | cpu      | libjpeg-turbo             | the rest: arithmetic coding, lossless, 12-bit, CMYK, YCCK,   |
-// |          |                           | RGB-stored (Adobe transform 0) files, unusual sampling        |
+// | gpu      | NVJPEG_BACKEND_GPU_HYBRID | also extended (SOF1) Huffman, several scans, 4:1:1 and 4:1:0 |
+// | cpu      | libjpeg-turbo             | the rest: progressive (nvJPEG decodes it, but wrongly after a |
+// |          |                           | larger progressive file: why_not_gpu), arithmetic coding,    |
+// |          |                           | lossless, 12-bit, CMYK, YCCK, RGB-stored (Adobe transform 0)  |
+// |          |                           | files, unusual sampling                                       |
 //
 // Output: kRGB8 in device memory, the file's stored width x height, on the caller's stream. EXIF
 // orientation is NOT applied on any route (JpegInfo::orientation tells the caller what to apply),
