@@ -196,5 +196,18 @@ TEST_F(CliImages, AnEmptyFolderAndAMissingParserAreRefused) {
   EXPECT_NE(output_.find("--parser"), std::string::npos) << output_;
 }
 
+// The nvJPEG thread and batch counts are checked as their keys are, and the error names the flag.
+TEST_F(CliImages, JpegThreadAndBatchCountsOutOfRangeNameTheirFlag) {
+  for (const auto& [flag, value, range] : {std::tuple{"--jpeg-threads", "0", "between 1 and 16"},
+                                           std::tuple{"--jpeg-batch", "257", "between 1 and 256"}}) {
+    std::vector<std::string> args = {"images", (dir_ / "in").string(), "-o", (dir_ / "out").string(), flag,
+                                     value};
+    for (const std::string& arg : common()) args.push_back(arg);
+    EXPECT_EQ(fovea(args), 2) << output_;
+    EXPECT_NE(output_.find(std::string(flag) + ": must be " + range), std::string::npos) << output_;
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "out"));
+}
+
 }  // namespace
 }  // namespace fovea::testing
