@@ -103,6 +103,49 @@ TEST(PassChannelsLast, TheModelsOwnTransposesCancelWithThePasses) {
   expect_same_results(graph, *plan, inputs);
 }
 
+// ConvNeXt's residual: each block adds its input to the model's Permute back to NCHW. With both in
+// NHWC the Add runs there too, so a chain of blocks transposes only at its ends (two per block
+// otherwise).
+TEST(PassChannelsLast, AResidualAddOfTwoNhwcValuesRunsInNhwc) {
+  constexpr std::int64_t kC = 8;
+  ModelBuilder m;
+  m.input("x", DataType::kFloat32, {2, 3, 9, 11}).output("y", DataType::kFloat32, {2, kC, 9, 11});
+  m.initializer("stem_w", random_tensor(DataType::kFloat32, {kC, 3, 3, 3}, 1));
+  auto& stem = m.node("Conv", {"x", "stem_w"}, {"b0"}, "stem");
+  m.attr(stem, "pads", std::vector<std::int64_t>{1, 1, 1, 1});
+  for (int block = 0; block < 2; ++block) {
+    const std::string in = "b" + std::to_string(block);
+    const std::string p = "blk" + std::to_string(block) + "_";
+    m.initializer(p + "dw", random_tensor(DataType::kFloat32, {kC, 1, 3, 3}, 10 + block));
+    m.initializer(p + "gamma", random_tensor(DataType::kFloat32, {kC}, 20 + block, 0.5, 1.5));
+    m.initializer(p + "beta", random_tensor(DataType::kFloat32, {kC}, 30 + block));
+    m.initializer(p + "up", random_tensor(DataType::kFloat32, {kC, 2 * kC}, 40 + block));
+    m.initializer(p + "down", random_tensor(DataType::kFloat32, {2 * kC, kC}, 50 + block));
+    m.initializer(p + "scale", random_tensor(DataType::kFloat32, {kC}, 60 + block));
+    auto& depthwise = m.node("Conv", {in, p + "dw"}, {p + "c"}, p + "depthwise");
+    m.attr(depthwise, "pads", std::vector<std::int64_t>{1, 1, 1, 1});
+    m.attr(depthwise, "group", kC);
+    auto& to_nhwc = m.node("Transpose", {p + "c"}, {p + "c_nhwc"});
+    m.attr(to_nhwc, "perm", std::vector<std::int64_t>{0, 2, 3, 1});
+    auto& norm = m.node("LayerNormalization", {p + "c_nhwc", p + "gamma", p + "beta"}, {p + "n"});
+    m.attr(norm, "axis", std::int64_t{-1});
+    m.node("MatMul", {p + "n", p + "up"}, {p + "u"});
+    m.node("Relu", {p + "u"}, {p + "r"});
+    m.node("MatMul", {p + "r", p + "down"}, {p + "d"});
+    m.node("Mul", {p + "d", p + "scale"}, {p + "s"});
+    auto& to_nchw = m.node("Transpose", {p + "s"}, {p + "s_nchw"});
+    m.attr(to_nchw, "perm", std::vector<std::int64_t>{0, 3, 1, 2});
+    m.node("Add", {in, p + "s_nchw"}, {block == 1 ? std::string("y") : "b" + std::to_string(block + 1)});
+  }
+  const Graph graph = load_graph(m);
+  const std::vector<Tensor> inputs = {random_tensor(DataType::kFloat32, {2, 3, 9, 11}, 9)};
+  auto plan = plan_graph(graph, {{"x", {2, 3, 9, 11}}}, {.channels_last = true});
+  ASSERT_TRUE(plan.is_ok()) << plan.status().to_string();
+  EXPECT_EQ(count_ops(plan->graph, "Transpose"), 2);  // the input to NHWC, the output back
+  EXPECT_EQ(count_ops(plan->graph, "FusedConv"), 3);
+  expect_same_results(graph, *plan, inputs);
+}
+
 TEST(PassConvertFloat16, NarrowsDataButNotTheScalesResizeTypesAsFloat32) {
   ModelBuilder m;
   m.input("x", DataType::kFloat32, {1, 2, 3, 5}).output("y", DataType::kFloat32, {1, 2, 6, 10});

@@ -9,6 +9,11 @@
 // converted convolution reading a value the model transposed to NCHW (perm 0,3,1,2) reads the
 // Transpose's input instead.
 //
+// An elementwise Add, Sub, Mul or Div of two same-shaped rank-4 values that both exist in NHWC
+// runs in NHWC too (the layout does not matter to it), so a residual Add between two converted
+// stages keeps the chain in NHWC: ConvNeXt's block adds its input to the model's Permute back to
+// NCHW, which left two Transposes per block.
+//
 // A 2-D MaxPool that reads a value produced in NHWC (a converted convolution's or pool's output)
 // becomes fovea.MaxPool (channels_last=1) the same way, so the pools of ResNet's stem and of VGG and
 // SSD keep their chains in NHWC. A pool of any other value stays NCHW: converting it would only move
@@ -16,6 +21,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <string>
 
 #include "runtime/ops/conv_util.h"
 #include "runtime/passes/pass_util.h"
@@ -47,6 +53,19 @@ bool two_d_max_pool(const Graph& graph, const Node& node, const std::vector<int>
   return dims && dims->size() == 4 && !indices_read;
 }
 
+// A default-domain Add, Sub, Mul or Div whose two inputs and output have the same rank-4 dims (no
+// broadcasting), so the same elementwise operation on the NHWC forms gives the NHWC output.
+bool same_shape_elementwise(const Graph& graph, const Node& node) {
+  static const std::set<std::string> kOps = {"Add", "Sub", "Mul", "Div"};
+  if (!node.domain.empty() || !kOps.count(node.op_type) || node.inputs.size() != 2 ||
+      node.outputs.size() != 1)
+    return false;
+  const auto& out = graph.value(node.outputs[0]).type.dims;
+  if (!out || out->size() != 4) return false;
+  return std::all_of(node.inputs.begin(), node.inputs.end(),
+                     [&](ValueId input) { return graph.value(input).type.dims == out; });
+}
+
 class ChannelsLast {
  public:
   explicit ChannelsLast(Graph& graph) : graph_(graph) {}
@@ -60,6 +79,10 @@ class ChannelsLast {
         convert_conv(node, nodes);
       } else if (two_d_max_pool(graph_, node, uses) && produced_in_nhwc_.count(node.inputs[0])) {
         convert_pool(node, nodes);
+      } else if (same_shape_elementwise(graph_, node) && back_to_nhwc_.count(node.inputs[0]) &&
+                 back_to_nhwc_.count(node.inputs[1])) {
+        for (ValueId& input : node.inputs) input = back_to_nhwc_.at(input);
+        write_nhwc(std::move(node), nodes);
       } else if (is_transpose(node, ops::kNchwToNhwc) && back_to_nhwc_.count(node.inputs[0]) &&
                  !graph_.is_graph_output(node.outputs[0])) {
         aliases[node.outputs[0]] = back_to_nhwc_.at(node.inputs[0]);
@@ -92,12 +115,17 @@ class ChannelsLast {
     produce_nhwc(std::move(node), nodes);
   }
 
-  // Marks `node` channels_last and makes it write its output in NHWC, followed by a Transpose to the
-  // original NCHW value, which eliminate_dead_nodes removes when only converted nodes read it.
+  // Marks `node` channels_last and makes it write its output in NHWC (write_nhwc).
   void produce_nhwc(Node node, std::vector<Node>& nodes) {
     Attribute flag;
     flag.i = 1;
     node.attributes["channels_last"] = flag;
+    write_nhwc(std::move(node), nodes);
+  }
+
+  // Makes `node` write its output in NHWC, followed by a Transpose to the original NCHW value, which
+  // eliminate_dead_nodes removes when only converted nodes read it.
+  void write_nhwc(Node node, std::vector<Node>& nodes) {
     const ValueId nchw = node.outputs[0];
     ValueType type = graph_.value(nchw).type;
     type.dims = ops::permute_dims(*type.dims, ops::kNchwToNhwc);
