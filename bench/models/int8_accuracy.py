@@ -26,7 +26,6 @@ Results: DIR/int8.json and DIR/int8.md; a model that fails is recorded and the o
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 
@@ -37,7 +36,7 @@ from PIL import Image
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import export_torchvision as tv_export  # noqa: E402
 import train_synthetic  # noqa: E402
-from compare_torch import export_dynamic, npy_name  # noqa: E402
+from compare_torch import export_dynamic, npy_name, run  # noqa: E402
 
 CLASSIFIERS = ["resnet18", "resnet50", "mobilenet_v3_large"]
 SEGMENTERS = ["fcn_resnet50", "fcn_resnet101", "deeplabv3_resnet50"]
@@ -66,13 +65,6 @@ def write_pngs(images, folder):
         Image.fromarray(pixels).save(os.path.join(folder, f"calib_{i:04d}.png"))
 
 
-def run(cmd, log_path, timeout):
-    with open(log_path, "w") as log:
-        log.write(" ".join(cmd) + "\n")
-        log.flush()
-        return subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, timeout=timeout).returncode
-
-
 def last_line(path):
     with open(path) as f:
         lines = [line for line in f.read().splitlines() if line.strip()]
@@ -86,8 +78,8 @@ def fovea_outputs(args, onnx_path, output_name, chunks, work, extra):
         run_dir = os.path.join(work, f"chunk{i}")
         os.makedirs(run_dir, exist_ok=True)
         log = os.path.join(run_dir, "run.log")
-        rc = run([args.fovea, "model", "run", onnx_path, "--device", args.device, "--input", f"input={chunk_path}",
-                  "--output-dir", run_dir] + extra, log, args.timeout)
+        rc, _ = run([args.fovea, "model", "run", onnx_path, "--device", args.device, "--input",
+                     f"input={chunk_path}", "--output-dir", run_dir] + extra, log, args.timeout)
         if rc != 0:
             raise RuntimeError(f"fovea model run {' '.join(extra)}: exit {rc}: {last_line(log)}")
         outs.append(np.load(os.path.join(run_dir, npy_name(output_name))))
@@ -124,14 +116,12 @@ def evaluate(args, name):
     for method in args.methods.split(","):
         cache = os.path.join(work, f"{name}.{method}.calib")
         log = os.path.join(work, f"calibrate_{method}.log")
-        started = time.perf_counter()
-        rc = run([args.fovea, "model", "calibrate", onnx_path, "--images", calib_dir, "--samples",
-                  str(args.samples), "--method", method, "--normalize", "imagenet", "--size", f"{side}x{side}",
-                  "--device", args.device, "-o", cache], log, args.timeout)
+        rc, calibrate_s = run([args.fovea, "model", "calibrate", onnx_path, "--images", calib_dir, "--samples",
+                               str(args.samples), "--method", method, "--normalize", "imagenet", "--size",
+                               f"{side}x{side}", "--device", args.device, "-o", cache], log, args.timeout)
         if rc != 0:
             entry["methods"][method] = {"error": f"calibrate: exit {rc}: {last_line(log)}"}
             continue
-        calibrate_s = time.perf_counter() - started
         try:
             got = fovea_outputs(args, onnx_path, output_names[0], chunks, os.path.join(work, f"int8_{method}"),
                                 ["--precision", "int8", "--calib", cache])
