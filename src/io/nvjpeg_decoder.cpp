@@ -470,6 +470,9 @@ Status NvjpegDecoder::Impl::decode_cpu(cudaStream_t stream, std::span<const std:
                                        std::string_view name, const ImageView& output) {
   ImageDecodeOptions options;
   options.apply_orientation = false;  // as the GPU routes: stored pixels
+  // nvJPEG replicates chroma samples (libjpeg's plain upsampling): so does this route, so that a
+  // file's pixels do not depend on the route its coding sent it to.
+  options.fancy_upsampling = false;
   FOVEA_ASSIGN_OR_RETURN(DecodedImage decoded, decode_image(jpeg, name, options));
   const ImageView& host = decoded.image.view();
   if (host.format != PixelFormat::kRGB8 || host.width != output.width || host.height != output.height) {
