@@ -1,0 +1,317 @@
+// Which 8-bit paths the GPU's libraries offer for ResNet-50's convolutions, and how fast each is
+// against the float16 path fovea runs today (issue 23: "if cuDNN offers no fast INT8/FP8 path for a
+// layer shape, say which"). For every distinct convolution of ResNet-50 at 224x224 (batch --batch),
+// with the number of times the network runs it:
+//   fp16     cuDNN NHWC float16, tensor-op math (fovea's float16 plan)
+//   int8     cuDNN NHWC int8 in and out, int32 accumulation (the legacy API's INT8_CONFIG)
+//   int8f    cuDNN NHWC int8 in, float out (INT8_EXT_CONFIG)
+//   i8x32    cuDNN NCHW_VECT_C int8x32 in and out (the IMMA layout of earlier GPUs)
+//   lt8      1x1 stride-1 only: cuBLASLt int8 GEMM, int32 accumulation, a per-output-channel scale
+//            vector, bias + ReLU epilogue, int8 out (the requantizing epilogue fovea would use)
+//   lt8raw   the same int8 GEMM with a scalar scale and no epilogue (int8 out)
+//   lt16     the same GEMM in float16 (what a 1x1 convolution is to cuBLASLt)
+//   fp8      1x1 stride-1 only: cuBLASLt E4M3 x E4M3 GEMM, float16 out, bias + ReLU
+// Each is the best of cuDNN's (cuBLASLt's) algorithms for the shape, timed with CUDA events over
+// --iters runs after a warm-up; "-" where the library has no algorithm. Values are random: only
+// time is measured. The table ends with the network's total per path (fp16 where a path has none).
+//
+//   int8_paths_bench [--batch 256] [--iters 20]
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <cublasLt.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+namespace {
+
+// Aborts with the failing call: a probe, not a library, so there is nothing to recover.
+#define CHECK_CUDA(call) check(static_cast<int>((call) != cudaSuccess), #call, cudaGetErrorString(call))
+#define CHECK_CUDNN(call) check_cudnn((call), #call)
+
+void check(int failed, const char* what, const char* why) {
+  if (!failed) return;
+  std::fprintf(stderr, "%s failed: %s\n", what, why);
+  std::exit(1);
+}
+
+void check_cudnn(cudnnStatus_t status, const char* what) {
+  check(status != CUDNN_STATUS_SUCCESS, what, cudnnGetErrorString(status));
+}
+
+struct ConvShape {
+  const char* name;
+  int in_c, out_c, kernel, stride, in_hw, count;
+  int out_hw() const { return (in_hw + 2 * (kernel / 2) - kernel) / stride + 1; }
+};
+
+// ResNet-50 (torchvision, stride in the 3x3) at 224x224, without the 7x7 stem (3 input channels).
+const std::vector<ConvShape> kResnet50 = {
+    {"l1 1x1 64-64", 64, 64, 1, 1, 56, 1},
+    {"l1 1x1 256-64", 256, 64, 1, 1, 56, 2},
+    {"l1 3x3 64-64", 64, 64, 3, 1, 56, 3},
+    {"l1 1x1 64-256", 64, 256, 1, 1, 56, 4},
+    {"l2 1x1 256-128", 256, 128, 1, 1, 56, 1},
+    {"l2 3x3 128 s2", 128, 128, 3, 2, 56, 1},
+    {"l2 1x1 256-512 s2", 256, 512, 1, 2, 56, 1},
+    {"l2 1x1 512-128", 512, 128, 1, 1, 28, 3},
+    {"l2 3x3 128-128", 128, 128, 3, 1, 28, 3},
+    {"l2 1x1 128-512", 128, 512, 1, 1, 28, 4},
+    {"l3 1x1 512-256", 512, 256, 1, 1, 28, 1},
+    {"l3 3x3 256 s2", 256, 256, 3, 2, 28, 1},
+    {"l3 1x1 512-1024 s2", 512, 1024, 1, 2, 28, 1},
+    {"l3 1x1 1024-256", 1024, 256, 1, 1, 14, 5},
+    {"l3 3x3 256-256", 256, 256, 3, 1, 14, 5},
+    {"l3 1x1 256-1024", 256, 1024, 1, 1, 14, 6},
+    {"l4 1x1 1024-512", 1024, 512, 1, 1, 14, 1},
+    {"l4 3x3 512 s2", 512, 512, 3, 2, 14, 1},
+    {"l4 1x1 1024-2048 s2", 1024, 2048, 1, 2, 14, 1},
+    {"l4 1x1 2048-512", 2048, 512, 1, 1, 7, 2},
+    {"l4 3x3 512-512", 512, 512, 3, 1, 7, 2},
+    {"l4 1x1 512-2048", 512, 2048, 1, 1, 7, 3},
+};
+
+struct Buffers {
+  void* x = nullptr;
+  void* w = nullptr;
+  void* y = nullptr;
+  void* bias = nullptr;
+  void* scale = nullptr;
+  void* workspace = nullptr;
+  std::size_t workspace_bytes = 256u << 20;
+};
+
+// Times `launch` (which returns false when the path cannot run) in ms per call; -1 if it cannot.
+template <typename Launch>
+float time_ms(int iters, Launch&& launch) {
+  if (!launch()) return -1.0f;
+  CHECK_CUDA(cudaDeviceSynchronize());
+  cudaEvent_t start, stop;
+  CHECK_CUDA(cudaEventCreate(&start));
+  CHECK_CUDA(cudaEventCreate(&stop));
+  CHECK_CUDA(cudaEventRecord(start));
+  for (int i = 0; i < iters; ++i) launch();
+  CHECK_CUDA(cudaEventRecord(stop));
+  CHECK_CUDA(cudaEventSynchronize(stop));
+  float ms = 0.0f;
+  CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
+  CHECK_CUDA(cudaEventDestroy(start));
+  CHECK_CUDA(cudaEventDestroy(stop));
+  return ms / static_cast<float>(iters);
+}
+
+// cuDNN configurations: data type of x/w, of y, layout, accumulation, math.
+struct CudnnPath {
+  cudnnDataType_t xw, y;
+  cudnnTensorFormat_t format;
+  int vector;  // channels per vector for NCHW_VECT_C (1 otherwise)
+  cudnnDataType_t compute;
+  cudnnMathType_t math;
+};
+
+// The best time over every forward algorithm cuDNN accepts for the shape and path.
+float best_cudnn(cudnnHandle_t handle, const ConvShape& s, int batch, const CudnnPath& p, Buffers& b,
+                 int iters) {
+  cudnnTensorDescriptor_t x, y;
+  cudnnFilterDescriptor_t w;
+  cudnnConvolutionDescriptor_t conv;
+  CHECK_CUDNN(cudnnCreateTensorDescriptor(&x));
+  CHECK_CUDNN(cudnnCreateTensorDescriptor(&y));
+  CHECK_CUDNN(cudnnCreateFilterDescriptor(&w));
+  CHECK_CUDNN(cudnnCreateConvolutionDescriptor(&conv));
+  float best = -1.0f;
+  const int v = p.vector;
+  const bool described =
+      cudnnSetTensor4dDescriptor(x, p.format, p.xw, batch, s.in_c, s.in_hw, s.in_hw) ==
+          CUDNN_STATUS_SUCCESS &&
+      cudnnSetTensor4dDescriptor(y, p.format, p.y, batch, s.out_c, s.out_hw(), s.out_hw()) ==
+          CUDNN_STATUS_SUCCESS &&
+      cudnnSetFilter4dDescriptor(w, p.xw, p.format, s.out_c, s.in_c, s.kernel, s.kernel) ==
+          CUDNN_STATUS_SUCCESS &&
+      cudnnSetConvolution2dDescriptor(conv, s.kernel / 2, s.kernel / 2, s.stride, s.stride, 1, 1,
+                                      CUDNN_CROSS_CORRELATION, p.compute) == CUDNN_STATUS_SUCCESS &&
+      cudnnSetConvolutionMathType(conv, p.math) == CUDNN_STATUS_SUCCESS && (v == 1 || s.in_c % v == 0);
+  if (described) {
+    const float alpha = 1.0f, beta = 0.0f;
+    for (int algo = 0; algo < CUDNN_CONVOLUTION_FWD_ALGO_COUNT; ++algo) {
+      const auto a = static_cast<cudnnConvolutionFwdAlgo_t>(algo);
+      std::size_t bytes = 0;
+      if (cudnnGetConvolutionForwardWorkspaceSize(handle, x, w, conv, y, a, &bytes) != CUDNN_STATUS_SUCCESS ||
+          bytes > b.workspace_bytes)
+        continue;
+      const float ms = time_ms(iters, [&] {
+        return cudnnConvolutionForward(handle, &alpha, x, b.x, w, b.w, conv, a, b.workspace, bytes, &beta, y,
+                                       b.y) == CUDNN_STATUS_SUCCESS;
+      });
+      if (ms > 0 && (best < 0 || ms < best)) best = ms;
+    }
+  }
+  cudaGetLastError();
+  cudnnDestroyTensorDescriptor(x);
+  cudnnDestroyTensorDescriptor(y);
+  cudnnDestroyFilterDescriptor(w);
+  cudnnDestroyConvolutionDescriptor(conv);
+  return best;
+}
+
+// A 1x1 stride-1 convolution as cuBLASLt's D[Cout, M] = epilogue(scale ⊙ (W[Cout, K] · X[M, K]^T)),
+// column-major (so D is NHWC's [M, Cout] row-major): the "TN" form the 8-bit tensor-core kernels need.
+struct LtPath {
+  cudaDataType_t ab, d;
+  cublasComputeType_t compute;
+  cudaDataType_t scale;
+  bool per_channel_scale;  // an alpha vector over Cout (int8 requantization)
+  bool fp8;                // per-tensor A/B scale pointers
+  cublasLtEpilogue_t epilogue;
+};
+
+float best_lt(cublasLtHandle_t lt, const ConvShape& s, int batch, const LtPath& p, Buffers& b, int iters) {
+  const std::int64_t m = s.out_c, n = static_cast<std::int64_t>(batch) * s.in_hw * s.in_hw, k = s.in_c;
+  cublasLtMatmulDesc_t desc;
+  cublasLtMatrixLayout_t a, bl, d;
+  if (cublasLtMatmulDescCreate(&desc, p.compute, p.scale) != CUBLAS_STATUS_SUCCESS) return -1.0f;
+  const cublasOperation_t trans = CUBLAS_OP_T, none = CUBLAS_OP_N;
+  cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof trans);
+  cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &none, sizeof none);
+  cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &p.epilogue, sizeof p.epilogue);
+  if (p.epilogue != CUBLASLT_EPILOGUE_DEFAULT)
+    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &b.bias, sizeof b.bias);
+  if (p.per_channel_scale) {
+    const cublasLtPointerMode_t mode = CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_ZERO;
+    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_POINTER_MODE, &mode, sizeof mode);
+  }
+  if (p.fp8) {
+    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &b.scale, sizeof b.scale);
+    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &b.scale, sizeof b.scale);
+  }
+  cublasLtMatrixLayoutCreate(&a, p.ab, k, m, k);
+  cublasLtMatrixLayoutCreate(&bl, p.ab, k, n, k);
+  cublasLtMatrixLayoutCreate(&d, p.d, m, n, m);
+  cublasLtMatmulPreference_t pref;
+  cublasLtMatmulPreferenceCreate(&pref);
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &b.workspace_bytes,
+                                       sizeof b.workspace_bytes);
+  cublasLtMatmulHeuristicResult_t results[8];
+  int found = 0;
+  cublasLtMatmulAlgoGetHeuristic(lt, desc, a, bl, d, d, pref, 8, results, &found);
+  float best = -1.0f;
+  const float alpha = 1.0f, beta = 0.0f;
+  const void* alpha_ptr = p.per_channel_scale ? b.scale : &alpha;
+  for (int i = 0; i < found; ++i) {
+    const float ms = time_ms(iters, [&] {
+      return cublasLtMatmul(lt, desc, alpha_ptr, b.w, a, b.x, bl, &beta, b.y, d, b.y, d, &results[i].algo,
+                            b.workspace, b.workspace_bytes, nullptr) == CUBLAS_STATUS_SUCCESS;
+    });
+    if (ms > 0 && (best < 0 || ms < best)) best = ms;
+  }
+  cudaGetLastError();
+  cublasLtMatmulPreferenceDestroy(pref);
+  cublasLtMatrixLayoutDestroy(a);
+  cublasLtMatrixLayoutDestroy(bl);
+  cublasLtMatrixLayoutDestroy(d);
+  cublasLtMatmulDescDestroy(desc);
+  return best;
+}
+
+void fill(void* p, std::size_t bytes) {
+  std::vector<std::uint8_t> host(bytes);
+  std::uint32_t state = 12345;
+  for (auto& byte : host) {  // small values: valid int8, float16 and E4M3 in every type's reading
+    state = state * 1664525u + 1013904223u;
+    byte = static_cast<std::uint8_t>((state >> 24) & 0x1f);
+  }
+  CHECK_CUDA(cudaMemcpy(p, host.data(), bytes, cudaMemcpyHostToDevice));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int batch = 256, iters = 20;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--batch"))
+      batch = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--iters"))
+      iters = std::atoi(argv[i + 1]);
+    else {
+      std::fprintf(stderr, "usage: int8_paths_bench [--batch 256] [--iters 20]\n");
+      return 2;
+    }
+  }
+  cudaDeviceProp prop{};
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  cudnnHandle_t handle;
+  cublasLtHandle_t lt;
+  CHECK_CUDNN(cudnnCreate(&handle));
+  if (cublasLtCreate(&lt) != CUBLAS_STATUS_SUCCESS) return 1;
+  std::size_t largest = 0;
+  for (const ConvShape& s : kResnet50) {
+    const std::size_t in = static_cast<std::size_t>(batch) * s.in_c * s.in_hw * s.in_hw;
+    const std::size_t out = static_cast<std::size_t>(batch) * s.out_c * s.out_hw() * s.out_hw();
+    largest = std::max({largest, in, out, static_cast<std::size_t>(s.in_c) * s.out_c * s.kernel * s.kernel});
+  }
+  Buffers b;
+  for (void** p : {&b.x, &b.w, &b.y}) {
+    CHECK_CUDA(cudaMalloc(p, largest * 4));  // float out is the widest
+    fill(*p, largest * 4);
+  }
+  CHECK_CUDA(cudaMalloc(&b.bias, 2048 * 4));
+  CHECK_CUDA(cudaMalloc(&b.scale, 2048 * 4));
+  std::vector<float> ones(2048, 1.0f / 64);
+  CHECK_CUDA(cudaMemcpy(b.scale, ones.data(), ones.size() * 4, cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemset(b.bias, 0, 2048 * 4));
+  CHECK_CUDA(cudaMalloc(&b.workspace, b.workspace_bytes));
+
+  const CudnnPath fp16{CUDNN_DATA_HALF,  CUDNN_DATA_HALF,     CUDNN_TENSOR_NHWC, 1,
+                       CUDNN_DATA_FLOAT, CUDNN_TENSOR_OP_MATH};
+  const CudnnPath int8{CUDNN_DATA_INT8,  CUDNN_DATA_INT8,   CUDNN_TENSOR_NHWC, 1,
+                       CUDNN_DATA_INT32, CUDNN_DEFAULT_MATH};
+  const CudnnPath int8f{CUDNN_DATA_INT8,  CUDNN_DATA_FLOAT,  CUDNN_TENSOR_NHWC, 1,
+                        CUDNN_DATA_INT32, CUDNN_DEFAULT_MATH};
+  const CudnnPath i8x32{CUDNN_DATA_INT8x32, CUDNN_DATA_INT8x32,  CUDNN_TENSOR_NCHW_VECT_C, 32,
+                        CUDNN_DATA_INT32,   CUDNN_TENSOR_OP_MATH};
+  const auto relu_bias = CUBLASLT_EPILOGUE_RELU_BIAS;
+  const LtPath lt8{CUDA_R_8I, CUDA_R_8I, CUBLAS_COMPUTE_32I, CUDA_R_32F, true, false, relu_bias};
+  const LtPath lt8raw{CUDA_R_8I, CUDA_R_8I, CUBLAS_COMPUTE_32I,       CUDA_R_32F,
+                      false,     false,     CUBLASLT_EPILOGUE_DEFAULT};
+  const LtPath lt16{CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_32F, CUDA_R_32F, false, false, relu_bias};
+  const LtPath fp8{CUDA_R_8F_E4M3, CUDA_R_16F, CUBLAS_COMPUTE_32F, CUDA_R_32F, false, true, relu_bias};
+
+  std::printf("%s, cuDNN %zu, cuBLASLt %zu, batch %d, ms per call (best algorithm)\n", prop.name,
+              cudnnGetVersion(), cublasLtGetVersion(), batch);
+  const char* names[] = {"fp16", "int8", "int8f", "i8x32", "lt8", "lt8raw", "lt16", "fp8"};
+  std::printf("%-22s %5s", "layer", "runs");
+  for (const char* n : names) std::printf(" %8s", n);
+  std::printf("\n");
+  double total[8] = {};
+  for (const ConvShape& s : kResnet50) {
+    float ms[8];
+    ms[0] = best_cudnn(handle, s, batch, fp16, b, iters);
+    ms[1] = best_cudnn(handle, s, batch, int8, b, iters);
+    ms[2] = best_cudnn(handle, s, batch, int8f, b, iters);
+    ms[3] = best_cudnn(handle, s, batch, i8x32, b, iters);
+    const bool gemm = s.kernel == 1 && s.stride == 1;
+    ms[4] = gemm ? best_lt(lt, s, batch, lt8, b, iters) : -1.0f;
+    ms[5] = gemm ? best_lt(lt, s, batch, lt8raw, b, iters) : -1.0f;
+    ms[6] = gemm ? best_lt(lt, s, batch, lt16, b, iters) : -1.0f;
+    ms[7] = gemm ? best_lt(lt, s, batch, fp8, b, iters) : -1.0f;
+    std::printf("%-22s %5d", s.name, s.count);
+    for (int i = 0; i < 8; ++i) {
+      if (ms[i] < 0)
+        std::printf(" %8s", "-");
+      else
+        std::printf(" %8.3f", ms[i]);
+      total[i] += static_cast<double>(s.count) * (ms[i] < 0 ? ms[0] : ms[i]);
+    }
+    std::printf("\n");
+  }
+  std::printf("%-22s %5s", "total (fp16 where -)", "");
+  for (double t : total) std::printf(" %8.2f", t);
+  std::printf("\n");
+  return 0;
+}
