@@ -2,6 +2,8 @@
 // (folded, optimized, arena) agrees with a node-by-node evaluation of the loaded graph.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "runtime/graph_test_util.h"
 #include "runtime/op_test_util.h"
 
@@ -397,6 +399,91 @@ TEST(PassEliminateDeadNodes, DropsBranchesNoOutputNeeds) {
   const ExecutionPlan plan = plan_for(graph, {random_tensor(DataType::kFloat32, {4}, 1)});
   ASSERT_EQ(plan.graph.nodes.size(), 1u);
   EXPECT_EQ(plan.graph.nodes[0].op_type, "Relu");
+}
+
+// q, k, v [2, 3, 5, 8] in, y [2, 3, 5, 8] out; `scores` builds the chain from q and k to the
+// Softmax's input, named "s".
+Graph attention_graph(const std::function<void(ModelBuilder&)>& scores, bool extra_reader = false) {
+  ModelBuilder m;
+  for (const char* name : {"q", "k", "v"}) m.input(name, DataType::kFloat32, {2, 3, 5, 8});
+  m.output("y", DataType::kFloat32, {2, 3, 5, 8});
+  if (extra_reader) m.output("p", DataType::kFloat32, {2, 3, 5, 5});
+  auto& kt = m.node("Transpose", {"k"}, {"kt"});
+  m.attr(kt, "perm", std::vector<std::int64_t>{0, 1, 3, 2});
+  scores(m);
+  auto& softmax = m.node("Softmax", {"s"}, {"p"});
+  m.attr(softmax, "axis", std::int64_t{-1});
+  m.node("MatMul", {"p", "v"}, {"y"});
+  return load_graph(m);
+}
+
+std::vector<Tensor> attention_inputs() {
+  return {random_tensor(DataType::kFloat32, {2, 3, 5, 8}, 1),
+          random_tensor(DataType::kFloat32, {2, 3, 5, 8}, 2),
+          random_tensor(DataType::kFloat32, {2, 3, 5, 8}, 3)};
+}
+
+// PyTorch's export of scaled_dot_product_attention scales Q and KT by sqrt(scale) each.
+TEST(PassFuseAttention, ScaledQAndKtBecomeOneNode) {
+  const Graph graph = attention_graph([](ModelBuilder& m) {
+    m.initializer("root_scale", scalar(0.59460356f));
+    m.node("Mul", {"q", "root_scale"}, {"qs"});
+    m.node("Mul", {"kt", "root_scale"}, {"kts"});
+    m.node("MatMul", {"qs", "kts"}, {"s"});
+  });
+  const ExecutionPlan plan = plan_for(graph, attention_inputs());
+  EXPECT_EQ(count_ops(plan.graph, "Attention"), 1);
+  EXPECT_EQ(count_ops(plan.graph, "Softmax"), 0);
+  EXPECT_EQ(count_ops(plan.graph, "MatMul"), 0);
+  expect_same_results(graph, plan, attention_inputs());
+}
+
+// Swin: the scores divided after the product, plus a relative-position bias that broadcasts over
+// the batch (written first in the Add).
+TEST(PassFuseAttention, ABiasAddedEitherWayRoundJoinsTheNode) {
+  const Graph graph = attention_graph([](ModelBuilder& m) {
+    m.initializer("root_d", scalar(2.828427f));
+    m.initializer("bias", random_tensor(DataType::kFloat32, {3, 5, 5}, 7));
+    m.node("MatMul", {"q", "kt"}, {"qk"});
+    m.node("Div", {"qk", "root_d"}, {"scaled"});
+    m.node("Add", {"bias", "scaled"}, {"s"});
+  });
+  const ExecutionPlan plan = plan_for(graph, attention_inputs());
+  EXPECT_EQ(count_ops(plan.graph, "Attention"), 1);
+  EXPECT_EQ(count_ops(plan.graph, "Add"), 0);
+  expect_same_results(graph, plan, attention_inputs());
+}
+
+// The weights read elsewhere (here a graph output), or a bias that widens the scores: nothing fuses,
+// and the results stay the same.
+TEST(PassFuseAttention, ChainsReadElsewhereOrWidenedStayAsTheyAre) {
+  const Graph read_twice = attention_graph(
+      [](ModelBuilder& m) {
+        m.node("MatMul", {"q", "kt"}, {"s"});
+      },
+      true);
+  const ExecutionPlan plan = plan_for(read_twice, attention_inputs());
+  EXPECT_EQ(count_ops(plan.graph, "Attention"), 0);
+  expect_same_results(read_twice, plan, attention_inputs());
+
+  ModelBuilder m;
+  for (const char* name : {"q", "k", "v"}) m.input(name, DataType::kFloat32, {2, 3, 1, 8});
+  m.input("wide", DataType::kFloat32, {2, 3, 5, 1});
+  m.output("y", DataType::kFloat32, {2, 3, 5, 8});
+  auto& kt = m.node("Transpose", {"k"}, {"kt"});
+  m.attr(kt, "perm", std::vector<std::int64_t>{0, 1, 3, 2});
+  m.node("MatMul", {"q", "kt"}, {"qk"});  // [2, 3, 1, 1]
+  m.node("Add", {"qk", "wide"}, {"s"});   // [2, 3, 5, 1]: the bias widens the scores
+  auto& softmax = m.node("Softmax", {"s"}, {"p"});
+  m.attr(softmax, "axis", std::int64_t{-1});
+  m.node("MatMul", {"p", "v"}, {"y"});
+  const Graph widened = load_graph(m);
+  const std::vector<Tensor> inputs = {
+      random_tensor(DataType::kFloat32, {2, 3, 1, 8}, 1), random_tensor(DataType::kFloat32, {2, 3, 1, 8}, 2),
+      random_tensor(DataType::kFloat32, {2, 3, 1, 8}, 3), random_tensor(DataType::kFloat32, {2, 3, 5, 1}, 4)};
+  const ExecutionPlan widened_plan = plan_for(widened, inputs);
+  EXPECT_EQ(count_ops(widened_plan.graph, "Attention"), 0);
+  expect_same_results(widened, widened_plan, inputs);
 }
 
 }  // namespace

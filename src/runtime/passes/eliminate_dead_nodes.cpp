@@ -30,6 +30,7 @@ Status optimize(Graph& graph) {
   FOVEA_TRY(fold_batchnorm_into_conv(graph));
   fuse_conv_epilogues(graph);
   fuse_gelu(graph);
+  fuse_attention(graph);
   eliminate_dead_nodes(graph);
   graph.compact();
   // Fused nodes get their types from their own inference, which also checks the rewrite.

@@ -36,6 +36,15 @@ void fuse_conv_epilogues(Graph& graph);
 // intermediate must be read by the pattern alone.
 void fuse_gelu(Graph& graph);
 
+// Scaled dot-product attention becomes one fovea.Attention node (ops/attention.cpp):
+//   MatMul(Softmax(scale * MatMul(Q, KT) [+ B], last axis), V)
+// where the scale is any product of scalar constants multiplying (Mul) or dividing (Div) Q, KT or
+// the scores (PyTorch's exports of scaled_dot_product_attention scale Q and KT by sqrt(scale) each;
+// Swin scales Q and adds its relative-position bias), B is added either way round and broadcasts
+// into the scores' shape, and Q, KT, V have one rank (>= 3), known dims and the same leading dims.
+// Every intermediate must be read by the pattern alone.
+void fuse_attention(Graph& graph);
+
 // Removes nodes none of whose outputs reach a graph output.
 void eliminate_dead_nodes(Graph& graph);
 

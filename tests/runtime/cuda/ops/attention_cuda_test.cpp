@@ -1,0 +1,66 @@
+// fovea.Attention's CUDA kernel against the CPU reference (which evaluates the MatMul, Softmax and
+// MatMul chain it replaces), in float32 and float16, on odd sizes: query rows across blocks of 16,
+// keys across chunks of 32, output widths on every register-slot count (1, 2, 4, 8 of 32 lanes),
+// head dims past the 48 KiB of shared memory a kernel gets by default, and biases that broadcast
+// over the batch, the heads or the query rows.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "runtime/cuda/cuda_op_test_util.h"
+#include "runtime/op_test_util.h"
+
+namespace fovea::runtime::testing {
+namespace {
+
+constexpr DataType kF32 = DataType::kFloat32;
+
+struct Case {
+  Shape q, kt, v, bias;  // bias empty: none
+  float scale;
+};
+
+const Case kCases[] = {
+    {{2, 3, 5, 8}, {2, 3, 8, 7}, {2, 3, 7, 6}, {}, 0.35f},
+    {{1, 2, 33, 40}, {1, 2, 40, 45}, {1, 2, 45, 70}, {2, 33, 45}, 0.158f},
+    {{4, 17, 64}, {4, 64, 197}, {4, 197, 64}, {1, 1, 197}, 0.125f},
+    {{2, 1, 3, 256}, {2, 1, 256, 37}, {2, 1, 37, 256}, {3, 37}, 0.0625f},
+    {{3, 19, 16}, {3, 16, 9}, {3, 9, 100}, {3, 19, 1}, 1.0f},
+};
+
+Node attention_node(const Case& c) {
+  NodeBuilder node("Attention");
+  node.domain("fovea").inputs(c.bias.empty() ? 3 : 4).attr("scale", c.scale);
+  return node.build();
+}
+
+std::vector<Tensor> inputs_of(const Case& c, std::uint32_t seed) {
+  std::vector<Tensor> inputs = {random_tensor(kF32, c.q, seed), random_tensor(kF32, c.kt, seed + 1),
+                                random_tensor(kF32, c.v, seed + 2)};
+  if (!c.bias.empty()) inputs.push_back(random_tensor(kF32, c.bias, seed + 3, -2.0, 2.0));
+  return inputs;
+}
+
+TEST(Cudafovea_Attention, MatchesTheCpuChain) {
+  FOVEA_REQUIRE_GPU();
+  std::uint32_t seed = 1;
+  for (const Case& c : kCases) {
+    for (Precision p : kPrecisions) {
+      EXPECT_TRUE(cuda_matches_cpu(attention_node(c), inputs_of(c, seed), accumulating(p)))
+          << "q " << shape_string(c.q) << ", v " << shape_string(c.v) << ", " << precision_name(p);
+    }
+    seed += 4;
+  }
+}
+
+TEST(Cudafovea_Attention, HeadDimsPastTheKernelsAreRefusedByName) {
+  FOVEA_REQUIRE_GPU();
+  const Case wide{{1, 1, 4, 300}, {1, 1, 300, 5}, {1, 1, 5, 8}, {}, 1.0f};
+  const Status status = run_cuda_node_status(attention_node(wide), inputs_of(wide, 50));
+  EXPECT_EQ(status.code(), StatusCode::kUnsupported);
+  EXPECT_NE(status.message().find("head dims up to 256"), std::string::npos) << status.message();
+}
+
+}  // namespace
+}  // namespace fovea::runtime::testing
