@@ -11,18 +11,6 @@ namespace fovea::runtime {
 
 namespace {
 
-bool is_op(const Node& node, std::string_view op_type) {
-  return node.domain.empty() && node.op_type == op_type && node.outputs.size() == 1;
-}
-
-// The value of a float32 scalar constant (any shape with one element), if `id` is one.
-std::optional<float> scalar_of(const Graph& graph, ValueId id) {
-  if (!graph.is_constant(id)) return std::nullopt;
-  const Tensor& t = *graph.value(id).constant;
-  if (t.dtype() != DataType::kFloat32 || t.numel() != 1) return std::nullopt;
-  return t.data<float>()[0];
-}
-
 // The node producing `value`, if any.
 Node* producer_of(Graph& graph, ValueId value) {
   const int producer = graph.value(value).producer;

@@ -18,18 +18,6 @@ constexpr auto kSqrt2OverPi = static_cast<float>(ops::kGeluTanhScale);
 constexpr auto kTanhCubic = static_cast<float>(ops::kGeluTanhCubic);
 constexpr int kGeluOpset = 20;
 
-bool is_op(const Node& node, std::string_view op_type) {
-  return node.domain.empty() && node.op_type == op_type && node.outputs.size() == 1;
-}
-
-// The value of a float32 scalar constant (any shape with one element), if `id` is one.
-std::optional<float> scalar_of(const Graph& graph, ValueId id) {
-  if (!graph.is_constant(id)) return std::nullopt;
-  const Tensor& t = *graph.value(id).constant;
-  if (t.dtype() != DataType::kFloat32 || t.numel() != 1) return std::nullopt;
-  return t.data<float>()[0];
-}
-
 // Exported constants are rounded to float32 or printed with a few digits (0.7071, 1.4142).
 bool near(std::optional<float> value, float expected) {
   return value && std::abs(*value - expected) <= 1e-3f * std::abs(expected);

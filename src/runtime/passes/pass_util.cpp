@@ -35,6 +35,17 @@ Node* sole_consumer(Graph& graph, ValueId value) {
   return found.size() == 1 ? found.front() : nullptr;
 }
 
+bool is_op(const Node& node, std::string_view op_type) {
+  return node.domain.empty() && node.op_type == op_type && node.outputs.size() == 1;
+}
+
+std::optional<float> scalar_of(const Graph& graph, ValueId id) {
+  if (!graph.is_constant(id)) return std::nullopt;
+  const Tensor& t = *graph.value(id).constant;
+  if (t.dtype() != DataType::kFloat32 || t.numel() != 1) return std::nullopt;
+  return t.data<float>()[0];
+}
+
 void erase_nodes(Graph& graph, const std::vector<bool>& removed) {
   std::vector<Node> kept;
   for (std::size_t n = 0; n < graph.nodes.size(); ++n) {

@@ -1,6 +1,8 @@
 // Small graph-editing helpers shared by the passes.
 #pragma once
 
+#include <optional>
+#include <string_view>
 #include <vector>
 
 #include "runtime/graph.h"
@@ -15,6 +17,11 @@ void rename_output(Graph& graph, ValueId from, ValueId to);
 std::vector<Node*> readers(Graph& graph, ValueId value);
 // The only node reading `value`, or nullptr when zero or several nodes (or a graph output) read it.
 Node* sole_consumer(Graph& graph, ValueId value);
+
+// A default-domain node of `op_type` with one output.
+bool is_op(const Node& node, std::string_view op_type);
+// The value of a float32 scalar constant (any shape with one element), if `id` is one.
+std::optional<float> scalar_of(const Graph& graph, ValueId id);
 
 // Drops the nodes flagged in `removed` (indexed like graph.nodes) and reindexes producers.
 void erase_nodes(Graph& graph, const std::vector<bool>& removed);
