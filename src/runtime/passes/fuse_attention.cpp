@@ -48,18 +48,6 @@ ValueId unscaled(Graph& graph, ValueId value, float& scale, std::vector<Node*>& 
   return value;
 }
 
-// Rank and fully known dims of `value`, if it has them.
-std::optional<Shape> known_shape(const Graph& graph, ValueId value) {
-  const auto& dims = graph.value(value).type.dims;
-  if (!dims) return std::nullopt;
-  Shape shape;
-  for (const Dim& d : *dims) {
-    if (!d.known()) return std::nullopt;
-    shape.push_back(d.value);
-  }
-  return shape;
-}
-
 // The head dims the CUDA kernel takes (cuda/ops/attention.cu keeps a row's outputs in registers).
 constexpr std::int64_t kMaxHeadDim = 256;
 

@@ -46,6 +46,17 @@ std::optional<float> scalar_of(const Graph& graph, ValueId id) {
   return t.data<float>()[0];
 }
 
+std::optional<Shape> known_shape(const Graph& graph, ValueId value) {
+  const auto& dims = graph.value(value).type.dims;
+  if (!dims) return std::nullopt;
+  Shape shape;
+  for (const Dim& d : *dims) {
+    if (!d.known()) return std::nullopt;
+    shape.push_back(d.value);
+  }
+  return shape;
+}
+
 void erase_nodes(Graph& graph, const std::vector<bool>& removed) {
   std::vector<Node> kept;
   for (std::size_t n = 0; n < graph.nodes.size(); ++n) {

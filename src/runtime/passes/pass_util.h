@@ -22,6 +22,8 @@ Node* sole_consumer(Graph& graph, ValueId value);
 bool is_op(const Node& node, std::string_view op_type);
 // The value of a float32 scalar constant (any shape with one element), if `id` is one.
 std::optional<float> scalar_of(const Graph& graph, ValueId id);
+// `value`'s shape when its rank and every dim are known.
+std::optional<Shape> known_shape(const Graph& graph, ValueId value);
 
 // Drops the nodes flagged in `removed` (indexed like graph.nodes) and reindexes producers.
 void erase_nodes(Graph& graph, const std::vector<bool>& removed);
