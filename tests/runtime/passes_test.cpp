@@ -486,5 +486,51 @@ TEST(PassFuseAttention, ChainsReadElsewhereOrWidenedStayAsTheyAre) {
   expect_same_results(widened, widened_plan, inputs);
 }
 
+// x [2, 7, 5] (or [4, 5]) times W [5, 6] plus a bias row: one Gemm, through Reshapes for rank 3.
+TEST(PassFuseMatmulBias, ALinearLayerBecomesAGemmAtAnyRank) {
+  for (const std::vector<std::int64_t>& x_dims : {std::vector<std::int64_t>{2, 7, 5}, {4, 5}}) {
+    std::vector<std::int64_t> y_dims = x_dims;
+    y_dims.back() = 6;
+    ModelBuilder m;
+    m.input("x", DataType::kFloat32, x_dims).output("y", DataType::kFloat32, y_dims);
+    m.initializer("w", random_tensor(DataType::kFloat32, {5, 6}, 1));
+    m.initializer("b", random_tensor(DataType::kFloat32, {1, 6}, 2));
+    m.node("MatMul", {"x", "w"}, {"xw"});
+    m.node("Add", {"b", "xw"}, {"y"});
+    const Graph graph = load_graph(m);
+    const std::vector<Tensor> inputs = {
+        random_tensor(DataType::kFloat32, Shape(x_dims.begin(), x_dims.end()), 3)};
+    const ExecutionPlan plan = plan_for(graph, inputs);
+    EXPECT_EQ(count_ops(plan.graph, "Gemm"), 1);
+    EXPECT_EQ(count_ops(plan.graph, "MatMul"), 0);
+    EXPECT_EQ(count_ops(plan.graph, "Add"), 0);
+    EXPECT_EQ(count_ops(plan.graph, "Reshape"), x_dims.size() == 2 ? 0 : 2);
+    expect_same_results(graph, plan, inputs);
+  }
+}
+
+// A bias that is an input or a whole matrix, or a product read elsewhere, stays as written.
+TEST(PassFuseMatmulBias, OtherAddsStayAsTheyAre) {
+  for (int variant = 0; variant < 3; ++variant) {
+    ModelBuilder m;
+    m.input("x", DataType::kFloat32, {3, 5}).output("y", DataType::kFloat32, {3, 6});
+    m.initializer("w", random_tensor(DataType::kFloat32, {5, 6}, 1));
+    if (variant == 0) m.input("b", DataType::kFloat32, {6});
+    if (variant == 1) m.initializer("b", random_tensor(DataType::kFloat32, {3, 6}, 2));
+    if (variant == 2) {
+      m.initializer("b", random_tensor(DataType::kFloat32, {6}, 2));
+      m.output("xw", DataType::kFloat32, {3, 6});
+    }
+    m.node("MatMul", {"x", "w"}, {"xw"});
+    m.node("Add", {"xw", "b"}, {"y"});
+    const Graph graph = load_graph(m);
+    std::vector<Tensor> inputs = {random_tensor(DataType::kFloat32, {3, 5}, 3)};
+    if (variant == 0) inputs.push_back(random_tensor(DataType::kFloat32, {6}, 4));
+    const ExecutionPlan plan = plan_for(graph, inputs);
+    EXPECT_EQ(count_ops(plan.graph, "Gemm"), 0) << variant;
+    expect_same_results(graph, plan, inputs);
+  }
+}
+
 }  // namespace
 }  // namespace fovea::runtime::testing

@@ -45,6 +45,12 @@ void fuse_gelu(Graph& graph);
 // Every intermediate must be read by the pattern alone.
 void fuse_attention(Graph& graph);
 
+// A linear layer, MatMul(x, W) with W a constant [K, N] and the product read only by an Add of a
+// constant bias row ([N], [1, N], ...) that keeps its shape, becomes Gemm(x, W, bias): x of rank
+// > 2 through Reshapes to [rows, K] and back (free: they alias). The CUDA executor adds the bias
+// in cuBLASLt's epilogue.
+void fuse_matmul_bias(Graph& graph);
+
 // Removes nodes none of whose outputs reach a graph output.
 void eliminate_dead_nodes(Graph& graph);
 

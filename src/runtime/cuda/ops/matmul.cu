@@ -2,6 +2,7 @@
 // (Y^T = B^T A^T), so no operand is ever copied. float16 runs on tensor cores with float32
 // accumulation; float32 uses CUBLAS_COMPUTE_32F, never TF32, so it matches the CPU reference.
 // The algorithm is chosen once, at plan time, by cuBLASLt's heuristic for the exact shapes.
+#include <memory>
 #include <vector>
 
 #include "runtime/cuda/cuda_libraries.h"
@@ -49,11 +50,23 @@ class LtMatmul final : public CudaNodeState {
     if (desc_ != nullptr) cublaslt().MatmulDescDestroy(desc_);
   }
 
-  Status create(CudaKernelContext& ctx, DataType dtype, const MatmulShape& shape) {
+  // With `bias` (device memory, N elements of the data type, fixed for the plan's life), Y gets it
+  // added to every row in cuBLASLt's epilogue. kUnsupported when cuBLASLt has no algorithm for the
+  // product (with that epilogue).
+  Status create(CudaKernelContext& ctx, DataType dtype, const MatmulShape& shape,
+                const void* bias = nullptr) {
     shape_ = shape;
     dtype_ = dtype;
     FOVEA_ASSIGN_OR_RETURN(LtTypes types, lt_types(ctx, dtype));
     FOVEA_CUBLAS_TRY(cublaslt().MatmulDescCreate(&desc_, types.compute, types.scale));
+    if (bias != nullptr) {
+      // Column-major, Y^T is [N, M]: the bias runs along its rows, one value per output column of Y.
+      const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+      FOVEA_CUBLAS_TRY(cublaslt().MatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                                         sizeof(epilogue)));
+      FOVEA_CUBLAS_TRY(
+          cublaslt().MatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+    }
     // Column-major view: Y^T[N,M] = op(B)^T[N,K] * op(A)^T[K,M]. A row-major [R,C] matrix is a
     // column-major [C,R] one with leading dimension C.
     const cublasOperation_t op_b = shape.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -188,10 +201,22 @@ Status run_matmul(CudaKernelContext& ctx) {
 // ---- Gemm --------------------------------------------------------------------------------------
 
 struct GemmState final : public CudaNodeState {
-  LtMatmul product;
+  std::unique_ptr<LtMatmul> product;
   float alpha = 1;
-  float beta = 0;  // 0 when there is no C
+  float beta = 0;  // 0 when there is no C, or when the epilogue adds it
 };
+
+// C as cuBLASLt's bias epilogue takes it: a row of N values (shape [N] or [1, N]) added with
+// beta 1, in float32 or float16, so Y = alpha A B + C needs no pass to broadcast C first (a
+// classifier's bias; a linear layer's, which fuse_matmul_bias turns into a Gemm).
+bool bias_epilogue(const CudaKernelContext& ctx, float beta, std::int64_t n) {
+  if (!ctx.has_input(2) || beta != 1.0f) return false;
+  const Tensor& c = ctx.input(2);
+  const DataType dtype = c.dtype();
+  const bool row = c.rank() == 1 || (c.rank() == 2 && c.dim(0) == 1);
+  return row && c.dim(c.rank() - 1) == n && n > 1 &&
+         (dtype == DataType::kFloat32 || dtype == DataType::kFloat16);
+}
 
 // Y[M,N] = C broadcast (C is [M or 1, N or 1] after padding its rank to 2).
 template <typename T>
@@ -219,7 +244,17 @@ Result<CudaPrepared> prepare_gemm(CudaKernelContext& ctx) {
   shape.k = ctx.input(0).dim(trans_a != 0 ? 0 : 1);
   shape.trans_a = trans_a != 0;
   shape.trans_b = trans_b != 0;
-  FOVEA_TRY(state->product.create(ctx, ctx.input(0).dtype(), shape));
+  if (bias_epilogue(ctx, state->beta, shape.n)) {
+    auto fused = std::make_unique<LtMatmul>();
+    if (fused->create(ctx, ctx.input(0).dtype(), shape, ctx.input(2).raw()).is_ok()) {
+      state->product = std::move(fused);
+      state->beta = 0.0f;  // the epilogue adds C
+      return CudaPrepared{std::move(state), kMatmulWorkspaceBytes};
+    }
+    // No algorithm with the epilogue for this product: C is broadcast into Y first, as any C is.
+  }
+  state->product = std::make_unique<LtMatmul>();
+  FOVEA_TRY(state->product->create(ctx, ctx.input(0).dtype(), shape));
   return CudaPrepared{std::move(state), kMatmulWorkspaceBytes};
 }
 
@@ -241,7 +276,7 @@ Status run_gemm(CudaKernelContext& ctx) {
     FOVEA_CHECK(ok);
     FOVEA_CUDA_TRY_LAUNCH();
   }
-  return state.product.run(ctx, ctx.input(0).raw(), ctx.input(1).raw(), y.raw(), state.alpha, state.beta);
+  return state.product->run(ctx, ctx.input(0).raw(), ctx.input(1).raw(), y.raw(), state.alpha, state.beta);
 }
 
 }  // namespace

@@ -1,4 +1,6 @@
 // MatMul and Gemm on cuBLASLt against the CPU reference, in float32 and float16.
+#include <tuple>
+
 #include "runtime/cuda/cuda_op_test_util.h"
 
 namespace fovea::runtime::testing {
@@ -47,6 +49,25 @@ TEST(CudaGemm, TransposesScalesAndBroadcastC) {
         {at, bt, random_tensor(kF32, {5}, 6)}, accumulating(p)));
     EXPECT_TRUE(
         cuda_matches_cpu(NodeBuilder("Gemm").inputs(2).attr("transB", 1).build(), {a, bt}, accumulating(p)));
+  }
+}
+
+// A bias row with beta 1 is added in cuBLASLt's epilogue (a linear layer after fuse_matmul_bias:
+// many rows, odd widths); the other Cs above take the broadcast pass.
+TEST(CudaGemm, ARowOfBiasAddsInTheEpilogue) {
+  FOVEA_REQUIRE_GPU();
+  for (Precision p : kPrecisions) {
+    for (const auto& [m, k, n] :
+         {std::tuple{394, 64, 96}, std::tuple{37, 29, 95}, std::tuple{1, 768, 1000}}) {
+      const Tensor a = random_tensor(kF32, {m, k}, 1);
+      const Tensor b = random_tensor(kF32, {k, n}, 2);
+      for (const Shape& c : {Shape{n}, Shape{1, n}}) {
+        EXPECT_TRUE(cuda_matches_cpu(
+            NodeBuilder("Gemm").inputs(3).build(), {a, b, random_tensor(kF32, c, 3)},
+            {.precision = p, .constant_inputs = {1, 2}, .accuracy = Accuracy::kAccumulating}))
+            << m << "x" << k << "x" << n << ", C " << shape_string(c) << ", " << precision_name(p);
+      }
+    }
   }
 }
 
