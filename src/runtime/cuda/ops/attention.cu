@@ -1,7 +1,8 @@
 // fovea.Attention on CUDA (ops/attention.cpp defines it): Y = Softmax(scale * Q KT + B) V in one
-// kernel, the scores never written to memory. Each block takes 16 query rows of one matrix (two per
-// warp); the keys come through shared memory 32 at a time, one per lane, and each row keeps a
-// running maximum and sum (the online softmax), so any number of keys fits. Scores and products run
+// kernel, the scores never written to memory. Each block takes 32 query rows of one matrix (four per
+// warp, computed together so that every key and value read from shared memory serves four rows);
+// the keys come through shared memory 32 at a time, one per lane, and each row keeps a running
+// maximum and sum (the online softmax), so any number of keys fits. Scores and products run
 // on the CUDA cores in float ("half storage, float accumulation"); head dims up to 256.
 //
 // The unfused chain ran two batched GEMMs with the scores between them written and read back, and
@@ -20,7 +21,7 @@ namespace {
 
 constexpr int kKeysPerChunk = 32;  // one per lane
 constexpr int kWarps = 8;
-constexpr int kRowsPerWarp = 2;
+constexpr int kRowsPerWarp = 4;
 constexpr int kRowsPerBlock = kWarps * kRowsPerWarp;
 constexpr int kMaxLeading = 6;
 constexpr int kMaxHeadDim = 256;
@@ -100,32 +101,38 @@ __global__ void __launch_bounds__(kWarps * 32)
       v_s[i] = key < g.tk ? load_compute(v_m, static_cast<std::int64_t>(key) * g.dv + i % g.dv) : 0.0f;
     }
     __syncthreads();
+    // The warp's rows together, so each key and value read from shared memory serves all of them.
+    // A row past the end (the last block's) computes on zeros and is never written.
     const int key = chunk + lane;
+    float score[kRowsPerWarp] = {};
+    for (int i = 0; i < g.d; ++i) {
+      const float k = kt_s[i * kKeysPerChunk + lane];
+      for (int r = 0; r < kRowsPerWarp; ++r) score[r] += q_s[(warp * kRowsPerWarp + r) * g.d + i] * k;
+    }
+    float p[kRowsPerWarp];
     for (int r = 0; r < kRowsPerWarp; ++r) {
-      const int local = warp * kRowsPerWarp + r;
-      const int row = first_row + local;
-      if (row >= g.tq) break;  // the warp's later rows are past the end too
-      float score = 0.0f;
-      for (int i = 0; i < g.d; ++i) score += q_s[local * g.d + i] * kt_s[i * kKeysPerChunk + lane];
-      score *= g.scale;
-      if (key < g.tk && bias != nullptr) {
-        score += load_compute(bias, bias_base + row * g.bias_row_stride + key * g.bias_key_stride);
+      const int row = first_row + warp * kRowsPerWarp + r;
+      score[r] *= g.scale;
+      if (key < g.tk && row < g.tq && bias != nullptr) {
+        score[r] += load_compute(bias, bias_base + row * g.bias_row_stride + key * g.bias_key_stride);
       }
-      if (key >= g.tk) score = -INFINITY;
-      const float chunk_max = warp_max(score);
-      const float new_max = fmaxf(running_max[r], chunk_max);
+      if (key >= g.tk) score[r] = -INFINITY;
+      const float new_max = fmaxf(running_max[r], warp_max(score[r]));
       // A row whose scores so far are all -inf (a fully masked chunk) adds nothing yet.
-      const float p = new_max == -INFINITY ? 0.0f : __expf(score - new_max);
+      p[r] = new_max == -INFINITY ? 0.0f : __expf(score[r] - new_max);
       const float correction = new_max == -INFINITY ? 1.0f : __expf(running_max[r] - new_max);
-      running_sum[r] = running_sum[r] * correction + warp_sum(p);
+      running_sum[r] = running_sum[r] * correction + warp_sum(p[r]);
       running_max[r] = new_max;
       for (int s = 0; s < kSlots; ++s) acc[r][s] *= correction;
-      for (int j = 0; j < kKeysPerChunk; ++j) {
-        const float pj = __shfl_sync(0xffffffffu, p, j);
-        for (int s = 0; s < kSlots; ++s) {
-          const int e = lane + 32 * s;
-          if (e < g.dv) acc[r][s] += pj * v_s[j * g.dv + e];
-        }
+    }
+    for (int j = 0; j < kKeysPerChunk; ++j) {
+      float pj[kRowsPerWarp];
+      for (int r = 0; r < kRowsPerWarp; ++r) pj[r] = __shfl_sync(0xffffffffu, p[r], j);
+      for (int s = 0; s < kSlots; ++s) {
+        const int e = lane + 32 * s;
+        if (e >= g.dv) break;
+        const float value = v_s[j * g.dv + e];
+        for (int r = 0; r < kRowsPerWarp; ++r) acc[r][s] += pj[r] * value;
       }
     }
   }

@@ -1,5 +1,5 @@
 // fovea.Attention's CUDA kernel against the CPU reference (which evaluates the MatMul, Softmax and
-// MatMul chain it replaces), in float32 and float16, on odd sizes: query rows across blocks of 16,
+// MatMul chain it replaces), in float32 and float16, on odd sizes: query rows across blocks of 32,
 // keys across chunks of 32, output widths on every register-slot count (1, 2, 4, 8 of 32 lanes),
 // head dims past the 48 KiB of shared memory a kernel gets by default, and biases that broadcast
 // over the batch, the heads or the query rows.
