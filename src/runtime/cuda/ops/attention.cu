@@ -1,16 +1,25 @@
 // fovea.Attention on CUDA (ops/attention.cpp defines it): Y = Softmax(scale * Q KT + B) V in one
-// kernel, the scores never written to memory. Each block takes 32 query rows of one matrix (four per
-// warp, computed together so that every key and value read from shared memory serves four rows);
-// the keys come through shared memory 32 at a time, one per lane, and each row keeps a running
-// maximum and sum (the online softmax), so any number of keys fits. Scores and products run
-// on the CUDA cores in float ("half storage, float accumulation"); head dims up to 256.
+// kernel, the scores never written to memory. Each row keeps a running maximum and sum (the online
+// softmax), so any number of keys fits. Two kernels:
+// - float16 with head dims that are multiples of 16, up to 128 (ViT's 64, Swin's 32): the products
+//   on tensor cores (WMMA 16x16x16, float accumulation). A block takes 64 query rows (16 per warp)
+//   and the keys 64 at a time through shared memory; each warp's scores go through shared memory
+//   for the softmax step, and its output rows stay there in float until the last chunk.
+// - the rest (float32, other head dims up to 256): on the CUDA cores in float, 32 query rows per
+//   block (four per warp, computed together so that every key and value read from shared memory
+//   serves four rows), keys 32 at a time, one per lane.
 //
 // The unfused chain ran two batched GEMMs with the scores between them written and read back, and
 // for ViT's 197 tokens cuBLAS took its align-1 kernels (rows not 16-byte aligned): 17% of ViT-B's
-// time, and the softmax another 12% (docs/perf.md, "After SiLU and GELU fusion").
+// time, and the softmax another 12% (docs/perf.md, "After SiLU and GELU fusion"). The CUDA-core
+// kernel alone made ViT-B slower (3,179 against 4,900 images/s, call 22): its 92 GFLOP per batch of
+// 64 are tensor cores' work.
 #include <cmath>
 #include <memory>
 #include <string>
+#include <type_traits>
+
+#include <mma.h>
 
 #include "runtime/cuda/cuda_op.h"
 #include "runtime/cuda/kernel_util.cuh"
@@ -168,6 +177,183 @@ Status allow_shared(std::size_t bytes) {
   return Status::ok();
 }
 
+// The tensor-core kernel's shared memory: Q [64][d], KT [d][64], V [64][dv] and per warp its
+// scores S [16][64] (float), probabilities P [16][64] and output O [16][dv] (float). Rows are padded
+// (8 halves, 4 floats) against bank conflicts; every tile starts 32-byte aligned, as WMMA needs.
+namespace tensor_core {
+
+constexpr int kWarps = 4;
+constexpr int kWarpRows = 16;
+constexpr int kBlockRows = kWarps * kWarpRows;
+constexpr int kKeys = 64;
+constexpr int kMaxDim = 128;
+constexpr unsigned kAll = 0xffffffffu;
+
+struct Layout {
+  int ld_q, ld_kt, ld_v, ld_s, ld_p, ld_o;  // leading dims, in elements
+  std::size_t q, kt, v, s, p, o, total;     // offsets, in bytes
+};
+
+__host__ __device__ inline Layout layout(int d, int dv) {
+  Layout l{d + 8, kKeys + 8, dv + 8, kKeys + 4, kKeys + 8, dv + 4, 0, 0, 0, 0, 0, 0, 0};
+  l.kt = l.q + sizeof(__half) * kBlockRows * l.ld_q;
+  l.v = l.kt + sizeof(__half) * d * l.ld_kt;
+  l.s = l.v + sizeof(__half) * kKeys * l.ld_v;
+  l.p = l.s + sizeof(float) * kBlockRows * l.ld_s;
+  l.o = l.p + sizeof(__half) * kBlockRows * l.ld_p;
+  l.total = l.o + sizeof(float) * kBlockRows * l.ld_o;
+  return l;
+}
+
+bool serves(const AttentionGeometry& g) {
+  return g.d % 16 == 0 && g.dv % 16 == 0 && g.d <= kMaxDim && g.dv <= kMaxDim;
+}
+
+using namespace nvcuda;
+using AccumulatorTile = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
+using LeftTile = wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major>;
+using RightTile = wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major>;
+
+// C (16 x 16 tiles, `tiles` of them side by side) = A [16][k] x B [k][16 * tiles], accumulating on
+// what C holds when `accumulate`.
+__device__ __forceinline__ void product(float* c, int ld_c, const __half* a, int ld_a, const __half* b,
+                                        int ld_b, int k, int tiles, bool accumulate) {
+  for (int t = 0; t < tiles; ++t) {
+    AccumulatorTile acc;
+    if (accumulate) {
+      wmma::load_matrix_sync(acc, c + 16 * t, ld_c, wmma::mem_row_major);
+    } else {
+      wmma::fill_fragment(acc, 0.0f);
+    }
+    for (int i = 0; i < k; i += 16) {
+      LeftTile left;
+      RightTile right;
+      wmma::load_matrix_sync(left, a + i, ld_a);
+      wmma::load_matrix_sync(right, b + static_cast<std::ptrdiff_t>(i) * ld_b + 16 * t, ld_b);
+      wmma::mma_sync(acc, left, right, acc);
+    }
+    wmma::store_matrix_sync(c + 16 * t, acc, ld_c, wmma::mem_row_major);
+  }
+}
+
+__global__ void __launch_bounds__(kWarps * 32)
+    attention_kernel(const __half* __restrict__ q, const __half* __restrict__ kt,
+                     const __half* __restrict__ v, const __half* __restrict__ bias, __half* __restrict__ y,
+                     AttentionGeometry g) {
+  extern __shared__ __align__(128) unsigned char shared_bytes_tc[];
+  const Layout l = layout(g.d, g.dv);
+  __half* q_s = reinterpret_cast<__half*>(shared_bytes_tc + l.q);
+  __half* kt_s = reinterpret_cast<__half*>(shared_bytes_tc + l.kt);
+  __half* v_s = reinterpret_cast<__half*>(shared_bytes_tc + l.v);
+  const int thread = static_cast<int>(threadIdx.x);
+  const int warp = thread / 32, lane = thread % 32;
+  float* s_w = reinterpret_cast<float*>(shared_bytes_tc + l.s) + warp * kWarpRows * l.ld_s;
+  __half* p_w = reinterpret_cast<__half*>(shared_bytes_tc + l.p) + warp * kWarpRows * l.ld_p;
+  float* o_w = reinterpret_cast<float*>(shared_bytes_tc + l.o) + warp * kWarpRows * l.ld_o;
+  const __half* q_w = q_s + warp * kWarpRows * l.ld_q;
+  const int matrix = static_cast<int>(blockIdx.x);
+  const int first_row = static_cast<int>(blockIdx.y) * kBlockRows;
+  const __half* q_m = q + static_cast<std::int64_t>(matrix) * g.tq * g.d;
+  const __half* kt_m = kt + static_cast<std::int64_t>(matrix) * g.d * g.tk;
+  const __half* v_m = v + static_cast<std::int64_t>(matrix) * g.tk * g.dv;
+  std::int64_t bias_base = 0;
+  if (bias != nullptr) {
+    int rest = matrix;
+    for (int i = g.leading - 1; i >= 0; --i) {
+      bias_base += (rest % g.leading_size[i]) * g.bias_leading_stride[i];
+      rest /= static_cast<int>(g.leading_size[i]);
+    }
+  }
+  // Rows past the end are zeros: they compute harmlessly and are never written.
+  const __half zero = __float2half(0.0f);
+  for (int i = thread; i < kBlockRows * g.d; i += kWarps * 32) {
+    const int row = i / g.d, col = i % g.d;
+    q_s[row * l.ld_q + col] =
+        first_row + row < g.tq ? q_m[static_cast<std::int64_t>(first_row + row) * g.d + col] : zero;
+  }
+  for (int i = lane; i < kWarpRows * g.dv; i += 32) o_w[(i / g.dv) * l.ld_o + i % g.dv] = 0.0f;
+  // Lanes 2r and 2r + 1 own the warp's row r in the softmax step, 32 keys each.
+  const int my_row = lane / 2, my_half = lane % 2;
+  const int row = first_row + warp * kWarpRows + my_row;
+  float running_max = -INFINITY, running_sum = 0.0f;
+  for (int chunk = 0; chunk < g.tk; chunk += kKeys) {
+    __syncthreads();  // the previous chunk's KT and V are read
+    for (int i = thread; i < g.d * kKeys; i += kWarps * 32) {
+      const int dim = i / kKeys, key = chunk + i % kKeys;
+      kt_s[dim * l.ld_kt + i % kKeys] = key < g.tk ? kt_m[static_cast<std::int64_t>(dim) * g.tk + key] : zero;
+    }
+    // Keys past the end get zero values too: their probability is 0, and 0 x garbage may be NaN.
+    for (int i = thread; i < kKeys * g.dv; i += kWarps * 32) {
+      const int j = i / g.dv, key = chunk + j;
+      v_s[j * l.ld_v + i % g.dv] = key < g.tk ? v_m[static_cast<std::int64_t>(key) * g.dv + i % g.dv] : zero;
+    }
+    __syncthreads();
+    product(s_w, l.ld_s, q_w, l.ld_q, kt_s, l.ld_kt, g.d, kKeys / 16, false);
+    __syncwarp();
+    float score[32];
+    float chunk_max = -INFINITY;
+#pragma unroll
+    for (int j = 0; j < 32; ++j) {
+      const int col = my_half * 32 + j, key = chunk + col;
+      float value = s_w[my_row * l.ld_s + col] * g.scale;
+      if (key >= g.tk) {
+        value = -INFINITY;
+      } else if (bias != nullptr && row < g.tq) {
+        value += __half2float(bias[bias_base + row * g.bias_row_stride + key * g.bias_key_stride]);
+      }
+      score[j] = value;
+      chunk_max = fmaxf(chunk_max, value);
+    }
+    const float new_max = fmaxf(running_max, fmaxf(chunk_max, __shfl_xor_sync(kAll, chunk_max, 1)));
+    // A row whose scores so far are all -inf (a fully masked chunk) adds nothing yet.
+    float sum = 0.0f;
+#pragma unroll
+    for (int j = 0; j < 32; ++j) {
+      // The sum takes each probability as the product will (rounded to float16).
+      const __half p = __float2half(new_max == -INFINITY ? 0.0f : __expf(score[j] - new_max));
+      p_w[my_row * l.ld_p + my_half * 32 + j] = p;
+      sum += __half2float(p);
+    }
+    sum += __shfl_xor_sync(kAll, sum, 1);
+    const float correction = new_max == -INFINITY ? 1.0f : __expf(running_max - new_max);
+    running_sum = running_sum * correction + sum;
+    running_max = new_max;
+    for (int e = my_half; e < g.dv; e += 2) o_w[my_row * l.ld_o + e] *= correction;
+    __syncwarp();
+    product(o_w, l.ld_o, p_w, l.ld_p, v_s, l.ld_v, kKeys, g.dv / 16, true);
+    __syncwarp();
+  }
+  // Row by row, all lanes along it (coalesced); no keys at all (Tk = 0) gives zeros.
+  for (int r = 0; r < kWarpRows; ++r) {
+    const float total = __shfl_sync(kAll, running_sum, 2 * r);
+    const int out_row = first_row + warp * kWarpRows + r;
+    if (out_row >= g.tq) break;
+    __half* out = y + (static_cast<std::int64_t>(matrix) * g.tq + out_row) * g.dv;
+    for (int e = lane; e < g.dv; e += 32) {
+      out[e] = __float2half(total > 0.0f ? o_w[r * l.ld_o + e] / total : 0.0f);
+    }
+  }
+}
+
+Status prepare(const AttentionGeometry& g) {
+  const std::size_t bytes = layout(g.d, g.dv).total;
+  if (bytes <= kDefaultSharedBytes) return Status::ok();
+  FOVEA_CUDA_TRY(cudaFuncSetAttribute(attention_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      static_cast<int>(bytes)));
+  return Status::ok();
+}
+
+Status launch(const AttentionGeometry& g, const __half* q, const __half* kt, const __half* v,
+              const __half* bias, __half* y, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(g.matrices),
+                  static_cast<unsigned>((g.tq + kBlockRows - 1) / kBlockRows));
+  attention_kernel<<<grid, kWarps * 32, layout(g.d, g.dv).total, stream>>>(q, kt, v, bias, y, g);
+  FOVEA_CUDA_TRY_LAUNCH();
+  return Status::ok();
+}
+
+}  // namespace tensor_core
+
 // Calls f.template operator()<kSlots>() with the slots Dv needs.
 template <typename F>
 Status with_slots(int dv, F&& f) {
@@ -231,11 +417,18 @@ Result<AttentionGeometry> geometry_of(CudaKernelContext& ctx) {
 // The kernel for the node's dtype and Dv, asked for its shared memory (prepare) or launched (run).
 template <typename T>
 Status for_dtype(CudaKernelContext& ctx, const AttentionGeometry& g, bool launching) {
+  const auto in = [&](int i) {
+    return ctx.has_input(i) ? static_cast<const T*>(ctx.input(i).raw()) : nullptr;
+  };
+  if constexpr (std::is_same_v<T, __half>) {
+    if (tensor_core::serves(g)) {
+      if (!launching) return tensor_core::prepare(g);
+      return tensor_core::launch(g, in(0), in(1), in(2), in(3), static_cast<T*>(ctx.output(0).raw()),
+                                 ctx.stream());
+    }
+  }
   return with_slots(g.dv, [&]<int kSlots>() -> Status {
     if (!launching) return allow_shared<T, kSlots>(shared_bytes(g.d, g.dv));
-    const auto in = [&](int i) {
-      return ctx.has_input(i) ? static_cast<const T*>(ctx.input(i).raw()) : nullptr;
-    };
     return launch<T, kSlots>(g, in(0), in(1), in(2), in(3), static_cast<T*>(ctx.output(0).raw()),
                              ctx.stream());
   });

@@ -1,8 +1,11 @@
-// fovea.Attention's CUDA kernel against the CPU reference (which evaluates the MatMul, Softmax and
-// MatMul chain it replaces), in float32 and float16, on odd sizes: query rows across blocks of 32,
-// keys across chunks of 32, output widths on every register-slot count (1, 2, 4, 8 of 32 lanes),
-// head dims past the 48 KiB of shared memory a kernel gets by default, and biases that broadcast
-// over the batch, the heads or the query rows.
+// fovea.Attention's CUDA kernels against the CPU reference (which evaluates the MatMul, Softmax and
+// MatMul chain it replaces), in float32 and float16, on odd sizes. The CUDA-core kernel (float32,
+// and float16 head dims that are not multiples of 16): query rows across blocks of 32, keys across
+// chunks of 32, output widths on every register-slot count (1, 2, 4, 8 of 32 lanes). The
+// tensor-core kernel (float16, head dims 16..128 in steps of 16): ViT's and Swin's shapes, query rows
+// across blocks of 64 and keys across chunks of 64, a single key. Both: head dims past the 48 KiB of
+// shared memory a kernel gets by default, and biases that broadcast over the batch, the heads or
+// the query rows.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -27,6 +30,9 @@ const Case kCases[] = {
     {{4, 17, 64}, {4, 64, 197}, {4, 197, 64}, {1, 1, 197}, 0.125f},
     {{2, 1, 3, 256}, {2, 1, 256, 37}, {2, 1, 37, 256}, {3, 37}, 0.0625f},
     {{3, 19, 16}, {3, 16, 9}, {3, 9, 100}, {3, 19, 1}, 1.0f},
+    {{6, 3, 49, 32}, {6, 3, 32, 49}, {6, 3, 49, 32}, {3, 49, 49}, 0.1768f},
+    {{1, 2, 70, 128}, {1, 2, 128, 130}, {1, 2, 130, 128}, {2, 1, 130}, 0.088f},
+    {{2, 5, 16}, {2, 16, 1}, {2, 1, 48}, {}, 1.0f},
 };
 
 Node attention_node(const Case& c) {
