@@ -159,16 +159,25 @@ def correctness(args, name, model, output_names, onnx_path, out_dir):
     return result
 
 
-def torch_perf(model, batch, h, w, iterations, min_seconds=0.0):
+def torch_perf(model, batch, h, w, iterations, min_seconds=0.0, compile=False):
     """PyTorch's p50 latency (one run at a time) and items/s (back to back) at `batch`.
 
     As `fovea model bench --seconds`: the warm-up and the back-to-back loop each last at least
-    `min_seconds`, so that a GPU at its power limit is timed in the state a long run sees."""
+    `min_seconds`, so that a GPU at its power limit is timed in the state a long run sees. With
+    `compile`, the model goes through torch.compile (inductor, default mode) first; the first call,
+    which compiles, is timed apart as compile_s."""
     torch.backends.cudnn.benchmark = True
     net = model.half().cuda().to(memory_format=torch.channels_last)
     x = torch.randn(batch, 3, h, w, device="cuda").half().to(memory_format=torch.channels_last)
     begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    extra = {}
     with torch.inference_mode():
+        if compile:
+            net = torch.compile(net)
+            start = time.perf_counter()
+            net(x)
+            torch.cuda.synchronize()
+            extra["compile_s"] = time.perf_counter() - start
         start = time.perf_counter()
         while True:
             for _ in range(10):
@@ -191,7 +200,7 @@ def torch_perf(model, batch, h, w, iterations, min_seconds=0.0):
         end.record()
         end.synchronize()
         total_ms = begin.elapsed_time(end)
-    return {"items_per_second": batch * runs / (total_ms / 1000), "latency_p50_ms": p50}
+    return {"items_per_second": batch * runs / (total_ms / 1000), "latency_p50_ms": p50, **extra}
 
 
 def fovea_perf(args, onnx_path, batch, h, w, iterations, log_path):

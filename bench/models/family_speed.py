@@ -20,7 +20,8 @@ are not a trained network's, and deep ones lose more to float16 rounding whoever
 (compare_torch.py --trained holds fovea to trained networks). The checked models' BatchNorm
 statistics are calibrated on a seeded batch first (compare_torch.calibrate_batchnorm_: without it
 the activations of deep networks outgrow float16 in PyTorch as in fovea). --skip-speed leaves the
-timed runs out.
+timed runs out. --compile a,b (default: the three largest, VGG-16, Wide-ResNet-50 and ViT-B/16) also
+times those models through torch.compile (inductor, default mode; its compile time beside).
 A model that fails to export, plan or run is recorded with its error; the others go on.
 Results: DIR/family.json and DIR/family.md (the table for docs/perf.md).
 """
@@ -180,6 +181,12 @@ def measure(args, family, name, batch, side):
         entry["fovea"] = cold if "error" not in cold else warm
     entry["torch"] = torch_perf(build(name), batch, side, side, 20, args.seconds)
     torch.cuda.empty_cache()
+    if name in args.compile.split(","):
+        try:
+            entry["torch_compile"] = torch_perf(build(name), batch, side, side, 20, args.seconds, compile=True)
+        except Exception as e:  # noqa: BLE001 - a compile failure is a result, not the end of the run
+            entry["torch_compile"] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
+        torch.cuda.empty_cache()
     return entry
 
 
@@ -205,6 +212,19 @@ def markdown(results):
         warm = "?" if e.get("plan_warm_s") is None else f"{e['plan_warm_s']:.1f}"
         lines.append(f"| {e['family']} | {e['model']} | {e['batch']} | {size} | {t:.0f} | "
                      f"{f['items_per_second']:.0f} | {ratio:.2f}x{mark} | {cold} / {warm} |")
+    compiled = [e for e in results["models"] if "torch_compile" in e and "error" not in e.get("fovea", {})]
+    if compiled:
+        lines += ["", "torch.compile (inductor, default mode, float16 channels-last) against fovea:", "",
+                  "| model | eager img/s | compiled img/s | compile s | fovea img/s | fovea / compiled |",
+                  "|---|---:|---:|---:|---:|---:|"]
+        for e in compiled:
+            c, f = e["torch_compile"], e["fovea"]["items_per_second"]
+            if "error" in c:
+                lines.append(f"| {e['model']} | {e['torch']['items_per_second']:.0f} | failed: {c['error']} | | "
+                             f"{f:.0f} | |")
+                continue
+            lines.append(f"| {e['model']} | {e['torch']['items_per_second']:.0f} | {c['items_per_second']:.0f} | "
+                         f"{c['compile_s']:.0f} | {f:.0f} | {f / c['items_per_second']:.2f}x |")
     checked = [e for e in results["models"] if "check" in e]
     if checked:
         lines += ["", f"Outputs against PyTorch float32 (TF32 off), one seeded input at batch {CHECK_BATCH}: "
@@ -237,6 +257,8 @@ def main():
     parser.add_argument("--timeout", type=int, default=240, help="seconds per fovea command")
     parser.add_argument("--check", action="store_true", help="compare each model's outputs with PyTorch's")
     parser.add_argument("--skip-speed", action="store_true", help="leave the timed runs out")
+    parser.add_argument("--compile", default="vgg16,wide_resnet50_2,vit_b_16",
+                        help="models also timed through torch.compile ('' for none)")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     wanted = [m for m in args.models.split(",") if m]
