@@ -15,7 +15,10 @@
 // --iters runs after a warm-up; "-" where the library has no algorithm. Values are random: only
 // time is measured. The table ends with the network's total per path (fp16 where a path has none).
 //
-//   int8_paths_bench [--batch 256] [--iters 20]
+// Each measurement is announced on stderr first ("trying LAYER PATH"): a library that crashes on a
+// path names it there, and --skip PATH,... leaves such paths out of the next run.
+//
+//   int8_paths_bench [--batch 256] [--iters 20] [--skip i8x32,...]
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -233,16 +236,20 @@ void fill(void* p, std::size_t bytes) {
 
 int main(int argc, char** argv) {
   int batch = 256, iters = 20;
+  std::string skip;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--batch"))
+    if (!std::strcmp(argv[i], "--batch")) {
       batch = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--iters"))
+    } else if (!std::strcmp(argv[i], "--iters")) {
       iters = std::atoi(argv[i + 1]);
-    else {
-      std::fprintf(stderr, "usage: int8_paths_bench [--batch 256] [--iters 20]\n");
+    } else if (!std::strcmp(argv[i], "--skip")) {
+      skip = std::string(",") + argv[i + 1] + ",";
+    } else {
+      std::fprintf(stderr, "usage: int8_paths_bench [--batch 256] [--iters 20] [--skip PATH,...]\n");
       return 2;
     }
   }
+  std::setvbuf(stdout, nullptr, _IONBF, 0);
   cudaDeviceProp prop{};
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
   cudnnHandle_t handle;
@@ -290,16 +297,24 @@ int main(int argc, char** argv) {
   std::printf("\n");
   double total[8] = {};
   for (const ConvShape& s : kResnet50) {
-    float ms[8];
-    ms[0] = best_cudnn(handle, s, batch, fp16, b, iters);
-    ms[1] = best_cudnn(handle, s, batch, int8, b, iters);
-    ms[2] = best_cudnn(handle, s, batch, int8f, b, iters);
-    ms[3] = best_cudnn(handle, s, batch, i8x32, b, iters);
     const bool gemm = s.kernel == 1 && s.stride == 1;
-    ms[4] = gemm ? best_lt(lt, s, batch, lt8, b, iters) : -1.0f;
-    ms[5] = gemm ? best_lt(lt, s, batch, lt8raw, b, iters) : -1.0f;
-    ms[6] = gemm ? best_lt(lt, s, batch, lt16, b, iters) : -1.0f;
-    ms[7] = gemm ? best_lt(lt, s, batch, fp8, b, iters) : -1.0f;
+    // The measurement of path i, or -1 where the path does not apply or is skipped.
+    const auto measure = [&](int i) -> float {
+      if (skip.find(std::string(",") + names[i] + ",") != std::string::npos) return -1.0f;
+      std::fprintf(stderr, "trying %s %s\n", s.name, names[i]);
+      switch (i) {
+        case 0: return best_cudnn(handle, s, batch, fp16, b, iters);
+        case 1: return best_cudnn(handle, s, batch, int8, b, iters);
+        case 2: return best_cudnn(handle, s, batch, int8f, b, iters);
+        case 3: return best_cudnn(handle, s, batch, i8x32, b, iters);
+        case 4: return gemm ? best_lt(lt, s, batch, lt8, b, iters) : -1.0f;
+        case 5: return gemm ? best_lt(lt, s, batch, lt8raw, b, iters) : -1.0f;
+        case 6: return gemm ? best_lt(lt, s, batch, lt16, b, iters) : -1.0f;
+        default: return gemm ? best_lt(lt, s, batch, fp8, b, iters) : -1.0f;
+      }
+    };
+    float ms[8];
+    for (int i = 0; i < 8; ++i) ms[i] = measure(i);
     std::printf("%-22s %5d", s.name, s.count);
     for (int i = 0; i < 8; ++i) {
       if (ms[i] < 0)

@@ -214,6 +214,48 @@ using AccumulatorTile = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
 using LeftTile = wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major>;
 using RightTile = wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major>;
 
+// Copies a [rows][cols] tile of float16 from global memory (rows `src_ld` apart) into shared memory
+// (rows `dst_ld` apart), zeros past `valid_rows` / `valid_cols`. The loads are what the kernel waits
+// on (one at a time per thread, ViT's attention took 478 us a layer: call 24), so each thread issues
+// kInFlight of them before storing any, 16 bytes at a time where every row is 16-byte aligned
+// (V and Q rows of 64 halves), two bytes otherwise (KT's rows of 197 keys).
+constexpr int kInFlight = 8;
+
+template <typename Word>
+__device__ __forceinline__ void stage_words(Word* dst, int dst_ld, const Word* src, std::int64_t src_ld,
+                                            int rows, int cols, int valid_rows, int valid_cols) {
+  const int thread = static_cast<int>(threadIdx.x);
+  const int total = rows * cols;
+  for (int base = thread; base < total; base += kWarps * 32 * kInFlight) {
+    Word word[kInFlight];
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u) {
+      const int i = base + u * kWarps * 32;
+      const int r = i / cols, c = i % cols;
+      word[u] = i < total && r < valid_rows && c < valid_cols ? src[r * src_ld + c] : Word{};
+    }
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u) {
+      const int i = base + u * kWarps * 32;
+      if (i < total) dst[(i / cols) * dst_ld + i % cols] = word[u];
+    }
+  }
+}
+
+__device__ __forceinline__ void stage(__half* dst, int dst_ld, const __half* src, std::int64_t src_ld,
+                                      int rows, int cols, int valid_rows, int valid_cols) {
+  constexpr int kHalves = sizeof(uint4) / sizeof(__half);
+  const bool aligned = reinterpret_cast<std::uintptr_t>(src) % sizeof(uint4) == 0 && src_ld % kHalves == 0 &&
+                       cols % kHalves == 0 && valid_cols % kHalves == 0;
+  if (aligned) {
+    stage_words(reinterpret_cast<uint4*>(dst), dst_ld / kHalves, reinterpret_cast<const uint4*>(src),
+                src_ld / kHalves, rows, cols / kHalves, valid_rows, valid_cols / kHalves);
+  } else {
+    stage_words(reinterpret_cast<unsigned short*>(dst), dst_ld, reinterpret_cast<const unsigned short*>(src),
+                src_ld, rows, cols, valid_rows, valid_cols);
+  }
+}
+
 // C (16 x 16 tiles, `tiles` of them side by side) = A [16][k] x B [k][16 * tiles], accumulating on
 // what C holds when `accumulate`.
 __device__ __forceinline__ void product(float* c, int ld_c, const __half* a, int ld_a, const __half* b,
@@ -265,12 +307,8 @@ __global__ void __launch_bounds__(kWarps * 32)
     }
   }
   // Rows past the end are zeros: they compute harmlessly and are never written.
-  const __half zero = __float2half(0.0f);
-  for (int i = thread; i < kBlockRows * g.d; i += kWarps * 32) {
-    const int row = i / g.d, col = i % g.d;
-    q_s[row * l.ld_q + col] =
-        first_row + row < g.tq ? q_m[static_cast<std::int64_t>(first_row + row) * g.d + col] : zero;
-  }
+  stage(q_s, l.ld_q, q_m + static_cast<std::int64_t>(first_row) * g.d, g.d, kBlockRows, g.d, g.tq - first_row,
+        g.d);
   for (int i = lane; i < kWarpRows * g.dv; i += 32) o_w[(i / g.dv) * l.ld_o + i % g.dv] = 0.0f;
   // Lanes 2r and 2r + 1 own the warp's row r in the softmax step, 32 keys each.
   const int my_row = lane / 2, my_half = lane % 2;
@@ -278,15 +316,9 @@ __global__ void __launch_bounds__(kWarps * 32)
   float running_max = -INFINITY, running_sum = 0.0f;
   for (int chunk = 0; chunk < g.tk; chunk += kKeys) {
     __syncthreads();  // the previous chunk's KT and V are read
-    for (int i = thread; i < g.d * kKeys; i += kWarps * 32) {
-      const int dim = i / kKeys, key = chunk + i % kKeys;
-      kt_s[dim * l.ld_kt + i % kKeys] = key < g.tk ? kt_m[static_cast<std::int64_t>(dim) * g.tk + key] : zero;
-    }
+    stage(kt_s, l.ld_kt, kt_m + chunk, g.tk, g.d, kKeys, g.d, g.tk - chunk);
     // Keys past the end get zero values too: their probability is 0, and 0 x garbage may be NaN.
-    for (int i = thread; i < kKeys * g.dv; i += kWarps * 32) {
-      const int j = i / g.dv, key = chunk + j;
-      v_s[j * l.ld_v + i % g.dv] = key < g.tk ? v_m[static_cast<std::int64_t>(key) * g.dv + i % g.dv] : zero;
-    }
+    stage(v_s, l.ld_v, v_m + static_cast<std::int64_t>(chunk) * g.dv, g.dv, kKeys, g.dv, g.tk - chunk, g.dv);
     __syncthreads();
     product(s_w, l.ld_s, q_w, l.ld_q, kt_s, l.ld_kt, g.d, kKeys / 16, false);
     __syncwarp();
