@@ -35,13 +35,19 @@
 namespace {
 
 // Aborts with the failing call: a probe, not a library, so there is nothing to recover.
-#define CHECK_CUDA(call) check(static_cast<int>((call) != cudaSuccess), #call, cudaGetErrorString(call))
+#define CHECK_CUDA(call) check_cuda((call), #call)
 #define CHECK_CUDNN(call) check_cudnn((call), #call)
 
 void check(int failed, const char* what, const char* why) {
   if (!failed) return;
   std::fprintf(stderr, "%s failed: %s\n", what, why);
   std::exit(1);
+}
+
+// The call is evaluated once (a check that ran it again for the message destroyed each timing
+// event twice, and the second destroy crashed the first run).
+void check_cuda(cudaError_t status, const char* what) {
+  check(status != cudaSuccess, what, cudaGetErrorString(status));
 }
 
 void check_cudnn(cudnnStatus_t status, const char* what) {
@@ -142,12 +148,19 @@ float best_cudnn(cudnnHandle_t handle, const ConvShape& s, int batch, const Cudn
       cudnnSetConvolutionMathType(conv, p.math) == CUDNN_STATUS_SUCCESS && (v == 1 || s.in_c % v == 0);
   if (described) {
     const float alpha = 1.0f, beta = 0.0f;
-    for (int algo = 0; algo < CUDNN_CONVOLUTION_FWD_ALGO_COUNT; ++algo) {
-      const auto a = static_cast<cudnnConvolutionFwdAlgo_t>(algo);
-      std::size_t bytes = 0;
-      if (cudnnGetConvolutionForwardWorkspaceSize(handle, x, w, conv, y, a, &bytes) != CUDNN_STATUS_SUCCESS ||
-          bytes > b.workspace_bytes)
-        continue;
+    // The algorithms cuDNN lists as supported for the problem, each with its math type.
+    int count = 0, listed = 0;
+    CHECK_CUDNN(cudnnGetConvolutionForwardAlgorithmMaxCount(handle, &count));
+    std::vector<cudnnConvolutionFwdAlgoPerf_t> algos(static_cast<std::size_t>(count));
+    if (cudnnGetConvolutionForwardAlgorithm_v7(handle, x, w, conv, y, count, &listed, algos.data()) !=
+        CUDNN_STATUS_SUCCESS)
+      listed = 0;
+    for (int i = 0; i < listed; ++i) {
+      const cudnnConvolutionFwdAlgoPerf_t& perf = algos[static_cast<std::size_t>(i)];
+      if (perf.status != CUDNN_STATUS_SUCCESS || perf.memory > b.workspace_bytes) continue;
+      cudnnSetConvolutionMathType(conv, perf.mathType);
+      const cudnnConvolutionFwdAlgo_t a = perf.algo;
+      const std::size_t bytes = perf.memory;
       const float ms = time_ms(iters, [&] {
         return cudnnConvolutionForward(handle, &alpha, x, b.x, w, b.w, conv, a, b.workspace, bytes, &beta, y,
                                        b.y) == CUDNN_STATUS_SUCCESS;

@@ -14,11 +14,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "core/cuda_check.h"
 #include "core/cuda_raii.h"
 #include "core/gpu.h"
 #include "io/image_test_files.h"
@@ -135,6 +138,31 @@ void expect_close_to_libjpeg(const Case& c, const std::vector<std::uint8_t>& gpu
   EXPECT_LE(mean_abs, c.tolerance.mean_abs) << c.name << " (max " << max_abs << ")";
 }
 
+enum class Probes { kWalkedAgain, kPassed };
+
+// Decodes `batch` with `decoder` in one call on `stream` and waits; the images land in `images`.
+// kPassed hands the decoder the probes taken here (the overload that does not walk the markers
+// again).
+Status decode_with(NvjpegDecoder& decoder, cudaStream_t stream, const std::vector<Case>& batch,
+                   DeviceImages& images, Probes probes) {
+  std::vector<std::vector<std::uint8_t>> bytes;
+  std::vector<JpegInfo> infos;
+  for (const Case& c : batch) {
+    bytes.push_back(to_bytes(c.jpeg));
+    FOVEA_ASSIGN_OR_RETURN(JpegInfo info, decoder.probe(bytes.back(), c.name));
+    infos.push_back(info);
+  }
+  images = DeviceImages();
+  FOVEA_TRY(images.allocate(infos));
+  std::vector<std::span<const std::uint8_t>> spans(bytes.begin(), bytes.end());
+  std::vector<std::string_view> names;
+  for (const Case& c : batch) names.push_back(c.name);
+  FOVEA_TRY(probes == Probes::kPassed ? decoder.decode_batch(stream, spans, names, images.views(), infos)
+                                      : decoder.decode_batch(stream, spans, names, images.views()));
+  FOVEA_CUDA_TRY(cudaStreamSynchronize(stream));
+  return Status::ok();
+}
+
 class NvjpegGpu : public ::testing::TestWithParam<NvjpegBackend> {
  protected:
   void SetUp() override {
@@ -152,26 +180,9 @@ class NvjpegGpu : public ::testing::TestWithParam<NvjpegBackend> {
     stream_ = std::move(stream).value();
   }
 
-  enum class Probes { kWalkedAgain, kPassed };
-  // Decodes `batch` in one call; the status, with the images in images_. kPassed hands the
-  // decoder the probes taken here (the overload that does not walk the markers again).
+  // Decodes `batch` in one call; the status, with the images in images_.
   Status decode(const std::vector<Case>& batch, Probes probes = Probes::kWalkedAgain) {
-    std::vector<std::vector<std::uint8_t>> bytes;
-    std::vector<JpegInfo> infos;
-    for (const Case& c : batch) {
-      bytes.push_back(to_bytes(c.jpeg));
-      FOVEA_ASSIGN_OR_RETURN(JpegInfo info, decoder_->probe(bytes.back(), c.name));
-      infos.push_back(info);
-    }
-    images_ = DeviceImages();
-    FOVEA_TRY(images_.allocate(infos));
-    std::vector<std::span<const std::uint8_t>> spans(bytes.begin(), bytes.end());
-    std::vector<std::string_view> names;
-    for (const Case& c : batch) names.push_back(c.name);
-    FOVEA_TRY(probes == Probes::kPassed
-                  ? decoder_->decode_batch(stream_.get(), spans, names, images_.views(), infos)
-                  : decoder_->decode_batch(stream_.get(), spans, names, images_.views()));
-    return stream_.synchronize();
+    return decode_with(*decoder_, stream_.get(), batch, images_, probes);
   }
 
   std::unique_ptr<NvjpegDecoder> decoder_;
@@ -209,6 +220,41 @@ TEST_P(NvjpegGpu, OneBatchOfEveryRouteMatchesLibjpegAndIsCounted) {
       EXPECT_EQ(stats.hardware_images, 0);
     }
   }
+}
+
+// As the image source's JPEG threads: a decoder per thread, batches whose size changes (so the
+// hardware state is initialized again), all at once. A flow with three such threads hung inside
+// nvJPEG (call 25); each thread's pixels must be its files'.
+TEST_P(NvjpegGpu, DecodersOnSeveralThreadsEachGetTheirFilesPixels) {
+  constexpr int kThreads = 4;
+  constexpr int kRounds = 8;
+  const std::vector<Case> all = cases();
+  const std::vector<Case> half(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(all.size() / 2));
+  std::atomic<int> failed_threads{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      Result<std::unique_ptr<NvjpegDecoder>> decoder = NvjpegDecoder::create(GetParam());
+      Result<CudaStream> stream = CudaStream::create();
+      if (!decoder.is_ok() || !stream.is_ok()) {
+        ++failed_threads;
+        return;
+      }
+      DeviceImages images;
+      for (int round = 0; round < kRounds; ++round) {
+        const std::vector<Case>& batch = (round + t) % 2 == 0 ? all : half;
+        const Status status = decode_with(**decoder, stream->get(), batch, images, Probes::kPassed);
+        if (!status.is_ok()) {
+          ADD_FAILURE() << "thread " << t << ", round " << round << ": " << status.to_string();
+          ++failed_threads;
+          return;
+        }
+        for (std::size_t i = 0; i < batch.size(); ++i) expect_close_to_libjpeg(batch[i], images.download(i));
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(failed_threads.load(), 0);
 }
 
 TEST_P(NvjpegGpu, ProbesThatDoNotMatchTheFilesAreRefused) {
