@@ -112,6 +112,7 @@ void ConvAlgorithmCache::load() {
     if (values >> algorithm.algo >> algorithm.math_type >> algorithm.workspace_bytes >> algorithm.fused >>
         algorithm.subsampled) {
       if (!(values >> algorithm.depthwise)) algorithm.depthwise = false;
+      if (!(values >> algorithm.gemm)) algorithm.gemm = false;
       entries_[line.substr(0, tab)] = algorithm;
     }
   }
@@ -131,7 +132,8 @@ void ConvAlgorithmCache::insert(const std::string& key, const ConvAlgorithm& alg
   std::filesystem::create_directories(file_.parent_path(), ec);
   std::ofstream out(file_, std::ios::app);
   out << key << '\t' << algorithm.algo << ' ' << algorithm.math_type << ' ' << algorithm.workspace_bytes
-      << ' ' << algorithm.fused << ' ' << algorithm.subsampled << ' ' << algorithm.depthwise << '\n';
+      << ' ' << algorithm.fused << ' ' << algorithm.subsampled << ' ' << algorithm.depthwise << ' '
+      << algorithm.gemm << '\n';
   if (!out) {
     log_warn("cannot write the cuDNN algorithm cache {}: the next run searches again", file_.string());
   }

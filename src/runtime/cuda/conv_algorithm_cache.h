@@ -5,7 +5,8 @@
 //
 // The file is <cache dir>/cudnn_conv_algorithms.tsv, where the cache dir is $FOVEA_CACHE_DIR, else
 // $XDG_CACHE_HOME/fovea, else ~/.cache/fovea. One line per problem: key, algo, math type, bytes,
-// fused (0 or 1), subsampled (0 or 1), depthwise (0 or 1; a line written before it existed reads 0).
+// fused (0 or 1), subsampled (0 or 1), depthwise and gemm (0 or 1; a line written before they existed
+// reads 0).
 #pragma once
 
 #include <chrono>
@@ -36,6 +37,8 @@ struct ConvAlgorithm {
   bool subsampled = false;
   // A depthwise convolution in NHWC run by fovea's own kernel (depthwise_conv.h) instead of cuDNN.
   bool depthwise = false;
+  // A 1x1 convolution in NHWC run as a cuBLASLt GEMM (conv.cu, ConvState::describe_gemm).
+  bool gemm = false;
 };
 
 // "NVIDIA H200|sm90|driver 13000|cudnn 91900": what a cached choice or engine depends on.

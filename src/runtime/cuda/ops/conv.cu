@@ -17,10 +17,12 @@
 // dense copy of the pixels it reads plus a stride-1 convolution (ConvState::can_subsample_ says why).
 // cuDNN takes symmetric pads only; asymmetric ones (SAME_UPPER with even kernels) are applied by
 // copying the input into a padded workspace first. A depthwise convolution in NHWC with constant
-// weights is also timed on fovea's own kernel (depthwise_conv.h), epilogue included.
+// weights is also timed on fovea's own kernel (depthwise_conv.h), epilogue included, and a 1x1
+// convolution in NHWC as a cuBLASLt GEMM (ConvState::describe_gemm says why).
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -32,6 +34,7 @@
 #include "runtime/cuda/cudnn_util.h"
 #include "runtime/cuda/depthwise_conv.h"
 #include "runtime/cuda/kernel_util.cuh"
+#include "runtime/cuda/lt_matmul.h"
 #include "runtime/ops/conv_util.h"
 
 namespace fovea::runtime::cuda {
@@ -165,6 +168,12 @@ class ConvState final : public CudaNodeState {
   // The weights in the kernel's order, on the device; once, when the kernel is timed or chosen.
   Status upload_depthwise_weights(CudaKernelContext& ctx);
   Status run_depthwise(CudaKernelContext& ctx) const;
+  // Whether the convolution is a product cuBLASLt can run, and that product, planned.
+  void describe_gemm(CudaKernelContext& ctx, const Shape& x, const std::vector<ops::WindowDim>& window,
+                     std::int64_t groups);
+  Status run_gemm(CudaKernelContext& ctx) const;
+  // y = act(y + bias + residual) in one pass; bias and residual may be null.
+  Status launch_epilogue(CudaKernelContext& ctx, const void* bias, const void* residual) const;
   Status describe_subsampled(const Shape& x, const std::vector<ops::WindowDim>& window, std::int64_t groups,
                              cudnnDataType_t type);
   Status subsample(CudaKernelContext& ctx, void* dense) const;
@@ -233,6 +242,9 @@ class ConvState final : public CudaNodeState {
   bool can_depthwise_ = false;
   DepthwiseGeometry depthwise_;
   DeviceMemory depthwise_weights_;  // [kH, kW, C]; kept only when the kernel is chosen
+  // A 1x1 convolution in NHWC as a product (describe_gemm); kept only when it is chosen.
+  bool can_gemm_ = false;
+  std::unique_ptr<LtMatmul> gemm_;
   ConvAlgorithm algorithm_;
 };
 
@@ -370,6 +382,49 @@ Status ConvState::run_depthwise(CudaKernelContext& ctx) const {
   return launch_depthwise_conv(dtype_, operands, depthwise_, activation_, ctx.stream());
 }
 
+// A 1x1 convolution without pads or dilation in NHWC is a product, Y[N*H*W, M] = X[N*H*W, C] W^T
+// (strided: on the dense copy of the pixels it reads). On ResNet-50's 1x1 layers at batch 256,
+// cuBLASLt's float16 GEMMs (bias and ReLU in their epilogue) took a third to a half of the time of
+// cuDNN's fastest algorithm (bench/int8_paths_bench, H200, call 26), so the search times the
+// product beside cuDNN's algorithms. cuBLASLt adds the bias and the residual (as beta * C) and
+// applies a ReLU; another activation takes fovea's epilogue pass after it.
+void ConvState::describe_gemm(CudaKernelContext& ctx, const Shape& x,
+                              const std::vector<ops::WindowDim>& window, std::int64_t groups) {
+  const auto pointwise = [](const ops::WindowDim& d) {
+    return d.kernel == 1 && d.dilation == 1 && d.pad_begin == 0 && d.pad_end == 0;
+  };
+  const bool strided =
+      std::any_of(window.begin(), window.end(), [](const ops::WindowDim& d) { return d.stride > 1; });
+  if (!channels_last_ || padded_ || window.size() != 2 || groups != 1 ||
+      !std::all_of(window.begin(), window.end(), pointwise) || (strided && !can_subsample_) ||
+      (dtype_ != DataType::kFloat16 && dtype_ != DataType::kFloat32)) {
+    return;
+  }
+  const Shape y = nchw(ctx.output(0).shape());
+  const MatmulShape shape{.m = y[0] * y[2] * y[3], .n = y[1], .k = x[1], .trans_b = true};
+  const LtEpilogue epilogue{.bias = ctx.has_input(kB) ? ctx.input(kB).raw() : nullptr,
+                            .relu = activation_.kind == ops::Activation::Kind::kRelu};
+  auto gemm = std::make_unique<LtMatmul>();
+  if (!gemm->create(ctx, dtype_, shape, epilogue).is_ok()) return;  // no cuBLASLt algorithm: cuDNN's only
+  gemm_ = std::move(gemm);
+  can_gemm_ = true;
+}
+
+Status ConvState::run_gemm(CudaKernelContext& ctx) const {
+  const auto [x, scratch] = operands(ctx);
+  const bool residual = ctx.input_count() > kZ && ctx.has_input(kZ);
+  FOVEA_TRY(gemm_->run(ctx, LtCall{.a = x,
+                                   .b = ctx.input(kW).raw(),
+                                   .y = ctx.output(0).raw(),
+                                   .beta = residual ? 1.0f : 0.0f,
+                                   .c = residual ? ctx.input(kZ).raw() : nullptr,
+                                   .scratch = scratch,
+                                   .scratch_bytes = kLtWorkspaceBytes}));
+  const ops::Activation::Kind kind = activation_.kind;
+  if (kind == ops::Activation::Kind::kNone || kind == ops::Activation::Kind::kRelu) return Status::ok();
+  return launch_epilogue(ctx, nullptr, nullptr);
+}
+
 bool acceptable(const cudnnConvolutionFwdAlgoPerf_t& perf, DataType dtype, std::size_t limit) {
   return perf.status == CUDNN_STATUS_SUCCESS && perf.memory <= limit &&
          math_type_allowed(perf.mathType, dtype);
@@ -421,7 +476,8 @@ Status ConvState::find(CudaKernelContext& ctx, bool subsampled, std::size_t scra
 
 Status ConvState::choose_algorithm(CudaKernelContext& ctx, const std::string& key, std::size_t limit) {
   ConvAlgorithmCache& cache = ConvAlgorithmCache::instance();
-  if (auto cached = cache.find(key)) {
+  // (A cached product whose plan cuBLASLt now refuses is searched again.)
+  if (auto cached = cache.find(key); cached && (!cached->gemm || can_gemm_)) {
     algorithm_ = *cached;
   } else {
     int count = 0;
@@ -434,7 +490,8 @@ Status ConvState::choose_algorithm(CudaKernelContext& ctx, const std::string& ke
     const bool search = cache.search_allowed();
     const auto started = std::chrono::steady_clock::now();
     if (search) {
-      FOVEA_ASSIGN_OR_RETURN(const std::size_t wanted, largest_workspace(ctx, limit));
+      FOVEA_ASSIGN_OR_RETURN(std::size_t wanted, largest_workspace(ctx, limit));
+      if (can_gemm_) wanted = std::max(wanted, kLtWorkspaceBytes);
       FOVEA_ASSIGN_OR_RETURN(
           const SearchScratch scratch,
           reserve_search_scratch(ctx, padded_ ? padded_bytes_ : subsampled_bytes_, wanted));
@@ -508,6 +565,7 @@ Result<ConvAlgorithm> ConvState::fastest_form(CudaKernelContext& ctx,
   // subsampled form's cost.
   const auto run_form = [&]() -> Status {
     if (algorithm_.subsampled) FOVEA_TRY(subsample(ctx, ctx.workspace()));
+    if (algorithm_.gemm) return run_gemm(ctx);
     const auto [x, scratch] = operands(ctx);
     if (!algorithm_.fused) return run_plain(ctx, x, scratch);
     FOVEA_CUDNN_TRY(run_fused(ctx, x, scratch));
@@ -532,6 +590,18 @@ Result<ConvAlgorithm> ConvState::fastest_form(CudaKernelContext& ctx,
     FOVEA_ASSIGN_OR_RETURN(best_ms, shortest_run_ms(ctx, [&] { return run_depthwise(ctx); }));
     best = algorithm_;
     report += "fovea's depthwise kernel: measured " + std::to_string(best_ms) + " ms\n";
+  }
+  if (can_gemm_) {
+    algorithm_ =
+        ConvAlgorithm{.workspace_bytes = kLtWorkspaceBytes, .subsampled = can_subsample_, .gemm = true};
+    FOVEA_TRY(run_form());
+    FOVEA_ASSIGN_OR_RETURN(const float ms, shortest_run_ms(ctx, run_form));
+    report += std::string("cuBLASLt GEMM") + (can_subsample_ ? " subsampled" : "") + ": measured " +
+              std::to_string(ms) + " ms\n";
+    if (!best || ms < best_ms) {
+      best = algorithm_;
+      best_ms = ms;
+    }
   }
   float fastest_find = candidates.empty() ? 0.0f : candidates.front().perf->time;
   for (const Candidate& candidate : candidates) fastest_find = std::min(fastest_find, candidate.perf->time);
@@ -586,14 +656,16 @@ Result<std::size_t> ConvState::prepare(CudaKernelContext& ctx, const ops::Activa
   FOVEA_ASSIGN_OR_RETURN(std::int64_t groups, ctx.node().attr_int("group", 1));
   FOVEA_TRY(describe(ctx, x, w, window, groups));
   describe_depthwise(ctx, x, w, window, groups);
+  describe_gemm(ctx, x, window, groups);
   cudnn_epilogue_ = dtype_ != DataType::kFloat64 && activation.kind == ops::Activation::Kind::kRelu;
   if (cudnn_epilogue_) FOVEA_TRY(describe_fused_epilogue(ctx));
   FOVEA_ASSIGN_OR_RETURN(const std::size_t limit, algorithm_workspace_limit());
   // A ReLU convolution's entry also says whether it runs fused: its own key.
   const std::string key = conv_problem_key(ctx.node(), dtype_, x, w, window, groups, limit) +
                           (channels_last_ ? "|nhwc" : "") + (cudnn_epilogue_ ? "|relu" : "") +
-                          (can_depthwise_ ? "|depthwise" : "");
+                          (can_depthwise_ ? "|depthwise" : "") + (can_gemm_ ? "|gemm" : "");
   FOVEA_TRY(choose_algorithm(ctx, key, limit));
+  if (!algorithm_.gemm) gemm_.reset();  // timed, not chosen
   if (!algorithm_.depthwise) {
     depthwise_weights_ = DeviceMemory();  // timed, not chosen
     return front_bytes() + algorithm_.workspace_bytes;
@@ -687,6 +759,7 @@ Status ConvState::run(CudaKernelContext& ctx) const {
   if (algorithm_.depthwise) return run_depthwise(ctx);
   if (padded_) FOVEA_TRY(pad(ctx, ctx.workspace()));
   if (algorithm_.subsampled) FOVEA_TRY(subsample(ctx, ctx.workspace()));
+  if (algorithm_.gemm) return run_gemm(ctx);
   const auto [x, scratch] = operands(ctx);
   if (cudnn_epilogue_ && algorithm_.fused) {
     FOVEA_CUDNN_TRY(run_fused(ctx, x, scratch));
@@ -709,6 +782,12 @@ Status ConvState::run_plain(CudaKernelContext& ctx, const void* x, void* scratch
   const bool has_bias = ctx.has_input(kB);
   const bool has_residual = ctx.input_count() > kZ && ctx.has_input(kZ);
   if (!has_bias && !has_residual && activation_.kind == ops::Activation::Kind::kNone) return Status::ok();
+  return launch_epilogue(ctx, has_bias ? ctx.input(kB).raw() : nullptr,
+                         has_residual ? ctx.input(kZ).raw() : nullptr);
+}
+
+Status ConvState::launch_epilogue(CudaKernelContext& ctx, const void* bias, const void* residual) const {
+  Tensor& y = ctx.output(0);
   EpilogueParams params;
   params.total = y.numel();
   params.channels = y.dim(channels_last_ ? 3 : 1);
@@ -722,8 +801,7 @@ Status ConvState::run_plain(CudaKernelContext& ctx, const void* x, void* scratch
       dispatch_device<DataType::kFloat32, DataType::kFloat16, DataType::kFloat64>(dtype_, [&](auto tag) {
         using T = typename decltype(tag)::type;
         conv_epilogue_kernel<T><<<grid, kBlockSize, 0, ctx.stream()>>>(
-            static_cast<T*>(y.raw()), has_bias ? static_cast<const T*>(ctx.input(kB).raw()) : nullptr,
-            has_residual ? static_cast<const T*>(ctx.input(kZ).raw()) : nullptr, params);
+            static_cast<T*>(y.raw()), static_cast<const T*>(bias), static_cast<const T*>(residual), params);
       });
   FOVEA_CHECK(ok);
   FOVEA_CUDA_TRY_LAUNCH();

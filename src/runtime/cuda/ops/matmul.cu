@@ -1,143 +1,17 @@
-// MatMul and Gemm on cuBLASLt. Row-major products are computed as their column-major transposes
-// (Y^T = B^T A^T), so no operand is ever copied. float16 runs on tensor cores with float32
-// accumulation; float32 uses CUBLAS_COMPUTE_32F, never TF32, so it matches the CPU reference.
-// The algorithm is chosen once, at plan time, by cuBLASLt's heuristic for the exact shapes.
+// MatMul and Gemm on cuBLASLt (lt_matmul.h: row-major products as their column-major transposes,
+// float16 on tensor cores, float32 never on TF32, the algorithm chosen once at plan time).
 #include <memory>
 #include <vector>
 
 #include "runtime/cuda/cuda_libraries.h"
 #include "runtime/cuda/cuda_op.h"
 #include "runtime/cuda/kernel_util.cuh"
+#include "runtime/cuda/lt_matmul.h"
 #include "runtime/ops/op_util.h"
 
 namespace fovea::runtime::cuda {
 
 namespace {
-
-// Scratch for cuBLASLt's split-K and stream-K algorithms.
-constexpr std::size_t kMatmulWorkspaceBytes = std::size_t{32} << 20;
-
-struct LtTypes {
-  cudaDataType_t data;
-  cublasComputeType_t compute;
-  cudaDataType_t scale;
-};
-
-Result<LtTypes> lt_types(const CudaKernelContext& ctx, DataType dtype) {
-  switch (dtype) {
-    case DataType::kFloat32: return LtTypes{CUDA_R_32F, CUBLAS_COMPUTE_32F, CUDA_R_32F};
-    case DataType::kFloat16: return LtTypes{CUDA_R_16F, CUBLAS_COMPUTE_32F, CUDA_R_32F};
-    case DataType::kFloat64: return LtTypes{CUDA_R_64F, CUBLAS_COMPUTE_64F, CUDA_R_64F};
-    default: return ctx.error(StatusCode::kUnsupported, "no cuBLASLt product for ", data_type_name(dtype));
-  }
-}
-
-// One row-major product Y[M,N] = alpha * op(A) op(B) + beta * Y, repeated over `batch` matrices at
-// fixed strides (0 reuses one operand), or over explicit offsets when the batch broadcasts unevenly.
-struct MatmulShape {
-  std::int64_t m = 0, n = 0, k = 0;
-  bool trans_a = false, trans_b = false;
-  std::int64_t batch = 1;
-  std::int64_t stride_a = 0, stride_b = 0, stride_y = 0;
-};
-
-class LtMatmul final : public CudaNodeState {
- public:
-  ~LtMatmul() override {
-    for (auto* layout : {a_, b_, y_}) {
-      if (layout != nullptr) cublaslt().MatrixLayoutDestroy(layout);
-    }
-    if (desc_ != nullptr) cublaslt().MatmulDescDestroy(desc_);
-  }
-
-  // With `bias` (device memory, N elements of the data type, fixed for the plan's life), Y gets it
-  // added to every row in cuBLASLt's epilogue. kUnsupported when cuBLASLt has no algorithm for the
-  // product (with that epilogue).
-  Status create(CudaKernelContext& ctx, DataType dtype, const MatmulShape& shape,
-                const void* bias = nullptr) {
-    shape_ = shape;
-    dtype_ = dtype;
-    FOVEA_ASSIGN_OR_RETURN(LtTypes types, lt_types(ctx, dtype));
-    FOVEA_CUBLAS_TRY(cublaslt().MatmulDescCreate(&desc_, types.compute, types.scale));
-    if (bias != nullptr) {
-      // Column-major, Y^T is [N, M]: the bias runs along its rows, one value per output column of Y.
-      const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
-      FOVEA_CUBLAS_TRY(cublaslt().MatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
-                                                         sizeof(epilogue)));
-      FOVEA_CUBLAS_TRY(
-          cublaslt().MatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
-    }
-    // Column-major view: Y^T[N,M] = op(B)^T[N,K] * op(A)^T[K,M]. A row-major [R,C] matrix is a
-    // column-major [C,R] one with leading dimension C.
-    const cublasOperation_t op_b = shape.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-    const cublasOperation_t op_a = shape.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-    FOVEA_CUBLAS_TRY(
-        cublaslt().MatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &op_b, sizeof(op_b)));
-    FOVEA_CUBLAS_TRY(
-        cublaslt().MatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &op_a, sizeof(op_a)));
-    const auto u = [](std::int64_t v) { return static_cast<std::uint64_t>(v); };
-    // B row-major is [K,N] (or [N,K] transposed): column-major [N,K] (or [K,N]).
-    FOVEA_TRY(layout(&a_, types.data, shape.trans_b ? u(shape.k) : u(shape.n),
-                     shape.trans_b ? u(shape.n) : u(shape.k), shape.trans_b ? shape.k : shape.n,
-                     shape.stride_b));
-    FOVEA_TRY(layout(&b_, types.data, shape.trans_a ? u(shape.m) : u(shape.k),
-                     shape.trans_a ? u(shape.k) : u(shape.m), shape.trans_a ? shape.m : shape.k,
-                     shape.stride_a));
-    FOVEA_TRY(layout(&y_, types.data, u(shape.n), u(shape.m), shape.n, shape.stride_y));
-
-    cublasLtMatmulPreference_t preference = nullptr;
-    FOVEA_CUBLAS_TRY(cublaslt().MatmulPreferenceCreate(&preference));
-    const std::size_t workspace = kMatmulWorkspaceBytes;
-    const cublasStatus_t set = cublaslt().MatmulPreferenceSetAttribute(
-        preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof(workspace));
-    cublasLtMatmulHeuristicResult_t result{};
-    int found = 0;
-    const cublasStatus_t heuristic =
-        set != CUBLAS_STATUS_SUCCESS
-            ? set
-            : cublaslt().MatmulAlgoGetHeuristic(ctx.libraries().cublaslt, desc_, a_, b_, y_, y_, preference,
-                                                1, &result, &found);
-    cublaslt().MatmulPreferenceDestroy(preference);
-    FOVEA_CUBLAS_TRY(heuristic);
-    if (found == 0) {
-      return ctx.error(StatusCode::kUnsupported, "cuBLASLt has no algorithm for this product");
-    }
-    algo_ = result.algo;
-    return Status::ok();
-  }
-
-  // Y = alpha * product + beta * Y, on ctx's stream with ctx's workspace.
-  Status run(CudaKernelContext& ctx, const void* a, const void* b, void* y, float alpha, float beta) const {
-    const double alpha64 = alpha;
-    const double beta64 = beta;
-    const bool wide = dtype_ == DataType::kFloat64;
-    FOVEA_CUBLAS_TRY(cublaslt().Matmul(ctx.libraries().cublaslt, desc_,
-                                       wide ? static_cast<const void*>(&alpha64) : &alpha, b, a_, a, b_,
-                                       wide ? static_cast<const void*>(&beta64) : &beta, y, y_, y, y_, &algo_,
-                                       ctx.workspace(), ctx.workspace_bytes(), ctx.stream()));
-    return Status::ok();
-  }
-
- private:
-  Status layout(cublasLtMatrixLayout_t* out, cudaDataType_t type, std::uint64_t rows, std::uint64_t cols,
-                std::int64_t ld, std::int64_t stride) const {
-    FOVEA_CUBLAS_TRY(cublaslt().MatrixLayoutCreate(out, type, rows, cols, ld));
-    if (shape_.batch > 1) {
-      const int count = static_cast<int>(shape_.batch);
-      FOVEA_CUBLAS_TRY(cublaslt().MatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
-                                                           sizeof(count)));
-      FOVEA_CUBLAS_TRY(cublaslt().MatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
-                                                           &stride, sizeof(stride)));
-    }
-    return Status::ok();
-  }
-
-  MatmulShape shape_;
-  DataType dtype_ = DataType::kFloat32;
-  cublasLtMatmulDesc_t desc_ = nullptr;
-  cublasLtMatrixLayout_t a_ = nullptr, b_ = nullptr, y_ = nullptr;
-  cublasLtMatmulAlgo_t algo_{};
-};
 
 // ---- MatMul ------------------------------------------------------------------------------------
 
@@ -178,7 +52,7 @@ Result<CudaPrepared> prepare_matmul(CudaKernelContext& ctx) {
                             });
   }
   FOVEA_TRY(state->product.create(ctx, ctx.input(0).dtype(), shape));
-  return CudaPrepared{std::move(state), kMatmulWorkspaceBytes};
+  return CudaPrepared{std::move(state), kLtWorkspaceBytes};
 }
 
 Status run_matmul(CudaKernelContext& ctx) {
@@ -246,16 +120,16 @@ Result<CudaPrepared> prepare_gemm(CudaKernelContext& ctx) {
   shape.trans_b = trans_b != 0;
   if (bias_epilogue(ctx, state->beta, shape.n)) {
     auto fused = std::make_unique<LtMatmul>();
-    if (fused->create(ctx, ctx.input(0).dtype(), shape, ctx.input(2).raw()).is_ok()) {
+    if (fused->create(ctx, ctx.input(0).dtype(), shape, LtEpilogue{.bias = ctx.input(2).raw()}).is_ok()) {
       state->product = std::move(fused);
       state->beta = 0.0f;  // the epilogue adds C
-      return CudaPrepared{std::move(state), kMatmulWorkspaceBytes};
+      return CudaPrepared{std::move(state), kLtWorkspaceBytes};
     }
     // No algorithm with the epilogue for this product: C is broadcast into Y first, as any C is.
   }
   state->product = std::make_unique<LtMatmul>();
   FOVEA_TRY(state->product->create(ctx, ctx.input(0).dtype(), shape));
-  return CudaPrepared{std::move(state), kMatmulWorkspaceBytes};
+  return CudaPrepared{std::move(state), kLtWorkspaceBytes};
 }
 
 Status run_gemm(CudaKernelContext& ctx) {

@@ -1,4 +1,5 @@
-// Conv, fovea.FusedConv and ConvTranspose on cuDNN against the CPU reference, in float32 and float16.
+// Conv, fovea.FusedConv and ConvTranspose on cuDNN (and 1x1 convolutions on cuBLASLt) against the CPU
+// reference, in float32 and float16.
 #include "runtime/cuda/cuda_op_test_util.h"
 
 namespace fovea::runtime::testing {
@@ -108,6 +109,33 @@ TEST(Cudafovea_FusedConv, EpilogueCoversOutputsLargerThanItsGrid) {
       fused("LeakyRelu").attr("activation_alpha", 0.1f).attr("channels_last", 1).build(),
       {random_tensor(kF32, {1, 300, 301, 4}, 14), w_nhwc, b, random_tensor(kF32, {1, 300, 301, 13}, 15)},
       accumulating(Precision::kFloat16)));
+}
+
+// 1x1 convolutions in NHWC, which the search may run as cuBLASLt GEMMs (bias, residual and ReLU in
+// cuBLASLt's epilogue; other activations in fovea's pass after it): stride 1, and stride 2 on the
+// dense copy of the pixels it reads. Sizes where the product is the faster form on the H200.
+TEST(Cudafovea_FusedConv, PointwiseInNhwcAsAProduct) {
+  FOVEA_REQUIRE_GPU();
+  const auto pointwise = [](const char* activation, std::int64_t stride) {
+    NodeBuilder node("FusedConv");
+    node.domain("fovea").inputs(4).attr("activation", activation).attr("channels_last", 1);
+    node.attr("strides", Ints{stride, stride});
+    return node;
+  };
+  const Tensor x = random_tensor(kF32, {4, 20, 24, 64}, 20);
+  const Tensor w = random_tensor(kF32, {96, 1, 1, 64}, 21);
+  const Tensor b = random_tensor(kF32, {96}, 22);
+  const Tensor z = random_tensor(kF32, {4, 20, 24, 96}, 23);
+  const Tensor z_strided = random_tensor(kF32, {4, 10, 12, 96}, 24);
+  for (Precision p : kPrecisions) {
+    EXPECT_TRUE(cuda_matches_cpu(pointwise("Relu", 1).build(), {x, w, b, z}, accumulating(p)));
+    EXPECT_TRUE(
+        cuda_matches_cpu(pointwise("", 1).omit_input(3).build(), {x, w, b, Tensor()}, accumulating(p)));
+    EXPECT_TRUE(
+        cuda_matches_cpu(pointwise("Relu", 1).omit_input(2).build(), {x, w, Tensor(), z}, accumulating(p)));
+    EXPECT_TRUE(cuda_matches_cpu(pointwise("Silu", 1).build(), {x, w, b, z}, accumulating(p)));
+    EXPECT_TRUE(cuda_matches_cpu(pointwise("Relu", 2).build(), {x, w, b, z_strided}, accumulating(p)));
+  }
 }
 
 TEST(CudaConvTranspose, Geometries) {
