@@ -48,6 +48,17 @@ struct AttentionGeometry {
   std::int64_t bias_row_stride = 0, bias_key_stride = 0;
 };
 
+// Where matrix `matrix`'s scores find their bias: its leading-dim coordinates on the bias's strides.
+__device__ __forceinline__ std::int64_t bias_offset(const AttentionGeometry& g, int matrix) {
+  std::int64_t offset = 0;
+  int rest = matrix;
+  for (int i = g.leading - 1; i >= 0; --i) {
+    offset += (rest % g.leading_size[i]) * g.bias_leading_stride[i];
+    rest /= static_cast<int>(g.leading_size[i]);
+  }
+  return offset;
+}
+
 std::size_t shared_bytes(int d, int dv) {
   return sizeof(float) *
          (static_cast<std::size_t>(kRowsPerBlock) * d + static_cast<std::size_t>(d) * kKeysPerChunk +
@@ -80,14 +91,7 @@ __global__ void __launch_bounds__(kWarps * 32)
   const T* q_m = q + static_cast<std::int64_t>(matrix) * g.tq * g.d;
   const T* kt_m = kt + static_cast<std::int64_t>(matrix) * g.d * g.tk;
   const T* v_m = v + static_cast<std::int64_t>(matrix) * g.tk * g.dv;
-  std::int64_t bias_base = 0;
-  if (bias != nullptr) {
-    int rest = matrix;
-    for (int i = g.leading - 1; i >= 0; --i) {
-      bias_base += (rest % g.leading_size[i]) * g.bias_leading_stride[i];
-      rest /= static_cast<int>(g.leading_size[i]);
-    }
-  }
+  const std::int64_t bias_base = bias != nullptr ? bias_offset(g, matrix) : 0;
   for (int i = static_cast<int>(threadIdx.x); i < kRowsPerBlock * g.d; i += static_cast<int>(blockDim.x)) {
     const int row = first_row + i / g.d;
     q_s[i] = row < g.tq ? load_compute(q_m, static_cast<std::int64_t>(row) * g.d + i % g.d) : 0.0f;
@@ -298,14 +302,7 @@ __global__ void __launch_bounds__(kWarps * 32)
   const __half* q_m = q + static_cast<std::int64_t>(matrix) * g.tq * g.d;
   const __half* kt_m = kt + static_cast<std::int64_t>(matrix) * g.d * g.tk;
   const __half* v_m = v + static_cast<std::int64_t>(matrix) * g.tk * g.dv;
-  std::int64_t bias_base = 0;
-  if (bias != nullptr) {
-    int rest = matrix;
-    for (int i = g.leading - 1; i >= 0; --i) {
-      bias_base += (rest % g.leading_size[i]) * g.bias_leading_stride[i];
-      rest /= static_cast<int>(g.leading_size[i]);
-    }
-  }
+  const std::int64_t bias_base = bias != nullptr ? bias_offset(g, matrix) : 0;
   // Rows past the end are zeros: they compute harmlessly and are never written.
   stage(q_s, l.ld_q, q_m + static_cast<std::int64_t>(first_row) * g.d, g.d, kBlockRows, g.d, g.tq - first_row,
         g.d);
