@@ -9,6 +9,7 @@
 #include "runtime/cpu_executor.h"
 #include "runtime/cuda/conv_algorithm_cache.h"
 #include "runtime/cuda/cuda_op_test_util.h"
+#include "runtime/cuda/lt_matmul.h"
 #include "runtime/model_builder.h"
 #include "runtime/onnx_loader.h"
 
@@ -122,50 +123,69 @@ TEST(CudaExecutor, RejectsInputsThatDoNotMatchThePlan) {
 }
 
 // A strided 1x1 convolution (a ResNet shortcut's) can run as a dense copy of the pixels it reads and
-// a stride-1 convolution on it (conv.cu); the search picks that form where it is faster (large
-// batches), so it is forced here through the algorithm cache, under the key the op computes. Odd
-// sizes; 24 channels copy in 16-byte units, 5 in 2-byte ones.
+// a stride-1 convolution on it, or a cuBLASLt GEMM on it (conv.cu); the search picks the fastest
+// form, so each is forced here through the algorithm cache, under the keys the op computes (with
+// "|gemm" where cuBLASLt has a plan for the product). Odd sizes; 24 channels copy in 16-byte units,
+// 5 in 2-byte ones. The executor's workspace, which holds the dense copy and any scratch, is what
+// `workspace` gets: the proof that the forced entry was found.
+void run_strided_pointwise(std::int64_t channels, const cuda::ConvAlgorithm& forced, std::size_t* workspace) {
+  constexpr std::int64_t kBatch = 3, kHeight = 13, kWidth = 127, kOut = 7;
+  ModelBuilder m(17);
+  m.input("x", kF32, {-1, channels, kHeight, kWidth}).output("y", kF32, {-1, kOut, 7, 64});
+  m.initializer("w", random_tensor(kF32, {kOut, channels, 1, 1}, 1));
+  m.initializer("b", random_tensor(kF32, {kOut}, 2));
+  m.attr(m.node("Conv", {"x", "w", "b"}, {"y"}, "shortcut"), "strides", std::vector<std::int64_t>{2, 2});
+  auto model = parse_onnx(m.serialize(), "shortcut.onnx", ".");
+  ASSERT_TRUE(model.is_ok()) << model.status().to_string();
+  const InputShapes shapes = {{"x", {kBatch, channels, kHeight, kWidth}}};
+  auto plan = plan_graph(model->graph, shapes, device_plan_options(Precision::kFloat16));
+  ASSERT_TRUE(plan.is_ok()) << plan.status().to_string();
+  const auto conv = std::find_if(plan->graph.nodes.begin(), plan->graph.nodes.end(),
+                                 [](const Node& n) { return n.op_type == "FusedConv"; });
+  ASSERT_NE(conv, plan->graph.nodes.end());
+  auto limit = cuda::algorithm_workspace_limit();
+  ASSERT_TRUE(limit.is_ok());
+  const ops::WindowDim h{.in = kHeight, .out = 7, .stride = 2}, w{.in = kWidth, .out = 64, .stride = 2};
+  const std::string key =
+      cuda::conv_problem_key(*conv, DataType::kFloat16, {kBatch, channels, kHeight, kWidth},
+                             {kOut, channels, 1, 1}, {h, w}, 1, *limit) +
+      "|nhwc";
+  cuda::ConvAlgorithmCache::instance().insert(key, forced);
+  cuda::ConvAlgorithmCache::instance().insert(key + "|gemm", forced);
+  auto executor = CudaExecutor::create(std::move(plan).value());
+  ASSERT_TRUE(executor.is_ok()) << executor.status().to_string();
+  *workspace = (*executor)->memory_use().workspace;
+  auto stream = CudaStream::create();
+  ASSERT_TRUE(stream.is_ok());
+  const Tensor x = random_tensor(kF32, {kBatch, channels, kHeight, kWidth}, 3);
+  CpuExecutor cpu(plan_graph(model->graph, shapes, {}).value());
+  auto expected = cpu.run({x});
+  auto got = (*executor)->run_host({x}, stream->get());
+  ASSERT_TRUE(expected.is_ok() && got.is_ok()) << got.status().to_string();
+  EXPECT_TRUE(outputs_within((*got)[0], (*expected)[0], kModelFloat16Tolerance)) << channels << " channels";
+}
+
 TEST(CudaExecutor, StridedOneByOneConvolutionRunsOnADenseCopy) {
   FOVEA_REQUIRE_GPU();
-  constexpr std::int64_t kBatch = 3, kHeight = 13, kWidth = 127, kOut = 7;
   for (std::int64_t channels : {24, 5}) {
-    ModelBuilder m(17);
-    m.input("x", kF32, {-1, channels, kHeight, kWidth}).output("y", kF32, {-1, kOut, 7, 64});
-    m.initializer("w", random_tensor(kF32, {kOut, channels, 1, 1}, 1));
-    m.initializer("b", random_tensor(kF32, {kOut}, 2));
-    m.attr(m.node("Conv", {"x", "w", "b"}, {"y"}, "shortcut"), "strides", std::vector<std::int64_t>{2, 2});
-    auto model = parse_onnx(m.serialize(), "shortcut.onnx", ".");
-    ASSERT_TRUE(model.is_ok()) << model.status().to_string();
-    const InputShapes shapes = {{"x", {kBatch, channels, kHeight, kWidth}}};
-    auto plan = plan_graph(model->graph, shapes, device_plan_options(Precision::kFloat16));
-    ASSERT_TRUE(plan.is_ok()) << plan.status().to_string();
-    const auto conv = std::find_if(plan->graph.nodes.begin(), plan->graph.nodes.end(),
-                                   [](const Node& n) { return n.op_type == "FusedConv"; });
-    ASSERT_NE(conv, plan->graph.nodes.end());
-    auto limit = cuda::algorithm_workspace_limit();
-    ASSERT_TRUE(limit.is_ok());
-    const ops::WindowDim h{.in = kHeight, .out = 7, .stride = 2}, w{.in = kWidth, .out = 64, .stride = 2};
-    const std::string key =
-        cuda::conv_problem_key(*conv, DataType::kFloat16, {kBatch, channels, kHeight, kWidth},
-                               {kOut, channels, 1, 1}, {h, w}, 1, *limit) +
-        "|nhwc";
-    // Implicit GEMM needs no scratch.
-    cuda::ConvAlgorithmCache::instance().insert(key, {.algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
-                                                      .math_type = CUDNN_DEFAULT_MATH,
-                                                      .subsampled = true});
-    auto executor = CudaExecutor::create(std::move(plan).value());
-    ASSERT_TRUE(executor.is_ok()) << executor.status().to_string();
-    // The dense copy lies in the workspace: proof that the forced entry was found.
-    EXPECT_GE((*executor)->memory_use().workspace, static_cast<std::size_t>(kBatch * 7 * 64 * channels * 2));
-    auto stream = CudaStream::create();
-    ASSERT_TRUE(stream.is_ok());
-    const Tensor x = random_tensor(kF32, {kBatch, channels, kHeight, kWidth}, 3);
-    CpuExecutor cpu(plan_graph(model->graph, shapes, {}).value());
-    auto expected = cpu.run({x});
-    auto got = (*executor)->run_host({x}, stream->get());
-    ASSERT_TRUE(expected.is_ok() && got.is_ok()) << got.status().to_string();
-    EXPECT_TRUE(outputs_within((*got)[0], (*expected)[0], kModelFloat16Tolerance)) << channels << " channels";
+    std::size_t workspace = 0;
+    // Implicit GEMM needs no scratch: the workspace is the dense copy's.
+    run_strided_pointwise(channels,
+                          {.algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
+                           .math_type = CUDNN_DEFAULT_MATH,
+                           .subsampled = true},
+                          &workspace);
+    EXPECT_GE(workspace, static_cast<std::size_t>(3 * 7 * 64 * channels * 2)) << channels << " channels";
   }
+}
+
+// The same convolution as a cuBLASLt product on the dense copy, bias in its epilogue.
+TEST(CudaExecutor, StridedOneByOneConvolutionRunsAsAProduct) {
+  FOVEA_REQUIRE_GPU();
+  std::size_t workspace = 0;
+  run_strided_pointwise(24, {.workspace_bytes = cuda::kLtWorkspaceBytes, .subsampled = true, .gemm = true},
+                        &workspace);
+  EXPECT_GE(workspace, cuda::kLtWorkspaceBytes + 3 * 7 * 64 * 24 * 2);
 }
 
 // boxes [1, 40, 4] and scores [1, 3, 40] into NonMaxSuppression (parameters as initializers, so
