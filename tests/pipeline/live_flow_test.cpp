@@ -214,7 +214,10 @@ TEST(LiveFlow, AKilledServerIsReconnectedWhileTheOtherSourceGoesOn) {
   EXPECT_FALSE(report.last_error.empty());
   const std::vector<Seen> a = rig.frames_of(0);
   expect_one_timeline(a);
-  EXPECT_EQ(a.front().index, 0);
+  // From the stream's first frame; on a loaded machine the live queue may drop the first frames
+  // before the mux takes any (counted: CI once saw frame 24 first, with builds beside it).
+  EXPECT_EQ(a.front().index, a.front().mux_index) << "every decoded frame was pushed";
+  EXPECT_LE(static_cast<std::uint64_t>(a.front().mux_index), rig.mux().source_stats().at(0).dropped);
   EXPECT_EQ(a.front().pass, 0);
   EXPECT_GT(first_after, 0u);
   EXPECT_GT(back - killed, std::chrono::milliseconds(1500))
