@@ -312,6 +312,8 @@ PipelineStats snapshot(const Flow& flow, Clock::time_point start,
     source.state = std::string(source_state_name(report.state));
     source.items_failed = static_cast<std::uint64_t>(report.items_failed);
     source.failed_items = report.failed_items;
+    source.work = report.work;
+    source.threads = report.threads;
     stats.sources.push_back(std::move(source));
   }
   if (std::optional<SourceStats> retired = flow.mux->retired_stats()) {

@@ -4,10 +4,13 @@
 #include <array>
 #include <atomic>
 #include <cctype>
+#include <chrono>
 #include <condition_variable>
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <string_view>
 #include <thread>
 #include <utility>
 
@@ -37,6 +40,24 @@ bool jpeg_by_name(const std::filesystem::path& path) {
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return extension == ".jpg" || extension == ".jpeg";
 }
+
+// Adds the time from its construction to its end to `total_ns`: one kind of a decode thread's work.
+class TimedWork {
+ public:
+  explicit TimedWork(std::atomic<std::int64_t>& total_ns)
+      : total_ns_(total_ns), start_(std::chrono::steady_clock::now()) {}
+  TimedWork(const TimedWork&) = delete;
+  TimedWork& operator=(const TimedWork&) = delete;
+  ~TimedWork() {
+    total_ns_ +=
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start_)
+            .count();
+  }
+
+ private:
+  std::atomic<std::int64_t>& total_ns_;
+  std::chrono::steady_clock::time_point start_;
+};
 
 // What a decode thread leaves for the pusher at the image's position in the list: its frame, or
 // nothing when the file was skipped.
@@ -100,6 +121,14 @@ struct ImageSources::State {
   std::int64_t nvjpeg_count = 0;  // of decoded_count: on the GPU
   std::int64_t cpu_count = 0;     // of `failed`: entries the listing could not read (not in `images`)
   std::vector<SkippedItem> failures;
+
+  // Where the decode threads spend their time, summed over them (the report's SourceWork): the
+  // summary shows it, since a flow bound by its images is bound by one of these.
+  enum Work { kRead, kProbe, kCpuDecode, kGpuDecode, kUpload, kBudgetWait, kWorkKinds };
+  static constexpr std::array<std::string_view, kWorkKinds> kWorkNames = {
+      "read", "probe", "cpu decode", "gpu decode", "upload", "budget wait"};
+  std::array<std::atomic<std::int64_t>, kWorkKinds> work_ns{};
+  std::atomic<int> worker_count{0};  // the decode threads, once started
 
   std::vector<std::thread> threads;
 #if defined(FOVEA_HAVE_CUDA)
@@ -264,10 +293,15 @@ struct ImageSources::State {
   // thread, at once (libjpeg-turbo, libpng, ...).
   Status read_and_route(std::size_t worker, Pending& item) {
     const io::ListedImage& listed = images[item.position];
-    FOVEA_ASSIGN_OR_RETURN(item.bytes, io::read_image_bytes(listed.path));
+    {
+      const TimedWork timed(work_ns[kRead]);
+      FOVEA_ASSIGN_OR_RETURN(item.bytes, io::read_image_bytes(listed.path));
+    }
     const std::string file = listed.path.string();
     if (worker < jpeg_decoders.size() && io::sniff_image_format(item.bytes) == io::ImageFileFormat::kJpeg) {
+      std::optional<TimedWork> probing(std::in_place, work_ns[kProbe]);
       FOVEA_ASSIGN_OR_RETURN(io::JpegInfo info, jpeg_decoders[worker]->probe(item.bytes, file));
+      probing.reset();
       if (info.route != io::JpegRoute::kCpu && info.orientation == 1) {
         // The whole picture is decoded into the frame's memory; a split keeps a view of one half.
         FOVEA_TRY(check_split(info.width));
@@ -276,7 +310,10 @@ struct ImageSources::State {
         return Status::ok();
       }
     }
-    FOVEA_ASSIGN_OR_RETURN(item.decoded, io::decode_image(item.bytes, file));
+    {
+      const TimedWork timed(work_ns[kCpuDecode]);
+      FOVEA_ASSIGN_OR_RETURN(item.decoded, io::decode_image(item.bytes, file));
+    }
     item.bytes = {};
     FOVEA_TRY(check_split(item.decoded->image.view().width));
     const ImageView view = split_view(item.decoded->image.view(), options.split);
@@ -294,6 +331,7 @@ struct ImageSources::State {
   // needs next never waits, so progress does not depend on the images after it giving memory back.
   Status reserve(std::size_t first, std::int64_t bytes, int frames) {
     FOVEA_TRACE_RANGE("image budget wait");
+    const TimedWork timed(work_ns[kBudgetWait]);
     std::unique_lock lock(budget->mutex);
     budget->changed.wait(lock, [&] {
       if (budget->stopping) return true;
@@ -351,6 +389,7 @@ struct ImageSources::State {
     const ImageView view = split_view(host->view(), options.split);
     SourceFrame frame = named_frame(item.position);
     if (options.gpu) {
+      const TimedWork timed(work_ns[kUpload]);
       FOVEA_TRY(upload(worker, view, frame, *held));
     } else {
       frame.frame.image = view;
@@ -484,6 +523,7 @@ struct ImageSources::State {
   void decode_jpegs(std::size_t worker, const std::vector<Pending*>& items) {
     if (items.empty()) return;
     FOVEA_TRACE_RANGE("jpeg decode");
+    const TimedWork timed(work_ns[kGpuDecode]);
     if (decode_jpeg_batch(worker, items).is_ok()) {
       for (Pending* item : items) item->status = finish_jpeg_frame(worker, *item);
       return;
@@ -598,6 +638,7 @@ void ImageSources::start() {
   }
   const auto [jpeg_threads, cpu_threads] = state.plan_threads();
   const int workers = jpeg_threads + cpu_threads;
+  state.worker_count = workers;
   // Each thread may run a group ahead of the pusher, and one more behind it.
   const auto jpeg_batch = static_cast<std::size_t>(state.options.jpeg_batch);
   state.window =
@@ -636,6 +677,11 @@ std::vector<std::optional<SourceReport>> ImageSources::reports() const {
   report.expected_frames = static_cast<std::int64_t>(state.images.size()) - state.failed + state.unlisted;
   report.items_failed = state.failed;
   report.failed_items = state.failures;
+  for (std::size_t k = 0; k < State::kWorkKinds; ++k) {
+    const std::int64_t ns = state.work_ns[k].load();
+    if (ns > 0) report.work.push_back({std::string(State::kWorkNames[k]), static_cast<double>(ns) * 1e-9});
+  }
+  report.threads = state.worker_count.load();
   return {report};
 }
 

@@ -283,6 +283,24 @@ std::string bound_line(const PipelineStats& stats) {
   return "bound by: the " + bound.what + " (encoders, writes); the busiest stage, " + busiest + "\n";
 }
 
+// "images: 2 decode threads; read 41%, probe 3%, gpu decode 52%, budget wait 1% of their time": where
+// a source's own threads went, for a flow its sources bound.
+std::string source_work_lines(const PipelineStats& stats) {
+  std::string text;
+  for (const SourceStats& source : stats.sources) {
+    if (source.work.empty() || source.threads <= 0 || stats.elapsed_s <= 0.0) continue;
+    const double available = source.threads * stats.elapsed_s;
+    std::string parts;
+    for (const SourceWork& work : source.work) {
+      parts +=
+          fmt::format("{}{} {:.0f}%", parts.empty() ? "" : ", ", work.what, 100.0 * work.seconds / available);
+    }
+    text += fmt::format("{}: {} decode thread{}; {} of their time\n", source.name, source.threads,
+                        source.threads == 1 ? "" : "s", parts);
+  }
+  return text;
+}
+
 }  // namespace
 
 std::string format_table(const PipelineStats& stats) {
@@ -306,6 +324,7 @@ std::string format_table(const PipelineStats& stats) {
     text += '\n';
     text += line;
   }
+  text += source_work_lines(stats);
   return text;
 }
 
@@ -333,6 +352,12 @@ nlohmann::json to_json(const PipelineStats& stats) {
       for (const SkippedItem& item : source.failed_items)
         listed.push_back({{"path", item.path}, {"reason", item.reason}});
       entry["skipped_inputs"] = std::move(listed);
+    }
+    if (!source.work.empty()) {
+      nlohmann::json seconds = nlohmann::json::object();
+      for (const SourceWork& work : source.work) seconds[work.what] = work.seconds;
+      entry["threads"] = source.threads;
+      entry["work_seconds"] = std::move(seconds);
     }
     sources.push_back(std::move(entry));
   }

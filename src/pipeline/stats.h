@@ -79,6 +79,14 @@ struct SkippedItem {
 // A source lists this many of its skipped inputs by name; the rest are counted.
 inline constexpr std::size_t kMaxListedFailures = 100;
 
+// Time a source's own threads spent in one kind of work over the run, summed over the threads
+// (image sources: "read", "probe", "cpu decode", "gpu decode", "upload", "budget wait").
+struct SourceWork {
+  std::string what;
+  double seconds = 0.0;
+  bool operator==(const SourceWork&) const = default;
+};
+
 struct SourceStats {
   std::string name;
   std::uint64_t frames = 0;   // batched by the mux
@@ -94,6 +102,10 @@ struct SourceStats {
   std::string state;               // connecting, running, reconnecting, ended, failed; "" when unknown
   std::uint64_t items_failed = 0;  // image sources: files skipped (unreadable, not decodable)
   std::vector<SkippedItem> failed_items;  // the first kMaxListedFailures of them
+  // Where the source's threads spent their time (image sources; empty for the others), and how many
+  // threads there were: the summary names it when the sources bound the flow.
+  std::vector<SourceWork> work;
+  int threads = 0;
 };
 
 // Something an op of a stage counted over the run ("classified", "reused"; Op::counters).

@@ -97,6 +97,9 @@ struct SourceReport {
   // first kMaxListedFailures by name and reason, and how many in all.
   std::vector<SkippedItem> failed_items;
   std::int64_t items_failed = 0;
+  // Image sources: where their decode threads spent their time (SourceStats::work), and how many.
+  std::vector<SourceWork> work;
+  int threads = 0;
 };
 
 struct VideoSourceOptions {

@@ -5,11 +5,13 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <string>
 #include <thread>
@@ -60,6 +62,22 @@ TEST_F(ImageFlow, Image2ImageWritesEachPictureAtItsMirroredPathAndSkipsBadFiles)
     skipped.push_back(fs::path(item.path).filename());
   std::sort(skipped.begin(), skipped.end());
   EXPECT_EQ(skipped, (std::vector<std::string>{"cut.png", "empty.png", "text.png"}));
+  // Where the decode threads' time went (PNGs: read and decoded on the CPU), each kind at most all
+  // of the threads' time; the summary and the JSON report carry it.
+  const SourceStats& images = result->stats.sources[0];
+  EXPECT_GE(images.threads, 1);
+  std::map<std::string, double> work;
+  for (const SourceWork& kind : images.work) work[kind.what] = kind.seconds;
+  EXPECT_EQ(work.count("gpu decode"), 0u);
+  ASSERT_EQ(work.count("read"), 1u);
+  ASSERT_EQ(work.count("cpu decode"), 1u);
+  for (const auto& [what, seconds] : work) {
+    EXPECT_GT(seconds, 0.0) << what;
+    EXPECT_LE(seconds, images.threads * result->stats.elapsed_s) << what;
+  }
+  EXPECT_NE(format_table(result->stats).find("decode thread"), std::string::npos)
+      << format_table(result->stats);
+  EXPECT_GT(to_json(result->stats)["sources"][0]["work_seconds"]["read"].get<double>(), 0.0);
 
   for (int i = 0; i < 7; ++i) {
     const fs::path out = dir_ / "out" / fmt::format("{}pair{}.png", i % 2 ? "sub/" : "", i);
