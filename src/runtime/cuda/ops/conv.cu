@@ -385,9 +385,10 @@ Status ConvState::run_depthwise(CudaKernelContext& ctx) const {
 // A 1x1 convolution without pads or dilation in NHWC is a product, Y[N*H*W, M] = X[N*H*W, C] W^T
 // (strided: on the dense copy of the pixels it reads). On ResNet-50's 1x1 layers at batch 256,
 // cuBLASLt's float16 GEMMs (bias and ReLU in their epilogue) took a third to a half of the time of
-// cuDNN's fastest algorithm (bench/int8_paths_bench, H200, call 26), so the search times the
-// product beside cuDNN's algorithms. cuBLASLt adds the bias and the residual (as beta * C) and
-// applies a ReLU; another activation takes fovea's epilogue pass after it.
+// the best algorithm cuDNN lists (bench/int8_paths_bench, H200, call 26), so the search times the
+// product beside cuDNN's algorithms; in seven CNNs it won 150 of the 334 problems it was timed on
+// (call 27). cuBLASLt adds the bias and the residual (as beta * C) and applies a ReLU; another
+// activation takes fovea's epilogue pass after it.
 void ConvState::describe_gemm(CudaKernelContext& ctx, const Shape& x,
                               const std::vector<ops::WindowDim>& window, std::int64_t groups) {
   const auto pointwise = [](const ops::WindowDim& d) {
@@ -594,13 +595,16 @@ Result<ConvAlgorithm> ConvState::fastest_form(CudaKernelContext& ctx,
   if (can_gemm_) {
     algorithm_ =
         ConvAlgorithm{.workspace_bytes = kLtWorkspaceBytes, .subsampled = can_subsample_, .gemm = true};
-    FOVEA_TRY(run_form());
-    FOVEA_ASSIGN_OR_RETURN(const float ms, shortest_run_ms(ctx, run_form));
-    report += std::string("cuBLASLt GEMM") + (can_subsample_ ? " subsampled" : "") + ": measured " +
-              std::to_string(ms) + " ms\n";
-    if (!best || ms < best_ms) {
-      best = algorithm_;
-      best_ms = ms;
+    report += std::string("cuBLASLt GEMM") + (can_subsample_ ? " subsampled" : "") + ": ";
+    if (run_form().is_ok()) {
+      FOVEA_ASSIGN_OR_RETURN(const float ms, shortest_run_ms(ctx, run_form));
+      report += "measured " + std::to_string(ms) + " ms\n";
+      if (!best || ms < best_ms) {
+        best = algorithm_;
+        best_ms = ms;
+      }
+    } else {
+      report += "does not run\n";  // as a cuDNN algorithm that fails: left out
     }
   }
   float fastest_find = candidates.empty() ? 0.0f : candidates.front().perf->time;
