@@ -516,8 +516,7 @@ Status NvjpegDecoder::Impl::decode_hardware(cudaStream_t stream,
     const std::lock_guard one_batch_at_a_time(hardware_submission());
     if (batch_initialized != batch) {
       // Initializing again replaces the buffers of the state, which the previous batch's work on its
-      // stream may still be reading or writing: let it finish first. (Suspected cause of the stalls
-      // of 40b82a8's image source, whose groups changed size often; not yet confirmed on the GPU.)
+      // stream may still be reading or writing: let it finish first.
       if (last_batch_stream != nullptr) FOVEA_CUDA_TRY(cudaStreamSynchronize(last_batch_stream));
       // One CPU thread: the engines do the Huffman decoding, the host only parses.
       FOVEA_NVJPEG_TRY(nvjpeg().decode_batched_initialize(hardware.handle.get(), hardware.state.get(), batch,

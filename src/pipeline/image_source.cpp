@@ -130,6 +130,13 @@ struct ImageSources::State {
   std::array<std::atomic<std::int64_t>, kWorkKinds> work_ns{};
   std::atomic<int> worker_count{0};  // the decode threads, once started
 
+  // work(), its time counted as `kind`.
+  template <typename Work>
+  auto timed(std::size_t kind, Work&& work) {
+    const TimedWork timer(work_ns[kind]);
+    return work();
+  }
+
   std::vector<std::thread> threads;
 #if defined(FOVEA_HAVE_CUDA)
   // One upload stream per decode thread (each thread's copies and its frames' ready events), and
@@ -293,15 +300,11 @@ struct ImageSources::State {
   // thread, at once (libjpeg-turbo, libpng, ...).
   Status read_and_route(std::size_t worker, Pending& item) {
     const io::ListedImage& listed = images[item.position];
-    {
-      const TimedWork timed(work_ns[kRead]);
-      FOVEA_ASSIGN_OR_RETURN(item.bytes, io::read_image_bytes(listed.path));
-    }
+    FOVEA_ASSIGN_OR_RETURN(item.bytes, timed(kRead, [&] { return io::read_image_bytes(listed.path); }));
     const std::string file = listed.path.string();
     if (worker < jpeg_decoders.size() && io::sniff_image_format(item.bytes) == io::ImageFileFormat::kJpeg) {
-      std::optional<TimedWork> probing(std::in_place, work_ns[kProbe]);
-      FOVEA_ASSIGN_OR_RETURN(io::JpegInfo info, jpeg_decoders[worker]->probe(item.bytes, file));
-      probing.reset();
+      FOVEA_ASSIGN_OR_RETURN(io::JpegInfo info,
+                             timed(kProbe, [&] { return jpeg_decoders[worker]->probe(item.bytes, file); }));
       if (info.route != io::JpegRoute::kCpu && info.orientation == 1) {
         // The whole picture is decoded into the frame's memory; a split keeps a view of one half.
         FOVEA_TRY(check_split(info.width));
@@ -310,10 +313,8 @@ struct ImageSources::State {
         return Status::ok();
       }
     }
-    {
-      const TimedWork timed(work_ns[kCpuDecode]);
-      FOVEA_ASSIGN_OR_RETURN(item.decoded, io::decode_image(item.bytes, file));
-    }
+    FOVEA_ASSIGN_OR_RETURN(item.decoded,
+                           timed(kCpuDecode, [&] { return io::decode_image(item.bytes, file); }));
     item.bytes = {};
     FOVEA_TRY(check_split(item.decoded->image.view().width));
     const ImageView view = split_view(item.decoded->image.view(), options.split);
@@ -331,7 +332,7 @@ struct ImageSources::State {
   // needs next never waits, so progress does not depend on the images after it giving memory back.
   Status reserve(std::size_t first, std::int64_t bytes, int frames) {
     FOVEA_TRACE_RANGE("image budget wait");
-    const TimedWork timed(work_ns[kBudgetWait]);
+    const TimedWork timer(work_ns[kBudgetWait]);
     std::unique_lock lock(budget->mutex);
     budget->changed.wait(lock, [&] {
       if (budget->stopping) return true;
@@ -389,8 +390,7 @@ struct ImageSources::State {
     const ImageView view = split_view(host->view(), options.split);
     SourceFrame frame = named_frame(item.position);
     if (options.gpu) {
-      const TimedWork timed(work_ns[kUpload]);
-      FOVEA_TRY(upload(worker, view, frame, *held));
+      FOVEA_TRY(timed(kUpload, [&] { return upload(worker, view, frame, *held); }));
     } else {
       frame.frame.image = view;
       held->memory.push_back(std::move(host));
@@ -523,7 +523,7 @@ struct ImageSources::State {
   void decode_jpegs(std::size_t worker, const std::vector<Pending*>& items) {
     if (items.empty()) return;
     FOVEA_TRACE_RANGE("jpeg decode");
-    const TimedWork timed(work_ns[kGpuDecode]);
+    const TimedWork timer(work_ns[kGpuDecode]);
     if (decode_jpeg_batch(worker, items).is_ok()) {
       for (Pending* item : items) item->status = finish_jpeg_frame(worker, *item);
       return;

@@ -11,12 +11,6 @@ namespace fovea::runtime {
 
 namespace {
 
-// The node producing `value`, if any.
-Node* producer_of(Graph& graph, ValueId value) {
-  const int producer = graph.value(value).producer;
-  return producer < 0 ? nullptr : &graph.nodes[static_cast<std::size_t>(producer)];
-}
-
 // The chain from the first MatMul to the last, each node read only by the next.
 struct Match {
   ValueId q = kNoValue, kt = kNoValue, v = kNoValue, bias = kNoValue;

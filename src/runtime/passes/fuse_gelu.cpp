@@ -67,11 +67,10 @@ bool match_tail(Graph& graph, ValueId inner, Match& match) {
     match.output = match.next(graph, product->outputs[0], "Mul");
     return match.output != nullptr && scaled_operand(graph, *match.output, 0.5f) == product->outputs[0];
   }
-  const int producer = other == kNoValue ? -1 : graph.value(other).producer;
-  if (producer < 0) return false;
-  Node& half = graph.nodes[static_cast<std::size_t>(producer)];
-  if (scaled_operand(graph, half, 0.5f) != match.x || sole_consumer(graph, other) != product) return false;
-  match.nodes.push_back(&half);
+  Node* half = other == kNoValue ? nullptr : producer_of(graph, other);
+  if (half == nullptr) return false;
+  if (scaled_operand(graph, *half, 0.5f) != match.x || sole_consumer(graph, other) != product) return false;
+  match.nodes.push_back(half);
   match.output = product;
   return true;
 }

@@ -35,6 +35,11 @@ Node* sole_consumer(Graph& graph, ValueId value) {
   return found.size() == 1 ? found.front() : nullptr;
 }
 
+Node* producer_of(Graph& graph, ValueId value) {
+  const int producer = graph.value(value).producer;
+  return producer < 0 ? nullptr : &graph.nodes[static_cast<std::size_t>(producer)];
+}
+
 bool is_op(const Node& node, std::string_view op_type) {
   return node.domain.empty() && node.op_type == op_type && node.outputs.size() == 1;
 }

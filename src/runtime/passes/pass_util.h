@@ -18,6 +18,8 @@ std::vector<Node*> readers(Graph& graph, ValueId value);
 // The only node reading `value`, or nullptr when zero or several nodes (or a graph output) read it.
 Node* sole_consumer(Graph& graph, ValueId value);
 
+// The node producing `value`, or nullptr for a graph input or a constant.
+Node* producer_of(Graph& graph, ValueId value);
 // A default-domain node of `op_type` with one output.
 bool is_op(const Node& node, std::string_view op_type);
 // The value of a float32 scalar constant (any shape with one element), if `id` is one.
