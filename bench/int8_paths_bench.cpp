@@ -11,6 +11,9 @@
 //   lt8raw   the same int8 GEMM with a scalar scale and no epilogue (int8 out)
 //   lt16     the same GEMM in float16 (what a 1x1 convolution is to cuBLASLt)
 //   fp8      1x1 stride-1 only: cuBLASLt E4M3 x E4M3 GEMM, float16 out, bias + ReLU
+//   fovea8   fovea's own int8 tensor-core kernel (runtime/cuda/int8_conv.h), per-channel scales,
+//            bias + ReLU, int8 out: what fovea.Int8Conv runs between two quantized layers
+//   fovea8h  the same kernel with float16 out (a layer whose consumer stays float)
 // Each is the best of cuDNN's (cuBLASLt's) algorithms for the shape, timed with CUDA events over
 // --iters runs after a warm-up; "-" where the library has no algorithm. Values are random: only
 // time is measured. The table ends with the network's total per path (fp16 where a path has none).
@@ -31,6 +34,8 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
+
+#include "runtime/cuda/int8_conv.h"
 
 namespace {
 
@@ -235,6 +240,36 @@ float best_lt(cublasLtHandle_t lt, const ConvShape& s, int batch, const LtPath& 
   return best;
 }
 
+// fovea's int8 kernel with per-channel scales, bias and ReLU, int8 or float16 out.
+float time_fovea(const ConvShape& s, int batch, fovea::DataType out, Buffers& b, int iters) {
+  namespace rt = fovea::runtime;
+  const int pad = s.kernel / 2;
+  const rt::ops::Int8ConvGeometry g{.batch = batch,
+                                    .in_h = s.in_hw,
+                                    .in_w = s.in_hw,
+                                    .channels = s.in_c,
+                                    .out_h = s.out_hw(),
+                                    .out_w = s.out_hw(),
+                                    .out_channels = s.out_c,
+                                    .kernel_h = s.kernel,
+                                    .kernel_w = s.kernel,
+                                    .stride_h = s.stride,
+                                    .stride_w = s.stride,
+                                    .pad_top = pad,
+                                    .pad_left = pad};
+  const auto* scale = static_cast<const float*>(b.scale);
+  const rt::cuda::Int8ConvOperands o{.x = static_cast<const std::int8_t*>(b.x),
+                                     .x_scale = scale,
+                                     .weights = static_cast<const std::int8_t*>(b.w),
+                                     .w_scale = scale,
+                                     .bias = static_cast<const float*>(b.bias),
+                                     .y_scale = scale,
+                                     .y = b.y,
+                                     .y_dtype = out};
+  const rt::ops::Activation relu{.kind = rt::ops::Activation::Kind::kRelu};
+  return time_ms(iters, [&] { return rt::cuda::launch_int8_conv(o, g, relu, nullptr).is_ok(); });
+}
+
 void fill(void* p, std::size_t bytes) {
   std::vector<std::uint8_t> host(bytes);
   std::uint32_t state = 12345;
@@ -304,11 +339,13 @@ int main(int argc, char** argv) {
 
   std::printf("%s, cuDNN %zu, cuBLASLt %zu, batch %d, ms per call (best algorithm)\n", prop.name,
               cudnnGetVersion(), cublasLtGetVersion(), batch);
-  const char* names[] = {"fp16", "int8", "int8f", "i8x32", "lt8", "lt8raw", "lt16", "fp8"};
+  const char* names[] = {"fp16",   "int8", "int8f", "i8x32",  "lt8",
+                         "lt8raw", "lt16", "fp8",   "fovea8", "fovea8h"};
+  constexpr int kPaths = sizeof(names) / sizeof(names[0]);
   std::printf("%-22s %5s", "layer", "runs");
   for (const char* n : names) std::printf(" %8s", n);
   std::printf("\n");
-  double total[8] = {};
+  double total[kPaths] = {};
   for (const ConvShape& s : kResnet50) {
     const bool gemm = s.kernel == 1 && s.stride == 1;
     // The measurement of path i, or -1 where the path does not apply or is skipped.
@@ -323,13 +360,15 @@ int main(int argc, char** argv) {
         case 4: return gemm ? best_lt(lt, s, batch, lt8, b, iters) : -1.0f;
         case 5: return gemm ? best_lt(lt, s, batch, lt8raw, b, iters) : -1.0f;
         case 6: return gemm ? best_lt(lt, s, batch, lt16, b, iters) : -1.0f;
-        default: return gemm ? best_lt(lt, s, batch, fp8, b, iters) : -1.0f;
+        case 7: return gemm ? best_lt(lt, s, batch, fp8, b, iters) : -1.0f;
+        case 8: return time_fovea(s, batch, fovea::DataType::kInt8, b, iters);
+        default: return time_fovea(s, batch, fovea::DataType::kFloat16, b, iters);
       }
     };
-    float ms[8];
-    for (int i = 0; i < 8; ++i) ms[i] = measure(i);
+    float ms[kPaths];
+    for (int i = 0; i < kPaths; ++i) ms[i] = measure(i);
     std::printf("%-22s %5d", s.name, s.count);
-    for (int i = 0; i < 8; ++i) {
+    for (int i = 0; i < kPaths; ++i) {
       if (ms[i] < 0)
         std::printf(" %8s", "-");
       else

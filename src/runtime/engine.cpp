@@ -55,6 +55,7 @@ std::map<std::string, std::string> EngineKey::fields() const {
           {"float16_interface", options.float16_interface ? "1" : "0"},
           {"calibration_digest", calibration_digest},
           {"keep_unquantized", fmt::format("{}", fmt::join(options.keep_unquantized, ","))},
+          {"int8_tensor_cores", options.int8_tensor_cores ? "1" : "0"},
           {"device", device}};
 }
 

@@ -120,7 +120,8 @@ Status check_plan_inputs(const ExecutionPlan& plan, const std::vector<Tensor>& i
 PlanOptions device_plan_options(Precision precision, std::vector<std::string> keep_float32) {
   return {.precision = precision,
           .keep_float32 = std::move(keep_float32),
-          .channels_last = precision == Precision::kFloat16};
+          .channels_last = precision != Precision::kFloat32,
+          .int8_tensor_cores = precision == Precision::kInt8};
 }
 
 Result<InputShapes> resolve_input_shapes(const Graph& graph, const InputShapes& overrides,
@@ -159,6 +160,16 @@ std::string_view precision_name(Precision precision) {
   return "fp32";
 }
 
+namespace {
+
+Status channels_last(Graph& graph) {
+  convert_to_channels_last(graph);
+  graph.compact();
+  return infer_shapes(graph, FoldConstants::kNo);
+}
+
+}  // namespace
+
 Result<ExecutionPlan> plan_graph(const Graph& model_graph, const InputShapes& input_shapes,
                                  const PlanOptions& options) {
   ExecutionPlan plan;
@@ -190,14 +201,20 @@ Result<ExecutionPlan> plan_graph(const Graph& model_graph, const InputShapes& in
   }
   FOVEA_TRY(infer_shapes(graph, FoldConstants::kYes));
   FOVEA_TRY(optimize(graph));
+  // The int8 tensor-core plans quantize NHWC convolutions (the kernel's layout): channels_last first.
+  const bool int8_tensor_cores = options.precision == Precision::kInt8 && options.int8_tensor_cores;
+  if (options.channels_last && int8_tensor_cores) FOVEA_TRY(channels_last(graph));
   if (options.precision == Precision::kInt8) {
     if (!options.calibration) {
       return make_error(StatusCode::kInvalidArgument, graph.where(), "int8 needs a calibration cache");
     }
     // After optimize: batch norms are folded into the weights that get quantized, and the
     // epilogues a layer fuses stay in float, as an 8-bit kernel's epilogue runs them.
-    FOVEA_ASSIGN_OR_RETURN(const std::vector<quant::QuantizedNode> layers,
-                           quant::quantize_graph(graph, *options.calibration, options.keep_unquantized));
+    const quant::Int8Layers which =
+        int8_tensor_cores ? quant::Int8Layers::kTensorCoreConvolutions : quant::Int8Layers::kAll;
+    FOVEA_ASSIGN_OR_RETURN(
+        const std::vector<quant::QuantizedNode> layers,
+        quant::quantize_graph(graph, *options.calibration, options.keep_unquantized, which));
     for (const quant::QuantizedNode& layer : layers) {
       if (!layer.int8)
         log_info("{}int8: node '{}' ({}) stays in float: {}", graph.where(), layer.node, layer.op_type,
@@ -206,17 +223,18 @@ Result<ExecutionPlan> plan_graph(const Graph& model_graph, const InputShapes& in
     FOVEA_TRY(infer_shapes(graph, FoldConstants::kNo));
     graph.compact();
   }
-  if (options.channels_last) {
-    convert_to_channels_last(graph);
-    graph.compact();
-    FOVEA_TRY(infer_shapes(graph, FoldConstants::kNo));
-  }
-  if (options.precision == Precision::kFloat16) {
+  if (options.channels_last && !int8_tensor_cores) FOVEA_TRY(channels_last(graph));
+  if (options.precision == Precision::kFloat16 || int8_tensor_cores) {
     convert_to_float16(graph, Float16Options{.keep_float32 = options.keep_float32,
                                              .float16_interface = options.float16_interface});
     // Checks the rewritten types node by node; an op that cannot take float16 is named here.
     FOVEA_TRY(infer_shapes(graph, FoldConstants::kNo));
     graph.compact();
+  }
+  if (int8_tensor_cores) {
+    fuse_int8_convolutions(graph);
+    graph.compact();
+    FOVEA_TRY(infer_shapes(graph, FoldConstants::kNo));
   }
   plan.memory = plan_memory(graph);
   return plan;

@@ -57,10 +57,15 @@ struct PlanOptions {
   // kInt8 only: the activation ranges (required) and the node names or op types left unquantized.
   std::shared_ptr<const quant::CalibrationTable> calibration;
   std::vector<std::string> keep_unquantized;
+  // kInt8 only, for the CUDA executor's int8 tensor-core kernel (with channels_last): only the
+  // convolutions it takes are quantized, each becomes fovea.Int8Conv (fuse_int8_convolutions), and
+  // everything else runs in float16. Without it, every quantizable layer is quantized and computed
+  // in float32 between quantize/dequantize pairs: the CPU reference.
+  bool int8_tensor_cores = false;
 };
 
-// How plans for the CUDA executor are made: `precision`, and NHWC convolutions for float16, whose
-// tensor-core kernels want channels-last tiles.
+// How plans for the CUDA executor are made: `precision`, and NHWC convolutions for float16 and
+// int8, whose tensor-core kernels want channels-last tiles.
 PlanOptions device_plan_options(Precision precision, std::vector<std::string> keep_float32 = {});
 
 struct ExecutionPlan {

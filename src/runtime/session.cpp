@@ -193,10 +193,6 @@ Result<std::unique_ptr<InferenceSession>> InferenceSession::create(const Graph& 
     const Status tensor_cores = check_int8_tensor_cores(properties.name, properties.major, properties.minor);
     if (!tensor_cores.is_ok()) return tensor_cores.with_context(graph.where() + "device cuda");
 #endif
-    log_warn(
-        "{}int8 on CUDA runs its 8-bit arithmetic as quantize/dequantize pairs around float kernels: "
-        "int8's accuracy at float32's speed until the tensor-core int8 kernels come",
-        graph.where());
   }
   FOVEA_ASSIGN_OR_RETURN(ExecutionPlan plan, plan_for(graph, shapes, options));
   std::unique_ptr<InferenceSession> session(new InferenceSession(options, graph.model_path));

@@ -51,6 +51,17 @@ void fuse_attention(Graph& graph);
 // in cuBLASLt's epilogue.
 void fuse_matmul_bias(Graph& graph);
 
+// The CUDA int8 plans' last step (after the int8 rewrite, channels_last and float16): a
+// channels_last FusedConv of one group that reads its input and weights through symmetric
+// DequantizeLinears,
+//   QuantizeLinear(x, s_x) -> q -> DequantizeLinear(s_x) -> FusedConv <- DequantizeLinear(W8, s_w, axis 0)
+// in a geometry the int8 kernel takes (ops::int8_conv_unsupported), becomes fovea.Int8Conv(q, s_x,
+// W8, s_w, B, Z) reading the int8 tensor and weights itself. When the convolution's output is read
+// only by a QuantizeLinear (the next layer's input), Int8Conv writes that int8 tensor directly: the
+// float output and the quantize pass are gone. Scales and bias that float16 conversion narrowed
+// are widened back exactly (the epilogue computes in float32).
+void fuse_int8_convolutions(Graph& graph);
+
 // Removes nodes none of whose outputs reach a graph output.
 void eliminate_dead_nodes(Graph& graph);
 

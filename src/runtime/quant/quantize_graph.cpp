@@ -5,6 +5,9 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <string_view>
+
+#include "runtime/ops/int8_conv_util.h"
 
 namespace fovea::runtime::quant {
 namespace {
@@ -94,7 +97,7 @@ class Rewriter {
   Rewriter(Graph& graph, const CalibrationTable& table) : graph_(graph), table_(table) {}
 
   bool has_range(ValueId id) const {
-    return activations_.count(id) != 0 || table_.tensors.count(graph_.value(id).name) != 0;
+    return activations_.count(id) != 0 || range_of(graph_.value(id).name) != nullptr;
   }
 
   // The dequantized form of activation `id`, one pair per activation however many layers read it;
@@ -104,8 +107,7 @@ class Rewriter {
     // Copies: adding values below moves graph_.values.
     const std::string name = graph_.value(id).name;
     const std::optional<Dims> dims = graph_.value(id).type.dims;
-    const ValueId scale =
-        graph_.add_constant(name + "/scale", scalar(table_.tensors.find(name)->second.scale()));
+    const ValueId scale = graph_.add_constant(name + "/scale", scalar(range_of(name)->scale()));
     const ValueId zero = graph_.add_constant(name + "/zero_point", int8_zeros({}));
     const ValueId quantized = graph_.add_value(name + "/int8", {DataType::kInt8, dims});
     const ValueId dequantized = graph_.add_value(name + "/dequantized", {DataType::kFloat32, dims});
@@ -146,6 +148,17 @@ class Rewriter {
     const ValueId dequantized = graph_.add_value(name + "/dequantized", {DataType::kFloat32, dims});
     add_node("DequantizeLinear", name + "/dequantize", {stored, scale, zero}, dequantized, axis);
     return dequantized;
+  }
+
+  // The calibrated range of activation `name`, or of the NCHW value a "<name>/nhwc" holds.
+  const TensorRange* range_of(const std::string& name) const {
+    if (auto it = table_.tensors.find(name); it != table_.tensors.end()) return &it->second;
+    constexpr std::string_view kNhwc = "/nhwc";
+    if (name.size() > kNhwc.size() && name.ends_with(kNhwc)) {
+      auto it = table_.tensors.find(name.substr(0, name.size() - kNhwc.size()));
+      if (it != table_.tensors.end()) return &it->second;
+    }
+    return nullptr;
   }
 
   Status finish() {
@@ -199,20 +212,47 @@ QuantizedNode quantize_node(Graph& graph, Rewriter& rewriter, std::size_t index,
   return result;
 }
 
+// An integer attribute, or `fallback` when it is absent or malformed (planning reports the latter).
+std::int64_t int_or(const Node& node, std::string_view key, std::int64_t fallback) {
+  const Result<std::int64_t> value = node.attr_int(key, fallback);
+  return value.is_ok() ? *value : fallback;
+}
+
+// Why the int8 tensor-core kernel cannot run `node` (a quantizable node with a Target), empty when
+// it can.
+std::string tensor_core_refusal(const Graph& graph, const Node& node) {
+  if (node.op_type != "FusedConv" || int_or(node, "channels_last", 0) == 0) {
+    return "the CUDA int8 kernels take channels_last convolutions only; " + node.op_type + " stays float16";
+  }
+  if (int_or(node, "group", 1) != 1) return "grouped convolution (the int8 kernel takes group 1)";
+  const auto& x = graph.value(node.inputs[0]).type.dims;
+  const Shape& w = graph.value(node.inputs[1]).constant->shape();
+  if (!x || x->size() != 4 || !all_known(*x) || w.size() != 4) return "not a 2-D convolution of known shape";
+  const auto i = [](std::int64_t v) { return static_cast<int>(v); };
+  return ops::int8_conv_unsupported({.in_h = i((*x)[1].value),
+                                     .in_w = i((*x)[2].value),
+                                     .channels = i((*x)[3].value),
+                                     .out_channels = i(w[0]),
+                                     .kernel_h = i(w[1]),
+                                     .kernel_w = i(w[2])});
+}
+
 }  // namespace
 
 Result<std::vector<QuantizedNode>> quantize_graph(Graph& graph, const CalibrationTable& table,
-                                                  const std::vector<std::string>& keep) {
+                                                  const std::vector<std::string>& keep, Int8Layers layers) {
   Rewriter rewriter(graph, table);
   std::vector<QuantizedNode> report;
   const std::size_t count = graph.nodes.size();
   for (std::size_t i = 0; i < count; ++i) {
     const std::optional<Target> target = target_of(graph, graph.nodes[i]);
     if (!target) continue;
-    if (kept(graph.nodes[i], keep)) {
-      report.push_back({.node = graph.nodes[i].name,
-                        .op_type = graph.nodes[i].op_type,
-                        .reason = "asked to stay unquantized"});
+    const Node& node = graph.nodes[i];
+    std::string reason = kept(node, keep) ? "asked to stay unquantized" : "";
+    if (reason.empty() && layers == Int8Layers::kTensorCoreConvolutions)
+      reason = tensor_core_refusal(graph, node);
+    if (!reason.empty()) {
+      report.push_back({.node = node.name, .op_type = node.op_type, .reason = std::move(reason)});
       continue;
     }
     report.push_back(quantize_node(graph, rewriter, i, *target));

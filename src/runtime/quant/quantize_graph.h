@@ -32,12 +32,23 @@ struct QuantizedNode {
   std::string reason;  // why it stayed in float, when it did
 };
 
+// Which layers the rewrite quantizes.
+enum class Int8Layers {
+  kAll,  // every Conv, FusedConv, Gemm and MatMul (the CPU reference computes any of them)
+  // The CUDA executor's int8 tensor-core kernel: channels_last 2-D convolutions of one group whose
+  // channel counts it reads (ops::int8_conv_unsupported); the rest stays in float, where an 8-bit
+  // simulation between float kernels would only cost time.
+  kTensorCoreConvolutions,
+};
+
 // Node names or op types in `keep` stay in float. A quantizable node whose activation input has no
 // range in `table` stays in float too (the reason says which tensor), so a cache made before a
-// model gained a branch still plans. The graph stays topologically sorted; shapes are inferred by
-// the caller afterwards.
+// model gained a branch still plans. An activation that the channels-last pass renamed "<name>/nhwc"
+// takes <name>'s range (the same values in another layout). The graph stays topologically sorted;
+// shapes are inferred by the caller afterwards.
 Result<std::vector<QuantizedNode>> quantize_graph(Graph& graph, const CalibrationTable& table,
-                                                  const std::vector<std::string>& keep);
+                                                  const std::vector<std::string>& keep,
+                                                  Int8Layers layers = Int8Layers::kAll);
 
 // Conv, fovea.FusedConv, Gemm and MatMul: the layers the rewrite may quantize.
 bool is_quantizable_op(const Node& node);

@@ -8,11 +8,14 @@
 #include <thread>
 
 #include "core/cuda_raii.h"
+#include "runtime/cpu_executor.h"
 #include "runtime/cuda/conv_algorithm_cache.h"
 #include "runtime/cuda/cuda_op_test_util.h"
 #include "runtime/engine.h"
+#include "runtime/graph_test_util.h"
 #include "runtime/model_builder.h"
 #include "runtime/onnx_loader.h"
+#include "runtime/quant/calibrator.h"
 #include "support/test_media.h"
 
 namespace fovea::runtime::testing {
@@ -141,6 +144,38 @@ TEST(InferenceSessionCuda, MatchesTheCpuThroughHostTensorsAndOnTheCallersStream)
     EXPECT_TRUE(outputs_within(download(*session, 0, stream->get()), expected, tolerance_for(precision)))
         << precision_name(precision);
   }
+}
+
+// An int8 session on CUDA quantizes the convolutions the int8 tensor-core kernel takes, runs them
+// as fovea.Int8Conv and the rest in float16; the CPU executor running the same plan (Int8Conv's
+// reference, the same float16 storage) gives the same outputs within float16's model tolerance.
+TEST(InferenceSessionCuda, AnInt8PlanRunsItsConvolutionsOnTheInt8KernelAsTheCpuRunsThePlan) {
+  FOVEA_REQUIRE_GPU();
+  const auto dir = fresh_dir("session_cuda_int8");
+  ModelBuilder builder(17);
+  const auto path = int8_residual_stack(builder).write(dir / "stack.onnx");
+  auto model = load_onnx(path);
+  ASSERT_TRUE(model.is_ok()) << model.status().to_string();
+  auto calibrator = quant::Calibrator::create(model->graph, Device::kCpu);
+  ASSERT_TRUE(calibrator.is_ok()) << calibrator.status().to_string();
+  ASSERT_TRUE((*calibrator)->add_batch({random_tensor(kF32, {8, 16, 10, 10}, 51)}).is_ok());
+  Result<quant::CalibrationTable> table = (*calibrator)->finish(quant::CalibrationMethod::kPercentile);
+  ASSERT_TRUE(table.is_ok()) << table.status().to_string();
+  table->model_digest = *file_digest(path);
+  ASSERT_TRUE(quant::write_calibration(dir / "stack.calib", *table).is_ok());
+
+  auto session = open_or_fail(
+      path, {{"x", {3, 16, 10, 10}}},
+      {.device = Device::kCuda, .precision = Precision::kInt8, .calibration = dir / "stack.calib"});
+  ASSERT_NE(session, nullptr);
+  EXPECT_EQ(count_ops(session->plan().graph, "Int8Conv"), 3);
+  const Tensor x = random_tensor(kF32, {3, 16, 10, 10}, 52);
+  auto cuda = session->run_host(nullptr, {x});
+  ASSERT_TRUE(cuda.is_ok()) << cuda.status().to_string();
+  CpuExecutor cpu(session->plan());
+  auto expected = cpu.run({x});
+  ASSERT_TRUE(expected.is_ok()) << expected.status().to_string();
+  EXPECT_TRUE(outputs_within((*cuda)[0], (*expected)[0], kModelFloat16Tolerance));
 }
 
 TEST(InferenceSessionCuda, APartialBatchReplacesOnlyItsItems) {

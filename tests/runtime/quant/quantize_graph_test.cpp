@@ -9,10 +9,12 @@
 
 #include <gtest/gtest.h>
 
+#include "runtime/cpu_executor.h"
 #include "runtime/engine.h"
 #include "runtime/graph_test_util.h"
 #include "runtime/op_test_util.h"
 #include "runtime/passes/passes.h"
+#include "runtime/planner.h"
 #include "runtime/quant/calibrator.h"
 #include "runtime/session.h"
 #include "runtime/shape_inference.h"
@@ -334,6 +336,56 @@ TEST(Int8Session, ACalibratedClassifierStaysCloseToFloat32) {
     EXPECT_LT(error, 0.05 * spread);
     EXPECT_GT(error, 0.0) << "int8 rounds somewhere";
   }
+}
+
+// The CUDA executor's int8 plan (int8_tensor_cores: NHWC, fovea.Int8Conv, float16 elsewhere), run
+// by the CPU executor, against the CPU reference plan of the same calibration (every layer between
+// quantize/dequantize pairs in float32): the convolutions the kernel takes are Int8Conv, the one
+// whose output only the next layer reads writes int8 itself, and the outputs agree within the
+// float16 storage of the rest.
+TEST(Int8TensorCorePlan, ConvolutionsTheKernelTakesBecomeInt8ConvAndMatchTheReference) {
+  const auto dir = fresh_dir("int8_tensor_core_plan");
+  ModelBuilder builder(17);
+  const auto model = int8_residual_stack(builder).write(dir / "stack.onnx");
+  const Graph graph = load(model);
+  auto calibrator = quant::Calibrator::create(graph, Device::kCpu);
+  ASSERT_TRUE(calibrator.is_ok()) << calibrator.status().to_string();
+  ASSERT_TRUE((*calibrator)->add_batch({random_tensor(kF32, {8, 16, 10, 10}, 46)}).is_ok());
+  Result<CalibrationTable> table = (*calibrator)->finish(quant::CalibrationMethod::kMinMax);
+  ASSERT_TRUE(table.is_ok()) << table.status().to_string();
+  const auto calibration = std::make_shared<const CalibrationTable>(*table);
+
+  const InputShapes shapes{{"x", {2, 16, 10, 10}}};
+  PlanOptions options = device_plan_options(Precision::kInt8);
+  options.calibration = calibration;
+  auto plan = plan_graph(graph, shapes, options);
+  ASSERT_TRUE(plan.is_ok()) << plan.status().to_string();
+  EXPECT_EQ(count_ops(plan->graph, "Int8Conv"), 3) << "conv1-conv3; conv4's 5 output channels stay float16";
+  EXPECT_EQ(count_ops(plan->graph, "DequantizeLinear"), 0);
+  EXPECT_EQ(count_ops(plan->graph, "QuantizeLinear"), 2) << "x, and r1 (read by conv3's residual too)";
+  for (const Node& node : plan->graph.nodes) {
+    if (node.op_type != "Int8Conv") continue;
+    const DataType out = plan->graph.value(node.outputs[0]).type.dtype;
+    EXPECT_EQ(out, node.name == "conv2" ? DataType::kInt8 : DataType::kFloat16) << node.name;
+  }
+  auto reference = plan_graph(graph, shapes, {.precision = Precision::kInt8, .calibration = calibration});
+  ASSERT_TRUE(reference.is_ok()) << reference.status().to_string();
+  EXPECT_EQ(count_ops(reference->graph, "Int8Conv"), 0);
+
+  const Tensor x = random_tensor(kF32, {2, 16, 10, 10}, 47);
+  CpuExecutor fused(*plan), unfused(*reference);
+  auto y = fused.run({x});
+  auto want = unfused.run({x});
+  ASSERT_TRUE(y.is_ok()) << y.status().to_string();
+  ASSERT_TRUE(want.is_ok()) << want.status().to_string();
+  // float16 storage of r1, r3 and y (2^-11 each) and an int8 step where a rounding lands apart.
+  double error = 0.0, spread = 0.0;
+  for (std::int64_t i = 0; i < (*want)[0].numel(); ++i) {
+    const double expected = (*want)[0].data<float>()[i];
+    error = std::max(error, std::fabs((*y)[0].data<float>()[i] - expected));
+    spread = std::max(spread, std::fabs(expected));
+  }
+  EXPECT_LT(error, 0.02 * spread);
 }
 
 }  // namespace

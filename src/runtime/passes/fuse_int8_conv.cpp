@@ -1,0 +1,140 @@
+// Quantized convolutions become fovea.Int8Conv (ops/int8_conv_util.h), the CUDA executor's int8
+// tensor-core kernel. See passes.h.
+#include <algorithm>
+#include <optional>
+#include <string>
+
+#include "runtime/ops/int8_conv_util.h"
+#include "runtime/passes/pass_util.h"
+#include "runtime/passes/passes.h"
+
+namespace fovea::runtime {
+
+namespace {
+
+constexpr std::int64_t kOnnxFloat = 1, kOnnxFloat16 = 10;
+
+bool all_zero_int8(const Graph& graph, ValueId id) {
+  if (!graph.is_constant(id)) return false;
+  const Tensor& t = *graph.value(id).constant;
+  if (t.dtype() != DataType::kInt8) return false;
+  const std::int8_t* v = t.data<std::int8_t>();
+  return std::all_of(v, v + t.numel(), [](std::int8_t z) { return z == 0; });
+}
+
+bool float_constant(const Graph& graph, ValueId id) {
+  if (!graph.is_constant(id)) return false;
+  const DataType dtype = graph.value(id).constant->dtype();
+  return dtype == DataType::kFloat32 || dtype == DataType::kFloat16;
+}
+
+// A symmetric DequantizeLinear (zero point absent or 0) of an int8 value with a constant float
+// scale of `scale_rank`: the producer of a quantized layer's input (rank 0, per tensor) or weights
+// (rank 1, per output channel along axis 0).
+const Node* symmetric_dequantize(Graph& graph, ValueId value, int scale_rank) {
+  const Node* node = producer_of(graph, value);
+  if (node == nullptr || !is_op(*node, "DequantizeLinear") || node->inputs.size() < 2) return nullptr;
+  if (graph.value(node->inputs[0]).type.dtype != DataType::kInt8 || !float_constant(graph, node->inputs[1]))
+    return nullptr;
+  if (graph.value(node->inputs[1]).constant->rank() != scale_rank) return nullptr;
+  if (node->inputs.size() > 2 && node->inputs[2] != kNoValue && !all_zero_int8(graph, node->inputs[2]))
+    return nullptr;
+  const Result<std::int64_t> axis = node->attr_int("axis", 1);
+  return scale_rank == 0 || (axis.is_ok() && *axis == 0) ? node : nullptr;
+}
+
+// A channels_last FusedConv of one group whose input and weights are read through symmetric
+// DequantizeLinears, in a geometry the kernel takes.
+struct Candidate {
+  const Node* x = nullptr;  // DequantizeLinear of the input
+  const Node* w = nullptr;  // DequantizeLinear of the weights
+};
+
+std::optional<Candidate> candidate(Graph& graph, const Node& node) {
+  if (node.domain != "fovea" || node.op_type != "FusedConv" || node.inputs.size() < 2) return std::nullopt;
+  const Result<std::int64_t> nhwc = node.attr_int("channels_last", 0);
+  const Result<std::int64_t> group = node.attr_int("group", 1);
+  if (!nhwc.is_ok() || *nhwc == 0 || !group.is_ok() || *group != 1) return std::nullopt;
+  const Candidate c{symmetric_dequantize(graph, node.inputs[0], 0),
+                    symmetric_dequantize(graph, node.inputs[1], 1)};
+  if (c.x == nullptr || c.w == nullptr || !graph.is_constant(c.w->inputs[0])) return std::nullopt;
+  const std::optional<Shape> x = known_shape(graph, c.x->inputs[0]);
+  const Shape& w = graph.value(c.w->inputs[0]).constant->shape();
+  if (!x || x->size() != 4 || w.size() != 4) return std::nullopt;
+  const auto i = [](std::int64_t v) { return static_cast<int>(v); };
+  const std::string refusal = ops::int8_conv_unsupported({.in_h = i((*x)[1]),
+                                                          .in_w = i((*x)[2]),
+                                                          .channels = i((*x)[3]),
+                                                          .out_channels = i(w[0]),
+                                                          .kernel_h = i(w[1]),
+                                                          .kernel_w = i(w[2])});
+  if (!refusal.empty()) return std::nullopt;
+  return c;
+}
+
+// `id` as a float32 constant: itself, or its exact widening when a float16 plan narrowed it (the
+// kernel's epilogue reads float32 parameters).
+ValueId float32_constant(Graph& graph, ValueId id) {
+  const Tensor& t = *graph.value(id).constant;
+  if (t.dtype() == DataType::kFloat32) return id;
+  Tensor wide = Tensor::allocate(DataType::kFloat32, t.shape());
+  for (std::int64_t i = 0; i < t.numel(); ++i) wide.data<float>()[i] = half_to_float(t.data<Half>()[i]);
+  return graph.add_constant(graph.value(id).name + "/fp32", std::move(wide));
+}
+
+// The QuantizeLinear that is the only reader of `y` and writes int8 at a constant float32 scale
+// with zero point 0: the next layer's input, which the convolution can write itself.
+Node* output_quantize(Graph& graph, ValueId y) {
+  Node* q = sole_consumer(graph, y);
+  if (q == nullptr || !is_op(*q, "QuantizeLinear") || q->inputs.size() < 3 || q->inputs[0] != y)
+    return nullptr;
+  if (!scalar_of(graph, q->inputs[1]) || graph.value(q->inputs[1]).constant->rank() != 0 ||
+      !all_zero_int8(graph, q->inputs[2]))
+    return nullptr;
+  return q;
+}
+
+// Rewrites FusedConv `conv` in place as fovea.Int8Conv; returns the QuantizeLinear it absorbed.
+Node* to_int8_conv(Graph& graph, Node& conv, const Candidate& c) {
+  const ValueId y = conv.outputs[0];
+  const ValueId bias = conv.inputs.size() > 2 ? conv.inputs[2] : kNoValue;
+  const ValueId residual = conv.inputs.size() > 3 ? conv.inputs[3] : kNoValue;
+  std::vector<ValueId> inputs = {c.x->inputs[0],
+                                 float32_constant(graph, c.x->inputs[1]),
+                                 c.w->inputs[0],
+                                 float32_constant(graph, c.w->inputs[1]),
+                                 bias == kNoValue ? kNoValue : float32_constant(graph, bias),
+                                 residual};
+  Node* q = output_quantize(graph, y);
+  conv.attributes.erase("channels_last");
+  conv.attributes.erase("group");
+  if (q != nullptr) {
+    inputs.push_back(q->inputs[1]);
+    conv.outputs[0] = q->outputs[0];
+  } else {
+    Attribute to;
+    to.i = graph.value(y).type.dtype == DataType::kFloat16 ? kOnnxFloat16 : kOnnxFloat;
+    conv.attributes["to"] = to;
+  }
+  while (!inputs.empty() && inputs.back() == kNoValue) inputs.pop_back();
+  conv.op_type = "Int8Conv";
+  conv.inputs = std::move(inputs);
+  return q;
+}
+
+}  // namespace
+
+void fuse_int8_convolutions(Graph& graph) {
+  std::vector<bool> removed(graph.nodes.size(), false);
+  for (Node& node : graph.nodes) {
+    const std::optional<Candidate> c = candidate(graph, node);
+    if (!c) continue;
+    if (const Node* q = to_int8_conv(graph, node, *c); q != nullptr) {
+      removed[static_cast<std::size_t>(q - graph.nodes.data())] = true;
+    }
+  }
+  erase_nodes(graph, removed);
+  eliminate_dead_nodes(graph);  // the DequantizeLinears the fused layers read through
+}
+
+}  // namespace fovea::runtime
