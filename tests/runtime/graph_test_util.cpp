@@ -99,13 +99,15 @@ ModelBuilder& int8_residual_stack(ModelBuilder& m) {
   m.initializer("w2", random_tensor(kF32, {32, 32, 1, 1}, 43, -0.3, 0.3));
   m.initializer("w3", random_tensor(kF32, {32, 32, 3, 3}, 44, -0.1, 0.1));
   m.initializer("w4", random_tensor(kF32, {5, 32, 1, 1}, 45, -0.3, 0.3));
+  m.initializer("w5", random_tensor(kF32, {32, 32, 1, 1}, 46, -0.3, 0.3));
   const std::vector<std::int64_t> same{1, 1, 1, 1};
   m.attr(m.node("Conv", {"x", "w1", "b1"}, {"c1"}, "conv1"), "pads", same);
   m.node("Relu", {"c1"}, {"r1"}, "relu1");
   m.node("Conv", {"r1", "w2"}, {"c2"}, "conv2");
   m.node("Relu", {"c2"}, {"r2"}, "relu2");
   m.attr(m.node("Conv", {"r2", "w3"}, {"c3"}, "conv3"), "pads", same);
-  m.node("Add", {"c3", "r1"}, {"s3"}, "add3");
+  m.node("Conv", {"r1", "w5"}, {"c5"}, "shortcut");
+  m.node("Add", {"c3", "c5"}, {"s3"}, "add3");
   m.node("Relu", {"s3"}, {"r3"}, "relu3");
   m.node("Conv", {"r3", "w4"}, {"y"}, "conv4");
   return m;

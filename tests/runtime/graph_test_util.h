@@ -28,8 +28,9 @@ int count_ops(const Graph& graph, const std::string& op_type);
 ModelBuilder& conv_chain(ModelBuilder& m);
 
 // x [N, 16, 10, 10] -> conv1 3x3 16->32 + relu (r1) -> conv2 1x1 32->32 + relu -> conv3 3x3 32->32
-// + r1 + relu -> conv4 1x1 32->5 -> y [N, 5, 10, 10]: a residual stack as the int8 plans see it,
-// three convolutions the int8 tensor-core kernel takes and one (5 output channels) it does not.
+// + shortcut(r1) + relu -> conv4 1x1 32->5 -> y [N, 5, 10, 10], the shortcut a 1x1 32->32: a
+// ResNet block with its projection as the int8 plans see it, four convolutions the int8
+// tensor-core kernel takes (r1 read by two of them) and one (5 output channels) it does not.
 ModelBuilder& int8_residual_stack(ModelBuilder& m);
 
 }  // namespace fovea::runtime::testing

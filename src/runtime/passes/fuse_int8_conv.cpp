@@ -1,6 +1,7 @@
 // Quantized convolutions become fovea.Int8Conv (ops/int8_conv_util.h), the CUDA executor's int8
 // tensor-core kernel. See passes.h.
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -73,14 +74,28 @@ std::optional<Candidate> candidate(Graph& graph, const Node& node) {
 }
 
 // `id` as a float32 constant: itself, or its exact widening when a float16 plan narrowed it (the
-// kernel's epilogue reads float32 parameters).
-ValueId float32_constant(Graph& graph, ValueId id) {
-  const Tensor& t = *graph.value(id).constant;
-  if (t.dtype() == DataType::kFloat32) return id;
-  Tensor wide = Tensor::allocate(DataType::kFloat32, t.shape());
-  for (std::int64_t i = 0; i < t.numel(); ++i) wide.data<float>()[i] = half_to_float(t.data<Half>()[i]);
-  return graph.add_constant(graph.value(id).name + "/fp32", std::move(wide));
-}
+// kernel's epilogue reads float32 parameters), made once however many layers read it (an input's
+// scale is read by every layer it feeds).
+class Float32Constants {
+ public:
+  explicit Float32Constants(Graph& graph) : graph_(graph) {}
+
+  ValueId operator()(ValueId id) {
+    if (graph_.value(id).constant->dtype() == DataType::kFloat32) return id;
+    auto [it, inserted] = widened_.try_emplace(id, kNoValue);
+    if (inserted) {
+      const Tensor& t = *graph_.value(id).constant;
+      Tensor wide = Tensor::allocate(DataType::kFloat32, t.shape());
+      for (std::int64_t i = 0; i < t.numel(); ++i) wide.data<float>()[i] = half_to_float(t.data<Half>()[i]);
+      it->second = graph_.add_constant(graph_.value(id).name + "/fp32", std::move(wide));
+    }
+    return it->second;
+  }
+
+ private:
+  Graph& graph_;
+  std::map<ValueId, ValueId> widened_;
+};
 
 // The QuantizeLinear that is the only reader of `y` and writes int8 at a constant float32 scale
 // with zero point 0: the next layer's input, which the convolution can write itself.
@@ -95,15 +110,15 @@ Node* output_quantize(Graph& graph, ValueId y) {
 }
 
 // Rewrites FusedConv `conv` in place as fovea.Int8Conv; returns the QuantizeLinear it absorbed.
-Node* to_int8_conv(Graph& graph, Node& conv, const Candidate& c) {
+Node* to_int8_conv(Graph& graph, Node& conv, const Candidate& c, Float32Constants& float32_constant) {
   const ValueId y = conv.outputs[0];
   const ValueId bias = conv.inputs.size() > 2 ? conv.inputs[2] : kNoValue;
   const ValueId residual = conv.inputs.size() > 3 ? conv.inputs[3] : kNoValue;
   std::vector<ValueId> inputs = {c.x->inputs[0],
-                                 float32_constant(graph, c.x->inputs[1]),
+                                 float32_constant(c.x->inputs[1]),
                                  c.w->inputs[0],
-                                 float32_constant(graph, c.w->inputs[1]),
-                                 bias == kNoValue ? kNoValue : float32_constant(graph, bias),
+                                 float32_constant(c.w->inputs[1]),
+                                 bias == kNoValue ? kNoValue : float32_constant(bias),
                                  residual};
   Node* q = output_quantize(graph, y);
   conv.attributes.erase("channels_last");
@@ -126,10 +141,11 @@ Node* to_int8_conv(Graph& graph, Node& conv, const Candidate& c) {
 
 void fuse_int8_convolutions(Graph& graph) {
   std::vector<bool> removed(graph.nodes.size(), false);
+  Float32Constants float32_constants(graph);
   for (Node& node : graph.nodes) {
     const std::optional<Candidate> c = candidate(graph, node);
     if (!c) continue;
-    if (const Node* q = to_int8_conv(graph, node, *c); q != nullptr) {
+    if (const Node* q = to_int8_conv(graph, node, *c, float32_constants); q != nullptr) {
       removed[static_cast<std::size_t>(q - graph.nodes.data())] = true;
     }
   }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <set>
 
 #include <gtest/gtest.h>
 
@@ -360,14 +361,18 @@ TEST(Int8TensorCorePlan, ConvolutionsTheKernelTakesBecomeInt8ConvAndMatchTheRefe
   options.calibration = calibration;
   auto plan = plan_graph(graph, shapes, options);
   ASSERT_TRUE(plan.is_ok()) << plan.status().to_string();
-  EXPECT_EQ(count_ops(plan->graph, "Int8Conv"), 3) << "conv1-conv3; conv4's 5 output channels stay float16";
+  EXPECT_EQ(count_ops(plan->graph, "Int8Conv"), 4)
+      << "conv1-conv3, shortcut; conv4's 5 output channels stay float16";
   EXPECT_EQ(count_ops(plan->graph, "DequantizeLinear"), 0);
-  EXPECT_EQ(count_ops(plan->graph, "QuantizeLinear"), 2) << "x, and r1 (read by conv3's residual too)";
+  EXPECT_EQ(count_ops(plan->graph, "QuantizeLinear"), 1) << "x alone: conv1 and conv2 write int8 themselves";
   for (const Node& node : plan->graph.nodes) {
     if (node.op_type != "Int8Conv") continue;
     const DataType out = plan->graph.value(node.outputs[0]).type.dtype;
-    EXPECT_EQ(out, node.name == "conv2" ? DataType::kInt8 : DataType::kFloat16) << node.name;
+    const bool int8_out = node.name == "conv1" || node.name == "conv2";
+    EXPECT_EQ(out, int8_out ? DataType::kInt8 : DataType::kFloat16) << node.name;
   }
+  std::set<std::string> names;  // the plan is written to engine files, which need unique names
+  for (const Value& value : plan->graph.values) EXPECT_TRUE(names.insert(value.name).second) << value.name;
   auto reference = plan_graph(graph, shapes, {.precision = Precision::kInt8, .calibration = calibration});
   ASSERT_TRUE(reference.is_ok()) << reference.status().to_string();
   EXPECT_EQ(count_ops(reference->graph, "Int8Conv"), 0);
@@ -378,14 +383,15 @@ TEST(Int8TensorCorePlan, ConvolutionsTheKernelTakesBecomeInt8ConvAndMatchTheRefe
   auto want = unfused.run({x});
   ASSERT_TRUE(y.is_ok()) << y.status().to_string();
   ASSERT_TRUE(want.is_ok()) << want.status().to_string();
-  // float16 storage of r1, r3 and y (2^-11 each) and an int8 step where a rounding lands apart.
+  // float16 storage of the float values (the model-level float16 bound) plus one int8 step (1/127
+  // of a range) where the two plans round a value next to a tie apart.
   double error = 0.0, spread = 0.0;
   for (std::int64_t i = 0; i < (*want)[0].numel(); ++i) {
     const double expected = (*want)[0].data<float>()[i];
     error = std::max(error, std::fabs((*y)[0].data<float>()[i] - expected));
     spread = std::max(spread, std::fabs(expected));
   }
-  EXPECT_LT(error, 0.02 * spread);
+  EXPECT_LT(error, (2e-2 + 1.0 / 127) * spread);
 }
 
 }  // namespace
