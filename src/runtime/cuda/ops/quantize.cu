@@ -44,6 +44,33 @@ __global__ void __launch_bounds__(kBlockSize)
   }
 }
 
+// QuantizeLinear per tensor over whole vectors of kQuantVector elements: 16- or 32-byte loads and
+// 8-byte stores, the scale and zero point read once. The int8 plans quantize each block's output
+// this way (a ResNet-50 at batch 256 spent 3 ms a batch in the element-wise loop above, call 34).
+constexpr int kQuantVector = 8;
+
+template <typename T, int V>
+struct alignas(sizeof(T) * V) Vector {
+  T v[V];
+};
+
+template <typename T, typename S, typename Q>
+__global__ void __launch_bounds__(kBlockSize)
+    quantize_per_tensor(const Vector<T, kQuantVector>* __restrict__ x, std::int64_t vectors,
+                        const S* __restrict__ scale, const Q* __restrict__ zero_point,
+                        Vector<Q, kQuantVector>* __restrict__ y) {
+  const float s = static_cast<float>(load_compute(scale, 0));
+  const Q z = zero_point != nullptr ? zero_point[0] : Q{0};
+  FOVEA_GRID_STRIDE_LOOP(i, vectors) {
+    const Vector<T, kQuantVector> in = x[i];
+    Vector<Q, kQuantVector> out;
+#pragma unroll
+    for (int e = 0; e < kQuantVector; ++e)
+      out.v[e] = ops::quantize_value(static_cast<float>(load_compute(in.v, e)), s, z);
+    y[i] = out;
+  }
+}
+
 // y has the scale's type S.
 template <typename X, typename S>
 __global__ void __launch_bounds__(kBlockSize)
@@ -91,9 +118,22 @@ __global__ void __launch_bounds__(kBlockSize)
   *zero_point = params.zero_point;
 }
 
+bool aligned_to(const void* p, std::size_t bytes) {
+  return reinterpret_cast<std::uintptr_t>(p) % bytes == 0;
+}
+
 template <typename T, typename S, typename Q>
 void launch_quantize(const CudaKernelContext& ctx, const Tensor& x, const S* scale, const Q* zero_point,
                      const QuantLayout& layout, Tensor& y) {
+  using In = Vector<T, kQuantVector>;
+  using Out = Vector<Q, kQuantVector>;
+  if (layout.mode == ops::QuantMode::kPerTensor && x.numel() % kQuantVector == 0 &&
+      aligned_to(x.raw(), sizeof(In)) && aligned_to(y.raw(), sizeof(Out))) {
+    const std::int64_t vectors = x.numel() / kQuantVector;
+    quantize_per_tensor<T, S, Q><<<grid_for(vectors), kBlockSize, 0, ctx.stream()>>>(
+        static_cast<const In*>(x.raw()), vectors, scale, zero_point, static_cast<Out*>(y.raw()));
+    return;
+  }
   quantize<T, S, Q><<<grid_for(x.numel()), kBlockSize, 0, ctx.stream()>>>(x.data<T>(), x.numel(), scale,
                                                                           zero_point, layout, y.data<Q>());
 }

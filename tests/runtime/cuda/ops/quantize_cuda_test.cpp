@@ -29,6 +29,7 @@ const QuantCase kCases[] = {
     {{5, 3, 13, 17}, Mode::kPerTensor},
     {{1, 3, 13, 17}, Mode::kPerTensor},
     {{(1 << 16) + 3}, Mode::kPerTensor, 0},  // more elements than one grid-stride pass
+    {{4, 6, 10, 16}, Mode::kPerTensor},      // whole vectors of 8: the vectorized per-tensor path
     {{}, Mode::kPerTensor},
     {{5, 3, 13, 17}, Mode::kPerAxis, 1},
     {{1, 3, 13, 17}, Mode::kPerAxis, 1},
