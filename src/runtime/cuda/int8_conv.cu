@@ -17,17 +17,16 @@ constexpr int kThreads = 256;
 constexpr int kTileK = 64;  // reduction bytes a pipeline stage holds per row: two m16n8k32 steps
 constexpr int kChunk = 16;  // bytes one cp.async moves: a vector of 16 channels of one pixel
 constexpr int kChunksPerRow = kTileK / kChunk;
-// Pipeline depth: 4 stages of a 128 x 256 or 256 x 128 tile take 96 KiB (the staged epilogue tile
-// 135-139 KiB: one block an SM); of a 256 x 64 tile 80 KiB, two blocks an SM.
+// Pipeline depth: 4 stages of a 128 x 128 tile take 64 KiB (the staged epilogue tile 68 KiB), so
+// two blocks (128 registers a thread) share an SM.
 constexpr int kStages = 4;
 
 // A block computes a BM x BN tile of the product (output pixels x output channels) with WM x WN
 // warps; each warp a (BM / WM) x (BN / WN) tile as m16n8 fragments.
-template <int BM, int BN, int WM, int WN, int kMinBlocksPerSm = 1>
+template <int BM, int BN, int WM, int WN>
 struct Tile {
   static_assert(WM * WN * 32 == kThreads);
   static constexpr int kBM = BM, kBN = BN, kWM = WM;
-  static constexpr int kMinBlocks = kMinBlocksPerSm;  // __launch_bounds__: caps the registers
   static constexpr int kWarpRows = BM / WM, kWarpCols = BN / WN;
   static constexpr int kFragRows = kWarpRows / 16, kFragCols = kWarpCols / 8;
   static_assert(kFragCols % 2 == 0, "B fragments load in pairs");
@@ -184,29 +183,30 @@ __device__ __forceinline__ void multiply_stage(const std::int8_t* stage,
 // stores, consecutive threads on consecutive vectors of a row.
 constexpr int kVector = 8;
 
-// The residual's `count` channels at element `at` (a whole aligned vector when `whole`), as float.
-__device__ __forceinline__ void load_residual(float (&z)[kVector], const Int8ConvOperands& o, std::int64_t at,
-                                              int count, bool whole) {
+// Adds the residual's `count` channels at element `at` (a whole aligned vector when `whole`).
+__device__ __forceinline__ void add_residual(float (&v)[kVector], const Int8ConvOperands& o, std::int64_t at,
+                                             int count, bool whole) {
   if (o.residual_dtype == DataType::kFloat16) {
-    const __half* h = static_cast<const __half*>(o.residual) + at;
+    const __half* z = static_cast<const __half*>(o.residual) + at;
     if (whole) {
-      const uint4 bits = *reinterpret_cast<const uint4*>(h);
+      const uint4 bits = *reinterpret_cast<const uint4*>(z);
       const __half2* pairs = reinterpret_cast<const __half2*>(&bits);
 #pragma unroll
       for (int e = 0; e < kVector / 2; ++e) {
         const float2 f = __half22float2(pairs[e]);
-        z[2 * e] = f.x;
-        z[2 * e + 1] = f.y;
+        v[2 * e] = add_rn(v[2 * e], f.x);
+        v[2 * e + 1] = add_rn(v[2 * e + 1], f.y);
       }
       return;
     }
-#pragma unroll
-    for (int e = 0; e < kVector; ++e) z[e] = e < count ? __half2float(h[e]) : 0.0f;
+    for (int e = 0; e < count; ++e) v[e] = add_rn(v[e], __half2float(z[e]));
     return;
   }
-  const float* f = static_cast<const float*>(o.residual) + at;
+  const float* z = static_cast<const float*>(o.residual) + at;
 #pragma unroll
-  for (int e = 0; e < kVector; ++e) z[e] = e < count ? f[e] : 0.0f;
+  for (int e = 0; e < kVector; ++e) {
+    if (e < count) v[e] = add_rn(v[e], z[e]);
+  }
 }
 
 template <typename Out>
@@ -290,43 +290,24 @@ __device__ __forceinline__ void store_tile(const int (&acc)[T::kFragRows][T::kFr
   }
   const float inverse_y_scale = o.y_scale != nullptr ? div_rn(1.0f, *o.y_scale) : 0.0f;
   const int pixels = static_cast<int>(g.pixels());
-  // Rows go in groups whose residual loads are all issued before the first is used: with one or
-  // two blocks an SM, a load per row waited on before the next left the residual layers bound by
-  // latency (call 36: ResNet's 64 -> 256 expansions with their residual ran at 1.2 TB/s).
-  constexpr int kRowStep = kThreads / kVectorsPerRow;
-  constexpr int kRowsInFlight = 4;
-  for (int first = static_cast<int>(threadIdx.x) / kVectorsPerRow; first < T::kBM;
-       first += kRowStep * kRowsInFlight) {
-    float z[kRowsInFlight][kVector] = {};
+  for (int row = static_cast<int>(threadIdx.x) / kVectorsPerRow; row < T::kBM && first_row + row < pixels;
+       row += kThreads / kVectorsPerRow) {
+    const int4 low = *reinterpret_cast<const int4*>(staged + row * kStride + col);
+    const int4 high = *reinterpret_cast<const int4*>(staged + row * kStride + col + 4);
+    const int sums[kVector] = {low.x, low.y, low.z, low.w, high.x, high.y, high.z, high.w};
+    float v[kVector];
 #pragma unroll
-    for (int r = 0; r < kRowsInFlight; ++r) {
-      const int row = first + r * kRowStep;
-      if (o.residual == nullptr || row >= T::kBM || first_row + row >= pixels) continue;
-      load_residual(z[r], o, static_cast<std::int64_t>(first_row + row) * g.out_channels + channel, count,
-                    whole_vectors);
-    }
+    for (int e = 0; e < kVector; ++e) v[e] = ops::int8_conv_value(sums[e], scale[e], bias[e]);
+    const std::int64_t at = static_cast<std::int64_t>(first_row + row) * g.out_channels + channel;
+    if (o.residual != nullptr) add_residual(v, o, at, count, whole_vectors);
 #pragma unroll
-    for (int r = 0; r < kRowsInFlight; ++r) {
-      const int row = first + r * kRowStep;
-      if (row >= T::kBM || first_row + row >= pixels) break;
-      const int4 low = *reinterpret_cast<const int4*>(staged + row * kStride + col);
-      const int4 high = *reinterpret_cast<const int4*>(staged + row * kStride + col + 4);
-      const int sums[kVector] = {low.x, low.y, low.z, low.w, high.x, high.y, high.z, high.w};
-      float v[kVector];
-#pragma unroll
-      for (int e = 0; e < kVector; ++e) {
-        v[e] = ops::int8_conv_value(sums[e], scale[e], bias[e]);
-        if (o.residual != nullptr) v[e] = add_rn(v[e], z[r][e]);
-        v[e] = activate(v[e], activation);
-      }
-      store_vector<Out>(o, static_cast<std::int64_t>(first_row + row) * g.out_channels + channel, v, count,
-                        whole_vectors, inverse_y_scale);
-    }
+    for (int e = 0; e < kVector; ++e) v[e] = activate(v[e], activation);
+    store_vector<Out>(o, at, v, count, whole_vectors, inverse_y_scale);
   }
 }
 
 template <class T, typename Out>
-__global__ void __launch_bounds__(kThreads, T::kMinBlocks)
+__global__ void __launch_bounds__(kThreads)
     int8_conv_kernel(Int8ConvOperands o, ops::Int8ConvGeometry g, ops::Activation activation) {
   extern __shared__ __align__(128) std::int8_t shared[];
   const int first_row = static_cast<int>(blockIdx.x) * T::kBM;
@@ -397,12 +378,11 @@ Status launch_tile(const Int8ConvOperands& o, const ops::Int8ConvGeometry& g,
 // Warp tiles of 64 x 64 read 128 bytes of shared memory per m16n8k32 product, what an SM's shared
 // memory delivers per clock; 64 x 32 read half as much again, and bound the products below the
 // tensor cores' rate (call 32: 330 int8 TOPS on every compute-bound ResNet-50 layer). Narrow
-// layers take a tile of 64 channels rather than waste half of a wider one, two blocks an SM (its
-// registers capped at 128 a thread for that).
+// layers take a tile of 64 channels rather than waste half of a wider one.
 template <typename Out>
 Status launch_for_width(const Int8ConvOperands& o, const ops::Int8ConvGeometry& g,
                         const ops::Activation& activation, cudaStream_t stream) {
-  if (g.out_channels <= 64) return launch_tile<Tile<256, 64, 4, 2, 2>, Out>(o, g, activation, stream);
+  if (g.out_channels <= 64) return launch_tile<Tile<256, 64, 4, 2>, Out>(o, g, activation, stream);
   if (g.out_channels <= 128) return launch_tile<Tile<256, 128, 4, 2>, Out>(o, g, activation, stream);
   return launch_tile<Tile<128, 256, 2, 4>, Out>(o, g, activation, stream);
 }
