@@ -17,8 +17,8 @@ constexpr int kThreads = 256;
 constexpr int kTileK = 64;  // reduction bytes a pipeline stage holds per row: two m16n8k32 steps
 constexpr int kChunk = 16;  // bytes one cp.async moves: a vector of 16 channels of one pixel
 constexpr int kChunksPerRow = kTileK / kChunk;
-// Pipeline depth: 4 stages of a 128 x 128 tile take 64 KiB (the staged epilogue tile 68 KiB), so
-// two blocks (128 registers a thread) share an SM.
+// Pipeline depth: 4 stages of a 128 x 256 or 256 x 128 tile take 96 KiB, under the 135-139 KiB its
+// staged epilogue needs anyway (one block an SM); of a 256 x 64 tile 80 KiB.
 constexpr int kStages = 4;
 
 // A block computes a BM x BN tile of the product (output pixels x output channels) with WM x WN
