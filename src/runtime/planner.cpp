@@ -160,16 +160,6 @@ std::string_view precision_name(Precision precision) {
   return "fp32";
 }
 
-namespace {
-
-Status channels_last(Graph& graph) {
-  convert_to_channels_last(graph);
-  graph.compact();
-  return infer_shapes(graph, FoldConstants::kNo);
-}
-
-}  // namespace
-
 Result<ExecutionPlan> plan_graph(const Graph& model_graph, const InputShapes& input_shapes,
                                  const PlanOptions& options) {
   ExecutionPlan plan;
@@ -201,9 +191,14 @@ Result<ExecutionPlan> plan_graph(const Graph& model_graph, const InputShapes& in
   }
   FOVEA_TRY(infer_shapes(graph, FoldConstants::kYes));
   FOVEA_TRY(optimize(graph));
-  // The int8 tensor-core plans quantize NHWC convolutions (the kernel's layout): channels_last first.
+  // Before the int8 rewrite: the tensor-core plans quantize NHWC convolutions (the kernel's layout),
+  // and the pass converts only convolutions whose weights are still constants.
+  if (options.channels_last) {
+    convert_to_channels_last(graph);
+    graph.compact();
+    FOVEA_TRY(infer_shapes(graph, FoldConstants::kNo));
+  }
   const bool int8_tensor_cores = options.precision == Precision::kInt8 && options.int8_tensor_cores;
-  if (options.channels_last && int8_tensor_cores) FOVEA_TRY(channels_last(graph));
   if (options.precision == Precision::kInt8) {
     if (!options.calibration) {
       return make_error(StatusCode::kInvalidArgument, graph.where(), "int8 needs a calibration cache");
@@ -223,7 +218,6 @@ Result<ExecutionPlan> plan_graph(const Graph& model_graph, const InputShapes& in
     FOVEA_TRY(infer_shapes(graph, FoldConstants::kNo));
     graph.compact();
   }
-  if (options.channels_last && !int8_tensor_cores) FOVEA_TRY(channels_last(graph));
   if (options.precision == Precision::kFloat16 || int8_tensor_cores) {
     convert_to_float16(graph, Float16Options{.keep_float32 = options.keep_float32,
                                              .float16_interface = options.float16_interface});

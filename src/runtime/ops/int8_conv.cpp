@@ -197,6 +197,16 @@ std::string int8_conv_unsupported(const Int8ConvGeometry& g) {
   return {};
 }
 
+std::string int8_conv_unsupported(const Shape& x, const Shape& w) {
+  const auto i = [](std::int64_t v) { return static_cast<int>(v); };
+  return int8_conv_unsupported(Int8ConvGeometry{.in_h = i(x[1]),
+                                                .in_w = i(x[2]),
+                                                .channels = i(x[3]),
+                                                .out_channels = i(w[0]),
+                                                .kernel_h = i(w[1]),
+                                                .kernel_w = i(w[2])});
+}
+
 FOVEA_REGISTER_OP({.domain = "fovea",
                    .op_type = "Int8Conv",
                    .min_inputs = 4,

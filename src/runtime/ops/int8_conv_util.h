@@ -61,6 +61,9 @@ Result<Int8ConvGeometry> int8_conv_geometry(const InferContext& ctx, const Shape
 // reduction in 16-byte vectors of one pixel (input channels a multiple of 16) and writes channel
 // pairs (an even output channel count). The int8 rewrite leaves such layers in float.
 std::string int8_conv_unsupported(const Int8ConvGeometry& geometry);
+// The same checks for X [N, H, W, C] and W [M, kH, kW, C] before the window is resolved (the
+// passes that decide which layers the kernel runs).
+std::string int8_conv_unsupported(const Shape& x, const Shape& w);
 
 // Output channel m's scale, X_scale * W_scale[m].
 FOVEA_HD float int8_conv_scale(float x_scale, float w_scale) {

@@ -61,15 +61,8 @@ std::optional<Candidate> candidate(Graph& graph, const Node& node) {
   if (c.x == nullptr || c.w == nullptr || !graph.is_constant(c.w->inputs[0])) return std::nullopt;
   const std::optional<Shape> x = known_shape(graph, c.x->inputs[0]);
   const Shape& w = graph.value(c.w->inputs[0]).constant->shape();
-  if (!x || x->size() != 4 || w.size() != 4) return std::nullopt;
-  const auto i = [](std::int64_t v) { return static_cast<int>(v); };
-  const std::string refusal = ops::int8_conv_unsupported({.in_h = i((*x)[1]),
-                                                          .in_w = i((*x)[2]),
-                                                          .channels = i((*x)[3]),
-                                                          .out_channels = i(w[0]),
-                                                          .kernel_h = i(w[1]),
-                                                          .kernel_w = i(w[2])});
-  if (!refusal.empty()) return std::nullopt;
+  if (!x || x->size() != 4 || w.size() != 4 || !ops::int8_conv_unsupported(*x, w).empty())
+    return std::nullopt;
   return c;
 }
 

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "runtime/ops/int8_conv_util.h"
+#include "runtime/passes/pass_util.h"
 
 namespace fovea::runtime::quant {
 namespace {
@@ -225,16 +226,10 @@ std::string tensor_core_refusal(const Graph& graph, const Node& node) {
     return "the CUDA int8 kernels take channels_last convolutions only; " + node.op_type + " stays float16";
   }
   if (int_or(node, "group", 1) != 1) return "grouped convolution (the int8 kernel takes group 1)";
-  const auto& x = graph.value(node.inputs[0]).type.dims;
+  const std::optional<Shape> x = known_shape(graph, node.inputs[0]);
   const Shape& w = graph.value(node.inputs[1]).constant->shape();
-  if (!x || x->size() != 4 || !all_known(*x) || w.size() != 4) return "not a 2-D convolution of known shape";
-  const auto i = [](std::int64_t v) { return static_cast<int>(v); };
-  return ops::int8_conv_unsupported({.in_h = i((*x)[1].value),
-                                     .in_w = i((*x)[2].value),
-                                     .channels = i((*x)[3].value),
-                                     .out_channels = i(w[0]),
-                                     .kernel_h = i(w[1]),
-                                     .kernel_w = i(w[2])});
+  if (!x || x->size() != 4 || w.size() != 4) return "not a 2-D convolution of known shape";
+  return ops::int8_conv_unsupported(*x, w);
 }
 
 }  // namespace
