@@ -49,11 +49,6 @@ __global__ void __launch_bounds__(kBlockSize)
 // this way (a ResNet-50 at batch 256 spent 3 ms a batch in the element-wise loop above, call 34).
 constexpr int kQuantVector = 8;
 
-template <typename T, int V>
-struct alignas(sizeof(T) * V) Vector {
-  T v[V];
-};
-
 template <typename T, typename S, typename Q>
 __global__ void __launch_bounds__(kBlockSize)
     quantize_per_tensor(const Vector<T, kQuantVector>* __restrict__ x, std::int64_t vectors,
