@@ -274,23 +274,14 @@ float time_fovea(const ConvShape& s, int batch, fovea::DataType out, Buffers& b,
   return time_ms(iters, [&] { return rt::cuda::launch_int8_conv(o, g, relu, nullptr).is_ok(); });
 }
 
-// Uniform random bytes: int8 values over their whole range.
-void fill_int8(void* p, std::size_t bytes) {
-  std::vector<std::uint8_t> host(bytes);
-  std::uint32_t state = 54321;
-  for (auto& byte : host) {
-    state = state * 1664525u + 1013904223u;
-    byte = static_cast<std::uint8_t>(state >> 24);
-  }
-  CHECK_CUDA(cudaMemcpy(p, host.data(), bytes, cudaMemcpyHostToDevice));
-}
-
-void fill(void* p, std::size_t bytes) {
+// Random bytes from a fixed seed, each masked by `mask`: 0x1f keeps small values, valid int8,
+// float16 and E4M3 in every type's reading; 0xff gives int8 values over their whole range.
+void fill(void* p, std::size_t bytes, std::uint8_t mask) {
   std::vector<std::uint8_t> host(bytes);
   std::uint32_t state = 12345;
-  for (auto& byte : host) {  // small values: valid int8, float16 and E4M3 in every type's reading
+  for (auto& byte : host) {
     state = state * 1664525u + 1013904223u;
-    byte = static_cast<std::uint8_t>((state >> 24) & 0x1f);
+    byte = static_cast<std::uint8_t>((state >> 24) & mask);
   }
   CHECK_CUDA(cudaMemcpy(p, host.data(), bytes, cudaMemcpyHostToDevice));
 }
@@ -328,11 +319,11 @@ int main(int argc, char** argv) {
   Buffers b;
   for (void** p : {&b.x, &b.w, &b.y}) {
     CHECK_CUDA(cudaMalloc(p, largest * 4));  // float out is the widest
-    fill(*p, largest * 4);
+    fill(*p, largest * 4, 0x1f);
   }
   for (void** p : {&b.x8, &b.w8}) {
     CHECK_CUDA(cudaMalloc(p, largest));
-    fill_int8(*p, largest);
+    fill(*p, largest, 0xff);
   }
   CHECK_CUDA(cudaMalloc(&b.bias, 2048 * 4));
   CHECK_CUDA(cudaMalloc(&b.scale, 2048 * 4));
