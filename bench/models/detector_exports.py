@@ -43,16 +43,17 @@ from detection_metrics import greedy_match  # noqa: E402
 SCORE_STD = 0.2
 HEIGHT, WIDTH = 480, 640
 
-# name: (constructor kwargs, output names)
+# name: (constructor kwargs, output names in the order the model's result dict holds them)
 RCNN_OUTPUTS = ["boxes", "labels", "scores"]
+ONE_STAGE_OUTPUTS = ["boxes", "scores", "labels"]
 MODELS = {
-    "retinanet_resnet50_fpn": ({"score_thresh": 0.02}, RCNN_OUTPUTS),
-    "fcos_resnet50_fpn": ({"score_thresh": 0.02}, RCNN_OUTPUTS),
+    "retinanet_resnet50_fpn": ({"score_thresh": 0.02}, ONE_STAGE_OUTPUTS),
+    "fcos_resnet50_fpn": ({"score_thresh": 0.02}, ONE_STAGE_OUTPUTS),
     "fasterrcnn_resnet50_fpn": ({"num_classes": 3}, RCNN_OUTPUTS),
     "fasterrcnn_mobilenet_v3_large_320_fpn": ({"num_classes": 3}, RCNN_OUTPUTS),
     "maskrcnn_resnet50_fpn": ({"num_classes": 3}, RCNN_OUTPUTS + ["masks"]),
     "keypointrcnn_resnet50_fpn": ({"num_classes": 2}, RCNN_OUTPUTS + ["keypoints", "keypoints_scores"]),
-    "ssdlite320_mobilenet_v3_large": ({"num_classes": 3}, RCNN_OUTPUTS),
+    "ssdlite320_mobilenet_v3_large": ({"num_classes": 3}, ONE_STAGE_OUTPUTS),
 }
 
 

@@ -1,6 +1,10 @@
 #include "runtime/control_flow.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
+
+#include "runtime/evaluate.h"
 
 namespace fovea::runtime {
 namespace {
@@ -47,10 +51,216 @@ Result<bool> condition_of(const Graph& graph, const Node& node) {
   return cond.data<std::uint8_t>()[0] != 0;
 }
 
+// Loops end on their trip count or their condition; one with neither would never end.
+constexpr std::int64_t kNoTripCount = -1;
+
+template <typename... Parts>
+Status node_error(const Graph* graph, const Node& node, Parts&&... parts) {
+  return make_error(StatusCode::kInvalidArgument, graph == nullptr ? std::string() : graph->where(),
+                    node.describe(), ": ", std::forward<Parts>(parts)...);
+}
+
+// The outer values a node's subgraphs read, by name: the inputs after its own `explicit_count`,
+// in the order the loader listed them (each subgraph in attribute order, each name once).
+Result<std::map<std::string, Tensor, std::less<>>> outer_values(const Graph* graph, const Node& node,
+                                                                std::size_t explicit_count,
+                                                                const std::vector<Tensor>& inputs) {
+  std::vector<std::string> names;
+  for (const auto& [key, attribute] : node.attributes) {
+    if (!attribute.g) continue;
+    for (const ValueId captured : attribute.g->captured) {
+      const std::string& name = attribute.g->value(captured).name;
+      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    }
+  }
+  if (inputs.size() != explicit_count + names.size()) {
+    return node_error(graph, node,
+                      fmt::format("has {} inputs; its own {} and the {} outer values its "
+                                  "subgraphs read were expected",
+                                  inputs.size(), explicit_count, names.size()));
+  }
+  std::map<std::string, Tensor, std::less<>> outer;
+  for (std::size_t i = 0; i < names.size(); ++i) outer.emplace(names[i], inputs[explicit_count + i]);
+  return outer;
+}
+
+// A tensor the caller owns: `value` itself where the subgraph made it, a copy where it is one of
+// the node's inputs or a constant passed on (the enclosing executor may reuse their memory).
+Tensor detached(const Tensor& value, const std::vector<Tensor>& inputs) {
+  const bool shared = value.numel() > 0 && std::any_of(inputs.begin(), inputs.end(), [&](const Tensor& in) {
+                        return in.numel() > 0 && in.raw() == value.raw();
+                      });
+  return shared ? value.clone() : value;
+}
+
+// Runs `subgraph` node by node with the CPU kernels: `inputs` bound to its graph inputs, the outer
+// values it reads from `outer`. Gives its outputs.
+Result<std::vector<Tensor>> run_subgraph(const Graph& subgraph, const std::vector<Tensor>& inputs,
+                                         const std::map<std::string, Tensor, std::less<>>& outer) {
+  std::vector<Tensor> values(subgraph.values.size());
+  for (std::size_t v = 0; v < subgraph.values.size(); ++v) {
+    if (subgraph.values[v].constant) values[v] = *subgraph.values[v].constant;
+  }
+  for (std::size_t i = 0; i < subgraph.inputs.size(); ++i) {
+    values[static_cast<std::size_t>(subgraph.inputs[i])] = inputs[i];
+  }
+  for (const ValueId captured : subgraph.captured) {
+    const auto found = outer.find(subgraph.value(captured).name);
+    if (found == outer.end()) {
+      return make_error(StatusCode::kInvalidArgument, "subgraph '", subgraph.model_path, "' reads '",
+                        subgraph.value(captured).name, "', which its node was not given");
+    }
+    values[static_cast<std::size_t>(captured)] = found->second;
+  }
+  for (const Node& node : subgraph.nodes) {
+    std::vector<Tensor> node_inputs;
+    for (const ValueId in : node.inputs) {
+      node_inputs.push_back(in == kNoValue ? Tensor() : values[static_cast<std::size_t>(in)]);
+    }
+    FOVEA_ASSIGN_OR_RETURN(std::vector<Tensor> outputs,
+                           evaluate_node(&subgraph, node, node_inputs, heap_allocator()));
+    for (std::size_t i = 0; i < node.outputs.size(); ++i) {
+      if (node.outputs[i] != kNoValue)
+        values[static_cast<std::size_t>(node.outputs[i])] = std::move(outputs[i]);
+    }
+  }
+  std::vector<Tensor> outputs;
+  for (const ValueId out : subgraph.outputs) outputs.push_back(values[static_cast<std::size_t>(out)]);
+  return outputs;
+}
+
+Result<bool> bool_scalar(const Graph* graph, const Node& node, const Tensor& value, std::string_view what) {
+  if (value.dtype() != DataType::kBool || value.numel() != 1) {
+    return node_error(graph, node, what, " is ", std::string(data_type_name(value.dtype())), " ",
+                      shape_string(value.shape()), ", not one bool");
+  }
+  return value.data<std::uint8_t>()[0] != 0;
+}
+
+Result<std::vector<Tensor>> run_if(const Graph* graph, const Node& node, const std::vector<Tensor>& inputs) {
+  if (inputs.empty() || inputs[0].empty_storage()) return node_error(graph, node, "an If needs a condition");
+  FOVEA_ASSIGN_OR_RETURN(const bool taken, bool_scalar(graph, node, inputs[0], "its condition"));
+  const char* key = taken ? "then_branch" : "else_branch";
+  const Graph* branch = branch_of(node, key);
+  if (branch == nullptr) return node_error(graph, node, "it has no ", key, " graph");
+  if (!branch->inputs.empty() || branch->outputs.size() != node.outputs.size()) {
+    return node_error(graph, node,
+                      fmt::format("its {} takes {} inputs and gives {} outputs; an If branch "
+                                  "takes none and gives the node's {}",
+                                  key, branch->inputs.size(), branch->outputs.size(), node.outputs.size()));
+  }
+  FOVEA_ASSIGN_OR_RETURN(const auto outer, outer_values(graph, node, 1, inputs));
+  FOVEA_ASSIGN_OR_RETURN(std::vector<Tensor> outputs, run_subgraph(*branch, {}, outer));
+  for (Tensor& out : outputs) out = detached(out, inputs);
+  return outputs;
+}
+
+// Where a Loop's inputs and outputs are: [M, cond, carried...] in, [carried..., scans...] out; the
+// body takes [iteration, cond, carried...] and gives [cond, carried..., scans...].
+struct LoopLayout {
+  const Graph* body = nullptr;
+  std::size_t carried = 0;
+  std::size_t scans = 0;
+};
+
+Result<LoopLayout> loop_layout(const Graph* graph, const Node& node) {
+  LoopLayout layout;
+  layout.body = branch_of(node, "body");
+  if (layout.body == nullptr) return node_error(graph, node, "a Loop needs a body graph");
+  const std::size_t body_inputs = layout.body->inputs.size();
+  const std::size_t body_outputs = layout.body->outputs.size();
+  if (body_inputs < 2 || body_outputs < body_inputs - 1) {
+    return node_error(graph, node,
+                      fmt::format("its body takes {} inputs and gives {} outputs; a Loop body "
+                                  "takes (iteration, condition, carried...) and gives "
+                                  "(condition, carried..., scan outputs...)",
+                                  body_inputs, body_outputs));
+  }
+  layout.carried = body_inputs - 2;
+  layout.scans = body_outputs - 1 - layout.carried;
+  if (node.outputs.size() != layout.carried + layout.scans) {
+    return node_error(graph, node,
+                      fmt::format("has {} outputs; its body carries {} values and scans {}",
+                                  node.outputs.size(), layout.carried, layout.scans));
+  }
+  return layout;
+}
+
+// Each iteration's scan output, stacked along a new first axis; an empty loop gives [0, ...] at
+// the body's declared shape where it has one.
+Result<Tensor> stacked(const Graph* graph, const Node& node, const Graph& body, std::size_t scan,
+                       std::size_t first_scan_output, const std::vector<Tensor>& parts) {
+  const ValueType& declared = body.value(body.outputs[first_scan_output + scan]).type;
+  Shape element = parts.empty() ? Shape() : parts[0].shape();
+  if (parts.empty() && declared.dims && all_known(*declared.dims)) element = shape_of(*declared.dims);
+  Shape shape{static_cast<std::int64_t>(parts.size())};
+  shape.insert(shape.end(), element.begin(), element.end());
+  Tensor out = Tensor::allocate(parts.empty() ? declared.dtype : parts[0].dtype(), shape);
+  std::size_t offset = 0;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (parts[i].shape() != element || parts[i].dtype() != out.dtype()) {
+      return node_error(graph, node,
+                        fmt::format("scan output {} is {} in iteration {} but {} in the first", scan,
+                                    shape_string(parts[i].shape()), i, shape_string(element)));
+    }
+    std::copy_n(static_cast<const std::byte*>(parts[i].raw()), parts[i].bytes(),
+                static_cast<std::byte*>(out.raw()) + offset);
+    offset += parts[i].bytes();
+  }
+  return out;
+}
+
+Result<std::vector<Tensor>> run_loop(const Graph* graph, const Node& node,
+                                     const std::vector<Tensor>& inputs) {
+  FOVEA_ASSIGN_OR_RETURN(const LoopLayout layout, loop_layout(graph, node));
+  FOVEA_ASSIGN_OR_RETURN(const auto outer, outer_values(graph, node, 2 + layout.carried, inputs));
+  std::int64_t trip_count = kNoTripCount;
+  if (!inputs[0].empty_storage()) {
+    if (inputs[0].numel() != 1 || inputs[0].dtype() != DataType::kInt64) {
+      return node_error(graph, node, "its trip count is ", std::string(data_type_name(inputs[0].dtype())),
+                        " ", shape_string(inputs[0].shape()), ", not one int64");
+    }
+    trip_count = std::max<std::int64_t>(0, inputs[0].data<std::int64_t>()[0]);
+  }
+  const bool has_condition = !inputs[1].empty_storage();
+  bool running = true;
+  if (has_condition) {
+    FOVEA_ASSIGN_OR_RETURN(running, bool_scalar(graph, node, inputs[1], "its condition"));
+  } else if (trip_count == kNoTripCount) {
+    return node_error(graph, node, "it has neither a trip count nor a condition: it would never end");
+  }
+  std::vector<Tensor> carried(inputs.begin() + 2,
+                              inputs.begin() + 2 + static_cast<std::ptrdiff_t>(layout.carried));
+  std::vector<std::vector<Tensor>> scans(layout.scans);
+  for (std::int64_t i = 0; running && (trip_count == kNoTripCount || i < trip_count); ++i) {
+    std::vector<Tensor> body_inputs{Tensor::from_vector<std::int64_t>(DataType::kInt64, {}, {i}),
+                                    Tensor::from_vector<std::uint8_t>(DataType::kBool, {}, {1})};
+    body_inputs.insert(body_inputs.end(), carried.begin(), carried.end());
+    FOVEA_ASSIGN_OR_RETURN(std::vector<Tensor> outputs, run_subgraph(*layout.body, body_inputs, outer));
+    if (has_condition) {
+      FOVEA_ASSIGN_OR_RETURN(running, bool_scalar(graph, node, outputs[0], "its body's condition"));
+    }
+    for (std::size_t c = 0; c < layout.carried; ++c) carried[c] = std::move(outputs[1 + c]);
+    for (std::size_t s = 0; s < layout.scans; ++s)
+      scans[s].push_back(std::move(outputs[1 + layout.carried + s]));
+  }
+  std::vector<Tensor> results;
+  for (const Tensor& value : carried) results.push_back(detached(value, inputs));
+  for (std::size_t s = 0; s < layout.scans; ++s) {
+    FOVEA_ASSIGN_OR_RETURN(Tensor out, stacked(graph, node, *layout.body, s, 1 + layout.carried, scans[s]));
+    results.push_back(std::move(out));
+  }
+  return results;
+}
+
 }  // namespace
 
 bool is_if(const Node& node) {
   return node.op_type == "If" && node.domain.empty();
+}
+
+bool is_loop(const Node& node) {
+  return node.op_type == "Loop" && node.domain.empty();
 }
 
 Result<std::vector<Node>> inline_if(Graph& graph, const Node& node) {
@@ -151,13 +361,37 @@ std::vector<ValueType> if_output_types(const Node& node) {
   return types;
 }
 
-Status refuse_run_time_if(const Graph& graph, const Node& node) {
-  return make_error(
-      StatusCode::kUnsupported, graph.where(), node.describe(), ": its condition '",
-      graph.value(node.inputs[0]).name,
-      "' is known only at run time; fovea runs an If whose condition is known when the model "
-      "is planned (a constant, or computed from constants and input shapes), keeping the branch "
-      "it picks");
+Result<std::vector<ValueType>> loop_output_types(const Graph& graph, const Node& node) {
+  FOVEA_ASSIGN_OR_RETURN(const LoopLayout layout, loop_layout(&graph, node));
+  std::vector<ValueType> types;
+  for (std::size_t c = 0; c < layout.carried; ++c) {
+    const ValueId initial = c + 2 < node.inputs.size() ? node.inputs[c + 2] : kNoValue;
+    if (initial == kNoValue)
+      return node_error(&graph, node, "its loop-carried value ", std::to_string(c), " has no initial value");
+    ValueType type = graph.value(initial).type;
+    const ValueType& each = layout.body->value(layout.body->outputs[1 + c]).type;
+    // The value may change shape between iterations: keep only the dims both agree on.
+    if (type.dims && (!each.dims || each.dims->size() != type.dims->size())) {
+      type.dims.reset();
+    } else if (type.dims) {
+      for (std::size_t d = 0; d < type.dims->size(); ++d) {
+        const Dim& a = (*type.dims)[d];
+        const Dim& b = (*each.dims)[d];
+        if (!(a.known() && b.known() && a.value == b.value)) (*type.dims)[d] = Dim::unknown();
+      }
+    }
+    types.push_back(std::move(type));
+  }
+  for (std::size_t s = 0; s < layout.scans; ++s) {
+    ValueType type = layout.body->value(layout.body->outputs[1 + layout.carried + s]).type;
+    if (type.dims) type.dims->insert(type.dims->begin(), Dim::unknown());
+    types.push_back(std::move(type));
+  }
+  return types;
 }
 
+Result<std::vector<Tensor>> evaluate_control_flow(const Graph* graph, const Node& node,
+                                                  const std::vector<Tensor>& inputs) {
+  return is_if(node) ? run_if(graph, node, inputs) : run_loop(graph, node, inputs);
+}
 }  // namespace fovea::runtime

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "runtime/control_flow.h"
+
 namespace fovea::runtime {
 
 Result<const OpDef*> op_for(const Graph* graph, const Node& node) {
@@ -177,6 +179,7 @@ KernelContext::Allocator heap_allocator() {
 Result<std::vector<Tensor>> evaluate_node(const Graph* graph, const Node& node,
                                           const std::vector<Tensor>& inputs,
                                           const KernelContext::Allocator& allocator) {
+  if (is_if(node) || is_loop(node)) return evaluate_control_flow(graph, node, inputs);
   FOVEA_ASSIGN_OR_RETURN(const OpDef* def, op_for(graph, node));
   if (widens_float16(*def, types_of(inputs))) {
     return evaluate_widened(graph, node, inputs, allocator);

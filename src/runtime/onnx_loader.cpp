@@ -166,7 +166,7 @@ class Loader {
   // the graphs around it (Graph::captured).
   enum class Scope { kModel, kSubgraph };
   Status add_initializers(const onnx::GraphProto& proto, Graph& graph);
-  Status add_inputs(const onnx::GraphProto& proto, Graph& graph) const;
+  Status add_inputs(const onnx::GraphProto& proto, Graph& graph, Scope scope) const;
   Status add_nodes(const onnx::GraphProto& proto, Graph& graph, Scope scope);
   Status add_outputs(const onnx::GraphProto& proto, Graph& graph, Scope scope) const;
   Result<std::shared_ptr<const Graph>> subgraph(const onnx::GraphProto& proto, const std::string& what);
@@ -402,7 +402,7 @@ Status Loader::add_initializers(const onnx::GraphProto& proto, Graph& graph) {
   return Status::ok();
 }
 
-Status Loader::add_inputs(const onnx::GraphProto& proto, Graph& graph) const {
+Status Loader::add_inputs(const onnx::GraphProto& proto, Graph& graph, Scope scope) const {
   for (const auto& input : proto.input()) {
     // Before IR 4, initializers were also listed as inputs; such an input is the constant.
     const ValueId existing = graph.find_value(input.name());
@@ -411,6 +411,10 @@ Status Loader::add_inputs(const onnx::GraphProto& proto, Graph& graph) const {
     }
     if (existing != kNoValue) {
       return error(StatusCode::kCorruptData, "input '", input.name(), "' is listed twice");
+    }
+    if (scope == Scope::kSubgraph && !input.has_type()) {
+      graph.inputs.push_back(graph.add_value(input.name(), ValueType{}));  // typed by what the run passes
+      continue;
     }
     FOVEA_ASSIGN_OR_RETURN(ValueType type, value_type(input));
     graph.inputs.push_back(graph.add_value(input.name(), std::move(type)));
@@ -539,7 +543,7 @@ Result<std::shared_ptr<const Graph>> Loader::subgraph(const onnx::GraphProto& pr
     return error(status.code(), what, ": ", message);
   };
   FOVEA_TRY(in_subgraph(add_initializers(proto, *graph)));
-  FOVEA_TRY(in_subgraph(add_inputs(proto, *graph)));
+  FOVEA_TRY(in_subgraph(add_inputs(proto, *graph, Scope::kSubgraph)));
   FOVEA_TRY(in_subgraph(add_nodes(proto, *graph, Scope::kSubgraph)));
   graph->index_producers();
   FOVEA_TRY(in_subgraph(add_outputs(proto, *graph, Scope::kSubgraph)));
@@ -560,7 +564,7 @@ Result<Model> Loader::load(const onnx::ModelProto& proto) {
   Graph& graph = model.graph;
   opsets_ = graph.opsets;
   FOVEA_TRY(add_initializers(proto.graph(), graph));
-  FOVEA_TRY(add_inputs(proto.graph(), graph));
+  FOVEA_TRY(add_inputs(proto.graph(), graph, Scope::kModel));
   FOVEA_TRY(add_nodes(proto.graph(), graph, Scope::kModel));
   graph.index_producers();
   FOVEA_TRY(add_outputs(proto.graph(), graph, Scope::kModel));

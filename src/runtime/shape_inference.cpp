@@ -68,11 +68,20 @@ Result<std::vector<Tensor>> fold(const Graph& graph, const Node& node) {
   return evaluate_node(&graph, node, inputs, heap_allocator());
 }
 
+// A control-flow node that stays (run by the CPU executor), its outputs typed as given.
+Status keep_typed(Graph& graph, Node node, const std::vector<ValueType>& types, std::vector<Node>& kept) {
+  for (std::size_t i = 0; i < node.outputs.size(); ++i) {
+    if (node.outputs[i] != kNoValue)
+      graph.value(node.outputs[i]).type = merge_declared(types[i], graph.value(node.outputs[i]).type);
+  }
+  kept.push_back(std::move(node));
+  return Status::ok();
+}
+
 // An If whose condition is constant gives way to its branch's nodes, which are inferred (and
-// folded) next; one whose condition is not: typed from its branches at load, refused when planned.
+// folded) next; one whose condition only the run knows stays, typed from its branches.
 // `pending` holds the nodes still to infer, in order.
-Status infer_if(Graph& graph, Node& node, FoldConstants fold_constants, std::deque<Node>& pending,
-                std::vector<Node>& kept) {
+Status infer_if(Graph& graph, Node& node, std::deque<Node>& pending, std::vector<Node>& kept) {
   if (node.inputs.empty() || node.inputs[0] == kNoValue || node.outputs.empty()) {
     return make_error(StatusCode::kInvalidArgument, graph.where(), node.describe(),
                       ": an If needs a condition and at least one output");
@@ -83,14 +92,8 @@ Status infer_if(Graph& graph, Node& node, FoldConstants fold_constants, std::deq
                    std::make_move_iterator(branch.end()));
     return Status::ok();
   }
-  if (fold_constants == FoldConstants::kYes) return refuse_run_time_if(graph, node);
   const std::vector<ValueType> types = if_output_types(node);
-  for (std::size_t i = 0; i < node.outputs.size(); ++i) {
-    if (node.outputs[i] != kNoValue)
-      graph.value(node.outputs[i]).type = merge_declared(types[i], graph.value(node.outputs[i]).type);
-  }
-  kept.push_back(std::move(node));
-  return Status::ok();
+  return keep_typed(graph, std::move(node), types, kept);
 }
 
 }  // namespace
@@ -105,7 +108,12 @@ Status infer_shapes(Graph& graph, FoldConstants fold_constants) {
     Node node = std::move(pending.front());
     pending.pop_front();
     if (is_if(node)) {
-      FOVEA_TRY(infer_if(graph, node, fold_constants, pending, kept));
+      FOVEA_TRY(infer_if(graph, node, pending, kept));
+      continue;
+    }
+    if (is_loop(node)) {
+      FOVEA_ASSIGN_OR_RETURN(const std::vector<ValueType> types, loop_output_types(graph, node));
+      FOVEA_TRY(keep_typed(graph, std::move(node), types, kept));
       continue;
     }
     std::vector<ValueType> types;

@@ -1,6 +1,7 @@
-// If (control_flow.h): a condition known at load or when planned inlines the branch it picks, and
-// the result is the branch's; a condition only the run knows is refused by name. Each test writes
-// its model, branches included, through onnx.proto.
+// If and Loop (control_flow.h): a condition known at load or when planned inlines the branch it
+// picks, and the result is the branch's; an If on a condition only the run knows, and a Loop, run
+// their subgraphs on the CPU executor. Each test writes its model, subgraphs included, through
+// onnx.proto.
 #include <gtest/gtest.h>
 
 #include "onnx.pb.h"
@@ -113,18 +114,155 @@ TEST(ControlFlow, AnIfOnAShapeIsInlinedWhenPlanned) {
   EXPECT_TRUE(tensors_near(minus[0], float_tensor({1, 3}, {-1, 2, -3})));
 }
 
-TEST(ControlFlow, AnIfOnARunTimeValueIsRefusedWhenPlannedNamingIt) {
+TEST(ControlFlow, AnIfOnARunTimeValueRunsTheBranchTheRunPicks) {
   ModelBuilder m;
   m.input("x", DataType::kFloat32, {2, 3})
       .input("flag", DataType::kBool, {})
       .output("y", DataType::kFloat32, {2, 3});
   add_plus_or_minus(m, "flag");
-  const Graph graph = load_graph(m);  // loads: its output is typed from the branches
-  const Result<ExecutionPlan> plan = plan_graph(graph, {{"x", {2, 3}}, {"flag", {}}}, PlanOptions{});
-  ASSERT_FALSE(plan.is_ok());
-  EXPECT_EQ(plan.status().code(), StatusCode::kUnsupported);
-  for (const char* fragment : {"node 'choose' (If)", "'flag'", "known only at run time"}) {
-    EXPECT_NE(plan.status().message().find(fragment), std::string::npos) << plan.status().message();
+  const Graph graph = load_graph(m);
+  EXPECT_EQ(count_ops(graph, "If"), 1);
+  for (const bool taken : {true, false}) {
+    SCOPED_TRACE(taken);
+    const std::vector<Tensor> inputs{kX, bool_scalar(taken)};
+    const auto y = run_planned(graph, inputs);
+    ASSERT_EQ(y.size(), 1u);
+    EXPECT_TRUE(tensors_near(y[0], expected_plus_or_minus(taken)));
+  }
+}
+
+// A subgraph input, typed or (as ONNX allows in subgraphs) left to what the run passes.
+void add_input(onnx::GraphProto& graph, const std::string& name, onnx::TensorProto::DataType type,
+               bool typed = true) {
+  onnx::ValueInfoProto& input = *graph.add_input();
+  input.set_name(name);
+  if (typed) input.mutable_type()->mutable_tensor_type()->set_elem_type(type);
+}
+
+// acc, rows = Loop(trips, cond) over acc = acc + x, rows = 2 * acc each iteration; the body reads
+// the model's x and passes its condition on.
+void add_accumulating_loop(ModelBuilder& m, const std::string& trips, const std::string& cond,
+                           bool typed_body_inputs) {
+  onnx::NodeProto& node = m.node("Loop", {trips, cond, "acc0"}, {"acc", "rows"}, "accumulate");
+  onnx::GraphProto& body = add_branch(node, "body");
+  add_input(body, "i", onnx::TensorProto::INT64, typed_body_inputs);
+  add_input(body, "cond_in", onnx::TensorProto::BOOL, typed_body_inputs);
+  add_input(body, "acc_in", onnx::TensorProto::FLOAT, typed_body_inputs);
+  add_float_initializer(body, "two", {2});
+  add_node(body, "Identity", {"cond_in"}, {"cond_out"});
+  add_node(body, "Add", {"acc_in", "x"}, {"acc_out"});
+  add_node(body, "Mul", {"acc_out", "two"}, {"row"});
+  onnx::ValueInfoProto& cond_out = *body.add_output();
+  cond_out.set_name("cond_out");
+  cond_out.mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::BOOL);
+  add_output(body, "acc_out");
+  onnx::ValueInfoProto& row = *body.add_output();
+  row.set_name("row");
+  row.mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  row.mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(3);
+}
+
+TEST(ControlFlow, ALoopCarriesValuesAndStacksItsScanOutputs) {
+  for (const bool typed : {true, false}) {
+    SCOPED_TRACE(typed);
+    ModelBuilder m;
+    m.input("x", DataType::kFloat32, {3}).input("trips", DataType::kInt64, {});
+    m.output("acc", DataType::kFloat32, {3}).output("rows", DataType::kFloat32, {-1, 3});
+    m.initializer("yes", bool_scalar(true));
+    m.initializer("acc0", float_tensor({3}, {100, 200, 300}));
+    add_accumulating_loop(m, "trips", "yes", typed);
+    const Graph graph = load_graph(m);
+    EXPECT_EQ(count_ops(graph, "Loop"), 1);
+    const Tensor x = float_tensor({3}, {1, 2, 3});
+    const auto three = run_planned(graph, {x, int64_tensor({}, {3})});
+    ASSERT_EQ(three.size(), 2u);
+    EXPECT_TRUE(tensors_near(three[0], float_tensor({3}, {103, 206, 309})));
+    EXPECT_TRUE(tensors_near(three[1], float_tensor({3, 3}, {202, 404, 606, 204, 408, 612, 206, 412, 618})));
+    // No iteration: the initial value comes back (a copy), and an empty scan at the body's shape.
+    const auto none = run_planned(graph, {x, int64_tensor({}, {0})});
+    ASSERT_EQ(none.size(), 2u);
+    EXPECT_TRUE(tensors_near(none[0], float_tensor({3}, {100, 200, 300})));
+    EXPECT_EQ(none[1].shape(), (Shape{0, 3}));
+  }
+}
+
+// No trip count: the body's condition ends it (i < limit, the limit an outer value), in an If's
+// branch on a run-time flag, as torchvision's exports nest them.
+TEST(ControlFlow, ALoopInsideARunTimeIfEndsOnItsBodysCondition) {
+  ModelBuilder m;
+  m.input("flag", DataType::kBool, {}).input("limit", DataType::kInt64, {});
+  m.output("seen", DataType::kInt64, {-1});
+  m.initializer("yes", bool_scalar(true));
+  m.initializer("none", int64_tensor({1}, {-1}));
+  onnx::NodeProto& choose = m.node("If", {"flag"}, {"seen"}, "choose");
+  add_output(add_branch(choose, "else_branch"), "none");
+  onnx::GraphProto& then_branch = add_branch(choose, "then_branch");
+  onnx::NodeProto& loop = add_node(then_branch, "Loop", {"", "yes"}, {"iterations"});
+  loop.set_name("count");
+  onnx::GraphProto& body = add_branch(loop, "body");
+  add_input(body, "i", onnx::TensorProto::INT64);
+  add_input(body, "cond_in", onnx::TensorProto::BOOL);
+  add_node(body, "Less", {"i", "limit"}, {"more"});
+  add_node(body, "Identity", {"i"}, {"i_out"});
+  add_output(body, "more", /*typed=*/false);
+  onnx::ValueInfoProto& i_out = *body.add_output();
+  i_out.set_name("i_out");
+  i_out.mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);
+  add_output(then_branch, "iterations", /*typed=*/false);
+  const Graph graph = load_graph(m);
+  const auto looped = run_planned(graph, {bool_scalar(true), int64_tensor({}, {4})});
+  ASSERT_EQ(looped.size(), 1u);
+  EXPECT_EQ(looped[0].shape(), (Shape{5}));
+  EXPECT_TRUE(tensors_near(looped[0], int64_tensor({5}, {0, 1, 2, 3, 4})));
+  const auto skipped = run_planned(graph, {bool_scalar(false), int64_tensor({}, {4})});
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_TRUE(tensors_near(skipped[0], int64_tensor({1}, {-1})));
+}
+
+Status run_status(const Graph& graph, const std::vector<Tensor>& inputs) {
+  CpuExecutor executor(plan_for(graph, inputs));
+  return executor.run(inputs).status();
+}
+
+TEST(ControlFlow, BadLoopsAndConditionsAreRefusedNamingTheNode) {
+  {
+    ModelBuilder m;  // neither a trip count nor a condition: it would never end
+    m.input("x", DataType::kFloat32, {3}).output("acc", DataType::kFloat32, {3});
+    m.output("rows", DataType::kFloat32, {-1, 3});
+    m.initializer("acc0", float_tensor({3}, {0, 0, 0}));
+    add_accumulating_loop(m, "", "", /*typed_body_inputs=*/true);
+    const Status status = run_status(load_graph(m), {float_tensor({3}, {1, 2, 3})});
+    ASSERT_FALSE(status.is_ok());
+    for (const char* fragment : {"node 'accumulate' (Loop)", "would never end"}) {
+      EXPECT_NE(status.message().find(fragment), std::string::npos) << status.message();
+    }
+  }
+  {
+    ModelBuilder m;  // a trip count that is not one int64
+    m.input("x", DataType::kFloat32, {3}).input("trips", DataType::kInt64, {2});
+    m.output("acc", DataType::kFloat32, {3}).output("rows", DataType::kFloat32, {-1, 3});
+    m.initializer("yes", bool_scalar(true));
+    m.initializer("acc0", float_tensor({3}, {0, 0, 0}));
+    add_accumulating_loop(m, "trips", "yes", /*typed_body_inputs=*/true);
+    const Status status =
+        run_status(load_graph(m), {float_tensor({3}, {1, 2, 3}), int64_tensor({2}, {1, 2})});
+    ASSERT_FALSE(status.is_ok());
+    for (const char* fragment : {"node 'accumulate' (Loop)", "trip count", "not one int64"}) {
+      EXPECT_NE(status.message().find(fragment), std::string::npos) << status.message();
+    }
+  }
+  {
+    ModelBuilder m;  // a run-time condition of two values
+    m.input("x", DataType::kFloat32, {2, 3})
+        .input("flag", DataType::kBool, {2})
+        .output("y", DataType::kFloat32, {2, 3});
+    add_plus_or_minus(m, "flag");
+    const Status status =
+        run_status(load_graph(m), {kX, Tensor::from_vector<std::uint8_t>(DataType::kBool, {2}, {1, 0})});
+    ASSERT_FALSE(status.is_ok());
+    for (const char* fragment : {"node 'choose' (If)", "not one bool"}) {
+      EXPECT_NE(status.message().find(fragment), std::string::npos) << status.message();
+    }
   }
 }
 

@@ -116,9 +116,6 @@ class ModelSurvey {
     if (!unregistered_ops_.empty()) {
       return std::pair{SkipKind::kOp, "unsupported op " + join(unregistered_ops_)};
     }
-    if (run_time_ifs_) {
-      return std::pair{SkipKind::kOp, "If on a condition known only at run time (refused when planned)"};
-    }
     if (options.device == Device::kCuda && !no_cuda_kernel_.empty()) {
       return std::pair{SkipKind::kOp, "no CUDA kernel for " + join(no_cuda_kernel_)};
     }
@@ -160,10 +157,11 @@ class ModelSurvey {
     const std::string qualified = domain.empty() ? node.op_type() : domain + "." + node.op_type();
     if (domain == kTrainingDomain) {
       training_.insert(qualified);
-    } else if (domain.empty() && node.op_type() == "If") {
-      // Inlined when its condition is known at planning (control_flow.h); a condition the case
-      // feeds is not.
-      if (node.input_size() > 0 && graph_inputs_.count(node.input(0)) != 0) run_time_ifs_ = true;
+    } else if (domain.empty() && (node.op_type() == "If" || node.op_type() == "Loop")) {
+      // The CPU executor runs both (control_flow.h); CUDA plans are static, so there only an If
+      // inlined at planning runs, not one on a condition the case feeds.
+      const bool run_time_if = node.input_size() > 0 && graph_inputs_.count(node.input(0)) != 0;
+      if (node.op_type() == "Loop" || run_time_if) no_cuda_kernel_.insert(qualified);
     } else if (find_op(domain, node.op_type()) == nullptr) {
       unregistered_ops_.insert(qualified);
     } else if (!has_cuda_kernel(domain, node.op_type())) {
@@ -196,7 +194,6 @@ class ModelSurvey {
   std::set<std::string> non_tensor_types_;
   std::set<std::string> element_types_;
   std::set<std::string> graph_inputs_;
-  bool run_time_ifs_ = false;
 };
 
 struct NamedTensor {
@@ -622,8 +619,7 @@ std::string markdown_report(const std::vector<CaseResult>& results,
       "outside the supported ranges (IR ";
   md += fmt::format("{}-{}, opset {}-{}", kMinIrVersion, kMaxIrVersion, kMinOpset, kMaxOpset);
   md +=
-      "), an element type or a non-tensor type fovea does not\nhave, training, or an If on a condition the "
-      "case feeds (fovea inlines an If whose condition is known when\nplanned). "
+      "), an element type or a non-tensor type fovea does not\nhave, or training. "
       "CI runs the driver (ctest `fovea_conformance`) against "
       "`tests/runtime/conformance/expected_failures.txt`.\n\n";
 
