@@ -406,6 +406,8 @@ int run_model(const ModelArgs& args) {
     log_error("{}", options.status().to_string());
     return kExitUsage;
   }
+  // A model CUDA cannot plan whole (a detector's postprocess) finishes on the CPU executor.
+  options->cpu_tail = true;
   auto result = run_model_session(model->graph, shapes, *inputs, args.repeat, *options, args.trace_dir);
   if (!result.is_ok()) {
     log_error("{}", result.status().to_string());

@@ -8,6 +8,7 @@
 #include "core/log.h"
 #include "runtime/cpu_executor.h"
 #include "runtime/engine.h"
+#include "runtime/graph_split.h"
 #include "runtime/onnx_loader.h"
 #include "runtime/quant/calibration_table.h"
 
@@ -211,6 +212,98 @@ Status InferenceSession::start(ExecutionPlan plan) {
   }
 #if defined(FOVEA_HAVE_CUDA)
   device_description_ = cuda_device_description();
+  return start_cuda(std::move(plan));
+#else
+  return Status::ok();
+#endif
+}
+
+// Where a value the CPU tail reads, or a session output, comes from: the CUDA part's outputs, the
+// session's inputs (tail inputs only) or the tail's outputs (session outputs only).
+struct TensorSource {
+  enum class From { kCudaPart, kSessionInput, kCpuTail } from = From::kCudaPart;
+  int index = 0;
+};
+
+struct InferenceSession::CpuTail {
+  ExecutionPlan whole;  // the plan as planned, for plan()
+  std::unique_ptr<CpuExecutor> executor;
+  std::vector<TensorSource> inputs;   // per tail input
+  std::vector<TensorSource> outputs;  // per session output
+  std::string first_node;
+};
+
+namespace {
+
+// The index of the value named `name` in `ids` of `graph`, or -1.
+int index_named(const Graph& graph, const std::vector<ValueId>& ids, const std::string& name) {
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (graph.value(ids[i]).name == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+ExecutionPlan plan_of_part(Graph graph, const ExecutionPlan& whole) {
+  ExecutionPlan plan;
+  for (ValueId id : graph.inputs)
+    plan.input_shapes[graph.value(id).name] = shape_of(*graph.value(id).type.dims);
+  plan.options = whole.options;
+  plan.memory = plan_memory(graph);
+  plan.graph = std::move(graph);
+  return plan;
+}
+
+}  // namespace
+
+int InferenceSession::cpu_tail_nodes() const {
+  return cpu_tail_ ? static_cast<int>(cpu_tail_->executor->plan().graph.nodes.size()) : 0;
+}
+
+std::string InferenceSession::first_cpu_tail_node() const {
+  return cpu_tail_ ? cpu_tail_->first_node : std::string();
+}
+
+#if defined(FOVEA_HAVE_CUDA)
+Status InferenceSession::start_cuda(ExecutionPlan plan) {
+  const Graph& graph = plan.graph;
+  GraphSplit split =
+      split_graph(graph, [&](const Node& node) { return cuda::CudaExecutor::can_plan(graph, node); });
+  if (split.splits()) {
+    if (!options_.cpu_tail || split.prefix.nodes.empty()) {
+      return make_error(StatusCode::kUnsupported, graph.where(), split.first_tail_node,
+                        " and the nodes after it cannot be planned on CUDA (an output whose size the data "
+                        "decides, read by later nodes; or a run-time If/Loop)",
+                        split.prefix.nodes.empty() ? ""
+                                                   : "; `fovea model run` runs them on the CPU after "
+                                                     "the CUDA part, or use --device cpu");
+    }
+    cpu_tail_ = std::make_unique<CpuTail>();
+    CpuTail& tail = *cpu_tail_;
+    tail.first_node = split.first_tail_node;
+    for (ValueId id : split.tail.inputs) {
+      const std::string& name = split.tail.value(id).name;
+      const int from_cuda = index_named(split.prefix, split.prefix.outputs, name);
+      tail.inputs.push_back(from_cuda >= 0 ? TensorSource{TensorSource::From::kCudaPart, from_cuda}
+                                           : TensorSource{TensorSource::From::kSessionInput,
+                                                          index_named(graph, graph.inputs, name)});
+    }
+    for (ValueId id : graph.outputs) {
+      const std::string& name = graph.value(id).name;
+      const int from_cuda = index_named(split.prefix, split.prefix.outputs, name);
+      tail.outputs.push_back(from_cuda >= 0
+                                 ? TensorSource{TensorSource::From::kCudaPart, from_cuda}
+                                 : TensorSource{TensorSource::From::kCpuTail,
+                                                index_named(split.tail, split.tail.outputs, name)});
+    }
+    tail.executor = std::make_unique<CpuExecutor>(plan_of_part(std::move(split.tail), plan));
+    ExecutionPlan prefix = plan_of_part(std::move(split.prefix), plan);
+    tail.whole = std::move(plan);
+    log_info("{}: {} nodes from {} on run on the CPU after the CUDA part", tail.whole.graph.model_path,
+             tail.executor->plan().graph.nodes.size(), tail.first_node);
+    FOVEA_ASSIGN_OR_RETURN(
+        cuda_, cuda::CudaExecutor::create(std::move(prefix), {.use_cuda_graph = options_.use_cuda_graph}));
+    return Status::ok();
+  }
   FOVEA_ASSIGN_OR_RETURN(
       cuda_, cuda::CudaExecutor::create(std::move(plan), {.use_cuda_graph = options_.use_cuda_graph}));
   // A data-dependent output is placed at its bound: that is the shape its tensor has here.
@@ -219,11 +312,32 @@ Status InferenceSession::start(ExecutionPlan plan) {
     spec.shape = cuda_->output(i).shape();
     spec.rows_vary = cuda_->output_rows_device(i) != nullptr;
   }
-#endif
   return Status::ok();
 }
 
+// The CUDA part with copies in and out, then the CPU tail on its boundary values.
+Result<std::vector<Tensor>> InferenceSession::run_with_cpu_tail(cudaStream_t stream,
+                                                                const std::vector<Tensor>& inputs) {
+  FOVEA_ASSIGN_OR_RETURN(const std::vector<Tensor> cuda_part, cuda_->run_host(inputs, stream));
+  const auto source = [&](const TensorSource& from, const std::vector<Tensor>& tail) -> const Tensor& {
+    switch (from.from) {
+      case TensorSource::From::kCudaPart: return cuda_part[static_cast<std::size_t>(from.index)];
+      case TensorSource::From::kSessionInput: return inputs[static_cast<std::size_t>(from.index)];
+      case TensorSource::From::kCpuTail: break;
+    }
+    return tail[static_cast<std::size_t>(from.index)];
+  };
+  std::vector<Tensor> tail_inputs;
+  for (const TensorSource& from : cpu_tail_->inputs) tail_inputs.push_back(source(from, {}));
+  FOVEA_ASSIGN_OR_RETURN(const std::vector<Tensor> tail, cpu_tail_->executor->run(tail_inputs));
+  std::vector<Tensor> outputs;
+  for (const TensorSource& from : cpu_tail_->outputs) outputs.push_back(source(from, tail));
+  return outputs;
+}
+#endif
+
 const ExecutionPlan& InferenceSession::plan() const {
+  if (cpu_tail_) return cpu_tail_->whole;
 #if defined(FOVEA_HAVE_CUDA)
   if (cuda_) return cuda_->plan();
 #endif
@@ -241,6 +355,7 @@ Result<int> InferenceSession::output_index(std::string_view name) const {
 Result<std::vector<Tensor>> InferenceSession::run_host(cudaStream_t stream,
                                                        const std::vector<Tensor>& inputs) {
 #if defined(FOVEA_HAVE_CUDA)
+  if (cpu_tail_) return run_with_cpu_tail(stream, inputs);
   if (cuda_) return cuda_->run_host(inputs, stream);
 #endif
   static_cast<void>(stream);
@@ -283,10 +398,12 @@ const Tensor& InferenceSession::input(int i) const {
 }
 
 const Tensor& InferenceSession::output(int i) const {
+  FOVEA_CHECK_MSG(cpu_tail_ == nullptr, "a session with a CPU tail gives its outputs through run_host()");
   return cuda_executor().output(i);
 }
 
 const std::int64_t* InferenceSession::output_rows_device(int i) const {
+  FOVEA_CHECK_MSG(cpu_tail_ == nullptr, "a session with a CPU tail gives its outputs through run_host()");
   return cuda_executor().output_rows_device(i);
 }
 
@@ -305,6 +422,10 @@ Status InferenceSession::copy_input(cudaStream_t stream, int i, const void* data
 
 Status InferenceSession::run(cudaStream_t stream) {
   FOVEA_CHECK_MSG(cuda_ != nullptr, "a CPU session runs through run_host()");
+  if (cpu_tail_) {
+    return make_error(StatusCode::kUnsupported, model_path_, ": from ", cpu_tail_->first_node,
+                      " on this model runs on the CPU; it runs through run_host() (`fovea model run`)");
+  }
   return cuda_->run(stream);
 }
 

@@ -63,6 +63,12 @@ struct SessionOptions {
   std::vector<std::string> keep_unquantized;  // kInt8: node names or op types left in float
   // CUDA: off launches node by node (debugging, and measuring what the graph saves).
   bool use_cuda_graph = true;
+  // CUDA: a model the CUDA executor cannot plan whole (a node whose output's size the data decides
+  // and that later nodes read, a run-time If or Loop: torchvision's detectors with their
+  // postprocess) runs its static part on CUDA and the rest, from the first such node on, on the
+  // CPU executor (graph_split.h); such a session runs through run_host() only. Off: the model is
+  // refused, naming that node.
+  bool cpu_tail = false;
   // A folder: the plan is an engine kept there, keyed by the model file's bytes, the shapes, the plan
   // options and the device (engine.h); a stale one is planned again and the log says why. Empty:
   // planned every time.
@@ -132,8 +138,12 @@ class InferenceSession {
   // memory, laid out as input(i)) into input(i); a partial batch leaves the rest as it was.
   Status copy_input(cudaStream_t stream, int i, const void* data, std::int64_t items);
   // Enqueues one run on `stream` (never the legacy default stream): reads input(), writes output().
+  // A session with a CPU tail refuses: it runs through run_host().
   Status run(cudaStream_t stream);
 #endif
+  // CUDA sessions with SessionOptions::cpu_tail: the nodes that run on the CPU, the first named.
+  int cpu_tail_nodes() const;
+  std::string first_cpu_tail_node() const;
 
   // Host tensors in (in input order, with the planned dtypes and shapes), host tensors out (data-
   // dependent outputs with their true shape). The CPU computes here and ignores `stream` (pass
@@ -147,8 +157,14 @@ class InferenceSession {
   bool uses_cuda_graph() const;
 
  private:
+  struct CpuTail;  // the CPU executor after the CUDA part, and where its inputs and outputs go
+
   explicit InferenceSession(const SessionOptions& options, std::string model_path);
   Status start(ExecutionPlan plan);
+#if defined(FOVEA_HAVE_CUDA)
+  Status start_cuda(ExecutionPlan plan);
+  Result<std::vector<Tensor>> run_with_cpu_tail(cudaStream_t stream, const std::vector<Tensor>& inputs);
+#endif
 #if defined(FOVEA_HAVE_CUDA)
   const cuda::CudaExecutor& cuda_executor() const;
 #endif
@@ -159,6 +175,7 @@ class InferenceSession {
   std::vector<TensorSpec> input_specs_;
   std::vector<TensorSpec> output_specs_;
   std::unique_ptr<CpuExecutor> cpu_;
+  std::unique_ptr<CpuTail> cpu_tail_;
 #if defined(FOVEA_HAVE_CUDA)
   std::unique_ptr<cuda::CudaExecutor> cuda_;
 #endif

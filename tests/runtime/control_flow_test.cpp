@@ -69,13 +69,6 @@ Tensor expected_plus_or_minus(bool taken) {
   return taken ? float_tensor({2, 3}, {2, 0, 6, -3, 7, -3}) : float_tensor({2, 3}, {-1, 2, -3, 4, -5, 6});
 }
 
-std::vector<Tensor> run_planned(const Graph& graph, const std::vector<Tensor>& inputs) {
-  CpuExecutor executor(plan_for(graph, inputs));
-  auto outputs = executor.run(inputs);
-  EXPECT_TRUE(outputs.is_ok()) << outputs.status().to_string();
-  return outputs.is_ok() ? std::move(outputs).value() : std::vector<Tensor>{};
-}
-
 TEST(ControlFlow, AnIfOnAConstantIsInlinedAtLoad) {
   for (const bool taken : {true, false}) {
     SCOPED_TRACE(taken);

@@ -67,6 +67,13 @@ ExecutionPlan plan_for(const Graph& graph, const std::vector<Tensor>& inputs) {
   return plan.is_ok() ? std::move(plan).value() : ExecutionPlan{};
 }
 
+std::vector<Tensor> run_planned(const Graph& graph, const std::vector<Tensor>& inputs) {
+  CpuExecutor executor(plan_for(graph, inputs));
+  auto outputs = executor.run(inputs);
+  EXPECT_TRUE(outputs.is_ok()) << outputs.status().to_string();
+  return outputs.is_ok() ? std::move(outputs).value() : std::vector<Tensor>{};
+}
+
 int count_ops(const Graph& graph, const std::string& op_type) {
   int count = 0;
   for (const Node& node : graph.nodes) count += node.op_type == op_type ? 1 : 0;

@@ -17,6 +17,9 @@ void expect_refused_at_load(const ModelBuilder& builder, const std::string& file
                             const std::vector<std::string>& fragments);
 std::vector<Tensor> run_unoptimized(const Graph& graph, const std::vector<Tensor>& inputs);
 ExecutionPlan plan_for(const Graph& graph, const std::vector<Tensor>& inputs);
+// Plans `graph` for the inputs' shapes and runs it on the CPU executor; a failure fails the test
+// (and gives no outputs).
+std::vector<Tensor> run_planned(const Graph& graph, const std::vector<Tensor>& inputs);
 // The planned run (CpuExecutor) matches the node-by-node evaluation of the loaded graph. Passes
 // reassociate float math (folded BatchNorm, fused convolutions summed in another order), so the
 // tolerance is a few float32 ulps of the values involved (|y| ~ 10).

@@ -71,6 +71,15 @@ Result<std::unique_ptr<CudaExecutor>> CudaExecutor::create(ExecutionPlan plan,
   return executor;
 }
 
+bool CudaExecutor::can_plan(const Graph& graph, const Node& node) {
+  const CudaOpDef* def = find_cuda_op(node.domain, node.op_type);
+  if (def == nullptr) return false;
+  return std::all_of(node.outputs.begin(), node.outputs.end(), [&](ValueId out) {
+    if (out == kNoValue || (def->bound_output == nullptr && has_static_shape(graph.value(out)))) return true;
+    return def->bound_output != nullptr && graph.is_graph_output(out) && first_reader(graph, out) == nullptr;
+  });
+}
+
 Result<void*> CudaExecutor::allocate(std::size_t bytes) {
   FOVEA_ASSIGN_OR_RETURN(DeviceMemory memory, DeviceMemory::allocate(bytes));
   ++device_allocations_;

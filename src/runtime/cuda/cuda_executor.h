@@ -46,6 +46,9 @@ class CudaExecutor {
   // and it is not a graph output that no node reads of an op with a bound_output().
   static Result<std::unique_ptr<CudaExecutor>> create(ExecutionPlan plan,
                                                       const CudaExecutorOptions& options = {});
+  // Whether create() can plan `node` of `graph` once its inputs are planned: it has a CUDA kernel,
+  // and each output has a static shape or is a graph output no node reads of an op with a bound.
+  static bool can_plan(const Graph& graph, const Node& node);
   ~CudaExecutor();
   CudaExecutor(const CudaExecutor&) = delete;
   CudaExecutor& operator=(const CudaExecutor&) = delete;

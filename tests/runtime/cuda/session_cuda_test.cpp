@@ -356,5 +356,53 @@ TEST(InferenceSessionCuda, ADataDependentOutputHasItsBoundAndARowCount) {
   EXPECT_TRUE(outputs_within((*got)[0], (*expected)[0], Tolerance{}));
 }
 
+// NMS's selection read by later nodes (the boxes it keeps, gathered): CUDA cannot plan past it, so
+// the session is refused naming the node, or with cpu_tail runs the scores' Relu on CUDA and the
+// NMS and the gather on the CPU, giving what the CPU session gives.
+TEST(InferenceSessionCuda, NodesAfterADataDependentOutputRunOnTheCpuTail) {
+  FOVEA_REQUIRE_GPU();
+  ModelBuilder m(17);
+  m.input("boxes", kF32, {1, 40, 4}).input("scores", kF32, {1, 3, 40});
+  m.initializer("max", int64_tensor({1}, {6})).initializer("iou", float_tensor({1}, {0.3f}));
+  m.initializer("threshold", float_tensor({1}, {0.2f}));
+  m.initializer("box_column", int64_tensor({1}, {2})).initializer("first", int64_tensor({1}, {0}));
+  m.node("Relu", {"scores"}, {"positive"}, "relu");
+  m.node("NonMaxSuppression", {"boxes", "positive", "max", "iou", "threshold"}, {"selected"}, "nms");
+  m.attr(m.node("Gather", {"selected", "box_column"}, {"box_index"}, "column"), "axis", std::int64_t{1});
+  m.initializer("one", int64_tensor({1}, {1}));
+  m.node("Squeeze", {"box_index", "one"}, {"index"}, "flat");
+  m.node("Squeeze", {"boxes", "first"}, {"all_boxes"}, "drop_batch");
+  m.attr(m.node("Gather", {"all_boxes", "index"}, {"kept"}, "keep"), "axis", std::int64_t{0});
+  m.output("positive", kF32, {1, 3, 40}).output("kept", kF32, {-1, 4});
+  const auto path = m.write(fresh_dir("session_cuda_tail") / "nms_gather.onnx");
+  const InputShapes shapes = {{"boxes", {1, 40, 4}}, {"scores", {1, 3, 40}}};
+
+  auto refused = InferenceSession::open(path, shapes, {.device = Device::kCuda});
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.status().message().find("node 'nms' (NonMaxSuppression)"), std::string::npos)
+      << refused.status().message();
+
+  auto session = open_or_fail(path, shapes, {.device = Device::kCuda, .cpu_tail = true});
+  auto cpu = open_or_fail(path, shapes, {});
+  ASSERT_TRUE(session && cpu);
+  EXPECT_GT(session->cpu_tail_nodes(), 0);
+  EXPECT_NE(session->first_cpu_tail_node().find("'nms'"), std::string::npos);
+  auto stream = CudaStream::create();
+  ASSERT_TRUE(stream.is_ok());
+  EXPECT_FALSE(session->run(stream->get()).is_ok());  // the tail needs the host: run_host only
+  Tensor boxes = random_tensor(kF32, {1, 40, 4}, 1, 0.0, 0.7);
+  for (std::int64_t i = 0; i < 40; ++i) {
+    boxes.data<float>()[i * 4 + 2] = boxes.data<float>()[i * 4] + 0.3f;
+    boxes.data<float>()[i * 4 + 3] = boxes.data<float>()[i * 4 + 1] + 0.3f;
+  }
+  const std::vector<Tensor> inputs = {boxes, random_tensor(kF32, {1, 3, 40}, 2, -0.1, 0.21)};
+  auto got = session->run_host(stream->get(), inputs);
+  auto expected = cpu->run_host(nullptr, inputs);
+  ASSERT_TRUE(got.is_ok() && expected.is_ok()) << got.status().to_string();
+  ASSERT_EQ(got->size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) EXPECT_TRUE(outputs_within((*got)[i], (*expected)[i], Tolerance{}));
+  EXPECT_GT((*got)[1].dim(0), 0);
+}
+
 }  // namespace
 }  // namespace fovea::runtime::testing
