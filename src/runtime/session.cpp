@@ -266,13 +266,16 @@ std::string InferenceSession::first_cpu_tail_node() const {
 #if defined(FOVEA_HAVE_CUDA)
 Status InferenceSession::start_cuda(ExecutionPlan plan) {
   const Graph& graph = plan.graph;
-  GraphSplit split =
-      split_graph(graph, [&](const Node& node) { return cuda::CudaExecutor::can_plan(graph, node); });
+  std::string why;  // for the first node CUDA cannot plan
+  GraphSplit split = split_graph(graph, [&](const Node& node) {
+    std::string reason = cuda::CudaExecutor::why_not_planned(graph, node);
+    if (!reason.empty() && why.empty()) why = reason;
+    return reason.empty();
+  });
   if (split.splits()) {
     if (!options_.cpu_tail || split.prefix.nodes.empty()) {
       return make_error(StatusCode::kUnsupported, graph.where(), split.first_tail_node,
-                        " and the nodes after it cannot be planned on CUDA (an output whose size the data "
-                        "decides, read by later nodes; or a run-time If/Loop)",
+                        " cannot be planned on CUDA (", why, "), nor the nodes after it",
                         split.prefix.nodes.empty() ? ""
                                                    : "; `fovea model run` runs them on the CPU after "
                                                      "the CUDA part, or use --device cpu");

@@ -71,13 +71,33 @@ Result<std::unique_ptr<CudaExecutor>> CudaExecutor::create(ExecutionPlan plan,
   return executor;
 }
 
-bool CudaExecutor::can_plan(const Graph& graph, const Node& node) {
+namespace {
+
+// The node as shape inference sees it when planned: its inputs' types and plan-time constants.
+InferContext planned_view(const Graph& graph, const Node& node) {
+  std::vector<ValueType> types;
+  std::vector<const Tensor*> constants;
+  for (ValueId in : node.inputs) {
+    types.push_back(in == kNoValue ? ValueType{} : graph.value(in).type);
+    constants.push_back(graph.is_constant(in) ? &*graph.value(in).constant : nullptr);
+  }
+  return InferContext(&graph, node, std::move(types), std::move(constants));
+}
+
+}  // namespace
+
+std::string CudaExecutor::why_not_planned(const Graph& graph, const Node& node) {
   const CudaOpDef* def = find_cuda_op(node.domain, node.op_type);
-  if (def == nullptr) return false;
-  return std::all_of(node.outputs.begin(), node.outputs.end(), [&](ValueId out) {
-    if (out == kNoValue || (def->bound_output == nullptr && has_static_shape(graph.value(out)))) return true;
-    return def->bound_output != nullptr && graph.is_graph_output(out) && first_reader(graph, out) == nullptr;
-  });
+  if (def == nullptr) return "it has no CUDA kernel";
+  for (ValueId out : node.outputs) {
+    if (out == kNoValue || (def->bound_output == nullptr && has_static_shape(graph.value(out)))) continue;
+    if (def->bound_output == nullptr) return "the data decides its output's shape";
+    if (const Node* reader = first_reader(graph, out)) {
+      return "the data decides its output's rows, and " + reader->describe() + " reads them";
+    }
+    if (!graph.is_graph_output(out)) return "the data decides its output's rows";
+  }
+  return def->refuses != nullptr ? def->refuses(planned_view(graph, node)) : std::string();
 }
 
 Result<void*> CudaExecutor::allocate(std::size_t bytes) {
@@ -162,13 +182,7 @@ Result<Shape> CudaExecutor::bound_shape(const Node& node, int output) const {
                               reader->describe()));
   }
   if (!graph.is_graph_output(out)) return refuse("; on CUDA a data-dependent output must be a graph output");
-  std::vector<ValueType> types;
-  std::vector<const Tensor*> constants;
-  for (ValueId in : node.inputs) {
-    types.push_back(in == kNoValue ? ValueType{} : graph.value(in).type);
-    constants.push_back(graph.is_constant(in) ? &*graph.value(in).constant : nullptr);
-  }
-  return def->bound_output(InferContext(&graph, node, std::move(types), std::move(constants)), output);
+  return def->bound_output(planned_view(graph, node), output);
 }
 
 // Device addresses for every value: weights in one buffer, graph inputs and outputs in another,

@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/cuda_stream.h"
@@ -46,9 +47,10 @@ class CudaExecutor {
   // and it is not a graph output that no node reads of an op with a bound_output().
   static Result<std::unique_ptr<CudaExecutor>> create(ExecutionPlan plan,
                                                       const CudaExecutorOptions& options = {});
-  // Whether create() can plan `node` of `graph` once its inputs are planned: it has a CUDA kernel,
-  // and each output has a static shape or is a graph output no node reads of an op with a bound.
-  static bool can_plan(const Graph& graph, const Node& node);
+  // Why create() cannot plan `node` of `graph` once its inputs are planned, or "" when it can: it
+  // needs a CUDA kernel that takes the node at its shapes, and each output of a static shape or a
+  // graph output no node reads of an op with a bound.
+  static std::string why_not_planned(const Graph& graph, const Node& node);
   ~CudaExecutor();
   CudaExecutor(const CudaExecutor&) = delete;
   CudaExecutor& operator=(const CudaExecutor&) = delete;

@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -147,6 +148,9 @@ struct CudaOpDef {
   // node's input shapes and plan-time constants. The executor places the output at this shape;
   // without the hook such an op cannot run on CUDA.
   Result<Shape> (*bound_output)(const InferContext& ctx, int output) = nullptr;
+  // Why the kernel cannot take the node at its shapes ("" when it can): asked before planning, so
+  // that a session with a CPU tail runs such a node there instead of failing in prepare().
+  std::string (*refuses)(const InferContext& ctx) = nullptr;
 };
 
 bool register_cuda_op(const CudaOpDef& def);

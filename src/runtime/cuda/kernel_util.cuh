@@ -206,4 +206,17 @@ inline Result<DeviceMemory> upload_to_device(const void* h_data, std::size_t byt
   return Result<DeviceMemory>(std::move(memory));
 }
 
+// Lets `kernel` launch with `bytes` of dynamic shared memory (past the default 48 KiB a kernel
+// must opt in). The limit belongs to the kernel, not to a launch: it is only ever raised here, so
+// that a node prepared later with less never lowers what an earlier node of the plan launches with.
+template <typename Kernel>
+Status allow_dynamic_shared(Kernel* kernel, std::size_t bytes) {
+  cudaFuncAttributes attributes{};
+  FOVEA_CUDA_TRY(cudaFuncGetAttributes(&attributes, kernel));
+  if (bytes <= static_cast<std::size_t>(attributes.maxDynamicSharedSizeBytes)) return Status::ok();
+  FOVEA_CUDA_TRY(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  return Status::ok();
+}
+
 }  // namespace fovea::runtime::cuda

@@ -34,7 +34,6 @@ constexpr int kRowsPerWarp = 4;
 constexpr int kRowsPerBlock = kWarps * kRowsPerWarp;
 constexpr int kMaxLeading = 6;
 constexpr int kMaxHeadDim = 256;
-constexpr int kDefaultSharedBytes = 48 << 10;
 
 struct AttentionGeometry {
   int matrices = 0;  // the product of the leading dims
@@ -169,15 +168,6 @@ Status launch(const AttentionGeometry& g, const T* q, const T* kt, const T* v, c
                   static_cast<unsigned>((g.tq + kRowsPerBlock - 1) / kRowsPerBlock));
   attention_kernel<T, kSlots><<<grid, kWarps * 32, bytes, stream>>>(q, kt, v, bias, y, g);
   FOVEA_CUDA_TRY_LAUNCH();
-  return Status::ok();
-}
-
-// Past 48 KiB of shared memory a kernel has to ask for it, once (not during the run's capture).
-template <typename T, int kSlots>
-Status allow_shared(std::size_t bytes) {
-  if (bytes <= kDefaultSharedBytes) return Status::ok();
-  FOVEA_CUDA_TRY(cudaFuncSetAttribute(attention_kernel<T, kSlots>,
-                                      cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
   return Status::ok();
 }
 
@@ -365,11 +355,7 @@ __global__ void __launch_bounds__(kWarps * 32)
 }
 
 Status prepare(const AttentionGeometry& g) {
-  const std::size_t bytes = layout(g.d, g.dv).total;
-  if (bytes <= kDefaultSharedBytes) return Status::ok();
-  FOVEA_CUDA_TRY(cudaFuncSetAttribute(attention_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      static_cast<int>(bytes)));
-  return Status::ok();
+  return allow_dynamic_shared(attention_kernel, layout(g.d, g.dv).total);
 }
 
 Status launch(const AttentionGeometry& g, const __half* q, const __half* kt, const __half* v,
@@ -457,7 +443,8 @@ Status for_dtype(CudaKernelContext& ctx, const AttentionGeometry& g, bool launch
     }
   }
   return with_slots(g.dv, [&]<int kSlots>() -> Status {
-    if (!launching) return allow_shared<T, kSlots>(shared_bytes(g.d, g.dv));
+    // Past 48 KiB of shared memory a kernel must opt in, at plan time (not during the capture).
+    if (!launching) return allow_dynamic_shared(attention_kernel<T, kSlots>, shared_bytes(g.d, g.dv));
     return launch<T, kSlots>(g, in(0), in(1), in(2), in(3), static_cast<T*>(ctx.output(0).raw()),
                              ctx.stream());
   });

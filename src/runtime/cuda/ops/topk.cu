@@ -117,6 +117,17 @@ std::size_t shared_bytes(int sort_size) {
   return ids_bytes(sort_size) + static_cast<std::size_t>(sort_size) * sizeof(ComputeType<T>);
 }
 
+std::string refuses_topk(const InferContext& ctx) {
+  const Dims* dims = ctx.input_dims(0);
+  if (dims == nullptr) return {};
+  const Result<ops::TopKPlan> plan = ops::topk_plan(ctx, *dims);
+  if (!plan.is_ok() || !(*dims)[static_cast<std::size_t>(plan->axis)].known()) return {};
+  const std::int64_t n = (*dims)[static_cast<std::size_t>(plan->axis)].value;
+  if (n <= kMaxSortSize) return {};
+  return "its kernel sorts at most " + std::to_string(kMaxSortSize) + " elements along the axis, not " +
+         std::to_string(n);
+}
+
 Result<CudaPrepared> prepare_topk(CudaKernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   FOVEA_ASSIGN_OR_RETURN(const ops::TopKPlan plan, ops::topk_plan(ctx.inference(), dims_of(x.shape())));
@@ -133,14 +144,14 @@ Result<CudaPrepared> prepare_topk(CudaKernelContext& ctx) {
   for (int d = plan.axis + 1; d < x.rank(); ++d) state->inner *= x.dim(d);
   state->rows = n == 0 ? 0 : x.numel() / n;
   while (state->sort_size < state->n) state->sort_size *= 2;
-  // Past 48 KiB a kernel must opt into its dynamic shared memory.
-  cudaError_t opt_in = cudaSuccess;
+  const void* kernel = nullptr;
+  std::size_t bytes = 0;
   dispatch_numeric(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    opt_in = cudaFuncSetAttribute(topk_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  static_cast<int>(shared_bytes<T>(state->sort_size)));
+    kernel = reinterpret_cast<const void*>(topk_kernel<T>);
+    bytes = shared_bytes<T>(state->sort_size);
   });
-  FOVEA_CUDA_TRY(opt_in);
+  if (kernel != nullptr) FOVEA_TRY(allow_dynamic_shared(kernel, bytes));
   return CudaPrepared{std::move(state)};
 }
 
@@ -164,6 +175,7 @@ Status run_topk(CudaKernelContext& ctx) {
 
 }  // namespace
 
-FOVEA_REGISTER_CUDA_OP({.op_type = "TopK", .prepare = prepare_topk, .run = run_topk});
+FOVEA_REGISTER_CUDA_OP(
+    {.op_type = "TopK", .prepare = prepare_topk, .run = run_topk, .refuses = refuses_topk});
 
 }  // namespace fovea::runtime::cuda
