@@ -404,5 +404,30 @@ TEST(InferenceSessionCuda, NodesAfterADataDependentOutputRunOnTheCpuTail) {
   EXPECT_GT((*got)[1].dim(0), 0);
 }
 
+// A kernel's dynamic shared-memory limit belongs to the kernel: the small TopK prepared second must
+// not lower what the large one, prepared first, launches with (torchvision's RPN sorts each
+// pyramid level apart; this failed with "invalid argument" before).
+TEST(InferenceSessionCuda, TopKsOfDifferentSizesShareTheirKernel) {
+  FOVEA_REQUIRE_GPU();
+  ModelBuilder m(17);
+  m.input("large", kF32, {1, 16000}).input("small", kF32, {1, 100});
+  m.initializer("k", int64_tensor({1}, {5}));
+  m.node("TopK", {"large", "k"}, {"large_top", "large_index"}, "top_large");
+  m.node("TopK", {"small", "k"}, {"small_top", "small_index"}, "top_small");
+  m.output("large_top", kF32, {1, 5}).output("small_top", kF32, {1, 5});
+  const auto path = m.write(fresh_dir("session_cuda_topks") / "topks.onnx");
+  const InputShapes shapes = {{"large", {1, 16000}}, {"small", {1, 100}}};
+  auto session = open_or_fail(path, shapes, {.device = Device::kCuda});
+  auto cpu = open_or_fail(path, shapes, {});
+  ASSERT_TRUE(session && cpu);
+  auto stream = CudaStream::create();
+  ASSERT_TRUE(stream.is_ok());
+  const std::vector<Tensor> inputs = {random_tensor(kF32, {1, 16000}, 3), random_tensor(kF32, {1, 100}, 4)};
+  auto got = session->run_host(stream->get(), inputs);
+  auto expected = cpu->run_host(nullptr, inputs);
+  ASSERT_TRUE(got.is_ok() && expected.is_ok()) << got.status().to_string();
+  for (std::size_t i = 0; i < 2; ++i) EXPECT_TRUE(outputs_within((*got)[i], (*expected)[i], Tolerance{}));
+}
+
 }  // namespace
 }  // namespace fovea::runtime::testing
