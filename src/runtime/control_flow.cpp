@@ -1,10 +1,12 @@
 #include "runtime/control_flow.h"
 
 #include <algorithm>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "runtime/evaluate.h"
+#include "trace/tracer.h"
 
 namespace fovea::runtime {
 namespace {
@@ -117,6 +119,8 @@ Result<std::vector<Tensor>> run_subgraph(const Graph& subgraph, const std::vecto
     for (const ValueId in : node.inputs) {
       node_inputs.push_back(in == kNoValue ? Tensor() : values[static_cast<std::size_t>(in)]);
     }
+    std::optional<trace::ScopedRange> range;  // as the CPU executor's nodes
+    if (trace::enabled()) range.emplace(trace_range_name(node));
     FOVEA_ASSIGN_OR_RETURN(std::vector<Tensor> outputs,
                            evaluate_node(&subgraph, node, node_inputs, heap_allocator()));
     for (std::size_t i = 0; i < node.outputs.size(); ++i) {

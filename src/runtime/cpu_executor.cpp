@@ -1,9 +1,6 @@
 #include "runtime/cpu_executor.h"
 
-#include <mutex>
 #include <optional>
-#include <set>
-#include <string>
 
 #include <fmt/format.h>
 
@@ -11,18 +8,6 @@
 #include "trace/tracer.h"
 
 namespace fovea::runtime {
-namespace {
-
-// The name of a node's trace range, its op type: kept for the process's life, since a range keeps
-// the pointer (tracer.h) and the plan may go before the trace is written.
-const char* range_name(const Node& node) {
-  static std::mutex mutex;
-  static std::set<std::string, std::less<>> names;
-  const std::lock_guard lock(mutex);
-  return names.insert(node.domain.empty() ? node.op_type : node.domain + "." + node.op_type).first->c_str();
-}
-
-}  // namespace
 
 CpuExecutor::CpuExecutor(ExecutionPlan plan)
     : plan_(std::move(plan)), arena_(new std::byte[std::max<std::size_t>(plan_.memory.arena_bytes, 1)]) {}
@@ -62,7 +47,7 @@ Result<std::vector<Tensor>> CpuExecutor::run(const std::vector<Tensor>& inputs) 
     };
     // Each node a range of its op type while a trace records: `fovea report` then ranks the ops.
     std::optional<trace::ScopedRange> range;
-    if (trace::enabled()) range.emplace(range_name(node));
+    if (trace::enabled()) range.emplace(trace_range_name(node));
     FOVEA_ASSIGN_OR_RETURN(std::vector<Tensor> outputs, evaluate_node(&graph, node, node_inputs, allocator));
     for (std::size_t i = 0; i < node.outputs.size(); ++i) {
       if (node.outputs[i] != kNoValue)

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
+#include <set>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -170,6 +173,13 @@ Result<std::vector<ValueType>> infer_node(const Graph* graph, const Node& node,
     }
   }
   return outputs;
+}
+
+const char* trace_range_name(const Node& node) {
+  static std::mutex mutex;
+  static std::set<std::string, std::less<>> names;
+  const std::lock_guard lock(mutex);
+  return names.insert(node.domain.empty() ? node.op_type : node.domain + "." + node.op_type).first->c_str();
 }
 
 KernelContext::Allocator heap_allocator() {

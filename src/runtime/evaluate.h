@@ -16,6 +16,11 @@ Result<std::vector<ValueType>> infer_node(const Graph* graph, const Node& node,
                                           std::vector<ValueType> input_types,
                                           std::vector<const Tensor*> input_values);
 
+// The name of a node's trace range while a trace records (its op type, "fovea.FusedConv" for
+// other domains), kept for the process's life: a range keeps the pointer (trace/tracer.h), and
+// the plan may go before the trace is written.
+const char* trace_range_name(const Node& node);
+
 // Owned heap tensors: for folding, tests and data-dependent outputs.
 KernelContext::Allocator heap_allocator();
 

@@ -18,6 +18,7 @@
 
 #include "runtime/ops/data_dependent_util.h"
 #include "runtime/ops/elementwise_util.h"
+#include "runtime/parallel.h"
 
 namespace fovea::runtime::ops {
 namespace {
@@ -35,28 +36,48 @@ Status infer_nonzero(InferContext& ctx) {
   return Status::ok();
 }
 
+// NonZero scans in fixed blocks: each block's count first, then each block writes its coordinates
+// from its offset, both passes in parallel (a detector's score mask has millions of elements).
+constexpr std::int64_t kNonZeroBlock = 65536;
+
 Status run_nonzero(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Shape shape = x.rank() == 0 ? Shape{1} : x.shape();  // a scalar as one element, as onnxruntime
-  std::vector<std::int64_t> found;
+  const std::int64_t blocks = (x.numel() + kNonZeroBlock - 1) / kNonZeroBlock;
+  std::vector<std::int64_t> first(static_cast<std::size_t>(blocks) + 1, 0);  // per block, then the total
+  const auto rank = std::ssize(shape);
   NonZeroTypes::dispatch(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* in = x.data<T>();
-    for (std::int64_t i = 0; i < x.numel(); ++i) {
-      if (in[i] != T{0}) found.push_back(i);
-    }
+    const auto block_range = [&](std::int64_t b) {
+      return std::pair{b * kNonZeroBlock, std::min(x.numel(), (b + 1) * kNonZeroBlock)};
+    };
+    parallel_for(blocks, 1, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t b = begin; b < end; ++b) {
+        const auto [from, to] = block_range(b);
+        first[static_cast<std::size_t>(b) + 1] =
+            std::count_if(in + from, in + to, [](T v) { return v != T{0}; });
+      }
+    });
+    std::partial_sum(first.begin(), first.end(), first.begin());
+    const std::int64_t count = first.back();
+    auto* o = ctx.allocate_output(0, {rank, count}).template data<std::int64_t>();
+    parallel_for(blocks, 1, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t b = begin; b < end; ++b) {
+        const auto [from, to] = block_range(b);
+        std::int64_t j = first[static_cast<std::size_t>(b)];
+        for (std::int64_t i = from; i < to; ++i) {
+          if (in[i] == T{0}) continue;
+          std::int64_t rest = i;
+          for (std::int64_t d = rank - 1; d >= 0; --d) {
+            o[d * count + j] = rest % shape[static_cast<std::size_t>(d)];
+            rest /= shape[static_cast<std::size_t>(d)];
+          }
+          ++j;
+        }
+      }
+    });
   });
-  const auto count = std::ssize(found);
-  const auto rank = std::ssize(shape);
-  Tensor& out = ctx.allocate_output(0, {rank, count});
-  auto* o = out.data<std::int64_t>();
-  for (std::int64_t j = 0; j < count; ++j) {
-    std::int64_t rest = found[static_cast<std::size_t>(j)];
-    for (std::int64_t d = rank - 1; d >= 0; --d) {
-      o[d * count + j] = rest % shape[static_cast<std::size_t>(d)];
-      rest /= shape[static_cast<std::size_t>(d)];
-    }
-  }
   return Status::ok();
 }
 

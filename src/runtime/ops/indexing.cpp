@@ -21,6 +21,7 @@
 #include "runtime/ops/elementwise_util.h"
 #include "runtime/ops/indexing_util.h"
 #include "runtime/ops/movement_util.h"
+#include "runtime/parallel.h"
 
 namespace fovea::runtime::ops {
 namespace {
@@ -121,10 +122,19 @@ Status run_scatter_elements(KernelContext& ctx) {
                          elements_plan(ctx.inference(), ctx.input(0).shape(), indices.shape()));
   FOVEA_ASSIGN_OR_RETURN(const ScatterReduction reduction, scatter_reduction(ctx.node()));
   scatter_into_copy(ctx, [&](auto, auto* out, const auto* updates) {
-    for (std::int64_t i = 0; i < indices.numel(); ++i) {
-      const std::int64_t offset =
-          elements_offset(plan, i, normalized_index(integer_at(indices, i), plan.axis_dim));
-      out[offset] = reduce_scatter(reduction, out[offset], updates[i]);
+    const auto scatter = [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t i = begin; i < end; ++i) {
+        const std::int64_t offset =
+            elements_offset(plan, i, normalized_index(integer_at(indices, i), plan.axis_dim));
+        out[offset] = reduce_scatter(reduction, out[offset], updates[i]);
+      }
+    };
+    // Without a reduction each update is one write (ONNX leaves duplicate indices undefined then):
+    // in parallel. A reduction keeps the index order, so that float sums come out the same.
+    if (reduction == ScatterReduction::kNone) {
+      parallel_for(indices.numel(), kElementwiseMinChunk, scatter);
+    } else {
+      scatter(0, indices.numel());
     }
   });
   return Status::ok();

@@ -16,6 +16,7 @@
 #include "runtime/ops/elementwise_util.h"
 #include "runtime/ops/movement_util.h"
 #include "runtime/ops/spatial_util.h"
+#include "runtime/parallel.h"
 
 namespace fovea::runtime::ops {
 namespace {
@@ -39,6 +40,9 @@ Status check_range(const InferContext& ctx, const Tensor& indices, std::int64_t 
 }
 
 // ---- RoiAlign ----
+
+// Output elements per parallel chunk: each one is a few bilinear samples.
+constexpr std::int64_t kRoiAlignChunk = 2048;
 
 Status infer_roi_align(InferContext& ctx) {
   FOVEA_TRY(FloatTypes::require(ctx, 0));
@@ -76,14 +80,17 @@ Status run_roi_align(KernelContext& ctx) {
     T* out = ctx.output(0).data<T>();
     const std::int64_t plane = plan.height * plan.width;
     const std::int64_t bins = plan.out_height * plan.out_width;
-    for (std::int64_t o = 0; o < ctx.output(0).numel(); ++o) {
-      const std::int64_t roi = o / (plan.channels * bins);
-      const std::int64_t c = (o / bins) % plan.channels;
-      const T* image = in + (batch[roi] * plan.channels + c) * plane;
-      const T* box = rois.data<T>() + roi * 4;
-      out[o] = roi_align_value(plan, box, (o % bins) / plan.out_width, o % plan.out_width,
-                               [&](std::int64_t offset) { return image[offset]; });
-    }
+    // Each output element on its own (detectors pool thousands of boxes over 256 channels).
+    parallel_for(ctx.output(0).numel(), kRoiAlignChunk, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t o = begin; o < end; ++o) {
+        const std::int64_t roi = o / (plan.channels * bins);
+        const std::int64_t c = (o / bins) % plan.channels;
+        const T* image = in + (batch[roi] * plan.channels + c) * plane;
+        const T* box = rois.data<T>() + roi * 4;
+        out[o] = roi_align_value(plan, box, (o % bins) / plan.out_width, o % plan.out_width,
+                                 [&](std::int64_t offset) { return image[offset]; });
+      }
+    });
   });
   return Status::ok();
 }
