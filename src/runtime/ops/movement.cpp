@@ -99,7 +99,7 @@ Status run_concat(KernelContext& ctx) {
     for (int i = 0; i < ctx.input_count(); ++i) {
       const std::int64_t block = ctx.input(i).dim(axis) * parts[static_cast<std::size_t>(i)].inner_bytes;
       if (block == 0) continue;
-      std::memcpy(dst, bytes_of(ctx.input(i)) + o * block, static_cast<std::size_t>(block));
+      copy_bytes(dst, bytes_of(ctx.input(i)) + o * block, static_cast<std::size_t>(block));
       dst += block;
     }
   }

@@ -33,6 +33,16 @@ std::int64_t rows_per_chunk(std::int64_t row_length) {
   return std::max<std::int64_t>(1, kElementsPerChunk / std::max<std::int64_t>(row_length, 1));
 }
 
+void copy_bytes(std::byte* dst, const std::byte* src, std::size_t bytes) {
+  constexpr std::size_t kPiece = std::size_t{1} << 20;
+  const auto pieces = static_cast<std::int64_t>((bytes + kPiece - 1) / kPiece);
+  parallel_for(pieces, 2, [&](std::int64_t begin, std::int64_t end) {
+    const std::size_t from = static_cast<std::size_t>(begin) * kPiece;
+    const std::size_t to = std::min(bytes, static_cast<std::size_t>(end) * kPiece);
+    std::memcpy(dst + from, src + from, to - from);
+  });
+}
+
 namespace {
 
 template <typename T>

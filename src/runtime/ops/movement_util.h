@@ -39,6 +39,10 @@ void gather_by_axis_offsets(const Tensor& in, Tensor& out, const std::vector<Axi
 // worker thread.
 std::int64_t rows_per_chunk(std::int64_t row_length);
 
+// memcpy over the thread pool in 1 MiB pieces: one thread does not reach the memory's bandwidth
+// (a Loop that appends to its carried value copies it whole each iteration). Inline below 2 MiB.
+void copy_bytes(std::byte* dst, const std::byte* src, std::size_t bytes);
+
 // Offsets for an output axis that reads input index i at position i.
 AxisOffsets identity_offsets(std::int64_t count, std::int64_t stride);
 
