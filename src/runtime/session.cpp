@@ -301,7 +301,7 @@ Status InferenceSession::start_cuda(ExecutionPlan plan) {
     tail.executor = std::make_unique<CpuExecutor>(plan_of_part(std::move(split.tail), plan));
     ExecutionPlan prefix = plan_of_part(std::move(split.prefix), plan);
     tail.whole = std::move(plan);
-    log_info("{}: {} nodes from {} on run on the CPU after the CUDA part", tail.whole.graph.model_path,
+    log_info("{}: {} nodes, from {} on, run on the CPU after the CUDA part", tail.whole.graph.model_path,
              tail.executor->plan().graph.nodes.size(), tail.first_node);
     FOVEA_ASSIGN_OR_RETURN(
         cuda_, cuda::CudaExecutor::create(std::move(prefix), {.use_cuda_graph = options_.use_cuda_graph}));
