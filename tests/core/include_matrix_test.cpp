@@ -1,6 +1,7 @@
 // DESIGN.md's layout rule, checked: dependencies between the folders under src/ point one way,
 //   core <- io, image, runtime <- post, track <- pipeline <- service <- apps;   trace depends on core
-//   only.
+//   only, and runtime's executors record their nodes as trace ranges (trace/tracer.h), so runtime
+//   may include trace (no cycle: trace includes nothing of runtime).
 // The build alone does not enforce it (every library sees src/), so this test reads every source
 // file's #include "folder/..." lines and names each one that breaks the rule.
 #include <filesystem>
@@ -25,7 +26,7 @@ const std::map<std::string, std::set<std::string>>& allowed_includes() {
       {"trace", {"core", "trace"}},
       {"io", {"core", "io"}},
       {"image", {"core", "image"}},
-      {"runtime", {"core", "runtime"}},
+      {"runtime", {"core", "trace", "runtime"}},
       {"post", {"core", "io", "image", "runtime", "post"}},
       {"track", {"core", "io", "image", "runtime", "post", "track"}},
       {"pipeline", {"core", "io", "image", "runtime", "post", "track", "trace", "pipeline"}},
