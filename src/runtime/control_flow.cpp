@@ -95,6 +95,12 @@ Tensor detached(const Tensor& value, const std::vector<Tensor>& inputs) {
   return shared ? value.clone() : value;
 }
 
+// "m.onnx: node 'paste' (Loop), body, iteration 3": the context of an error inside a subgraph,
+// whose own nodes name no model.
+std::string where_in(const Graph* graph, const Node& node, const std::string& part) {
+  return (graph == nullptr ? std::string() : graph->where()) + node.describe() + ", " + part;
+}
+
 // Runs `subgraph` node by node with the CPU kernels: `inputs` bound to its graph inputs, the outer
 // values it reads from `outer`. Gives its outputs.
 Result<std::vector<Tensor>> run_subgraph(const Graph& subgraph, const std::vector<Tensor>& inputs,
@@ -154,8 +160,9 @@ Result<std::vector<Tensor>> run_if(const Graph* graph, const Node& node, const s
                                   key, branch->inputs.size(), branch->outputs.size(), node.outputs.size()));
   }
   FOVEA_ASSIGN_OR_RETURN(const auto outer, outer_values(graph, node, 1, inputs));
-  FOVEA_ASSIGN_OR_RETURN(std::vector<Tensor> outputs, run_subgraph(*branch, {}, outer));
-  for (Tensor& out : outputs) out = detached(out, inputs);
+  Result<std::vector<Tensor>> outputs = run_subgraph(*branch, {}, outer);
+  if (!outputs.is_ok()) return outputs.status().with_context(where_in(graph, node, key));
+  for (Tensor& out : *outputs) out = detached(out, inputs);
   return outputs;
 }
 
@@ -199,6 +206,14 @@ Result<Tensor> stacked(const Graph* graph, const Node& node, const Graph& body, 
   if (parts.empty() && declared.dims && all_known(*declared.dims)) element = shape_of(*declared.dims);
   Shape shape{static_cast<std::int64_t>(parts.size())};
   shape.insert(shape.end(), element.begin(), element.end());
+  std::int64_t elements = 1;
+  for (const std::int64_t d : shape) {
+    if (__builtin_mul_overflow(elements, d, &elements) || elements > kMaxTensorElements) {
+      return node_error(
+          graph, node,
+          fmt::format("scan output {} would be {}: more than 2^60 elements", scan, shape_string(shape)));
+    }
+  }
   Tensor out = Tensor::allocate(parts.empty() ? declared.dtype : parts[0].dtype(), shape);
   std::size_t offset = 0;
   for (std::size_t i = 0; i < parts.size(); ++i) {
@@ -240,7 +255,11 @@ Result<std::vector<Tensor>> run_loop(const Graph* graph, const Node& node,
     std::vector<Tensor> body_inputs{Tensor::from_vector<std::int64_t>(DataType::kInt64, {}, {i}),
                                     Tensor::from_vector<std::uint8_t>(DataType::kBool, {}, {1})};
     body_inputs.insert(body_inputs.end(), carried.begin(), carried.end());
-    FOVEA_ASSIGN_OR_RETURN(std::vector<Tensor> outputs, run_subgraph(*layout.body, body_inputs, outer));
+    Result<std::vector<Tensor>> ran = run_subgraph(*layout.body, body_inputs, outer);
+    if (!ran.is_ok()) {
+      return ran.status().with_context(where_in(graph, node, "body, iteration " + std::to_string(i)));
+    }
+    std::vector<Tensor>& outputs = *ran;
     if (has_condition) {
       FOVEA_ASSIGN_OR_RETURN(running, bool_scalar(graph, node, outputs[0], "its body's condition"));
     }

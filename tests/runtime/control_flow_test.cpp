@@ -245,6 +245,32 @@ TEST(ControlFlow, BadLoopsAndConditionsAreRefusedNamingTheNode) {
     }
   }
   {
+    ModelBuilder m;  // a body node that fails: the error names the Loop, the body and the iteration
+    m.input("x", DataType::kFloat32, {3}).input("trips", DataType::kInt64, {});
+    m.output("acc", DataType::kFloat32, {3});
+    m.initializer("yes", bool_scalar(true));
+    m.initializer("acc0", float_tensor({3}, {0, 0, 0}));
+    onnx::NodeProto& node = m.node("Loop", {"trips", "yes", "acc0"}, {"acc"}, "reshaping");
+    onnx::GraphProto& body = add_branch(node, "body");
+    add_input(body, "i", onnx::TensorProto::INT64);
+    add_input(body, "cond_in", onnx::TensorProto::BOOL);
+    add_input(body, "acc_in", onnx::TensorProto::FLOAT);
+    onnx::TensorProto& seven = *body.add_initializer();
+    seven.set_name("seven");
+    seven.set_data_type(onnx::TensorProto::INT64);
+    seven.add_dims(1);
+    seven.add_int64_data(7);
+    add_node(body, "Identity", {"cond_in"}, {"cond_out"});
+    add_node(body, "Reshape", {"acc_in", "seven"}, {"acc_out"});
+    add_output(body, "cond_out", /*typed=*/false);
+    add_output(body, "acc_out");
+    const Status status = run_status(load_graph(m), {float_tensor({3}, {1, 2, 3}), int64_tensor({}, {2})});
+    ASSERT_FALSE(status.is_ok());
+    for (const char* fragment : {"node 'reshaping' (Loop), body, iteration 0", "(Reshape)"}) {
+      EXPECT_NE(status.message().find(fragment), std::string::npos) << status.message();
+    }
+  }
+  {
     ModelBuilder m;  // a run-time condition of two values
     m.input("x", DataType::kFloat32, {2, 3})
         .input("flag", DataType::kBool, {2})
