@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <set>
 #include <string>
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include "runtime/control_flow.h"
 
@@ -143,6 +145,38 @@ Status check_output_sizes(const InferContext& context) {
   return Status::ok();
 }
 
+// The host's physical memory; SIZE_MAX where the system does not say.
+std::size_t host_memory_bytes() {
+  static const std::size_t bytes = [] {
+    const long pages = sysconf(_SC_PHYS_PAGES);
+    const long page_size = sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && page_size > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page_size)
+                                      : std::numeric_limits<std::size_t>::max();
+  }();
+  return bytes;
+}
+
+// No output a node computes on the host may need more than the host's memory: a size the data
+// drives (ConstantOfShape, Expand, Tile, Range or Resize on run-time values) gets an error naming
+// the node and the size, not an allocation that ends the process.
+Status check_output_memory(const InferContext& context) {
+  for (std::size_t i = 0; i < context.outputs().size(); ++i) {
+    const ValueType& type = context.outputs()[i];
+    if (!type.dims || !all_known(*type.dims)) continue;
+    const double bytes = static_cast<double>(element_count(shape_of(*type.dims))) *
+                         static_cast<double>(data_type_size(type.dtype));
+    if (bytes > static_cast<double>(host_memory_bytes())) {
+      return context.error(
+          StatusCode::kResourceExhausted,
+          fmt::format("output {} would be {}: {:.1f} GiB, more than this machine's {:.1f} GiB "
+                      "of memory",
+                      i, dims_string(*type.dims), bytes / (1 << 30),
+                      static_cast<double>(host_memory_bytes()) / (1 << 30)));
+    }
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Result<std::vector<ValueType>> infer_node(const Graph* graph, const Node& node,
@@ -198,6 +232,7 @@ Result<std::vector<Tensor>> evaluate_node(const Graph* graph, const Node& node,
   InferContext inference = infer_context_for(graph, node, inputs);
   FOVEA_TRY(def->infer(inference));
   FOVEA_TRY(check_output_sizes(inference));
+  FOVEA_TRY(check_output_memory(inference));
 
   std::vector<Tensor> outputs(node.outputs.size());
   std::vector<DataType> dtypes;

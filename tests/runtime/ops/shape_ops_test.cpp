@@ -71,6 +71,18 @@ TEST(InferredShapes, AnOutputPastTheElementLimitIsRefusedNamingTheNode) {
   EXPECT_TRUE(fails_with(types.status(), StatusCode::kInvalidArgument, "(Add)"));
 }
 
+// A size the data drives (Expand to a run-time shape) past the host's memory is refused naming the
+// node when it runs, instead of an allocation that ends the process.
+TEST(OpExpand, AnOutputPastTheHostsMemoryIsRefusedNamingTheNode) {
+  const Node node = NodeBuilder("Expand").inputs(2).build();
+  const Tensor shape =
+      int64_tensor({3}, {std::int64_t{1} << 20, std::int64_t{1} << 20, std::int64_t{1} << 12});
+  const auto outputs = evaluate_node(nullptr, node, {float_tensor({1}, {1}), shape}, heap_allocator());
+  ASSERT_FALSE(outputs.is_ok());
+  EXPECT_TRUE(fails_with(outputs.status(), StatusCode::kResourceExhausted, "(Expand)"));
+  EXPECT_TRUE(fails_with(outputs.status(), StatusCode::kResourceExhausted, "of memory"));
+}
+
 TEST(OpReshape, KeepsSymbolicDimCopiedByZero) {
   const Dims in{Dim::unknown("batch"), Dim::known_size(4), Dim::known_size(6)};
   const Tensor shape = int64_tensor({3}, {0, 24, 1});
