@@ -103,8 +103,12 @@ std::string where_in(const Graph* graph, const Node& node, const std::string& pa
 
 // Runs `subgraph` node by node with the CPU kernels: `inputs` bound to its graph inputs, the outer
 // values it reads from `outer`. Gives its outputs.
+// Nodes marked in `skip` do not run (their outputs stay empty); the values in `also` are given after
+// the outputs.
 Result<std::vector<Tensor>> run_subgraph(const Graph& subgraph, const std::vector<Tensor>& inputs,
-                                         const std::map<std::string, Tensor, std::less<>>& outer) {
+                                         const std::map<std::string, Tensor, std::less<>>& outer,
+                                         const std::vector<bool>& skip = {},
+                                         const std::vector<ValueId>& also = {}) {
   std::vector<Tensor> values(subgraph.values.size());
   for (std::size_t v = 0; v < subgraph.values.size(); ++v) {
     if (subgraph.values[v].constant) values[v] = *subgraph.values[v].constant;
@@ -115,12 +119,14 @@ Result<std::vector<Tensor>> run_subgraph(const Graph& subgraph, const std::vecto
   for (const ValueId captured : subgraph.captured) {
     const auto found = outer.find(subgraph.value(captured).name);
     if (found == outer.end()) {
-      return make_error(StatusCode::kInvalidArgument, "subgraph '", subgraph.model_path, "' reads '",
-                        subgraph.value(captured).name, "', which its node was not given");
+      return make_error(StatusCode::kInvalidArgument, "the subgraph reads '", subgraph.value(captured).name,
+                        "', which its node was not given");
     }
     values[static_cast<std::size_t>(captured)] = found->second;
   }
-  for (const Node& node : subgraph.nodes) {
+  for (std::size_t n = 0; n < subgraph.nodes.size(); ++n) {
+    if (n < skip.size() && skip[n]) continue;
+    const Node& node = subgraph.nodes[n];
     std::vector<Tensor> node_inputs;
     for (const ValueId in : node.inputs) {
       node_inputs.push_back(in == kNoValue ? Tensor() : values[static_cast<std::size_t>(in)]);
@@ -136,6 +142,7 @@ Result<std::vector<Tensor>> run_subgraph(const Graph& subgraph, const std::vecto
   }
   std::vector<Tensor> outputs;
   for (const ValueId out : subgraph.outputs) outputs.push_back(values[static_cast<std::size_t>(out)]);
+  for (const ValueId id : also) outputs.push_back(values[static_cast<std::size_t>(id)]);
   return outputs;
 }
 
@@ -229,6 +236,49 @@ Result<Tensor> stacked(const Graph* graph, const Node& node, const Graph& body, 
   return out;
 }
 
+// A carried value the body only appends to: carried_out = Concat(carried_in, piece) on axis 0, and
+// nothing else reads carried_in or carried_out. PyTorch writes `res = torch.cat((res, x))` in a
+// scripted loop so (Mask R-CNN pastes its masks that way); run as written, each iteration copies
+// the whole value, a cost that grows with the square of the iterations. The loop instead skips that
+// Concat, keeps each iteration's piece and joins them once at the end, with the same Concat.
+struct Append {
+  int concat = -1;  // the Concat's index in the body
+  ValueId piece = kNoValue;
+};
+
+std::optional<Append> append_of(const Graph& body, std::size_t carried) {
+  const ValueId in = body.inputs[2 + carried];
+  const ValueId out = body.outputs[1 + carried];
+  const auto made = std::find_if(body.nodes.begin(), body.nodes.end(), [&](const Node& n) {
+    return std::find(n.outputs.begin(), n.outputs.end(), out) != n.outputs.end();
+  });
+  if (made == body.nodes.end()) return std::nullopt;
+  const Node& concat = *made;
+  const auto producer = static_cast<int>(made - body.nodes.begin());
+  if (concat.op_type != "Concat" || !concat.domain.empty() || concat.inputs.size() != 2 ||
+      concat.inputs[0] != in || concat.inputs[1] == in) {
+    return std::nullopt;
+  }
+  const Result<std::int64_t> axis = concat.attr_int("axis");
+  const std::vector<int> uses = body.use_counts();
+  if (!axis.is_ok() || *axis != 0 || uses[static_cast<std::size_t>(in)] != 1 ||
+      uses[static_cast<std::size_t>(out)] != 1) {
+    return std::nullopt;
+  }
+  return Append{producer, concat.inputs[1]};
+}
+
+// The initial value and every piece, joined by the body's Concat itself (its checks, its copy).
+Result<Tensor> joined(const Graph& body, const Append& append, const Tensor& initial,
+                      std::vector<Tensor> pieces) {
+  if (pieces.empty()) return initial.clone();
+  Node concat = body.nodes[static_cast<std::size_t>(append.concat)];
+  concat.inputs.assign(pieces.size() + 1, append.piece);
+  pieces.insert(pieces.begin(), initial);
+  FOVEA_ASSIGN_OR_RETURN(std::vector<Tensor> out, evaluate_node(&body, concat, pieces, heap_allocator()));
+  return std::move(out[0]);
+}
+
 Result<std::vector<Tensor>> run_loop(const Graph* graph, const Node& node,
                                      const std::vector<Tensor>& inputs) {
   FOVEA_ASSIGN_OR_RETURN(const LoopLayout layout, loop_layout(graph, node));
@@ -251,11 +301,21 @@ Result<std::vector<Tensor>> run_loop(const Graph* graph, const Node& node,
   std::vector<Tensor> carried(inputs.begin() + 2,
                               inputs.begin() + 2 + static_cast<std::ptrdiff_t>(layout.carried));
   std::vector<std::vector<Tensor>> scans(layout.scans);
+  std::vector<std::optional<Append>> appends(layout.carried);
+  std::vector<bool> skip(layout.body->nodes.size(), false);
+  std::vector<ValueId> pieces_of;  // the appended pieces, given after the body's outputs
+  for (std::size_t c = 0; c < layout.carried; ++c) {
+    appends[c] = append_of(*layout.body, c);
+    if (!appends[c]) continue;
+    skip[static_cast<std::size_t>(appends[c]->concat)] = true;
+    pieces_of.push_back(appends[c]->piece);
+  }
+  std::vector<std::vector<Tensor>> pieces(layout.carried);
   for (std::int64_t i = 0; running && (trip_count == kNoTripCount || i < trip_count); ++i) {
     std::vector<Tensor> body_inputs{Tensor::from_vector<std::int64_t>(DataType::kInt64, {}, {i}),
                                     Tensor::from_vector<std::uint8_t>(DataType::kBool, {}, {1})};
     body_inputs.insert(body_inputs.end(), carried.begin(), carried.end());
-    Result<std::vector<Tensor>> ran = run_subgraph(*layout.body, body_inputs, outer);
+    Result<std::vector<Tensor>> ran = run_subgraph(*layout.body, body_inputs, outer, skip, pieces_of);
     if (!ran.is_ok()) {
       return ran.status().with_context(where_in(graph, node, "body, iteration " + std::to_string(i)));
     }
@@ -263,12 +323,27 @@ Result<std::vector<Tensor>> run_loop(const Graph* graph, const Node& node,
     if (has_condition) {
       FOVEA_ASSIGN_OR_RETURN(running, bool_scalar(graph, node, outputs[0], "its body's condition"));
     }
-    for (std::size_t c = 0; c < layout.carried; ++c) carried[c] = std::move(outputs[1 + c]);
+    std::size_t piece = 1 + layout.carried + layout.scans;
+    for (std::size_t c = 0; c < layout.carried; ++c) {
+      if (appends[c]) {
+        pieces[c].push_back(std::move(outputs[piece++]));  // carried[c] stays the initial value
+      } else {
+        carried[c] = std::move(outputs[1 + c]);
+      }
+    }
     for (std::size_t s = 0; s < layout.scans; ++s)
       scans[s].push_back(std::move(outputs[1 + layout.carried + s]));
   }
   std::vector<Tensor> results;
-  for (const Tensor& value : carried) results.push_back(detached(value, inputs));
+  for (std::size_t c = 0; c < layout.carried; ++c) {
+    if (!appends[c]) {
+      results.push_back(detached(carried[c], inputs));
+      continue;
+    }
+    Result<Tensor> value = joined(*layout.body, *appends[c], carried[c], std::move(pieces[c]));
+    if (!value.is_ok()) return value.status().with_context(where_in(graph, node, "body"));
+    results.push_back(std::move(*value));
+  }
   for (std::size_t s = 0; s < layout.scans; ++s) {
     FOVEA_ASSIGN_OR_RETURN(Tensor out, stacked(graph, node, *layout.body, s, 1 + layout.carried, scans[s]));
     results.push_back(std::move(out));

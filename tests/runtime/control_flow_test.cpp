@@ -212,6 +212,64 @@ TEST(ControlFlow, ALoopInsideARunTimeIfEndsOnItsBodysCondition) {
   EXPECT_TRUE(tensors_near(skipped[0], int64_tensor({1}, {-1})));
 }
 
+// rows = Loop(trips) over rows = Concat(rows, i * x[None]) on axis 0, PyTorch's `torch.cat` in a
+// scripted loop, which the loop runs as one join at the end; with `rows_read_too` the body also
+// reads the growing value (its shape), so it must run as written. Both give i * x row by row.
+void add_appending_loop(ModelBuilder& m, bool rows_read_too) {
+  onnx::NodeProto& node = m.node("Loop", {"trips", "yes", "rows0"}, {"rows"}, "append");
+  onnx::GraphProto& body = add_branch(node, "body");
+  add_input(body, "i", onnx::TensorProto::INT64);
+  add_input(body, "cond_in", onnx::TensorProto::BOOL);
+  add_input(body, "rows_in", onnx::TensorProto::FLOAT);
+  onnx::TensorProto& zero = *body.add_initializer();
+  zero.set_name("zero");
+  zero.set_data_type(onnx::TensorProto::INT64);
+  zero.add_dims(1);
+  zero.add_int64_data(0);
+  add_node(body, "Identity", {"cond_in"}, {"cond_out"});
+  onnx::NodeProto& cast = add_node(body, "Cast", {"i"}, {"i_float"});
+  onnx::AttributeProto& to = *cast.add_attribute();
+  to.set_name("to");
+  to.set_type(onnx::AttributeProto::INT);
+  to.set_i(onnx::TensorProto::FLOAT);
+  add_node(body, "Mul", {"x", "i_float"}, {"row"});
+  add_node(body, "Unsqueeze", {"row", "zero"}, {"piece"});
+  onnx::NodeProto& concat = add_node(body, "Concat", {"rows_in", "piece"}, {"rows_out"});
+  onnx::AttributeProto& axis = *concat.add_attribute();
+  axis.set_name("axis");
+  axis.set_type(onnx::AttributeProto::INT);
+  axis.set_i(0);
+  add_output(body, "cond_out", /*typed=*/false);
+  add_output(body, "rows_out");
+  if (rows_read_too) {
+    add_node(body, "Shape", {"rows_in"}, {"rows_shape"});
+    add_output(body, "rows_shape", /*typed=*/false);
+    m.output("shapes", DataType::kInt64, {-1, 2});
+    node.add_output("shapes");
+  }
+}
+
+TEST(ControlFlow, ALoopThatAppendsToACarriedValueGivesWhatItWouldRunAsWritten) {
+  for (const bool rows_read_too : {false, true}) {
+    SCOPED_TRACE(rows_read_too);
+    ModelBuilder m;
+    m.input("x", DataType::kFloat32, {3}).input("trips", DataType::kInt64, {});
+    m.output("rows", DataType::kFloat32, {-1, 3});
+    m.initializer("yes", bool_scalar(true));
+    m.initializer("rows0", float_tensor({1, 3}, {-1, -1, -1}));
+    add_appending_loop(m, rows_read_too);
+    const Graph graph = load_graph(m);
+    const Tensor x = float_tensor({3}, {1, 2, 3});
+    const auto four = run_planned(graph, {x, int64_tensor({}, {4})});
+    ASSERT_FALSE(four.empty());
+    EXPECT_TRUE(
+        tensors_near(four[0], float_tensor({5, 3}, {-1, -1, -1, 0, 0, 0, 1, 2, 3, 2, 4, 6, 3, 6, 9})));
+    const auto none = run_planned(graph, {x, int64_tensor({}, {0})});
+    ASSERT_FALSE(none.empty());
+    EXPECT_TRUE(tensors_near(none[0], float_tensor({1, 3}, {-1, -1, -1})));
+  }
+}
+
 Status run_status(const Graph& graph, const std::vector<Tensor>& inputs) {
   CpuExecutor executor(plan_for(graph, inputs));
   return executor.run(inputs).status();
