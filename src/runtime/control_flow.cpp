@@ -351,6 +351,174 @@ Result<std::vector<Tensor>> run_loop(const Graph* graph, const Node& node,
   return results;
 }
 
+// Where a Scan's inputs and outputs are: [states..., scanned...] in, [states..., scan outputs...]
+// out; the body takes [states..., one slice of each scanned input] and gives [states..., one
+// element of each scan output]. Opset 8's batched form (sequence_lens first) is refused.
+struct ScanLayout {
+  const Graph* body = nullptr;
+  std::size_t states = 0;
+  std::size_t scanned = 0;
+  std::size_t scan_outputs = 0;
+  std::vector<std::int64_t> input_axes, input_directions, output_axes, output_directions;
+};
+
+Result<ScanLayout> scan_layout(const Graph* graph, const Node& node) {
+  if (node.opset < 9) {
+    return make_error(StatusCode::kUnsupported, graph == nullptr ? std::string() : graph->where(),
+                      node.describe(),
+                      ": Scan before opset 9 (batched, with sequence_lens) is not supported; "
+                      "export with opset 9 or later");
+  }
+  ScanLayout layout;
+  layout.body = branch_of(node, "body");
+  if (layout.body == nullptr) return node_error(graph, node, "a Scan needs a body graph");
+  FOVEA_ASSIGN_OR_RETURN(const std::int64_t scanned, node.attr_int("num_scan_inputs"));
+  const std::size_t body_inputs = layout.body->inputs.size();
+  if (scanned < 1 || static_cast<std::size_t>(scanned) > body_inputs ||
+      layout.body->outputs.size() < body_inputs - static_cast<std::size_t>(scanned)) {
+    return node_error(graph, node,
+                      fmt::format("its body takes {} inputs and gives {} outputs for {} scanned "
+                                  "inputs",
+                                  body_inputs, layout.body->outputs.size(), scanned));
+  }
+  layout.scanned = static_cast<std::size_t>(scanned);
+  layout.states = body_inputs - layout.scanned;
+  layout.scan_outputs = layout.body->outputs.size() - layout.states;
+  if (node.outputs.size() != layout.states + layout.scan_outputs) {
+    return node_error(graph, node,
+                      fmt::format("has {} outputs; its body carries {} states and gives {} scan "
+                                  "outputs",
+                                  node.outputs.size(), layout.states, layout.scan_outputs));
+  }
+  const auto per = [&](const char* key, std::size_t count) -> Result<std::vector<std::int64_t>> {
+    FOVEA_ASSIGN_OR_RETURN(std::vector<std::int64_t> values,
+                           node.attr_ints(key, std::vector<std::int64_t>(count, 0)));
+    if (values.size() != count) {
+      return node_error(graph, node, fmt::format("'{}' has {} values for {}", key, values.size(), count));
+    }
+    return values;
+  };
+  FOVEA_ASSIGN_OR_RETURN(layout.input_axes, per("scan_input_axes", layout.scanned));
+  FOVEA_ASSIGN_OR_RETURN(layout.input_directions, per("scan_input_directions", layout.scanned));
+  FOVEA_ASSIGN_OR_RETURN(layout.output_axes, per("scan_output_axes", layout.scan_outputs));
+  FOVEA_ASSIGN_OR_RETURN(layout.output_directions, per("scan_output_directions", layout.scan_outputs));
+  return layout;
+}
+
+// Bytes of the dims before `axis` (as a count of rows) and from after it (one row), for copies.
+struct AxisCut {
+  std::int64_t outer = 1;
+  std::size_t inner_bytes = 0;
+};
+
+AxisCut cut_at(const Shape& shape, std::size_t axis, std::size_t element_bytes, bool keep_axis) {
+  AxisCut cut{1, element_bytes};
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (d < axis) cut.outer *= shape[d];
+    if (d > axis || (keep_axis && d == axis)) cut.inner_bytes *= static_cast<std::size_t>(shape[d]);
+  }
+  return cut;
+}
+
+// Slice `index` of `in` along `axis`, the axis removed.
+Tensor slice_along(const Tensor& in, std::size_t axis, std::int64_t index) {
+  Shape shape = in.shape();
+  const std::int64_t length = shape[axis];
+  shape.erase(shape.begin() + static_cast<std::ptrdiff_t>(axis));
+  Tensor out = Tensor::allocate(in.dtype(), shape);
+  const AxisCut cut = cut_at(in.shape(), axis, data_type_size(in.dtype()), false);
+  const auto* src = static_cast<const std::byte*>(in.raw());
+  auto* dst = static_cast<std::byte*>(out.raw());
+  for (std::int64_t o = 0; o < cut.outer; ++o) {
+    std::copy_n(src + static_cast<std::size_t>(o * length + index) * cut.inner_bytes, cut.inner_bytes,
+                dst + static_cast<std::size_t>(o) * cut.inner_bytes);
+  }
+  return out;
+}
+
+// Each iteration's element stacked along `axis` (reversed: the last iteration first).
+Result<Tensor> stacked_along(const Graph* graph, const Node& node, std::size_t output,
+                             const std::vector<Tensor>& parts, std::int64_t axis_attr, bool reversed) {
+  const Shape element = parts[0].shape();
+  const auto rank = static_cast<std::int64_t>(element.size()) + 1;
+  const std::int64_t axis = axis_attr < 0 ? axis_attr + rank : axis_attr;
+  if (axis < 0 || axis >= rank) {
+    return node_error(graph, node, fmt::format("scan output axis {} is outside rank {}", axis_attr, rank));
+  }
+  Shape shape = element;
+  shape.insert(shape.begin() + axis, static_cast<std::int64_t>(parts.size()));
+  Tensor out = Tensor::allocate(parts[0].dtype(), shape);
+  const AxisCut cut = cut_at(element, static_cast<std::size_t>(axis), data_type_size(out.dtype()), true);
+  const auto count = static_cast<std::int64_t>(parts.size());
+  auto* dst = static_cast<std::byte*>(out.raw());
+  for (std::int64_t t = 0; t < count; ++t) {
+    const Tensor& part = parts[static_cast<std::size_t>(t)];
+    if (part.shape() != element || part.dtype() != out.dtype()) {
+      return node_error(graph, node,
+                        fmt::format("scan output {} is {} in iteration {} but {} in the first", output,
+                                    shape_string(part.shape()), t, shape_string(element)));
+    }
+    const std::int64_t position = reversed ? count - 1 - t : t;
+    const auto* src = static_cast<const std::byte*>(part.raw());
+    for (std::int64_t o = 0; o < cut.outer; ++o) {
+      std::copy_n(src + static_cast<std::size_t>(o) * cut.inner_bytes, cut.inner_bytes,
+                  dst + static_cast<std::size_t>(o * count + position) * cut.inner_bytes);
+    }
+  }
+  return out;
+}
+
+Result<std::vector<Tensor>> run_scan(const Graph* graph, const Node& node,
+                                     const std::vector<Tensor>& inputs) {
+  FOVEA_ASSIGN_OR_RETURN(const ScanLayout layout, scan_layout(graph, node));
+  FOVEA_ASSIGN_OR_RETURN(const auto outer, outer_values(graph, node, layout.states + layout.scanned, inputs));
+  std::vector<std::size_t> axes;
+  std::int64_t iterations = -1;
+  for (std::size_t j = 0; j < layout.scanned; ++j) {
+    const Tensor& in = inputs[layout.states + j];
+    const auto rank = static_cast<std::int64_t>(in.rank());
+    const std::int64_t axis = layout.input_axes[j] < 0 ? layout.input_axes[j] + rank : layout.input_axes[j];
+    if (axis < 0 || axis >= rank) {
+      return node_error(
+          graph, node,
+          fmt::format("scan input {} has rank {}; its axis {} is outside it", j, rank, layout.input_axes[j]));
+    }
+    if (iterations >= 0 && in.dim(static_cast<int>(axis)) != iterations) {
+      return node_error(graph, node,
+                        fmt::format("scan input {} has {} steps along its axis where input 0 has {}", j,
+                                    in.dim(static_cast<int>(axis)), iterations));
+    }
+    iterations = in.dim(static_cast<int>(axis));
+    axes.push_back(static_cast<std::size_t>(axis));
+  }
+  std::vector<Tensor> states(inputs.begin(), inputs.begin() + static_cast<std::ptrdiff_t>(layout.states));
+  std::vector<std::vector<Tensor>> elements(layout.scan_outputs);
+  for (std::int64_t t = 0; t < iterations; ++t) {
+    std::vector<Tensor> body_inputs = states;
+    for (std::size_t j = 0; j < layout.scanned; ++j) {
+      const std::int64_t index = layout.input_directions[j] != 0 ? iterations - 1 - t : t;
+      body_inputs.push_back(slice_along(inputs[layout.states + j], axes[j], index));
+    }
+    Result<std::vector<Tensor>> ran = run_subgraph(*layout.body, body_inputs, outer);
+    if (!ran.is_ok()) {
+      return ran.status().with_context(where_in(graph, node, "body, iteration " + std::to_string(t)));
+    }
+    for (std::size_t c = 0; c < layout.states; ++c) states[c] = std::move((*ran)[c]);
+    for (std::size_t k = 0; k < layout.scan_outputs; ++k)
+      elements[k].push_back(std::move((*ran)[layout.states + k]));
+  }
+  std::vector<Tensor> results;
+  for (const Tensor& state : states) results.push_back(detached(state, inputs));
+  for (std::size_t k = 0; k < layout.scan_outputs; ++k) {
+    if (elements[k].empty()) {
+      return node_error(graph, node, "it scans no steps, so its scan outputs have no element shape");
+    }
+    FOVEA_ASSIGN_OR_RETURN(Tensor out, stacked_along(graph, node, k, elements[k], layout.output_axes[k],
+                                                     layout.output_directions[k] != 0));
+    results.push_back(std::move(out));
+  }
+  return results;
+}
 }  // namespace
 
 bool is_if(const Node& node) {
@@ -359,6 +527,14 @@ bool is_if(const Node& node) {
 
 bool is_loop(const Node& node) {
   return node.op_type == "Loop" && node.domain.empty();
+}
+
+bool is_scan(const Node& node) {
+  return node.op_type == "Scan" && node.domain.empty();
+}
+
+bool is_control_flow(const Node& node) {
+  return is_if(node) || is_loop(node) || is_scan(node);
 }
 
 Result<std::vector<Node>> inline_if(Graph& graph, const Node& node) {
@@ -459,6 +635,25 @@ std::vector<ValueType> if_output_types(const Node& node) {
   return types;
 }
 
+namespace {
+
+// A value carried across iterations, typed from its initial value: it may change shape between
+// iterations, so only the dims the body's declared output agrees on are kept.
+ValueType common_type(ValueType type, const ValueType& each) {
+  if (type.dims && (!each.dims || each.dims->size() != type.dims->size())) {
+    type.dims.reset();
+  } else if (type.dims) {
+    for (std::size_t d = 0; d < type.dims->size(); ++d) {
+      const Dim& a = (*type.dims)[d];
+      const Dim& b = (*each.dims)[d];
+      if (!(a.known() && b.known() && a.value == b.value)) (*type.dims)[d] = Dim::unknown();
+    }
+  }
+  return type;
+}
+
+}  // namespace
+
 Result<std::vector<ValueType>> loop_output_types(const Graph& graph, const Node& node) {
   FOVEA_ASSIGN_OR_RETURN(const LoopLayout layout, loop_layout(&graph, node));
   std::vector<ValueType> types;
@@ -466,19 +661,8 @@ Result<std::vector<ValueType>> loop_output_types(const Graph& graph, const Node&
     const ValueId initial = c + 2 < node.inputs.size() ? node.inputs[c + 2] : kNoValue;
     if (initial == kNoValue)
       return node_error(&graph, node, "its loop-carried value ", std::to_string(c), " has no initial value");
-    ValueType type = graph.value(initial).type;
-    const ValueType& each = layout.body->value(layout.body->outputs[1 + c]).type;
-    // The value may change shape between iterations: keep only the dims both agree on.
-    if (type.dims && (!each.dims || each.dims->size() != type.dims->size())) {
-      type.dims.reset();
-    } else if (type.dims) {
-      for (std::size_t d = 0; d < type.dims->size(); ++d) {
-        const Dim& a = (*type.dims)[d];
-        const Dim& b = (*each.dims)[d];
-        if (!(a.known() && b.known() && a.value == b.value)) (*type.dims)[d] = Dim::unknown();
-      }
-    }
-    types.push_back(std::move(type));
+    types.push_back(
+        common_type(graph.value(initial).type, layout.body->value(layout.body->outputs[1 + c]).type));
   }
   for (std::size_t s = 0; s < layout.scans; ++s) {
     ValueType type = layout.body->value(layout.body->outputs[1 + layout.carried + s]).type;
@@ -488,8 +672,36 @@ Result<std::vector<ValueType>> loop_output_types(const Graph& graph, const Node&
   return types;
 }
 
+Result<std::vector<ValueType>> scan_output_types(const Graph& graph, const Node& node) {
+  FOVEA_ASSIGN_OR_RETURN(const ScanLayout layout, scan_layout(&graph, node));
+  std::vector<ValueType> types;
+  for (std::size_t c = 0; c < layout.states; ++c) {
+    const ValueId initial = c < node.inputs.size() ? node.inputs[c] : kNoValue;
+    if (initial == kNoValue)
+      return node_error(&graph, node, "its state ", std::to_string(c), " has no initial value");
+    types.push_back(common_type(graph.value(initial).type, layout.body->value(layout.body->outputs[c]).type));
+  }
+  for (std::size_t k = 0; k < layout.scan_outputs; ++k) {
+    ValueType type = layout.body->value(layout.body->outputs[layout.states + k]).type;
+    if (type.dims) {
+      const auto rank = static_cast<std::int64_t>(type.dims->size()) + 1;
+      const std::int64_t axis =
+          layout.output_axes[k] < 0 ? layout.output_axes[k] + rank : layout.output_axes[k];
+      if (axis >= 0 && axis < rank) {
+        type.dims->insert(type.dims->begin() + axis, Dim::unknown());
+      } else {
+        type.dims.reset();
+      }
+    }
+    types.push_back(std::move(type));
+  }
+  return types;
+}
+
 Result<std::vector<Tensor>> evaluate_control_flow(const Graph* graph, const Node& node,
                                                   const std::vector<Tensor>& inputs) {
-  return is_if(node) ? run_if(graph, node, inputs) : run_loop(graph, node, inputs);
+  if (is_if(node)) return run_if(graph, node, inputs);
+  if (is_loop(node)) return run_loop(graph, node, inputs);
+  return run_scan(graph, node, inputs);
 }
 }  // namespace fovea::runtime

@@ -223,7 +223,7 @@ KernelContext::Allocator heap_allocator() {
 Result<std::vector<Tensor>> evaluate_node(const Graph* graph, const Node& node,
                                           const std::vector<Tensor>& inputs,
                                           const KernelContext::Allocator& allocator) {
-  if (is_if(node) || is_loop(node)) return evaluate_control_flow(graph, node, inputs);
+  if (is_control_flow(node)) return evaluate_control_flow(graph, node, inputs);
   FOVEA_ASSIGN_OR_RETURN(const OpDef* def, op_for(graph, node));
   if (widens_float16(*def, types_of(inputs))) {
     return evaluate_widened(graph, node, inputs, allocator);

@@ -25,8 +25,8 @@ const char* trace_range_name(const Node& node);
 KernelContext::Allocator heap_allocator();
 
 // Runs `node` on concrete inputs (an omitted optional input is an empty Tensor). Outputs whose
-// shape inference can size come from `allocator`; the kernel allocates data-dependent ones. An If
-// or a Loop runs its subgraph (control_flow.h) and allocates its outputs itself.
+// shape inference can size come from `allocator`; the kernel allocates data-dependent ones. An If,
+// a Loop or a Scan runs its subgraph (control_flow.h) and allocates its outputs itself.
 Result<std::vector<Tensor>> evaluate_node(const Graph* graph, const Node& node,
                                           const std::vector<Tensor>& inputs,
                                           const KernelContext::Allocator& allocator);

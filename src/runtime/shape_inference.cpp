@@ -111,8 +111,9 @@ Status infer_shapes(Graph& graph, FoldConstants fold_constants) {
       FOVEA_TRY(infer_if(graph, node, pending, kept));
       continue;
     }
-    if (is_loop(node)) {
-      FOVEA_ASSIGN_OR_RETURN(const std::vector<ValueType> types, loop_output_types(graph, node));
+    if (is_loop(node) || is_scan(node)) {
+      FOVEA_ASSIGN_OR_RETURN(const std::vector<ValueType> types,
+                             is_loop(node) ? loop_output_types(graph, node) : scan_output_types(graph, node));
       FOVEA_TRY(keep_typed(graph, std::move(node), types, kept));
       continue;
     }

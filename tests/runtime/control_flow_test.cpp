@@ -270,6 +270,37 @@ TEST(ControlFlow, ALoopThatAppendsToACarriedValueGivesWhatItWouldRunAsWritten) {
   }
 }
 
+// Scan (opset 9 on): a running sum over x's columns, last column first (scan_input_axes 1,
+// reversed), each step's sum stacked along axis 1, in step order or reversed.
+TEST(ControlFlow, AScanRunsItsBodyOverSlicesAlongItsAxesAndDirections) {
+  for (const std::int64_t output_direction : {0, 1}) {
+    SCOPED_TRACE(output_direction);
+    ModelBuilder m;
+    m.input("x", DataType::kFloat32, {2, 3});
+    m.output("sum", DataType::kFloat32, {2}).output("sums", DataType::kFloat32, {2, 3});
+    m.initializer("zeros", float_tensor({2}, {0, 0}));
+    onnx::NodeProto& node = m.node("Scan", {"zeros", "x"}, {"sum", "sums"}, "running_sum");
+    m.attr(node, "num_scan_inputs", std::int64_t{1});
+    m.attr(node, "scan_input_axes", std::vector<std::int64_t>{1});
+    m.attr(node, "scan_input_directions", std::vector<std::int64_t>{1});
+    m.attr(node, "scan_output_axes", std::vector<std::int64_t>{-1});
+    m.attr(node, "scan_output_directions", std::vector<std::int64_t>{output_direction});
+    onnx::GraphProto& body = add_branch(node, "body");
+    add_input(body, "sum_in", onnx::TensorProto::FLOAT);
+    add_input(body, "column", onnx::TensorProto::FLOAT, /*typed=*/false);
+    add_node(body, "Add", {"sum_in", "column"}, {"sum_out"});
+    add_node(body, "Identity", {"sum_out"}, {"step"});
+    add_output(body, "sum_out");
+    add_output(body, "step");
+    const Graph graph = load_graph(m);
+    const auto out = run_planned(graph, {float_tensor({2, 3}, {1, 2, 3, 4, 5, 6})});
+    ASSERT_EQ(out.size(), 2u);
+    EXPECT_TRUE(tensors_near(out[0], float_tensor({2}, {6, 15})));
+    EXPECT_TRUE(tensors_near(out[1], output_direction == 0 ? float_tensor({2, 3}, {3, 5, 6, 6, 11, 15})
+                                                           : float_tensor({2, 3}, {6, 5, 3, 15, 11, 6})));
+  }
+}
+
 Status run_status(const Graph& graph, const std::vector<Tensor>& inputs) {
   CpuExecutor executor(plan_for(graph, inputs));
   return executor.run(inputs).status();

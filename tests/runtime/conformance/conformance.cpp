@@ -157,11 +157,14 @@ class ModelSurvey {
     const std::string qualified = domain.empty() ? node.op_type() : domain + "." + node.op_type();
     if (domain == kTrainingDomain) {
       training_.insert(qualified);
-    } else if (domain.empty() && (node.op_type() == "If" || node.op_type() == "Loop")) {
-      // The CPU executor runs both (control_flow.h); CUDA plans are static, so there only an If
+    } else if (domain.empty() && node.op_type() == "Scan" && opsets_.count("") && opsets_.at("") < 9) {
+      unregistered_ops_.insert("Scan before opset 9");  // the batched form (control_flow.h)
+    } else if (domain.empty() &&
+               (node.op_type() == "If" || node.op_type() == "Loop" || node.op_type() == "Scan")) {
+      // The CPU executor runs them (control_flow.h); CUDA plans are static, so there only an If
       // inlined at planning runs, not one on a condition the case feeds.
       const bool run_time_if = node.input_size() > 0 && graph_inputs_.count(node.input(0)) != 0;
-      if (node.op_type() == "Loop" || run_time_if) no_cuda_kernel_.insert(qualified);
+      if (node.op_type() != "If" || run_time_if) no_cuda_kernel_.insert(qualified);
     } else if (find_op(domain, node.op_type()) == nullptr) {
       unregistered_ops_.insert(qualified);
     } else if (!has_cuda_kernel(domain, node.op_type())) {
