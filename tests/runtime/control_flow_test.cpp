@@ -212,21 +212,34 @@ TEST(ControlFlow, ALoopInsideARunTimeIfEndsOnItsBodysCondition) {
   EXPECT_TRUE(tensors_near(skipped[0], int64_tensor({1}, {-1})));
 }
 
+void add_int64_initializer(onnx::GraphProto& graph, const std::string& name,
+                           const std::vector<std::int64_t>& values) {
+  onnx::TensorProto& tensor = *graph.add_initializer();
+  tensor.set_name(name);
+  tensor.set_data_type(onnx::TensorProto::INT64);
+  tensor.add_dims(static_cast<std::int64_t>(values.size()));
+  for (const std::int64_t v : values) tensor.add_int64_data(v);
+}
+
+// A Loop body taking (i, cond_in, `carried` float) and passing its condition on as cond_out, its
+// first output; the caller adds the rest.
+onnx::GraphProto& add_loop_body(onnx::NodeProto& node, const std::string& carried) {
+  onnx::GraphProto& body = add_branch(node, "body");
+  add_input(body, "i", onnx::TensorProto::INT64);
+  add_input(body, "cond_in", onnx::TensorProto::BOOL);
+  add_input(body, carried, onnx::TensorProto::FLOAT);
+  add_node(body, "Identity", {"cond_in"}, {"cond_out"});
+  add_output(body, "cond_out", /*typed=*/false);
+  return body;
+}
+
 // rows = Loop(trips) over rows = Concat(rows, i * x[None]) on axis 0, PyTorch's `torch.cat` in a
 // scripted loop, which the loop runs as one join at the end; with `rows_read_too` the body also
 // reads the growing value (its shape), so it must run as written. Both give i * x row by row.
 void add_appending_loop(ModelBuilder& m, bool rows_read_too) {
   onnx::NodeProto& node = m.node("Loop", {"trips", "yes", "rows0"}, {"rows"}, "append");
-  onnx::GraphProto& body = add_branch(node, "body");
-  add_input(body, "i", onnx::TensorProto::INT64);
-  add_input(body, "cond_in", onnx::TensorProto::BOOL);
-  add_input(body, "rows_in", onnx::TensorProto::FLOAT);
-  onnx::TensorProto& zero = *body.add_initializer();
-  zero.set_name("zero");
-  zero.set_data_type(onnx::TensorProto::INT64);
-  zero.add_dims(1);
-  zero.add_int64_data(0);
-  add_node(body, "Identity", {"cond_in"}, {"cond_out"});
+  onnx::GraphProto& body = add_loop_body(node, "rows_in");
+  add_int64_initializer(body, "zero", {0});
   onnx::NodeProto& cast = add_node(body, "Cast", {"i"}, {"i_float"});
   onnx::AttributeProto& to = *cast.add_attribute();
   to.set_name("to");
@@ -239,7 +252,6 @@ void add_appending_loop(ModelBuilder& m, bool rows_read_too) {
   axis.set_name("axis");
   axis.set_type(onnx::AttributeProto::INT);
   axis.set_i(0);
-  add_output(body, "cond_out", /*typed=*/false);
   add_output(body, "rows_out");
   if (rows_read_too) {
     add_node(body, "Shape", {"rows_in"}, {"rows_shape"});
@@ -340,18 +352,9 @@ TEST(ControlFlow, BadLoopsAndConditionsAreRefusedNamingTheNode) {
     m.initializer("yes", bool_scalar(true));
     m.initializer("acc0", float_tensor({3}, {0, 0, 0}));
     onnx::NodeProto& node = m.node("Loop", {"trips", "yes", "acc0"}, {"acc"}, "reshaping");
-    onnx::GraphProto& body = add_branch(node, "body");
-    add_input(body, "i", onnx::TensorProto::INT64);
-    add_input(body, "cond_in", onnx::TensorProto::BOOL);
-    add_input(body, "acc_in", onnx::TensorProto::FLOAT);
-    onnx::TensorProto& seven = *body.add_initializer();
-    seven.set_name("seven");
-    seven.set_data_type(onnx::TensorProto::INT64);
-    seven.add_dims(1);
-    seven.add_int64_data(7);
-    add_node(body, "Identity", {"cond_in"}, {"cond_out"});
+    onnx::GraphProto& body = add_loop_body(node, "acc_in");
+    add_int64_initializer(body, "seven", {7});
     add_node(body, "Reshape", {"acc_in", "seven"}, {"acc_out"});
-    add_output(body, "cond_out", /*typed=*/false);
     add_output(body, "acc_out");
     const Status status = run_status(load_graph(m), {float_tensor({3}, {1, 2, 3}), int64_tensor({}, {2})});
     ASSERT_FALSE(status.is_ok());
