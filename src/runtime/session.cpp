@@ -233,6 +233,15 @@ struct InferenceSession::CpuTail {
   std::string first_node;
 };
 
+int InferenceSession::cpu_tail_nodes() const {
+  return cpu_tail_ ? static_cast<int>(cpu_tail_->executor->plan().graph.nodes.size()) : 0;
+}
+
+std::string InferenceSession::first_cpu_tail_node() const {
+  return cpu_tail_ ? cpu_tail_->first_node : std::string();
+}
+
+#if defined(FOVEA_HAVE_CUDA)
 namespace {
 
 // The index of the value named `name` in `ids` of `graph`, or -1.
@@ -255,15 +264,6 @@ ExecutionPlan plan_of_part(Graph graph, const ExecutionPlan& whole) {
 
 }  // namespace
 
-int InferenceSession::cpu_tail_nodes() const {
-  return cpu_tail_ ? static_cast<int>(cpu_tail_->executor->plan().graph.nodes.size()) : 0;
-}
-
-std::string InferenceSession::first_cpu_tail_node() const {
-  return cpu_tail_ ? cpu_tail_->first_node : std::string();
-}
-
-#if defined(FOVEA_HAVE_CUDA)
 Status InferenceSession::start_cuda(ExecutionPlan plan) {
   const Graph& graph = plan.graph;
   std::string why;  // for the first node CUDA cannot plan
