@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include "runtime/evaluate.h"
-#include "trace/tracer.h"
 
 namespace fovea::runtime {
 namespace {
@@ -43,16 +42,6 @@ std::shared_ptr<const Graph> renamed_captures(const std::shared_ptr<const Graph>
   return copy ? std::shared_ptr<const Graph>(std::move(copy)) : subgraph;
 }
 
-Result<bool> condition_of(const Graph& graph, const Node& node) {
-  const Tensor& cond = *graph.value(node.inputs[0]).constant;
-  if (cond.dtype() != DataType::kBool || cond.numel() != 1) {
-    return make_error(StatusCode::kInvalidArgument, graph.where(), node.describe(), ": its condition '",
-                      graph.value(node.inputs[0]).name, "' is ", std::string(data_type_name(cond.dtype())),
-                      " ", shape_string(cond.shape()), ", not one bool");
-  }
-  return cond.data<std::uint8_t>()[0] != 0;
-}
-
 // Loops end on their trip count or their condition; one with neither would never end.
 constexpr std::int64_t kNoTripCount = -1;
 
@@ -60,6 +49,20 @@ template <typename... Parts>
 Status node_error(const Graph* graph, const Node& node, Parts&&... parts) {
   return make_error(StatusCode::kInvalidArgument, graph == nullptr ? std::string() : graph->where(),
                     node.describe(), ": ", std::forward<Parts>(parts)...);
+}
+
+Result<bool> bool_scalar(const Graph* graph, const Node& node, const Tensor& value, std::string_view what) {
+  if (value.dtype() != DataType::kBool || value.numel() != 1) {
+    return node_error(graph, node, what, " is ", std::string(data_type_name(value.dtype())), " ",
+                      shape_string(value.shape()), ", not one bool");
+  }
+  return value.data<std::uint8_t>()[0] != 0;
+}
+
+// The plan-time condition of an If being inlined.
+Result<bool> condition_of(const Graph& graph, const Node& node) {
+  return bool_scalar(&graph, node, *graph.value(node.inputs[0]).constant,
+                     "its condition '" + graph.value(node.inputs[0]).name + "'");
 }
 
 // The outer values a node's subgraphs read, by name: the inputs after its own `explicit_count`,
@@ -126,32 +129,12 @@ Result<std::vector<Tensor>> run_subgraph(const Graph& subgraph, const std::vecto
   }
   for (std::size_t n = 0; n < subgraph.nodes.size(); ++n) {
     if (n < skip.size() && skip[n]) continue;
-    const Node& node = subgraph.nodes[n];
-    std::vector<Tensor> node_inputs;
-    for (const ValueId in : node.inputs) {
-      node_inputs.push_back(in == kNoValue ? Tensor() : values[static_cast<std::size_t>(in)]);
-    }
-    std::optional<trace::ScopedRange> range;  // as the CPU executor's nodes
-    if (trace::enabled()) range.emplace(trace_range_name(node));
-    FOVEA_ASSIGN_OR_RETURN(std::vector<Tensor> outputs,
-                           evaluate_node(&subgraph, node, node_inputs, heap_allocator()));
-    for (std::size_t i = 0; i < node.outputs.size(); ++i) {
-      if (node.outputs[i] != kNoValue)
-        values[static_cast<std::size_t>(node.outputs[i])] = std::move(outputs[i]);
-    }
+    FOVEA_TRY(evaluate_into(&subgraph, subgraph.nodes[n], values, heap_allocator()));
   }
   std::vector<Tensor> outputs;
   for (const ValueId out : subgraph.outputs) outputs.push_back(values[static_cast<std::size_t>(out)]);
   for (const ValueId id : also) outputs.push_back(values[static_cast<std::size_t>(id)]);
   return outputs;
-}
-
-Result<bool> bool_scalar(const Graph* graph, const Node& node, const Tensor& value, std::string_view what) {
-  if (value.dtype() != DataType::kBool || value.numel() != 1) {
-    return node_error(graph, node, what, " is ", std::string(data_type_name(value.dtype())), " ",
-                      shape_string(value.shape()), ", not one bool");
-  }
-  return value.data<std::uint8_t>()[0] != 0;
 }
 
 Result<std::vector<Tensor>> run_if(const Graph* graph, const Node& node, const std::vector<Tensor>& inputs) {
@@ -204,34 +187,77 @@ Result<LoopLayout> loop_layout(const Graph* graph, const Node& node) {
   return layout;
 }
 
-// Each iteration's scan output, stacked along a new first axis; an empty loop gives [0, ...] at
-// the body's declared shape where it has one.
-Result<Tensor> stacked(const Graph* graph, const Node& node, const Graph& body, std::size_t scan,
-                       std::size_t first_scan_output, const std::vector<Tensor>& parts) {
-  const ValueType& declared = body.value(body.outputs[first_scan_output + scan]).type;
+// Bytes of the dims before `axis` (as a count of rows) and from after it (one row), for copies.
+struct AxisCut {
+  std::int64_t outer = 1;
+  std::size_t inner_bytes = 0;
+};
+
+AxisCut cut_at(const Shape& shape, std::size_t axis, std::size_t element_bytes, bool keep_axis) {
+  AxisCut cut{1, element_bytes};
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (d < axis) cut.outer *= shape[d];
+    if (d > axis || (keep_axis && d == axis)) cut.inner_bytes *= static_cast<std::size_t>(shape[d]);
+  }
+  return cut;
+}
+
+// Slice `index` of `in` along `axis`, the axis removed.
+Tensor slice_along(const Tensor& in, std::size_t axis, std::int64_t index) {
+  Shape shape = in.shape();
+  const std::int64_t length = shape[axis];
+  shape.erase(shape.begin() + static_cast<std::ptrdiff_t>(axis));
+  Tensor out = Tensor::allocate(in.dtype(), shape);
+  const AxisCut cut = cut_at(in.shape(), axis, data_type_size(in.dtype()), false);
+  const auto* src = static_cast<const std::byte*>(in.raw());
+  auto* dst = static_cast<std::byte*>(out.raw());
+  for (std::int64_t o = 0; o < cut.outer; ++o) {
+    std::copy_n(src + static_cast<std::size_t>(o * length + index) * cut.inner_bytes, cut.inner_bytes,
+                dst + static_cast<std::size_t>(o) * cut.inner_bytes);
+  }
+  return out;
+}
+
+// Each iteration's element stacked along `axis` of the result (reversed: the last iteration first).
+// With no iteration the element has the body's declared shape where it is known (else none) and
+// its declared type.
+Result<Tensor> stacked_along(const Graph* graph, const Node& node, std::size_t output,
+                             const std::vector<Tensor>& parts, std::int64_t axis_attr, bool reversed,
+                             const ValueType& declared) {
   Shape element = parts.empty() ? Shape() : parts[0].shape();
   if (parts.empty() && declared.dims && all_known(*declared.dims)) element = shape_of(*declared.dims);
-  Shape shape{static_cast<std::int64_t>(parts.size())};
-  shape.insert(shape.end(), element.begin(), element.end());
+  const auto rank = static_cast<std::int64_t>(element.size()) + 1;
+  const std::int64_t axis = axis_attr < 0 ? axis_attr + rank : axis_attr;
+  if (axis < 0 || axis >= rank) {
+    return node_error(graph, node, fmt::format("scan output axis {} is outside rank {}", axis_attr, rank));
+  }
+  Shape shape = element;
+  shape.insert(shape.begin() + axis, static_cast<std::int64_t>(parts.size()));
   std::int64_t elements = 1;
   for (const std::int64_t d : shape) {
     if (__builtin_mul_overflow(elements, d, &elements) || elements > kMaxTensorElements) {
       return node_error(
           graph, node,
-          fmt::format("scan output {} would be {}: more than 2^60 elements", scan, shape_string(shape)));
+          fmt::format("scan output {} would be {}: more than 2^60 elements", output, shape_string(shape)));
     }
   }
   Tensor out = Tensor::allocate(parts.empty() ? declared.dtype : parts[0].dtype(), shape);
-  std::size_t offset = 0;
-  for (std::size_t i = 0; i < parts.size(); ++i) {
-    if (parts[i].shape() != element || parts[i].dtype() != out.dtype()) {
+  const AxisCut cut = cut_at(element, static_cast<std::size_t>(axis), data_type_size(out.dtype()), true);
+  const auto count = static_cast<std::int64_t>(parts.size());
+  auto* dst = static_cast<std::byte*>(out.raw());
+  for (std::int64_t t = 0; t < count; ++t) {
+    const Tensor& part = parts[static_cast<std::size_t>(t)];
+    if (part.shape() != element || part.dtype() != out.dtype()) {
       return node_error(graph, node,
-                        fmt::format("scan output {} is {} in iteration {} but {} in the first", scan,
-                                    shape_string(parts[i].shape()), i, shape_string(element)));
+                        fmt::format("scan output {} is {} in iteration {} but {} in the first", output,
+                                    shape_string(part.shape()), t, shape_string(element)));
     }
-    std::copy_n(static_cast<const std::byte*>(parts[i].raw()), parts[i].bytes(),
-                static_cast<std::byte*>(out.raw()) + offset);
-    offset += parts[i].bytes();
+    const std::int64_t position = reversed ? count - 1 - t : t;
+    const auto* src = static_cast<const std::byte*>(part.raw());
+    for (std::int64_t o = 0; o < cut.outer; ++o) {
+      std::copy_n(src + static_cast<std::size_t>(o) * cut.inner_bytes, cut.inner_bytes,
+                  dst + static_cast<std::size_t>(o * count + position) * cut.inner_bytes);
+    }
   }
   return out;
 }
@@ -345,7 +371,8 @@ Result<std::vector<Tensor>> run_loop(const Graph* graph, const Node& node,
     results.push_back(std::move(*value));
   }
   for (std::size_t s = 0; s < layout.scans; ++s) {
-    FOVEA_ASSIGN_OR_RETURN(Tensor out, stacked(graph, node, *layout.body, s, 1 + layout.carried, scans[s]));
+    const ValueType& declared = layout.body->value(layout.body->outputs[1 + layout.carried + s]).type;
+    FOVEA_ASSIGN_OR_RETURN(Tensor out, stacked_along(graph, node, s, scans[s], 0, false, declared));
     results.push_back(std::move(out));
   }
   return results;
@@ -405,69 +432,6 @@ Result<ScanLayout> scan_layout(const Graph* graph, const Node& node) {
   return layout;
 }
 
-// Bytes of the dims before `axis` (as a count of rows) and from after it (one row), for copies.
-struct AxisCut {
-  std::int64_t outer = 1;
-  std::size_t inner_bytes = 0;
-};
-
-AxisCut cut_at(const Shape& shape, std::size_t axis, std::size_t element_bytes, bool keep_axis) {
-  AxisCut cut{1, element_bytes};
-  for (std::size_t d = 0; d < shape.size(); ++d) {
-    if (d < axis) cut.outer *= shape[d];
-    if (d > axis || (keep_axis && d == axis)) cut.inner_bytes *= static_cast<std::size_t>(shape[d]);
-  }
-  return cut;
-}
-
-// Slice `index` of `in` along `axis`, the axis removed.
-Tensor slice_along(const Tensor& in, std::size_t axis, std::int64_t index) {
-  Shape shape = in.shape();
-  const std::int64_t length = shape[axis];
-  shape.erase(shape.begin() + static_cast<std::ptrdiff_t>(axis));
-  Tensor out = Tensor::allocate(in.dtype(), shape);
-  const AxisCut cut = cut_at(in.shape(), axis, data_type_size(in.dtype()), false);
-  const auto* src = static_cast<const std::byte*>(in.raw());
-  auto* dst = static_cast<std::byte*>(out.raw());
-  for (std::int64_t o = 0; o < cut.outer; ++o) {
-    std::copy_n(src + static_cast<std::size_t>(o * length + index) * cut.inner_bytes, cut.inner_bytes,
-                dst + static_cast<std::size_t>(o) * cut.inner_bytes);
-  }
-  return out;
-}
-
-// Each iteration's element stacked along `axis` (reversed: the last iteration first).
-Result<Tensor> stacked_along(const Graph* graph, const Node& node, std::size_t output,
-                             const std::vector<Tensor>& parts, std::int64_t axis_attr, bool reversed) {
-  const Shape element = parts[0].shape();
-  const auto rank = static_cast<std::int64_t>(element.size()) + 1;
-  const std::int64_t axis = axis_attr < 0 ? axis_attr + rank : axis_attr;
-  if (axis < 0 || axis >= rank) {
-    return node_error(graph, node, fmt::format("scan output axis {} is outside rank {}", axis_attr, rank));
-  }
-  Shape shape = element;
-  shape.insert(shape.begin() + axis, static_cast<std::int64_t>(parts.size()));
-  Tensor out = Tensor::allocate(parts[0].dtype(), shape);
-  const AxisCut cut = cut_at(element, static_cast<std::size_t>(axis), data_type_size(out.dtype()), true);
-  const auto count = static_cast<std::int64_t>(parts.size());
-  auto* dst = static_cast<std::byte*>(out.raw());
-  for (std::int64_t t = 0; t < count; ++t) {
-    const Tensor& part = parts[static_cast<std::size_t>(t)];
-    if (part.shape() != element || part.dtype() != out.dtype()) {
-      return node_error(graph, node,
-                        fmt::format("scan output {} is {} in iteration {} but {} in the first", output,
-                                    shape_string(part.shape()), t, shape_string(element)));
-    }
-    const std::int64_t position = reversed ? count - 1 - t : t;
-    const auto* src = static_cast<const std::byte*>(part.raw());
-    for (std::int64_t o = 0; o < cut.outer; ++o) {
-      std::copy_n(src + static_cast<std::size_t>(o) * cut.inner_bytes, cut.inner_bytes,
-                  dst + static_cast<std::size_t>(o * count + position) * cut.inner_bytes);
-    }
-  }
-  return out;
-}
-
 Result<std::vector<Tensor>> run_scan(const Graph* graph, const Node& node,
                                      const std::vector<Tensor>& inputs) {
   FOVEA_ASSIGN_OR_RETURN(const ScanLayout layout, scan_layout(graph, node));
@@ -513,8 +477,9 @@ Result<std::vector<Tensor>> run_scan(const Graph* graph, const Node& node,
     if (elements[k].empty()) {
       return node_error(graph, node, "it scans no steps, so its scan outputs have no element shape");
     }
+    const ValueType& declared = layout.body->value(layout.body->outputs[layout.states + k]).type;
     FOVEA_ASSIGN_OR_RETURN(Tensor out, stacked_along(graph, node, k, elements[k], layout.output_axes[k],
-                                                     layout.output_directions[k] != 0));
+                                                     layout.output_directions[k] != 0, declared));
     results.push_back(std::move(out));
   }
   return results;

@@ -1,11 +1,8 @@
 #include "runtime/cpu_executor.h"
 
-#include <optional>
-
 #include <fmt/format.h>
 
 #include "runtime/evaluate.h"
-#include "trace/tracer.h"
 
 namespace fovea::runtime {
 
@@ -38,21 +35,10 @@ Result<std::vector<Tensor>> CpuExecutor::run(const std::vector<Tensor>& inputs) 
     if (graph.values[v].constant) values[v] = *graph.values[v].constant;
   }
   for (const Node& node : graph.nodes) {
-    std::vector<Tensor> node_inputs;
-    for (ValueId in : node.inputs) {
-      node_inputs.push_back(in == kNoValue ? Tensor() : values[static_cast<std::size_t>(in)]);
-    }
     auto allocator = [&](int output, DataType dtype, Shape shape) {
       return allocate(node.outputs[static_cast<std::size_t>(output)], dtype, std::move(shape));
     };
-    // Each node a range of its op type while a trace records: `fovea report` then ranks the ops.
-    std::optional<trace::ScopedRange> range;
-    if (trace::enabled()) range.emplace(trace_range_name(node));
-    FOVEA_ASSIGN_OR_RETURN(std::vector<Tensor> outputs, evaluate_node(&graph, node, node_inputs, allocator));
-    for (std::size_t i = 0; i < node.outputs.size(); ++i) {
-      if (node.outputs[i] != kNoValue)
-        values[static_cast<std::size_t>(node.outputs[i])] = std::move(outputs[i]);
-    }
+    FOVEA_TRY(evaluate_into(&graph, node, values, allocator));
   }
   std::vector<Tensor> results;
   for (ValueId out : graph.outputs) {

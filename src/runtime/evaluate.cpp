@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "runtime/control_flow.h"
+#include "trace/tracer.h"
 
 namespace fovea::runtime {
 
@@ -177,6 +179,15 @@ Status check_output_memory(const InferContext& context) {
   return Status::ok();
 }
 
+// A node's trace range name, kept for the process's life: a range keeps the pointer
+// (trace/tracer.h), and the plan may go before the trace is written.
+const char* trace_range_name(const Node& node) {
+  static std::mutex mutex;
+  static std::set<std::string, std::less<>> names;
+  const std::lock_guard lock(mutex);
+  return names.insert(node.domain.empty() ? node.op_type : node.domain + "." + node.op_type).first->c_str();
+}
+
 }  // namespace
 
 Result<std::vector<ValueType>> infer_node(const Graph* graph, const Node& node,
@@ -207,13 +218,6 @@ Result<std::vector<ValueType>> infer_node(const Graph* graph, const Node& node,
     }
   }
   return outputs;
-}
-
-const char* trace_range_name(const Node& node) {
-  static std::mutex mutex;
-  static std::set<std::string, std::less<>> names;
-  const std::lock_guard lock(mutex);
-  return names.insert(node.domain.empty() ? node.op_type : node.domain + "." + node.op_type).first->c_str();
 }
 
 KernelContext::Allocator heap_allocator() {
@@ -250,6 +254,22 @@ Result<std::vector<Tensor>> evaluate_node(const Graph* graph, const Node& node,
                     "a kernel left a data-dependent output unallocated");
   }
   return std::move(kernel.outputs());
+}
+
+Status evaluate_into(const Graph* graph, const Node& node, std::vector<Tensor>& values,
+                     const KernelContext::Allocator& allocator) {
+  std::vector<Tensor> inputs;
+  for (const ValueId in : node.inputs) {
+    inputs.push_back(in == kNoValue ? Tensor() : values[static_cast<std::size_t>(in)]);
+  }
+  std::optional<trace::ScopedRange> range;
+  if (trace::enabled()) range.emplace(trace_range_name(node));
+  FOVEA_ASSIGN_OR_RETURN(std::vector<Tensor> outputs, evaluate_node(graph, node, inputs, allocator));
+  for (std::size_t i = 0; i < node.outputs.size(); ++i) {
+    if (node.outputs[i] != kNoValue)
+      values[static_cast<std::size_t>(node.outputs[i])] = std::move(outputs[i]);
+  }
+  return Status::ok();
 }
 
 }  // namespace fovea::runtime

@@ -16,11 +16,6 @@ Result<std::vector<ValueType>> infer_node(const Graph* graph, const Node& node,
                                           std::vector<ValueType> input_types,
                                           std::vector<const Tensor*> input_values);
 
-// The name of a node's trace range while a trace records (its op type, "fovea.FusedConv" for
-// other domains), kept for the process's life: a range keeps the pointer (trace/tracer.h), and
-// the plan may go before the trace is written.
-const char* trace_range_name(const Node& node);
-
 // Owned heap tensors: for folding, tests and data-dependent outputs.
 KernelContext::Allocator heap_allocator();
 
@@ -30,5 +25,11 @@ KernelContext::Allocator heap_allocator();
 Result<std::vector<Tensor>> evaluate_node(const Graph* graph, const Node& node,
                                           const std::vector<Tensor>& inputs,
                                           const KernelContext::Allocator& allocator);
+
+// The step of a node-by-node run (the CPU executor, an If/Loop/Scan subgraph): evaluates `node` on
+// `values` (indexed by value id) and stores its outputs there. While a trace records, the node is
+// a range named by its op type ("fovea.FusedConv" for other domains), so `fovea report` ranks ops.
+Status evaluate_into(const Graph* graph, const Node& node, std::vector<Tensor>& values,
+                     const KernelContext::Allocator& allocator);
 
 }  // namespace fovea::runtime
