@@ -8,6 +8,7 @@
 
 #include "core/cuda_check.h"
 #include "runtime/cuda/conv_epilogue.cuh"
+#include "runtime/cuda/tensor_core.cuh"
 
 namespace fovea::runtime::cuda {
 
@@ -45,10 +46,6 @@ __device__ __forceinline__ int swizzled(int row, int chunk) {
   return row * kTileK + ((chunk ^ ((row >> 1) & 3)) << 4);
 }
 
-__device__ __forceinline__ std::uint32_t shared_address(const void* p) {
-  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
-}
-
 // 16 bytes from global to shared memory, or 16 zeros where `valid` is false (the source is then
 // not read; it only has to be a valid address).
 __device__ __forceinline__ void copy_chunk(std::uint32_t dst, const void* src, bool valid) {
@@ -62,12 +59,6 @@ __device__ __forceinline__ void commit_copies() {
 template <int kPending>
 __device__ __forceinline__ void wait_copies() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
-}
-
-__device__ __forceinline__ void load_matrices(std::uint32_t (&r)[4], std::uint32_t address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(address));
 }
 
 __device__ __forceinline__ void mma_s8(int (&c)[4], const std::uint32_t (&a)[4],

@@ -1,11 +1,11 @@
 // fovea.Attention on CUDA (ops/attention.cpp defines it): Y = Softmax(scale * Q KT + B) V in one
 // kernel, the scores never written to memory. Each row keeps a running maximum and sum (the online
 // softmax), so any number of keys fits. Two kernels:
-// - float16 with head dims that are multiples of 16, up to 128 (ViT's 64, Swin's 32): the products
-//   on tensor cores (WMMA 16x16x16, float accumulation). A block takes 64 query rows (16 per warp)
-//   and the keys 64 at a time through shared memory; each warp's scores go through shared memory
-//   for the softmax step, and its output rows stay there in float until the last chunk.
-// - the rest (float32, other head dims up to 256): on the CUDA cores in float, 32 query rows per
+// - float16 with head dims up to 128 (ViT's 64, Swin's and DETR's 32): FlashAttention-2's layout on
+//   tensor cores (mma.sync m16n8k16, float accumulation; namespace tensor_core below). The WMMA
+//   kernel before it passed each warp's scores, probabilities and output rows through shared memory
+//   (ViT-B's attention 319 us a layer, a third of the model's time: docs/perf.md, "Transformers").
+// - the rest (float32, and float16 head dims up to 256): on the CUDA cores in float, 32 query rows per
 //   block (four per warp, computed together so that every key and value read from shared memory
 //   serves four rows), keys 32 at a time, one per lane.
 //
@@ -14,15 +14,15 @@
 // time, and the softmax another 12% (docs/perf.md, "After SiLU and GELU fusion"). The CUDA-core
 // kernel alone made ViT-B slower (3,179 against 4,900 images/s, call 22): its 92 GFLOP per batch of
 // 64 are tensor cores' work.
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <string>
 #include <type_traits>
 
-#include <mma.h>
-
 #include "runtime/cuda/cuda_op.h"
 #include "runtime/cuda/kernel_util.cuh"
+#include "runtime/cuda/tensor_core.cuh"
 
 namespace fovea::runtime::cuda {
 
@@ -171,9 +171,13 @@ Status launch(const AttentionGeometry& g, const T* q, const T* kt, const T* v, c
   return Status::ok();
 }
 
-// The tensor-core kernel's shared memory: Q [64][d], KT [d][64], V [64][dv] and per warp its
-// scores S [16][64] (float), probabilities P [16][64] and output O [16][dv] (float). Rows are padded
-// (8 halves, 4 floats) against bank conflicts; every tile starts 32-byte aligned, as WMMA needs.
+// The tensor-core kernel: FlashAttention-2's layout on mma.sync. A block takes 64 query rows, 16
+// per warp, and the keys 64 at a time: Q, the chunk's KT and V tiles in shared memory, everything
+// else in registers. Each warp's scores (16 x 64, float) are mma accumulators; the online softmax
+// runs on them in place (a row's 64 scores live in the four lanes of a quad, reduced with two
+// shuffles), and they become the A operand of the product with V without leaving registers (an
+// m16n8 accumulator pair is an m16n8k16 A fragment). The output rows stay in accumulators to the
+// end. Head dims are padded with zeros to the kernel's (16, 32, 64 or 128), so any up to 128 runs.
 namespace tensor_core {
 
 constexpr int kWarps = 4;
@@ -182,37 +186,27 @@ constexpr int kBlockRows = kWarps * kWarpRows;
 constexpr int kKeys = 64;
 constexpr int kMaxDim = 128;
 constexpr unsigned kAll = 0xffffffffu;
+// Every shared-memory row is padded by 8 halves: rows then start 16 bytes apart modulo the banks'
+// 128, so the 8 rows one ldmatrix tile reads fall on different banks.
+constexpr int kPad = 8;
+constexpr int kLdKt = kKeys + kPad;
 
-struct Layout {
-  int ld_q, ld_kt, ld_v, ld_s, ld_p, ld_o;  // leading dims, in elements
-  std::size_t q, kt, v, s, p, o, total;     // offsets, in bytes
-};
-
-__host__ __device__ inline Layout layout(int d, int dv) {
-  Layout l{d + 8, kKeys + 8, dv + 8, kKeys + 4, kKeys + 8, dv + 4, 0, 0, 0, 0, 0, 0, 0};
-  l.kt = l.q + sizeof(__half) * kBlockRows * l.ld_q;
-  l.v = l.kt + sizeof(__half) * d * l.ld_kt;
-  l.s = l.v + sizeof(__half) * kKeys * l.ld_v;
-  l.p = l.s + sizeof(float) * kBlockRows * l.ld_s;
-  l.o = l.p + sizeof(__half) * kBlockRows * l.ld_p;
-  l.total = l.o + sizeof(float) * kBlockRows * l.ld_o;
-  return l;
+// Q [64][kD + 8], KT [kD][64 + 8] and V [64][kD + 8], in halves.
+template <int kD>
+constexpr std::size_t shared_bytes() {
+  return sizeof(__half) *
+         (static_cast<std::size_t>(kBlockRows) * (kD + kPad) + static_cast<std::size_t>(kD) * kLdKt +
+          static_cast<std::size_t>(kKeys) * (kD + kPad));
 }
 
 bool serves(const AttentionGeometry& g) {
-  return g.d % 16 == 0 && g.dv % 16 == 0 && g.d <= kMaxDim && g.dv <= kMaxDim;
+  return g.d <= kMaxDim && g.dv <= kMaxDim;
 }
 
-using namespace nvcuda;
-using AccumulatorTile = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
-using LeftTile = wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major>;
-using RightTile = wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major>;
-
 // Copies a [rows][cols] tile of float16 from global memory (rows `src_ld` apart) into shared memory
-// (rows `dst_ld` apart), zeros past `valid_rows` / `valid_cols`. The loads are what the kernel waits
-// on (one at a time per thread, ViT's attention took 478 us a layer: call 24), so each thread issues
-// kInFlight of them before storing any, 16 bytes at a time where every row is 16-byte aligned
-// (V and Q rows of 64 halves), two bytes otherwise (KT's rows of 197 keys).
+// (rows `dst_ld` apart), zeros past `valid_rows` / `valid_cols`. Each thread issues kInFlight loads
+// before storing any, 16 bytes at a time where every row is 16-byte aligned (V and Q rows of 64
+// halves), two bytes otherwise (KT's rows of 197 keys).
 constexpr int kInFlight = 8;
 
 template <typename Word>
@@ -250,121 +244,183 @@ __device__ __forceinline__ void stage(__half* dst, int dst_ld, const __half* src
   }
 }
 
-// C (16 x 16 tiles, `tiles` of them side by side) = A [16][k] x B [k][16 * tiles], accumulating on
-// what C holds when `accumulate`.
-__device__ __forceinline__ void product(float* c, int ld_c, const __half* a, int ld_a, const __half* b,
-                                        int ld_b, int k, int tiles, bool accumulate) {
-  for (int t = 0; t < tiles; ++t) {
-    AccumulatorTile acc;
-    if (accumulate) {
-      wmma::load_matrix_sync(acc, c + 16 * t, ld_c, wmma::mem_row_major);
-    } else {
-      wmma::fill_fragment(acc, 0.0f);
-    }
-    for (int i = 0; i < k; i += 16) {
-      LeftTile left;
-      RightTile right;
-      wmma::load_matrix_sync(left, a + i, ld_a);
-      wmma::load_matrix_sync(right, b + static_cast<std::ptrdiff_t>(i) * ld_b + 16 * t, ld_b);
-      wmma::mma_sync(acc, left, right, acc);
-    }
-    wmma::store_matrix_sync(c + 16 * t, acc, ld_c, wmma::mem_row_major);
-  }
+// The ldmatrix address of this lane for the 16x16 tile at (row, col) of a row-major tile `ld`
+// halves wide. As A (not transposed): tiles in the order rows 0-7 / 8-15 by columns 0-7, then
+// columns 8-15 — a0..a3 of mma's A fragment. Transposed, the same order gives b0, b1 of the n-tile
+// of columns 0-7, then b0, b1 of columns 8-15.
+__device__ __forceinline__ std::uint32_t tile_address(const __half* tile, int ld, int row, int col,
+                                                      int lane) {
+  return shared_address(tile + (row + lane % 16) * ld + col + (lane / 16) * 8);
 }
 
+__device__ __forceinline__ std::uint32_t half2_bits(float low, float high) {
+  const __half2 h = __floats2half2_rn(low, high);
+  return *reinterpret_cast<const std::uint32_t*>(&h);
+}
+
+// A lane's fragment coordinates: it holds rows `group` and `group` + 8 of its warp's 16, and in
+// each 8-column tile the columns 2 `quad` and 2 `quad` + 1.
+template <int kD>
 __global__ void __launch_bounds__(kWarps * 32)
     attention_kernel(const __half* __restrict__ q, const __half* __restrict__ kt,
                      const __half* __restrict__ v, const __half* __restrict__ bias, __half* __restrict__ y,
                      AttentionGeometry g) {
+  constexpr int kLd = kD + kPad;
+  constexpr int kSteps = kD / 16;       // k-steps of Q KT; 16-column pairs of the output
+  constexpr int kKeyTiles = kKeys / 8;  // 8-key tiles of the scores
   extern __shared__ __align__(128) unsigned char shared_bytes_tc[];
-  const Layout l = layout(g.d, g.dv);
-  __half* q_s = reinterpret_cast<__half*>(shared_bytes_tc + l.q);
-  __half* kt_s = reinterpret_cast<__half*>(shared_bytes_tc + l.kt);
-  __half* v_s = reinterpret_cast<__half*>(shared_bytes_tc + l.v);
-  const int thread = static_cast<int>(threadIdx.x);
-  const int warp = thread / 32, lane = thread % 32;
-  float* s_w = reinterpret_cast<float*>(shared_bytes_tc + l.s) + warp * kWarpRows * l.ld_s;
-  __half* p_w = reinterpret_cast<__half*>(shared_bytes_tc + l.p) + warp * kWarpRows * l.ld_p;
-  float* o_w = reinterpret_cast<float*>(shared_bytes_tc + l.o) + warp * kWarpRows * l.ld_o;
-  const __half* q_w = q_s + warp * kWarpRows * l.ld_q;
+  __half* q_s = reinterpret_cast<__half*>(shared_bytes_tc);
+  __half* kt_s = q_s + kBlockRows * kLd;
+  __half* v_s = kt_s + kD * kLdKt;
+  const int lane = static_cast<int>(threadIdx.x) % 32, warp = static_cast<int>(threadIdx.x) / 32;
+  const int group = lane / 4, quad = lane % 4;
   const int matrix = static_cast<int>(blockIdx.x);
   const int first_row = static_cast<int>(blockIdx.y) * kBlockRows;
   const __half* q_m = q + static_cast<std::int64_t>(matrix) * g.tq * g.d;
   const __half* kt_m = kt + static_cast<std::int64_t>(matrix) * g.d * g.tk;
   const __half* v_m = v + static_cast<std::int64_t>(matrix) * g.tk * g.dv;
   const std::int64_t bias_base = bias != nullptr ? bias_offset(g, matrix) : 0;
-  // Rows past the end are zeros: they compute harmlessly and are never written.
-  stage(q_s, l.ld_q, q_m + static_cast<std::int64_t>(first_row) * g.d, g.d, kBlockRows, g.d, g.tq - first_row,
+  const int rows[2] = {first_row + warp * kWarpRows + group, first_row + warp * kWarpRows + group + 8};
+
+  // Rows past the end and head-dim columns past d are zeros: they compute harmlessly.
+  stage(q_s, kLd, q_m + static_cast<std::int64_t>(first_row) * g.d, g.d, kBlockRows, kD, g.tq - first_row,
         g.d);
-  for (int i = lane; i < kWarpRows * g.dv; i += 32) o_w[(i / g.dv) * l.ld_o + i % g.dv] = 0.0f;
-  // Lanes 2r and 2r + 1 own the warp's row r in the softmax step, 32 keys each.
-  const int my_row = lane / 2, my_half = lane % 2;
-  const int row = first_row + warp * kWarpRows + my_row;
-  float running_max = -INFINITY, running_sum = 0.0f;
+  __syncthreads();
+  std::uint32_t q_frag[kSteps][4];
+#pragma unroll
+  for (int s = 0; s < kSteps; ++s)
+    load_matrices(q_frag[s], tile_address(q_s, kLd, warp * kWarpRows, 16 * s, lane));
+
+  float out[2 * kSteps][4] = {};
+  float running_max[2] = {-INFINITY, -INFINITY};
+  float running_sum[2] = {0.0f, 0.0f};  // this lane's columns only; the quad's are summed at the end
   for (int chunk = 0; chunk < g.tk; chunk += kKeys) {
     __syncthreads();  // the previous chunk's KT and V are read
-    stage(kt_s, l.ld_kt, kt_m + chunk, g.tk, g.d, kKeys, g.d, g.tk - chunk);
+    stage(kt_s, kLdKt, kt_m + chunk, g.tk, kD, kKeys, g.d, g.tk - chunk);
     // Keys past the end get zero values too: their probability is 0, and 0 x garbage may be NaN.
-    stage(v_s, l.ld_v, v_m + static_cast<std::int64_t>(chunk) * g.dv, g.dv, kKeys, g.dv, g.tk - chunk, g.dv);
+    stage(v_s, kLd, v_m + static_cast<std::int64_t>(chunk) * g.dv, g.dv, kKeys, kD, g.tk - chunk, g.dv);
     __syncthreads();
-    product(s_w, l.ld_s, q_w, l.ld_q, kt_s, l.ld_kt, g.d, kKeys / 16, false);
-    __syncwarp();
-    float score[32];
-    float chunk_max = -INFINITY;
+
+    float score[kKeyTiles][4] = {};
 #pragma unroll
-    for (int j = 0; j < 32; ++j) {
-      const int col = my_half * 32 + j, key = chunk + col;
-      float value = s_w[my_row * l.ld_s + col] * g.scale;
-      if (key >= g.tk) {
-        value = -INFINITY;
-      } else if (bias != nullptr && row < g.tq) {
-        value += __half2float(bias[bias_base + row * g.bias_row_stride + key * g.bias_key_stride]);
+    for (int s = 0; s < kSteps; ++s) {
+#pragma unroll
+      for (int pair = 0; pair < kKeyTiles / 2; ++pair) {
+        std::uint32_t b[4];
+        load_matrices_transposed(b, tile_address(kt_s, kLdKt, 16 * s, 16 * pair, lane));
+        mma_f16(score[2 * pair], q_frag[s], b[0], b[1]);
+        mma_f16(score[2 * pair + 1], q_frag[s], b[2], b[3]);
       }
-      score[j] = value;
-      chunk_max = fmaxf(chunk_max, value);
     }
-    const float new_max = fmaxf(running_max, fmaxf(chunk_max, __shfl_xor_sync(kAll, chunk_max, 1)));
-    // A row whose scores so far are all -inf (a fully masked chunk) adds nothing yet.
-    float sum = 0.0f;
+    float chunk_max[2] = {-INFINITY, -INFINITY};
 #pragma unroll
-    for (int j = 0; j < 32; ++j) {
-      // The sum takes each probability as the product will (rounded to float16).
-      const __half p = __float2half(new_max == -INFINITY ? 0.0f : __expf(score[j] - new_max));
-      p_w[my_row * l.ld_p + my_half * 32 + j] = p;
-      sum += __half2float(p);
+    for (int t = 0; t < kKeyTiles; ++t) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int r = e / 2, key = chunk + 8 * t + 2 * quad + e % 2;
+        float value = score[t][e] * g.scale;
+        if (key >= g.tk) {
+          value = -INFINITY;
+        } else if (bias != nullptr && rows[r] < g.tq) {
+          value += __half2float(bias[bias_base + rows[r] * g.bias_row_stride + key * g.bias_key_stride]);
+        }
+        score[t][e] = value;
+        chunk_max[r] = fmaxf(chunk_max[r], value);
+      }
     }
-    sum += __shfl_xor_sync(kAll, sum, 1);
-    const float correction = new_max == -INFINITY ? 1.0f : __expf(running_max - new_max);
-    running_sum = running_sum * correction + sum;
-    running_max = new_max;
-    for (int e = my_half; e < g.dv; e += 2) o_w[my_row * l.ld_o + e] *= correction;
-    __syncwarp();
-    product(o_w, l.ld_o, p_w, l.ld_p, v_s, l.ld_v, kKeys, g.dv / 16, true);
-    __syncwarp();
+    float correction[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      chunk_max[r] = fmaxf(chunk_max[r], __shfl_xor_sync(kAll, chunk_max[r], 1));
+      chunk_max[r] = fmaxf(chunk_max[r], __shfl_xor_sync(kAll, chunk_max[r], 2));
+      const float new_max = fmaxf(running_max[r], chunk_max[r]);
+      // A row whose scores so far are all -inf (a fully masked chunk) adds nothing yet.
+      correction[r] = new_max == -INFINITY ? 1.0f : __expf(running_max[r] - new_max);
+      running_max[r] = new_max;
+    }
+    // The probabilities as float16 A fragments; the sums take each as the product will (rounded).
+    std::uint32_t p[kKeys / 16][4];
+    float chunk_sum[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int t = 0; t < kKeyTiles; ++t) {
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const float m = running_max[r];
+        const float p0 = m == -INFINITY ? 0.0f : __expf(score[t][2 * r] - m);
+        const float p1 = m == -INFINITY ? 0.0f : __expf(score[t][2 * r + 1] - m);
+        const std::uint32_t bits = half2_bits(p0, p1);
+        const __half2 rounded = *reinterpret_cast<const __half2*>(&bits);
+        chunk_sum[r] += __low2float(rounded) + __high2float(rounded);
+        p[t / 2][(t % 2) * 2 + r] = bits;
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) running_sum[r] = running_sum[r] * correction[r] + chunk_sum[r];
+#pragma unroll
+    for (int t = 0; t < 2 * kSteps; ++t) {
+      out[t][0] *= correction[0];
+      out[t][1] *= correction[0];
+      out[t][2] *= correction[1];
+      out[t][3] *= correction[1];
+    }
+#pragma unroll
+    for (int k = 0; k < kKeys / 16; ++k) {
+#pragma unroll
+      for (int pair = 0; pair < kSteps; ++pair) {
+        std::uint32_t b[4];
+        load_matrices_transposed(b, tile_address(v_s, kLd, 16 * k, 16 * pair, lane));
+        mma_f16(out[2 * pair], p[k], b[0], b[1]);
+        mma_f16(out[2 * pair + 1], p[k], b[2], b[3]);
+      }
+    }
   }
-  // Row by row, all lanes along it (coalesced); no keys at all (Tk = 0) gives zeros.
-  for (int r = 0; r < kWarpRows; ++r) {
-    const float total = __shfl_sync(kAll, running_sum, 2 * r);
-    const int out_row = first_row + warp * kWarpRows + r;
-    if (out_row >= g.tq) break;
-    __half* out = y + (static_cast<std::int64_t>(matrix) * g.tq + out_row) * g.dv;
-    for (int e = lane; e < g.dv; e += 32) {
-      out[e] = __float2half(total > 0.0f ? o_w[r * l.ld_o + e] / total : 0.0f);
+  // No keys at all (Tk = 0) gives zeros.
+  const bool pairs = g.dv % 2 == 0;  // then two adjacent columns are one aligned 4-byte store
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    running_sum[r] += __shfl_xor_sync(kAll, running_sum[r], 1);
+    running_sum[r] += __shfl_xor_sync(kAll, running_sum[r], 2);
+    if (rows[r] >= g.tq) continue;
+    const float inverse = running_sum[r] > 0.0f ? 1.0f / running_sum[r] : 0.0f;
+    __half* row_out = y + (static_cast<std::int64_t>(matrix) * g.tq + rows[r]) * g.dv;
+#pragma unroll
+    for (int t = 0; t < 2 * kSteps; ++t) {
+      const int col = 8 * t + 2 * quad;
+      const float v0 = out[t][2 * r] * inverse, v1 = out[t][2 * r + 1] * inverse;
+      if (pairs && col + 1 < g.dv) {
+        *reinterpret_cast<__half2*>(row_out + col) = __floats2half2_rn(v0, v1);
+      } else {
+        if (col < g.dv) row_out[col] = __float2half(v0);
+        if (col + 1 < g.dv) row_out[col + 1] = __float2half(v1);
+      }
     }
   }
 }
 
+// Calls f.template operator()<kD>() with the padded head dim max(d, dv) takes.
+template <typename F>
+Status with_head_dim(const AttentionGeometry& g, F&& f) {
+  const int dim = std::max(g.d, g.dv);
+  if (dim <= 16) return f.template operator()<16>();
+  if (dim <= 32) return f.template operator()<32>();
+  if (dim <= 64) return f.template operator()<64>();
+  return f.template operator()<128>();
+}
+
 Status prepare(const AttentionGeometry& g) {
-  return allow_dynamic_shared(attention_kernel, layout(g.d, g.dv).total);
+  return with_head_dim(
+      g, [&]<int kD>() { return allow_dynamic_shared(attention_kernel<kD>, shared_bytes<kD>()); });
 }
 
 Status launch(const AttentionGeometry& g, const __half* q, const __half* kt, const __half* v,
               const __half* bias, __half* y, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(g.matrices),
                   static_cast<unsigned>((g.tq + kBlockRows - 1) / kBlockRows));
-  attention_kernel<<<grid, kWarps * 32, layout(g.d, g.dv).total, stream>>>(q, kt, v, bias, y, g);
-  FOVEA_CUDA_TRY_LAUNCH();
-  return Status::ok();
+  return with_head_dim(g, [&]<int kD>() -> Status {
+    attention_kernel<kD><<<grid, kWarps * 32, shared_bytes<kD>(), stream>>>(q, kt, v, bias, y, g);
+    FOVEA_CUDA_TRY_LAUNCH();
+    return Status::ok();
+  });
 }
 
 }  // namespace tensor_core

@@ -1,11 +1,11 @@
 // fovea.Attention's CUDA kernels against the CPU reference (which evaluates the MatMul, Softmax and
 // MatMul chain it replaces), in float32 and float16, on odd sizes. The CUDA-core kernel (float32,
-// and float16 head dims that are not multiples of 16): query rows across blocks of 32, keys across
-// chunks of 32, output widths on every register-slot count (1, 2, 4, 8 of 32 lanes). The
-// tensor-core kernel (float16, head dims 16..128 in steps of 16): ViT's and Swin's shapes, query rows
-// across blocks of 64 and keys across chunks of 64, a single key. Both: head dims past the 48 KiB of
-// shared memory a kernel gets by default, and biases that broadcast over the batch, the heads or
-// the query rows.
+// and float16 head dims past 128): query rows across blocks of 32, keys across chunks of 32, output
+// widths on every register-slot count (1, 2, 4, 8 of 32 lanes). The tensor-core kernel (float16,
+// head dims up to 128): ViT's and Swin's shapes, each of its padded head dims (16, 32, 64, 128) with
+// dims that pad (8 and 6, 40 and 70, 16 and 100), an odd output width, query rows across blocks of
+// 64 and keys across chunks of 64, a single key. Both: head dims past the 48 KiB of shared memory a
+// kernel gets by default, and biases that broadcast over the batch, the heads or the query rows.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -33,6 +33,7 @@ const Case kCases[] = {
     {{6, 3, 49, 32}, {6, 3, 32, 49}, {6, 3, 49, 32}, {3, 49, 49}, 0.1768f},
     {{1, 2, 70, 128}, {1, 2, 128, 130}, {1, 2, 130, 128}, {2, 1, 130}, 0.088f},
     {{2, 5, 16}, {2, 16, 1}, {2, 1, 48}, {}, 1.0f},
+    {{2, 70, 24}, {2, 24, 67}, {2, 67, 33}, {2, 1, 67}, 0.2f},
 };
 
 Node attention_node(const Case& c) {
