@@ -8,8 +8,9 @@
 
 namespace fovea::runtime::ops {
 
-// Columns per packed B panel, the micro-kernel's width: two SSE registers of floats or doubles per
-// accumulator row (x86-64 baseline has 16 XMM registers; 4 rows x 2 registers leaves room for B and A).
+// Columns per packed B panel, the micro-kernels' width: two SSE registers of floats or doubles per
+// accumulator row in the baseline kernel (x86-64 has 16 XMM registers; 4 rows x 2 registers leaves
+// room for B and A), one AVX register of floats in the AVX2 one (gemm_kernel.cpp).
 template <typename T>
 inline constexpr std::int64_t kGemmNR = static_cast<std::int64_t>(32 / sizeof(T));
 
@@ -42,6 +43,11 @@ PackB<T> pack_matrix(MatrixView<T> b);
 template <typename T>
 void gemm(std::int64_t m, std::int64_t n, std::int64_t k, T alpha, MatrixView<T> a, const PackB<T>& pack_b,
           T beta, T* c, std::int64_t ldc);
+
+// Whether float products may take the AVX2/FMA micro-kernel where the CPU has it (the default);
+// false keeps them on the baseline SSE2 one. Returns the previous setting. For tests that check both
+// kernels and for comparing them; products already running finish on the kernel they started with.
+bool allow_wide_gemm_kernel(bool allowed);
 
 template <typename T>
 void gemm(std::int64_t m, std::int64_t n, std::int64_t k, T alpha, MatrixView<T> a, MatrixView<T> b, T beta,

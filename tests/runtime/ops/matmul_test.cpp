@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "runtime/op_test_util.h"
+#include "runtime/ops/gemm_kernel.h"
 
 namespace fovea::runtime::testing {
 namespace {
@@ -37,15 +38,35 @@ Tensor reference_product(const Operand& a, const Operand& b, Shape out_shape, st
   return y;
 }
 
+// The CPU's matrix products on the AVX2/FMA micro-kernel where the machine has it (wide) and on the
+// baseline SSE2 one; a test runs once per kernel.
+const bool kWideKernel[] = {true, false};
+
+class GemmKernelChoice {
+ public:
+  explicit GemmKernelChoice(bool wide) : previous_(ops::allow_wide_gemm_kernel(wide)) {}
+  ~GemmKernelChoice() { ops::allow_wide_gemm_kernel(previous_); }
+  GemmKernelChoice(const GemmKernelChoice&) = delete;
+  GemmKernelChoice& operator=(const GemmKernelChoice&) = delete;
+
+ private:
+  bool previous_;
+};
+
+// Sizes around both kernels' tiles (12 or 4 rows, 8 columns) and the 256-deep K blocks (600: a
+// product accumulated over three of them).
 TEST(OpMatMul, MatchesTripleLoopOnOddSizes) {
-  for (const auto& [m, n, k] :
-       std::vector<std::array<std::int64_t, 3>>{{37, 53, 29}, {1, 1, 1}, {150, 310, 600}}) {
-    const Tensor a = random_tensor(DataType::kFloat32, {m, k}, 1);
-    const Tensor b = random_tensor(DataType::kFloat32, {k, n}, 2);
-    const auto out = run_node(NodeBuilder("MatMul").inputs(2).build(), {a, b});
-    EXPECT_TRUE(tensors_near(out[0], reference_product({&a, 0, k, 1}, {&b, 0, n, 1}, {m, n}, 1, m, n, k),
-                             kTolerance, kTolerance))
-        << m << "x" << n << "x" << k;
+  for (const bool wide : kWideKernel) {
+    const GemmKernelChoice kernel(wide);
+    for (const auto& [m, n, k] : std::vector<std::array<std::int64_t, 3>>{
+             {37, 53, 29}, {1, 1, 1}, {150, 310, 600}, {12, 8, 257}, {25, 17, 3}, {11, 7, 513}}) {
+      const Tensor a = random_tensor(DataType::kFloat32, {m, k}, 1);
+      const Tensor b = random_tensor(DataType::kFloat32, {k, n}, 2);
+      const auto out = run_node(NodeBuilder("MatMul").inputs(2).build(), {a, b});
+      EXPECT_TRUE(tensors_near(out[0], reference_product({&a, 0, k, 1}, {&b, 0, n, 1}, {m, n}, 1, m, n, k),
+                               kTolerance, kTolerance))
+          << m << "x" << n << "x" << k << (wide ? ", wide kernel" : ", baseline kernel");
+    }
   }
 }
 
@@ -106,26 +127,30 @@ TEST(OpMatMul, InfersAndRejects) {
 }
 
 TEST(OpGemm, TransposesScalesAndBroadcastsC) {
-  const std::int64_t m = 13, n = 11, k = 17;
-  for (int trans_a = 0; trans_a < 2; ++trans_a) {
-    for (int trans_b = 0; trans_b < 2; ++trans_b) {
-      const Tensor a = random_tensor(DataType::kFloat32, trans_a ? Shape{k, m} : Shape{m, k}, 1);
-      const Tensor b = random_tensor(DataType::kFloat32, trans_b ? Shape{n, k} : Shape{k, n}, 2);
-      const Tensor c = random_tensor(DataType::kFloat32, {n}, 3);  // a row broadcast over M
-      const Node node = NodeBuilder("Gemm")
-                            .inputs(3)
-                            .attr("transA", trans_a)
-                            .attr("transB", trans_b)
-                            .attr("alpha", 0.5f)
-                            .attr("beta", -2.0f)
-                            .build();
-      Tensor expected = reference_product({&a, 0, trans_a ? 1 : k, trans_a ? m : 1},
-                                          {&b, 0, trans_b ? 1 : n, trans_b ? k : 1}, {m, n}, 1, m, n, k);
-      for (std::int64_t i = 0; i < m * n; ++i) {
-        expected.data<float>()[i] = 0.5f * expected.data<float>()[i] - 2.0f * c.data<float>()[i % n];
+  const std::int64_t m = 25, n = 11, k = 17;  // full and edge tiles of both kernels
+  for (const bool wide : kWideKernel) {
+    const GemmKernelChoice kernel(wide);
+    for (int trans_a = 0; trans_a < 2; ++trans_a) {
+      for (int trans_b = 0; trans_b < 2; ++trans_b) {
+        const Tensor a = random_tensor(DataType::kFloat32, trans_a ? Shape{k, m} : Shape{m, k}, 1);
+        const Tensor b = random_tensor(DataType::kFloat32, trans_b ? Shape{n, k} : Shape{k, n}, 2);
+        const Tensor c = random_tensor(DataType::kFloat32, {n}, 3);  // a row broadcast over M
+        const Node node = NodeBuilder("Gemm")
+                              .inputs(3)
+                              .attr("transA", trans_a)
+                              .attr("transB", trans_b)
+                              .attr("alpha", 0.5f)
+                              .attr("beta", -2.0f)
+                              .build();
+        Tensor expected = reference_product({&a, 0, trans_a ? 1 : k, trans_a ? m : 1},
+                                            {&b, 0, trans_b ? 1 : n, trans_b ? k : 1}, {m, n}, 1, m, n, k);
+        for (std::int64_t i = 0; i < m * n; ++i) {
+          expected.data<float>()[i] = 0.5f * expected.data<float>()[i] - 2.0f * c.data<float>()[i % n];
+        }
+        EXPECT_TRUE(tensors_near(run_node(node, {a, b, c})[0], expected, kTolerance, kTolerance))
+            << "transA " << trans_a << " transB " << trans_b
+            << (wide ? ", wide kernel" : ", baseline kernel");
       }
-      EXPECT_TRUE(tensors_near(run_node(node, {a, b, c})[0], expected, kTolerance, kTolerance))
-          << "transA " << trans_a << " transB " << trans_b;
     }
   }
 }
