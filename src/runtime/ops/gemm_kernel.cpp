@@ -113,8 +113,11 @@ __attribute__((target("avx2,fma"))) void micro_kernel_avx2(std::int64_t kc, cons
                                                            std::int64_t ldc, std::int64_t rows,
                                                            std::int64_t cols, float alpha, float beta,
                                                            bool first) {
+  // Every loop over the accumulators is unrolled: an index GCC cannot resolve keeps the array on the
+  // stack, and it then stores all twelve every step.
   __m256 acc[kWideMR];
-  for (__m256& v : acc) v = _mm256_setzero_ps();
+#pragma GCC unroll 12
+  for (std::int64_t i = 0; i < kWideMR; ++i) acc[i] = _mm256_setzero_ps();
   for (std::int64_t p = 0; p < kc; ++p, a += kWideMR, b += 8) {
     const __m256 bv = _mm256_loadu_ps(b);
 #pragma GCC unroll 12
@@ -123,11 +126,13 @@ __attribute__((target("avx2,fma"))) void micro_kernel_avx2(std::int64_t kc, cons
   }
   if (rows < kWideMR || cols < 8) {
     alignas(32) float tile[kWideMR * 8];
+#pragma GCC unroll 12
     for (std::int64_t i = 0; i < kWideMR; ++i) _mm256_store_ps(tile + i * 8, acc[i]);
     store_tile(tile, 8, c, ldc, rows, cols, alpha, beta, first);
     return;
   }
   const __m256 alpha_v = _mm256_set1_ps(alpha), beta_v = _mm256_set1_ps(beta);
+#pragma GCC unroll 12
   for (std::int64_t i = 0; i < kWideMR; ++i) {
     float* row = c + i * ldc;
     __m256 product = _mm256_mul_ps(alpha_v, acc[i]);
