@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "runtime/ops/movement_plan.h"
+#include "runtime/parallel.h"
 
 namespace fovea::runtime::ops {
 namespace {
@@ -304,16 +305,77 @@ Status infer_transpose(InferContext& ctx) {
   return Status::ok();
 }
 
+// A transpose that moves the input's innermost axis reads it with a large stride, and the generic
+// gather's element-by-element reads then miss the cache on nearly every element (RetinaNet's head
+// permute [1, 9, 91, H, W] -> [1, H, W, 9, 91], 11 M floats: 248 ms on two cores). Tiles of
+// kTransposeTile x kTransposeTile instead read as many short contiguous runs, kept in L1 while the
+// tile's rows are written.
+constexpr std::int64_t kTransposeTile = 32;
+
+template <typename T>
+void transpose_tiled(const T* in, T* out, const Shape& in_shape, const Shape& out_shape,
+                     const std::vector<std::int64_t>& perm) {
+  const std::size_t last = out_shape.size() - 1;
+  const Shape in_strides = contiguous_strides(in_shape);
+  const Shape out_strides = contiguous_strides(out_shape);
+  // The tile's rows: the output axis that holds the input's innermost one; its columns: the output's
+  // innermost axis.
+  const auto row_axis = static_cast<std::size_t>(
+      std::find(perm.begin(), perm.end(), static_cast<std::int64_t>(last)) - perm.begin());
+  const std::int64_t rows = out_shape[row_axis], cols = out_shape[last];
+  const std::int64_t column_step = in_strides[static_cast<std::size_t>(perm[last])];
+  std::vector<std::size_t> outer_axes;
+  std::int64_t outer = 1;
+  for (std::size_t d = 0; d < last; ++d) {
+    if (d == row_axis) continue;
+    outer_axes.push_back(d);
+    outer *= out_shape[d];
+  }
+  const std::int64_t row_tiles = (rows + kTransposeTile - 1) / kTransposeTile;
+  const std::int64_t col_tiles = (cols + kTransposeTile - 1) / kTransposeTile;
+  parallel_for(outer * row_tiles * col_tiles, 8, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t item = begin; item < end; ++item) {
+      std::int64_t rest = item;
+      const std::int64_t c0 = (rest % col_tiles) * kTransposeTile;
+      rest /= col_tiles;
+      const std::int64_t r0 = (rest % row_tiles) * kTransposeTile;
+      rest /= row_tiles;
+      std::int64_t in_base = 0, out_base = 0;
+      for (std::size_t k = outer_axes.size(); k-- > 0;) {
+        const std::size_t d = outer_axes[k];
+        const std::int64_t i = rest % out_shape[d];
+        rest /= out_shape[d];
+        in_base += i * in_strides[static_cast<std::size_t>(perm[d])];
+        out_base += i * out_strides[d];
+      }
+      const std::int64_t r1 = std::min(rows, r0 + kTransposeTile), c1 = std::min(cols, c0 + kTransposeTile);
+      for (std::int64_t r = r0; r < r1; ++r) {
+        T* dst = out + out_base + r * out_strides[row_axis];
+        const T* src = in + in_base + r;
+        for (std::int64_t c = c0; c < c1; ++c) dst[c] = src[c * column_step];
+      }
+    }
+  });
+}
+
 Status run_transpose(KernelContext& ctx) {
   const Tensor& in = ctx.input(0);
   FOVEA_ASSIGN_OR_RETURN(const std::vector<std::int64_t> perm, transpose_perm(ctx.inference(), in.rank()));
+  Tensor& out = ctx.output(0);
+  if (in.rank() >= 2 && out.numel() > 0 && perm.back() != in.rank() - 1) {
+    dispatch_by_size(in.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      transpose_tiled(in.data<T>(), out.data<T>(), in.shape(), out.shape(), perm);
+    });
+    return Status::ok();
+  }
   const Shape strides = contiguous_strides(in.shape());
   std::vector<AxisOffsets> offsets;
   for (std::int64_t axis : perm) {
     offsets.push_back(
         identity_offsets(in.dim(static_cast<int>(axis)), strides[static_cast<std::size_t>(axis)]));
   }
-  gather_by_axis_offsets(in, ctx.output(0), offsets);
+  gather_by_axis_offsets(in, out, offsets);
   return Status::ok();
 }
 

@@ -58,7 +58,38 @@ void advance(std::vector<std::int64_t>& index, const std::vector<WindowDim>& dim
   }
 }
 
-// Pools output elements [begin, end) of the flattened [N*C, out_plane] output.
+// One output's window as its taps are visited in row-major order: the sum, the first maximum
+// and its index, and the counts for AveragePool's two divisors.
+template <typename T>
+struct PoolWindow {
+  double sum = 0;
+  T best = std::numeric_limits<T>::lowest();
+  std::int64_t best_index = 0;
+  std::int64_t valid = 0;
+  std::int64_t padded = 0;  // taps inside the padded extent, for count_include_pad
+
+  void take(T v, std::int64_t index) {
+    ++valid;
+    sum += static_cast<double>(v);
+    if (v > best) {
+      best = v;
+      best_index = index;
+    }
+  }
+
+  void write(PoolKind kind, const PoolPlan& plan, T* y, std::int64_t* indices, std::int64_t out,
+             std::int64_t plane) const {
+    if (kind == PoolKind::kMax) {
+      y[out] = best;
+      if (indices != nullptr) indices[out] = plane * plan.in_plane + best_index;
+    } else {
+      const std::int64_t count = plan.options.count_include_pad ? padded : valid;
+      y[out] = static_cast<T>(sum / static_cast<double>(std::max<std::int64_t>(count, 1)));
+    }
+  }
+};
+
+// Pools output elements [begin, end) of the flattened [N*C, out_plane] output, any spatial rank.
 template <typename T>
 void pool_range(PoolKind kind, const PoolPlan& plan, const T* x, T* y, std::int64_t* indices,
                 std::int64_t begin, std::int64_t end) {
@@ -72,11 +103,7 @@ void pool_range(PoolKind kind, const PoolPlan& plan, const T* x, T* y, std::int6
   for (std::int64_t out = begin; out < end; ++out, advance(position, plan.dims, false)) {
     const std::int64_t plane = out / plan.out_plane;
     const T* x_plane = x + plane * plan.in_plane;
-    double sum = 0;
-    T best = std::numeric_limits<T>::lowest();
-    std::int64_t best_index = 0;
-    std::int64_t valid = 0;
-    std::int64_t padded = 0;  // taps inside the padded extent, for count_include_pad
+    PoolWindow<T> window;
     std::fill(tap.begin(), tap.end(), 0);
     for (std::int64_t t = 0; t < plan.kernel_size; ++t, advance(tap, plan.dims, true)) {
       bool inside = true;
@@ -91,23 +118,39 @@ void pool_range(PoolKind kind, const PoolPlan& plan, const T* x, T* y, std::int6
         offset += i * plan.in_strides[d];
         index += i * plan.index_strides[d];
       }
-      padded += inside_padding ? 1 : 0;
-      if (!inside) continue;
-      ++valid;
-      const T v = x_plane[offset];
-      sum += static_cast<double>(v);
-      if (v > best) {
-        best = v;
-        best_index = index;
+      window.padded += inside_padding ? 1 : 0;
+      if (inside) window.take(x_plane[offset], index);
+    }
+    window.write(kind, plan, y, indices, out, plane);
+  }
+}
+
+// The 2-D case (every CNN's pooling) without the odometers over positions and taps: the same taps
+// in the same order, about ten times faster (RetinaNet's stem MaxPool took 172 ms on two cores).
+template <typename T>
+void pool_range_2d(PoolKind kind, const PoolPlan& plan, const T* x, T* y, std::int64_t* indices,
+                   std::int64_t begin, std::int64_t end) {
+  const WindowDim& h = plan.dims[0];
+  const WindowDim& w = plan.dims[1];
+  for (std::int64_t out = begin; out < end; ++out) {
+    const std::int64_t plane = out / plan.out_plane, at = out % plan.out_plane;
+    const std::int64_t h0 = (at / w.out) * h.stride - h.pad_begin, w0 = (at % w.out) * w.stride - w.pad_begin;
+    const T* x_plane = x + plane * plan.in_plane;
+    PoolWindow<T> window;
+    for (std::int64_t kh = 0; kh < h.kernel; ++kh) {
+      const std::int64_t ih = h0 + kh * h.dilation;
+      const bool row_inside = ih >= 0 && ih < h.in;
+      const bool row_in_padding = ih >= -h.pad_begin && ih < h.in + h.pad_end;
+      for (std::int64_t kw = 0; kw < w.kernel; ++kw) {
+        const std::int64_t iw = w0 + kw * w.dilation;
+        window.padded += row_in_padding && iw >= -w.pad_begin && iw < w.in + w.pad_end ? 1 : 0;
+        if (row_inside && iw >= 0 && iw < w.in) {
+          window.take(x_plane[ih * plan.in_strides[0] + iw * plan.in_strides[1]],
+                      ih * plan.index_strides[0] + iw * plan.index_strides[1]);
+        }
       }
     }
-    if (kind == PoolKind::kMax) {
-      y[out] = best;
-      if (indices != nullptr) indices[out] = plane * plan.in_plane + best_index;
-    } else {
-      const std::int64_t count = plan.options.count_include_pad ? padded : valid;
-      y[out] = static_cast<T>(sum / static_cast<double>(std::max<std::int64_t>(count, 1)));
-    }
+    window.write(kind, plan, y, indices, out, plane);
   }
 }
 
@@ -117,7 +160,11 @@ void pool_tensor(PoolKind kind, const PoolPlan& plan, const Tensor& x, Tensor& y
   dispatch<FOVEA_FLOAT_TYPES, DataType::kInt8, DataType::kUInt8>(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     parallel_for(y.numel(), kPoolChunk, [&](std::int64_t begin, std::int64_t end) {
-      pool_range<T>(kind, plan, x.data<T>(), y.data<T>(), indices, begin, end);
+      if (plan.dims.size() == 2) {
+        pool_range_2d<T>(kind, plan, x.data<T>(), y.data<T>(), indices, begin, end);
+      } else {
+        pool_range<T>(kind, plan, x.data<T>(), y.data<T>(), indices, begin, end);
+      }
     });
   });
 }

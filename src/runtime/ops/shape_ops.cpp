@@ -12,7 +12,10 @@ namespace {
 
 Status run_copy_bytes(KernelContext& ctx) {
   const Tensor& in = ctx.input(0);
-  if (in.bytes() > 0) std::memcpy(ctx.output(0).raw(), in.raw(), in.bytes());
+  // Over the thread pool: one thread does not reach the memory's bandwidth (a Squeeze of
+  // RetinaNet's 54 MB of class scores took 122 ms).
+  copy_bytes(static_cast<std::byte*>(ctx.output(0).raw()), static_cast<const std::byte*>(in.raw()),
+             in.bytes());
   return Status::ok();
 }
 

@@ -1,4 +1,6 @@
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <limits>
 
@@ -225,6 +227,40 @@ TEST(OpTranspose, LargeTensorRunsInParallelChunks) {
   EXPECT_TRUE(tensors_near(out[0], tensor_from({2, 65, 97, 21}, [&](const std::vector<std::int64_t>& i) {
                              return at(in, {i[0], i[3], i[1], i[2]});
                            })));
+}
+
+// Every permutation of a 4-D tensor with odd sizes past one 32 x 32 tile, in each element size
+// (the tiled path takes the perms that move the innermost axis, the gather the others), compared
+// byte for byte with a naive loop.
+TEST(OpTranspose, EveryPermOfOddSizesMatchesNaive) {
+  const Shape shape{3, 37, 5, 70};
+  const Shape strides{37 * 5 * 70, 5 * 70, 70, 1};
+  for (const DataType dtype : {DataType::kFloat32, DataType::kInt64, DataType::kUInt8, DataType::kFloat16}) {
+    const Tensor in = random_tensor(dtype, shape, 18);
+    const std::size_t size = data_type_size(dtype);
+    std::vector<std::int64_t> perm{0, 1, 2, 3};
+    do {
+      const Tensor out = run_node(NodeBuilder("Transpose").attr("perm", perm).build(), {in})[0];
+      const auto* src = static_cast<const std::byte*>(in.raw());
+      const auto* dst = static_cast<const std::byte*>(out.raw());
+      std::int64_t mismatches = 0, position = 0;
+      std::vector<std::int64_t> i(4, 0);
+      for (i[0] = 0; i[0] < shape[static_cast<std::size_t>(perm[0])]; ++i[0]) {
+        for (i[1] = 0; i[1] < shape[static_cast<std::size_t>(perm[1])]; ++i[1]) {
+          for (i[2] = 0; i[2] < shape[static_cast<std::size_t>(perm[2])]; ++i[2]) {
+            for (i[3] = 0; i[3] < shape[static_cast<std::size_t>(perm[3])]; ++i[3], ++position) {
+              std::int64_t source = 0;
+              for (std::size_t d = 0; d < 4; ++d) source += i[d] * strides[static_cast<std::size_t>(perm[d])];
+              mismatches += std::memcmp(dst + static_cast<std::size_t>(position) * size,
+                                        src + static_cast<std::size_t>(source) * size, size) != 0;
+            }
+          }
+        }
+      }
+      EXPECT_EQ(mismatches, 0) << "perm " << perm[0] << perm[1] << perm[2] << perm[3] << ", "
+                               << data_type_name(dtype);
+    } while (std::next_permutation(perm.begin(), perm.end()));
+  }
 }
 
 TEST(OpTranspose, RejectsBadPerm) {
