@@ -28,8 +28,10 @@ constexpr std::int64_t kKC = 256;
 constexpr std::int64_t kMC = 132;  // a multiple of both kernels' rows
 // Columns of B packed at once, shared by all threads (kKC x kNC floats = 2 MiB, in L3).
 constexpr std::int64_t kNC = 2048;
-// Columns of C per parallel task: enough tasks to balance two to a few dozen threads.
+// Columns of C per parallel task, at most; fewer where that leaves threads without work.
 constexpr std::int64_t kTaskCols = 256;
+// Tasks per pool thread that a product's column split aims for, so that uneven tasks balance.
+constexpr std::int64_t kTasksPerThread = 4;
 // Below this many flops a product runs on the calling thread: waking the pool costs tens of
 // microseconds, about what 1 MFLOP takes on one core.
 constexpr double kParallelFlops = 1 << 20;
@@ -38,6 +40,18 @@ std::atomic<bool> wide_kernel_allowed{true};
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
   return (a + b - 1) / b;
+}
+
+// The columns of C one task computes, for a column block `nc` wide split with `row_blocks` row
+// blocks: kTaskCols, or fewer (whole `panel`-wide micro-panels) where kTaskCols would leave pool
+// threads idle. A
+// product with few rows (a convolution with 64 output channels: one row block) would otherwise give
+// 16 threads the 8 tasks of a 2048-column block.
+std::int64_t task_columns(std::int64_t nc, std::int64_t row_blocks, std::int64_t panel) {
+  const std::int64_t wanted_column_tasks =
+      std::max<std::int64_t>(1, kTasksPerThread * cpu_thread_count() / row_blocks);
+  const std::int64_t columns = ceil_div(ceil_div(nc, wanted_column_tasks), panel) * panel;
+  return std::clamp<std::int64_t>(columns, panel, kTaskCols);
 }
 
 // parallel_for over `count` items when `parallel`, else one inline call.
@@ -214,13 +228,14 @@ void gemm(std::int64_t m, std::int64_t n, std::int64_t k, T alpha, MatrixView<T>
         const std::int64_t j0 = begin * kNR;
         pack_b(k0, kc, n0 + j0, std::min(nc, end * kNR) - j0, b_pack.data() + j0 * kc);
       });
-      const std::int64_t n_tasks = ceil_div(nc, kTaskCols);
+      const std::int64_t task_cols = task_columns(nc, ceil_div(m, kMC), kNR);
+      const std::int64_t n_tasks = ceil_div(nc, task_cols);
       run_items(parallel, ceil_div(m, kMC) * n_tasks, [&](std::int64_t begin, std::int64_t end) {
         for (std::int64_t t = begin; t < end; ++t) {
           const std::int64_t m0 = (t / n_tasks) * kMC;
           const std::int64_t m1 = std::min(m, m0 + kMC);
-          const std::int64_t j_begin = (t % n_tasks) * kTaskCols;
-          const std::int64_t j_end = std::min(nc, j_begin + kTaskCols);
+          const std::int64_t j_begin = (t % n_tasks) * task_cols;
+          const std::int64_t j_end = std::min(nc, j_begin + task_cols);
           for (std::int64_t j = j_begin; j < j_end; j += kNR) {
             const T* b_panel = b_pack.data() + j * kc;
             for (std::int64_t i = m0; i < m1; i += mr) {
