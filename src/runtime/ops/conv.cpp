@@ -174,6 +174,42 @@ PackB<T> pack_im2col(const T* x, const ConvShape& s) {
   };
 }
 
+// A 2-D convolution whose groups read one input channel each (depthwise: MobileNet, EfficientNet,
+// ConvNeXt) as direct loops: as a product its A has one row per output channel, and the packed
+// product computed a 12-row tile for it (a 3x3 layer of 256 channels at 80 x 80 ran at 2 GFLOPS).
+// Per output row and tap, the columns whose input lies inside the image form one run, a loop the
+// compiler vectorizes. y holds the bias and residual already when `accumulate`.
+template <typename T>
+void depthwise_2d(const T* x, const T* w, T* y, const ConvShape& s, std::int64_t channels, bool accumulate) {
+  const WindowDim& dh = s.dims[0];
+  const WindowDim& dw = s.dims[1];
+  for (std::int64_t m = 0; m < channels; ++m) {
+    const T* taps = w + m * s.kernel_size;
+    for (std::int64_t oh = 0; oh < dh.out; ++oh) {
+      T* row = y + m * s.out_plane + oh * dw.out;
+      if (!accumulate) std::fill(row, row + dw.out, T(0));
+      for (std::int64_t kh = 0; kh < dh.kernel; ++kh) {
+        const std::int64_t ih = oh * dh.stride - dh.pad_begin + kh * dh.dilation;
+        if (ih < 0 || ih >= dh.in) continue;
+        const T* x_row = x + ih * dw.in;
+        for (std::int64_t kw = 0; kw < dw.kernel; ++kw) {
+          const T tap = taps[kh * dw.kernel + kw];
+          // Output columns ow with 0 <= ow * stride + offset < in.
+          const std::int64_t offset = kw * dw.dilation - dw.pad_begin;
+          const std::int64_t first = offset >= 0 ? 0 : (-offset + dw.stride - 1) / dw.stride;
+          const std::int64_t last =
+              dw.in - offset <= 0 ? 0 : std::min(dw.out, (dw.in - offset - 1) / dw.stride + 1);
+          if (dw.stride == 1) {
+            for (std::int64_t ow = first; ow < last; ++ow) row[ow] += tap * x_row[ow + offset];
+          } else {
+            for (std::int64_t ow = first; ow < last; ++ow) row[ow] += tap * x_row[ow * dw.stride + offset];
+          }
+        }
+      }
+    }
+  }
+}
+
 template <typename T>
 void run_conv_typed(KernelContext& ctx, const ConvShape& s, const Activation& activation) {
   const T* x = ctx.input(kX).data<T>();
@@ -200,10 +236,15 @@ void run_conv_typed(KernelContext& ctx, const ConvShape& s, const Activation& ac
       });
     }
     const T* x_block = x + (n * s.channels + g * s.group_in()) * s.in_plane;
-    const PackB<T> pack_b =
-        s.pointwise() ? pack_matrix(MatrixView<T>{x_block, s.in_plane, 1}) : pack_im2col(x_block, s);
-    gemm(group_out, s.out_plane, s.depth(), T(1), MatrixView<T>{w + g * group_out * s.depth(), s.depth(), 1},
-         pack_b, accumulate ? T(1) : T(0), y_block, s.out_plane);
+    const T* w_block = w + g * group_out * s.depth();
+    if (s.group_in() == 1 && s.dims.size() == 2) {
+      depthwise_2d(x_block, w_block, y_block, s, group_out, accumulate);
+    } else {
+      const PackB<T> pack_b =
+          s.pointwise() ? pack_matrix(MatrixView<T>{x_block, s.in_plane, 1}) : pack_im2col(x_block, s);
+      gemm(group_out, s.out_plane, s.depth(), T(1), MatrixView<T>{w_block, s.depth(), 1}, pack_b,
+           accumulate ? T(1) : T(0), y_block, s.out_plane);
+    }
     if (activation.kind != Activation::Kind::kNone) {
       parallel_for(block_size, kElementwiseChunk, [&](std::int64_t begin, std::int64_t end) {
         for (std::int64_t i = begin; i < end; ++i) y_block[i] = activation.apply(y_block[i]);

@@ -105,6 +105,34 @@ TEST(OpConv, MatchesDirectLoops2dWithGroupsDilationStrideAsymmetricPads) {
   }
 }
 
+// Depthwise layers (one input channel per group) take their own direct loops: strides 1 to 3,
+// dilations, pads wider than the kernel's reach on one side and none on the other, kernels wider
+// than the image, multipliers 1 and 3, with and without a bias.
+TEST(OpConv, DepthwiseMatchesDirectLoops) {
+  struct Case {
+    ConvParams p;
+    Shape w;  // [C * multiplier, 1, kh, kw]
+  };
+  const Case cases[] = {
+      {{.strides = {1, 1}, .dilations = {1, 1}, .pads = {1, 1, 1, 1}, .group = 6}, {6, 1, 3, 3}},
+      {{.strides = {2, 2}, .dilations = {1, 1}, .pads = {2, 2, 2, 2}, .group = 6}, {6, 1, 5, 5}},
+      {{.strides = {3, 1}, .dilations = {2, 3}, .pads = {0, 4, 3, 0}, .group = 6}, {18, 1, 3, 2}},
+      {{.strides = {1, 2}, .dilations = {1, 1}, .pads = {5, 0, 0, 6}, .group = 6}, {6, 1, 7, 9}},
+  };
+  const Tensor x = random_tensor(DataType::kFloat32, {2, 6, 11, 8}, 30);
+  std::uint32_t seed = 31;
+  for (const Case& c : cases) {
+    const Tensor w = random_tensor(DataType::kFloat32, c.w, seed++);
+    const Tensor b = random_tensor(DataType::kFloat32, {c.w[0]}, seed++);
+    EXPECT_TRUE(tensors_near(run_node(conv_node(c.p, 3).build(), {x, w, b})[0], reference_conv(x, w, &b, c.p),
+                             kConvTolerance, kConvTolerance))
+        << "weights " << shape_string(c.w) << ", stride " << c.p.strides[0] << "x" << c.p.strides[1];
+    EXPECT_TRUE(tensors_near(run_node(conv_node(c.p, 2).build(), {x, w})[0],
+                             reference_conv(x, w, nullptr, c.p), kConvTolerance, kConvTolerance))
+        << "weights " << shape_string(c.w) << ", no bias";
+  }
+}
+
 TEST(OpConv, MatchesDirectLoops1dAnd3d) {
   const ConvParams p1{.strides = {3}, .dilations = {2}, .pads = {2, 1}};
   const Tensor x1 = random_tensor(DataType::kFloat32, {3, 4, 29}, 4);
