@@ -1,7 +1,10 @@
 // Conv (N-D, groups, dilations, strides, pads, auto_pad, bias) as one matrix product per image and
 // group: Y_g (M/group x out_plane) = W_g (M/group x C/group*kernel) * columns, where the columns are
 // the input windows packed straight into the gemm's B panels (implicit im2col, no column buffer).
-// A 1x1 convolution with stride 1 and no padding multiplies by the input itself.
+// A 1x1 convolution with stride 1 and no padding multiplies by the input itself; a 2-D one with one
+// input channel per group (depthwise) runs as direct loops instead (depthwise_2d).
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "runtime/ops/conv_util.h"

@@ -1,7 +1,6 @@
 // Reshape, Flatten, Squeeze, Unsqueeze: the same bytes under another shape, so their kernels copy
 // and all the work is shape inference. Expand broadcasts the input to a shape given as an input.
 #include <algorithm>
-#include <cstring>
 
 #include <fmt/format.h>
 
