@@ -12,8 +12,10 @@
 //   lt16     the same GEMM in float16 (what a 1x1 convolution is to cuBLASLt)
 //   fp8      1x1 stride-1 only: cuBLASLt E4M3 x E4M3 GEMM, float16 out, bias + ReLU
 //   fovea8   fovea's own int8 tensor-core kernel (runtime/cuda/int8_conv.h), per-channel scales,
-//            bias + ReLU, int8 out: what fovea.Int8Conv runs between two quantized layers
+//            bias + ReLU, int8 out: what fovea.Int8Conv runs between two quantized layers (wgmma
+//            on Hopper with a 90a build)
 //   fovea8h  the same kernel with float16 out (a layer whose consumer stays float)
+//   fovea8s  fovea8 on the mma.sync kernel (what runs where wgmma does not)
 // Each is the best of cuDNN's (cuBLASLt's) algorithms for the shape, timed with CUDA events over
 // --iters runs after a warm-up; "-" where the library has no algorithm. Values are random: only
 // time is measured. The table ends with the network's total per path (fp16 where a path has none).
@@ -244,9 +246,12 @@ float best_lt(cublasLtHandle_t lt, const ConvShape& s, int batch, const LtPath& 
   return best;
 }
 
-// fovea's int8 kernel with per-channel scales, bias and ReLU, int8 or float16 out.
-float time_fovea(const ConvShape& s, int batch, fovea::DataType out, Buffers& b, int iters) {
+// fovea's int8 kernel with per-channel scales, bias and ReLU, int8 or float16 out; on the wgmma
+// kernel where it runs, unless `warpgroup` is false.
+float time_fovea(const ConvShape& s, int batch, fovea::DataType out, Buffers& b, int iters,
+                 bool warpgroup = true) {
   namespace rt = fovea::runtime;
+  rt::cuda::allow_warpgroup_int8_conv(warpgroup);
   const int pad = s.kernel / 2;
   const rt::ops::Int8ConvGeometry g{.batch = batch,
                                     .in_h = s.in_hw,
@@ -271,7 +276,9 @@ float time_fovea(const ConvShape& s, int batch, fovea::DataType out, Buffers& b,
                                      .y = b.y,
                                      .y_dtype = out};
   const rt::ops::Activation relu{.kind = rt::ops::Activation::Kind::kRelu};
-  return time_ms(iters, [&] { return rt::cuda::launch_int8_conv(o, g, relu, nullptr).is_ok(); });
+  const float ms = time_ms(iters, [&] { return rt::cuda::launch_int8_conv(o, g, relu, nullptr).is_ok(); });
+  rt::cuda::allow_warpgroup_int8_conv(true);
+  return ms;
 }
 
 // Random bytes from a fixed seed, each masked by `mask`: 0x1f keeps small values, valid int8,
@@ -349,8 +356,8 @@ int main(int argc, char** argv) {
 
   std::printf("%s, cuDNN %zu, cuBLASLt %zu, batch %d, ms per call (best algorithm)\n", prop.name,
               cudnnGetVersion(), cublasLtGetVersion(), batch);
-  const char* names[] = {"fp16",   "int8", "int8f", "i8x32",  "lt8",
-                         "lt8raw", "lt16", "fp8",   "fovea8", "fovea8h"};
+  const char* names[] = {"fp16", "int8", "int8f",  "i8x32",   "lt8",    "lt8raw",
+                         "lt16", "fp8",  "fovea8", "fovea8h", "fovea8s"};
   constexpr int kPaths = sizeof(names) / sizeof(names[0]);
   std::printf("%-22s %5s", "layer", "runs");
   for (const char* n : names) std::printf(" %8s", n);
@@ -372,7 +379,8 @@ int main(int argc, char** argv) {
         case 6: return gemm ? best_lt(lt, s, batch, lt16, b, iters) : -1.0f;
         case 7: return gemm ? best_lt(lt, s, batch, fp8, b, iters) : -1.0f;
         case 8: return time_fovea(s, batch, fovea::DataType::kInt8, b, iters);
-        default: return time_fovea(s, batch, fovea::DataType::kFloat16, b, iters);
+        case 9: return time_fovea(s, batch, fovea::DataType::kFloat16, b, iters);
+        default: return time_fovea(s, batch, fovea::DataType::kInt8, b, iters, false);
       }
     };
     float ms[kPaths];

@@ -1,14 +1,18 @@
-// fovea.Int8Conv's tensor-core kernel (runtime/cuda/int8_conv.h) against the CPU reference on
-// random int8 inputs of odd sizes: pixel counts that end mid-tile, channel counts whose 64-byte
-// reduction tiles straddle window taps (16, 48), output channels past one tile and not a multiple
-// of 8, strides, pads, dilations, every output type and residual type. The int32 sums are exact and
-// the epilogue rounds as the reference does, so int8 and float outputs must agree exactly wherever
-// the activation is exact (none, Relu, LeakyRelu, Clip); Silu within float32's pointwise tolerance.
+// fovea.Int8Conv's tensor-core kernels (runtime/cuda/int8_conv.h: wgmma on Hopper, mma.sync
+// elsewhere; both run here on Hopper) against the CPU reference on random int8 inputs of odd sizes: pixel
+// counts that end mid-tile, channel counts whose 64-byte reduction tiles straddle window taps (16, 48),
+// output channels past one tile and not a multiple of 8, strides, pads, dilations, every output type and
+// residual type. The int32 sums are exact and the epilogue rounds as the reference does, so int8 and float
+// outputs must agree exactly wherever the activation is exact (none, Relu, LeakyRelu, Clip); Silu within
+// float32's pointwise tolerance.
 #include <cmath>
 #include <string>
 #include <vector>
 
+#include <cuda_runtime_api.h>
+
 #include "runtime/cuda/cuda_op_test_util.h"
+#include "runtime/cuda/int8_conv.h"
 
 namespace fovea::runtime::testing {
 namespace {
@@ -34,6 +38,8 @@ constexpr Case kCases[] = {
     {2, 10, 9, 32, 66, 5, 1, 4, 2, "", false, kI8, kI8},               // dilated 5x5, no bias
     {2, 14, 14, 128, 256, 3, 1, 1, 1, "Relu", true, kI8, kI8},         // 18 k-tiles: the pipeline wraps
     {1, 7, 6, 16, 12, 3, 1, 1, 1, "Silu", true, kF16, kF16},           // an inexact activation
+    {2, 17, 19, 96, 120, 3, 1, 1, 1, "Relu", true, kF16, kI8},         // 256 x 128 tiles, a half k-tile
+    {1, 40, 33, 64, 40, 3, 1, 1, 1, "", true, kI8, kF32},              // six 256 x 64 tiles
 };
 
 int out_size(int in, const Case& c) {
@@ -71,7 +77,35 @@ std::vector<Tensor> inputs_of(const Case& c, std::uint32_t seed) {
           Tensor::from_vector(kF32, {}, std::vector<float>{0.08f})};
 }
 
-TEST(Cudafovea_Int8Conv, MatchesCpuOnEveryTileAndEpiloguePath) {
+// Runs the test with the wgmma kernel allowed or not, and allows it again after.
+class Int8ConvKernels : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override { runtime::cuda::allow_warpgroup_int8_conv(GetParam()); }
+  void TearDown() override { runtime::cuda::allow_warpgroup_int8_conv(true); }
+};
+
+INSTANTIATE_TEST_SUITE_P(Cudafovea_Int8Conv, Int8ConvKernels, ::testing::Values(true, false),
+                         [](const auto& p) { return p.param ? "Wgmma" : "MmaSync"; });
+
+// A Hopper build (CMAKE_CUDA_ARCHITECTURES 90a) on a Hopper device takes the wgmma kernel; the
+// other builds and devices the mma.sync one.
+TEST(Cudafovea_Int8Conv, HopperTakesTheWarpgroupKernel) {
+  FOVEA_REQUIRE_GPU();
+  int device = 0, major = 0, minor = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device), cudaSuccess);
+#if defined(FOVEA_CUDA_SM90A)
+  EXPECT_EQ(runtime::cuda::warpgroup_int8_conv_runs(), major == 9 && minor == 0);
+#else
+  EXPECT_FALSE(runtime::cuda::warpgroup_int8_conv_runs());
+#endif
+  runtime::cuda::allow_warpgroup_int8_conv(false);
+  EXPECT_FALSE(runtime::cuda::warpgroup_int8_conv_runs());
+  runtime::cuda::allow_warpgroup_int8_conv(true);
+}
+
+TEST_P(Int8ConvKernels, MatchesCpuOnEveryTileAndEpiloguePath) {
   FOVEA_REQUIRE_GPU();
   std::uint32_t seed = 1;
   for (const Case& c : kCases) {
