@@ -38,6 +38,7 @@ struct ModelArgs {
   std::vector<std::string> keep_fp32;  // node names or op types kept in float32 under fp16
   std::string calibration;             // --calib, the cache int8 runs with
   std::vector<std::string> keep_fp16;  // node names or op types left unquantized under int8
+  bool fp16_residuals = false;         // int8 on CUDA: residual streams in float16
   bool no_cuda_graph = false;
   std::string engine_cache;  // folder of planned engines (CUDA)
   std::vector<std::int64_t> batches{1};
@@ -97,8 +98,10 @@ Result<runtime::SessionOptions> session_options(const ModelArgs& args) {
     options.precision = precision;
     options.calibration = args.calibration;
     options.keep_unquantized = args.keep_fp16;
-  } else if (!args.calibration.empty() || !args.keep_fp16.empty()) {
-    return make_error(StatusCode::kInvalidArgument, "--calib and --keep-fp16 are for --precision int8");
+    options.int8_residuals = !args.fp16_residuals;
+  } else if (!args.calibration.empty() || !args.keep_fp16.empty() || args.fp16_residuals) {
+    return make_error(StatusCode::kInvalidArgument,
+                      "--calib, --keep-fp16 and --fp16-residuals are for --precision int8");
   }
   if (options.device == runtime::Device::kCpu) return options;
   options.precision = precision;
@@ -516,6 +519,9 @@ void add_device_options(CLI::App* command, ModelArgs* args, const char* default_
   command->add_option("--keep-fp16", args->keep_fp16,
                       "With int8: a node name or op type left unquantized, run as the float plan runs it "
                       "(repeatable)");
+  command->add_flag("--fp16-residuals", args->fp16_residuals,
+                    "With int8 on CUDA: keep ResNet-style residual streams in fp16 (the next layer's input "
+                    "quantized apart) instead of int8: slower, without the residual's int8 rounding");
   command->add_option("--keep-fp32", args->keep_fp32,
                       "With fp16: a node name or op type that stays in fp32 "
                       "(repeatable)");

@@ -56,6 +56,7 @@ std::map<std::string, std::string> EngineKey::fields() const {
           {"calibration_digest", calibration_digest},
           {"keep_unquantized", fmt::format("{}", fmt::join(options.keep_unquantized, ","))},
           {"int8_tensor_cores", options.int8_tensor_cores ? "1" : "0"},
+          {"int8_residuals", options.int8_residuals ? "1" : "0"},
           {"device", device}};
 }
 

@@ -226,7 +226,7 @@ Result<ExecutionPlan> plan_graph(const Graph& model_graph, const InputShapes& in
     graph.compact();
   }
   if (int8_tensor_cores) {
-    fuse_int8_convolutions(graph);
+    fuse_int8_convolutions(graph, options.int8_residuals ? Int8Residuals::kInt8 : Int8Residuals::kFloat);
     graph.compact();
     FOVEA_TRY(infer_shapes(graph, FoldConstants::kNo));
   }

@@ -62,6 +62,10 @@ struct PlanOptions {
   // everything else runs in float16. Without it, every quantizable layer is quantized and computed
   // in float32 between quantize/dequantize pairs: the CPU reference.
   bool int8_tensor_cores = false;
+  // With int8_tensor_cores: block outputs that are both a next layer's int8 input and a residual
+  // stay int8, the residual read at their scale (passes.h); off, they stay float16 and are
+  // quantized for the next layer apart (slower; the residual keeps float16's precision).
+  bool int8_residuals = true;
 };
 
 // How plans for the CUDA executor are made: `precision`, and NHWC convolutions for float16 and

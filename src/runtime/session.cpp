@@ -29,6 +29,7 @@ PlanOptions plan_options_for(const SessionOptions& options) {
                          : PlanOptions{.precision = options.precision, .keep_float32 = options.keep_float32};
   plan.float16_interface = options.float16_interface;
   plan.keep_unquantized = options.keep_unquantized;
+  plan.int8_residuals = options.int8_residuals;
   return plan;
 }
 

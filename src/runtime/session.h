@@ -61,6 +61,7 @@ struct SessionOptions {
   // made for another model is refused.
   std::filesystem::path calibration;
   std::vector<std::string> keep_unquantized;  // kInt8: node names or op types left in float
+  bool int8_residuals = true;                 // kInt8 on CUDA: PlanOptions::int8_residuals
   // CUDA: off launches node by node (debugging, and measuring what the graph saves).
   bool use_cuda_graph = true;
   // CUDA: a model the CUDA executor cannot plan whole (a node whose output's size the data decides

@@ -80,6 +80,13 @@ int count_ops(const Graph& graph, const std::string& op_type) {
   return count;
 }
 
+const Node* find_node(const Graph& graph, const std::string& name) {
+  for (const Node& node : graph.nodes) {
+    if (node.name == name) return &node;
+  }
+  return nullptr;
+}
+
 ModelBuilder& conv_chain(ModelBuilder& m) {
   m.input("x", DataType::kFloat32, {2, 4, 9, 11}).output("y", DataType::kFloat32, {2, 6, 4, 5});
   m.initializer("w1", random_tensor(DataType::kFloat32, {6, 4, 3, 3}, 1));
@@ -116,7 +123,14 @@ ModelBuilder& int8_residual_stack(ModelBuilder& m) {
   m.node("Conv", {"r1", "w5"}, {"c5"}, "shortcut");
   m.node("Add", {"c3", "c5"}, {"s3"}, "add3");
   m.node("Relu", {"s3"}, {"r3"}, "relu3");
-  m.node("Conv", {"r3", "w4"}, {"y"}, "conv4");
+  m.initializer("w6", random_tensor(kF32, {32, 32, 1, 1}, 47, -0.3, 0.3));
+  m.initializer("w7", random_tensor(kF32, {32, 32, 3, 3}, 48, -0.1, 0.1));
+  m.node("Conv", {"r3", "w6"}, {"c6"}, "conv6");
+  m.node("Relu", {"c6"}, {"r6"}, "relu6");
+  m.attr(m.node("Conv", {"r6", "w7"}, {"c7"}, "conv7"), "pads", same);
+  m.node("Add", {"c7", "r3"}, {"s7"}, "add7");
+  m.node("Relu", {"s7"}, {"r7"}, "relu7");
+  m.node("Conv", {"r7", "w4"}, {"y"}, "conv4");
   return m;
 }
 

@@ -25,15 +25,19 @@ std::vector<Tensor> run_planned(const Graph& graph, const std::vector<Tensor>& i
 // tolerance is a few float32 ulps of the values involved (|y| ~ 10).
 void expect_same_results(const Graph& graph, const ExecutionPlan& plan, const std::vector<Tensor>& inputs);
 int count_ops(const Graph& graph, const std::string& op_type);
+// The node named `name`, or nullptr.
+const Node* find_node(const Graph& graph, const std::string& name);
 
 // x [2, 4, 9, 11] -> conv -> relu -> conv + residual -> relu -> 2x2 max pool -> y [2, 6, 4, 5]:
 // two convolutions that fuse (the second with its residual), then an op that is not one.
 ModelBuilder& conv_chain(ModelBuilder& m);
 
 // x [N, 16, 10, 10] -> conv1 3x3 16->32 + relu (r1) -> conv2 1x1 32->32 + relu -> conv3 3x3 32->32
-// + shortcut(r1) + relu -> conv4 1x1 32->5 -> y [N, 5, 10, 10], the shortcut a 1x1 32->32: a
-// ResNet block with its projection as the int8 plans see it, four convolutions the int8
-// tensor-core kernel takes (r1 read by two of them) and one (5 output channels) it does not.
+// + shortcut(r1) + relu (r3) -> conv6 1x1 32->32 + relu -> conv7 3x3 32->32 + r3 + relu -> conv4
+// 1x1 32->5 -> y [N, 5, 10, 10], the shortcut a 1x1 32->32: a ResNet block with its projection,
+// then one with an identity shortcut, as the int8 plans see them; six convolutions the int8
+// tensor-core kernel takes (r1 read by two of them, r3 by one and by a residual) and one (5
+// output channels) it does not.
 ModelBuilder& int8_residual_stack(ModelBuilder& m);
 
 }  // namespace fovea::runtime::testing

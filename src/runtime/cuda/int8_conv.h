@@ -23,15 +23,16 @@ namespace fovea::runtime::cuda {
 
 // Device pointers, as fovea.Int8Conv's inputs name them.
 struct Int8ConvOperands {
-  const std::int8_t* x = nullptr;        // [N, H, W, C]
-  const float* x_scale = nullptr;        // scalar
-  const std::int8_t* weights = nullptr;  // [M, kH, kW, C]
-  const float* w_scale = nullptr;        // [M]
-  const float* bias = nullptr;           // [M], or none
-  const void* residual = nullptr;        // [N, OH, OW, M] of residual_dtype, or none
-  DataType residual_dtype = DataType::kFloat16;
-  const float* y_scale = nullptr;  // scalar, when y is int8
-  void* y = nullptr;               // [N, OH, OW, M] of y_dtype
+  const std::int8_t* x = nullptr;                // [N, H, W, C]
+  const float* x_scale = nullptr;                // scalar
+  const std::int8_t* weights = nullptr;          // [M, kH, kW, C]
+  const float* w_scale = nullptr;                // [M]
+  const float* bias = nullptr;                   // [M], or none
+  const void* residual = nullptr;                // [N, OH, OW, M] of residual_dtype, or none
+  DataType residual_dtype = DataType::kFloat16;  // float16, float32, or int8 at residual_scale
+  const float* residual_scale = nullptr;         // scalar, when the residual is int8
+  const float* y_scale = nullptr;                // scalar, when y is int8
+  void* y = nullptr;                             // [N, OH, OW, M] of y_dtype
   DataType y_dtype = DataType::kInt8;
 };
 

@@ -24,7 +24,7 @@ Result<DataType> float_output_type(const InferContext& ctx) {
 Status check_operand_types(const InferContext& ctx) {
   FOVEA_TRY(ctx.require_dtype(kInt8ConvX, {DataType::kInt8}));
   FOVEA_TRY(ctx.require_dtype(kInt8ConvW, {DataType::kInt8}));
-  for (int scale : {kInt8ConvXScale, kInt8ConvWScale, kInt8ConvB, kInt8ConvYScale}) {
+  for (int scale : {kInt8ConvXScale, kInt8ConvWScale, kInt8ConvB, kInt8ConvYScale, kInt8ConvZScale}) {
     if (ctx.has_input(scale)) FOVEA_TRY(ctx.require_dtype(scale, {DataType::kFloat32}));
   }
   FOVEA_TRY(ctx.require_rank(kInt8ConvX, 4, 4));
@@ -33,6 +33,7 @@ Status check_operand_types(const InferContext& ctx) {
   FOVEA_TRY(ctx.require_rank(kInt8ConvWScale, 1, 1));
   if (ctx.has_input(kInt8ConvB)) FOVEA_TRY(ctx.require_rank(kInt8ConvB, 1, 1));
   if (ctx.has_input(kInt8ConvYScale)) FOVEA_TRY(ctx.require_rank(kInt8ConvYScale, 0, 0));
+  if (ctx.has_input(kInt8ConvZScale)) FOVEA_TRY(ctx.require_rank(kInt8ConvZScale, 0, 0));
   FOVEA_ASSIGN_OR_RETURN(std::int64_t group, ctx.node().attr_int("group", 1));
   if (group != 1)
     return ctx.error(StatusCode::kUnsupported, fmt::format("group={}: only 1 is supported", group));
@@ -53,6 +54,22 @@ Status check_output_channels(const InferContext& ctx, const Dims& w) {
   return check(kInt8ConvZ, 3);
 }
 
+// Z is float, or int8 with its scale; Z_scale comes with an int8 Z only.
+Status check_residual_type(const InferContext& ctx) {
+  if (!ctx.has_input(kInt8ConvZ)) {
+    if (ctx.has_input(kInt8ConvZScale)) return ctx.error(StatusCode::kInvalidArgument, "Z_scale without Z");
+    return Status::ok();
+  }
+  FOVEA_TRY(ctx.require_dtype(kInt8ConvZ, {DataType::kFloat32, DataType::kFloat16, DataType::kInt8}));
+  const bool int8_residual = ctx.input_type(kInt8ConvZ).dtype == DataType::kInt8;
+  if (int8_residual != ctx.has_input(kInt8ConvZScale)) {
+    return ctx.error(StatusCode::kInvalidArgument, int8_residual
+                                                       ? "an int8 Z needs Z_scale"
+                                                       : "Z_scale with a float Z (it scales an int8 Z)");
+  }
+  return Status::ok();
+}
+
 Status infer_int8_conv(InferContext& ctx) {
   FOVEA_TRY(check_operand_types(ctx));
   FOVEA_TRY(read_activation(ctx).status());
@@ -60,8 +77,7 @@ Status infer_int8_conv(InferContext& ctx) {
   if (!ctx.has_input(kInt8ConvYScale)) {
     FOVEA_ASSIGN_OR_RETURN(out_type, float_output_type(ctx));
   }
-  if (ctx.has_input(kInt8ConvZ))
-    FOVEA_TRY(ctx.require_dtype(kInt8ConvZ, {DataType::kFloat32, DataType::kFloat16}));
+  FOVEA_TRY(check_residual_type(ctx));
   const Dims* x = ctx.input_dims(kInt8ConvX);
   const Dims* w = ctx.input_dims(kInt8ConvW);
   if (x == nullptr || w == nullptr) {
@@ -110,8 +126,12 @@ std::int32_t window_sum(const std::int8_t* x, const std::int8_t* w, const Int8Co
   return acc;
 }
 
-float residual_at(const Tensor& z, std::int64_t i) {
-  return z.dtype() == DataType::kFloat16 ? half_to_float(z.data<Half>()[i]) : z.data<float>()[i];
+float residual_at(const Tensor& z, float z_scale, std::int64_t i) {
+  switch (z.dtype()) {
+    case DataType::kInt8: return int8_residual(z.data<std::int8_t>()[i], z_scale);
+    case DataType::kFloat16: return half_to_float(z.data<Half>()[i]);
+    default: return z.data<float>()[i];
+  }
 }
 
 Status run_int8_conv(KernelContext& ctx) {
@@ -125,6 +145,7 @@ Status run_int8_conv(KernelContext& ctx) {
   const float* w_scale = ctx.input(kInt8ConvWScale).data<float>();
   const float* bias = ctx.has_input(kInt8ConvB) ? ctx.input(kInt8ConvB).data<float>() : nullptr;
   const Tensor* residual = ctx.has_input(kInt8ConvZ) ? &ctx.input(kInt8ConvZ) : nullptr;
+  const float z_scale = ctx.has_input(kInt8ConvZScale) ? ctx.input(kInt8ConvZScale).data<float>()[0] : 0.0f;
   const float* y_scale = ctx.has_input(kInt8ConvYScale) ? ctx.input(kInt8ConvYScale).data<float>() : nullptr;
   const float inverse_y_scale = y_scale != nullptr ? div_rn(1.0f, *y_scale) : 0.0f;
   Tensor& y = ctx.output(0);
@@ -135,7 +156,7 @@ Status run_int8_conv(KernelContext& ctx) {
         for (int m = 0; m < g.out_channels; ++m, ++i) {
           float v = int8_conv_value(window_sum(x, w, g, n, p, q, m), int8_conv_scale(x_scale, w_scale[m]),
                                     bias ? bias[m] : 0.0f);
-          if (residual != nullptr) v = add_rn(v, residual_at(*residual, i));
+          if (residual != nullptr) v = add_rn(v, residual_at(*residual, z_scale, i));
           v = activation.apply(v);
           if (y_scale != nullptr) {
             y.data<std::int8_t>()[i] = requantize(v, inverse_y_scale);
@@ -210,7 +231,7 @@ std::string int8_conv_unsupported(const Shape& x, const Shape& w) {
 FOVEA_REGISTER_OP({.domain = "fovea",
                    .op_type = "Int8Conv",
                    .min_inputs = 4,
-                   .max_inputs = 7,
+                   .max_inputs = 8,
                    .infer = infer_int8_conv,
                    .run = run_int8_conv,
                    .flops = int8_conv_flops});

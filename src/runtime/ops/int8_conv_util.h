@@ -9,14 +9,15 @@
 //   2 W        int8 [M, kH, kW, C], symmetric per output channel
 //   3 W_scale  float32 [M]
 //   4 B        float32 [M] (optional)
-//   5 Z        float32 or float16 residual with Y's shape (optional)
+//   5 Z        residual with Y's shape (optional): float32, float16, or int8 read at Z_scale
 //   6 Y_scale  float32 scalar (optional): Y is int8, quantized at this scale; without it Y is float
 //              of attribute `to` (ONNX's TensorProto type, 1 float32 or 10 float16; default 1)
+//   7 Z_scale  float32 scalar, with an int8 Z only (symmetric, zero point 0)
 // Attributes: strides, pads, dilations, auto_pad, kernel_shape as Conv's; FusedConv's activation.
 //
 // Per output element, with acc the exact int32 sum of X * W over the window:
 //   v = round(round(float(acc) * round(X_scale * W_scale[m])) + B[m])   (one rounding per step)
-//   v = activation(v + Z)
+//   v = activation(v + Z)        (an int8 Z is round(float(Z) * Z_scale) first)
 //   Y = int8: saturate(round_half_to_even(v * round(1 / Y_scale))); float: v (float16 rounded)
 // The requantization multiplies by the scale's reciprocal, as TensorRT's int8 epilogues do, where
 // QuantizeLinear divides: a division costs the memory-bound layers' epilogue a dozen instructions a
@@ -36,7 +37,7 @@
 namespace fovea::runtime::ops {
 
 inline constexpr int kInt8ConvX = 0, kInt8ConvXScale = 1, kInt8ConvW = 2, kInt8ConvWScale = 3, kInt8ConvB = 4,
-                     kInt8ConvZ = 5, kInt8ConvYScale = 6;
+                     kInt8ConvZ = 5, kInt8ConvYScale = 6, kInt8ConvZScale = 7;
 
 struct Int8ConvGeometry {
   int batch = 0, in_h = 0, in_w = 0, channels = 0;
@@ -74,6 +75,11 @@ FOVEA_HD float int8_conv_scale(float x_scale, float w_scale) {
 // scale (int8_conv_scale), then the bias.
 FOVEA_HD float int8_conv_value(std::int32_t acc, float scale, float bias) {
   return add_rn(mul_rn(static_cast<float>(acc), scale), bias);
+}
+
+// An int8 residual's float value.
+FOVEA_HD float int8_residual(std::int8_t z, float z_scale) {
+  return mul_rn(static_cast<float>(z), z_scale);
 }
 
 // Y's int8 value for v at the reciprocal of Y_scale.

@@ -90,16 +90,18 @@ class Float32Constants {
   std::map<ValueId, ValueId> widened_;
 };
 
-// The QuantizeLinear that is the only reader of `y` and writes int8 at a constant float32 scale
-// with zero point 0: the next layer's input, which the convolution can write itself.
+// A QuantizeLinear of `y` to int8 at a constant float32 scale with zero point 0: a next layer's
+// input, which the convolution can write itself.
+bool quantizes_symmetrically(const Graph& graph, const Node& q, ValueId y) {
+  return is_op(q, "QuantizeLinear") && q.inputs.size() >= 3 && q.inputs[0] == y &&
+         scalar_of(graph, q.inputs[1]) && graph.value(q.inputs[1]).constant->rank() == 0 &&
+         all_zero_int8(graph, q.inputs[2]);
+}
+
+// The QuantizeLinear that is the only reader of `y`, quantizing it symmetrically.
 Node* output_quantize(Graph& graph, ValueId y) {
   Node* q = sole_consumer(graph, y);
-  if (q == nullptr || !is_op(*q, "QuantizeLinear") || q->inputs.size() < 3 || q->inputs[0] != y)
-    return nullptr;
-  if (!scalar_of(graph, q->inputs[1]) || graph.value(q->inputs[1]).constant->rank() != 0 ||
-      !all_zero_int8(graph, q->inputs[2]))
-    return nullptr;
-  return q;
+  return q != nullptr && quantizes_symmetrically(graph, *q, y) ? q : nullptr;
 }
 
 // Rewrites FusedConv `conv` in place as fovea.Int8Conv; returns the QuantizeLinear it absorbed.
@@ -130,15 +132,85 @@ Node* to_int8_conv(Graph& graph, Node& conv, const Candidate& c, Float32Constant
   return q;
 }
 
+bool writes_float(const Node& node) {
+  return node.domain == "fovea" && node.op_type == "Int8Conv" &&
+         (node.inputs.size() <= ops::kInt8ConvYScale || node.inputs[ops::kInt8ConvYScale] == kNoValue);
+}
+
+// The residual stream of `y`, an Int8Conv's float output: its one symmetric QuantizeLinear (the
+// next layers' input) when every other reader is an Int8Conv reading y as its residual Z alone.
+struct ResidualStream {
+  Node* quantize = nullptr;
+  std::vector<Node*> residual_readers;
+};
+
+std::optional<ResidualStream> residual_stream(Graph& graph, ValueId y) {
+  if (graph.is_graph_output(y)) return std::nullopt;
+  ResidualStream stream;
+  for (Node* reader : readers(graph, y)) {
+    if (stream.quantize == nullptr && quantizes_symmetrically(graph, *reader, y)) {
+      stream.quantize = reader;
+      continue;
+    }
+    const auto reads_y = [&](std::size_t i) { return reader->inputs[i] == y; };
+    bool only_as_residual = reader->domain == "fovea" && reader->op_type == "Int8Conv";
+    for (std::size_t i = 0; i < reader->inputs.size() && only_as_residual; ++i) {
+      only_as_residual = !reads_y(i) || i == static_cast<std::size_t>(ops::kInt8ConvZ);
+    }
+    if (!only_as_residual) return std::nullopt;
+    stream.residual_readers.push_back(reader);
+  }
+  if (stream.quantize == nullptr || stream.residual_readers.empty()) return std::nullopt;
+  return stream;
+}
+
+// `node`'s input `index`, growing its inputs (with absent ones) as far as needed.
+void set_input(Node& node, int index, ValueId value) {
+  if (node.inputs.size() <= static_cast<std::size_t>(index))
+    node.inputs.resize(static_cast<std::size_t>(index) + 1, kNoValue);
+  node.inputs[static_cast<std::size_t>(index)] = value;
+}
+
+// ResNet's block outputs: an Int8Conv writes float for its residual readers and a QuantizeLinear
+// makes the next block's int8 input of it. The convolution writes the int8 tensor itself and the
+// residual readers read it at its scale (Z_scale), as TensorRT's int8 plans keep the residual
+// stream: the quantize pass and the float tensor are gone, and residuals move one byte an element
+// instead of two. The residual then carries the int8 rounding of the value, half a step of the
+// scale calibrated for the next block's input. Returns the QuantizeLinears it absorbed.
+std::vector<const Node*> keep_residual_streams_int8(Graph& graph) {
+  std::vector<const Node*> absorbed;
+  for (Node& node : graph.nodes) {
+    if (!writes_float(node)) continue;
+    const std::optional<ResidualStream> stream = residual_stream(graph, node.outputs[0]);
+    if (!stream) continue;
+    const ValueId int8_y = stream->quantize->outputs[0];
+    const ValueId scale = stream->quantize->inputs[1];
+    set_input(node, ops::kInt8ConvYScale, scale);
+    node.attributes.erase("to");
+    node.outputs[0] = int8_y;
+    for (Node* reader : stream->residual_readers) {
+      set_input(*reader, ops::kInt8ConvZ, int8_y);
+      set_input(*reader, ops::kInt8ConvZScale, scale);
+    }
+    absorbed.push_back(stream->quantize);
+  }
+  return absorbed;
+}
+
 }  // namespace
 
-void fuse_int8_convolutions(Graph& graph) {
+void fuse_int8_convolutions(Graph& graph, Int8Residuals residuals) {
   std::vector<bool> removed(graph.nodes.size(), false);
   Float32Constants float32_constants(graph);
   for (Node& node : graph.nodes) {
     const std::optional<Candidate> c = candidate(graph, node);
     if (!c) continue;
     if (const Node* q = to_int8_conv(graph, node, *c, float32_constants); q != nullptr) {
+      removed[static_cast<std::size_t>(q - graph.nodes.data())] = true;
+    }
+  }
+  if (residuals == Int8Residuals::kInt8) {
+    for (const Node* q : keep_residual_streams_int8(graph)) {
       removed[static_cast<std::size_t>(q - graph.nodes.data())] = true;
     }
   }

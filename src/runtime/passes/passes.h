@@ -51,6 +51,9 @@ void fuse_attention(Graph& graph);
 // in cuBLASLt's epilogue.
 void fuse_matmul_bias(Graph& graph);
 
+// Whether fuse_int8_convolutions keeps residual streams in int8 (below).
+enum class Int8Residuals { kInt8, kFloat };
+
 // The CUDA int8 plans' last step (after the int8 rewrite, channels_last and float16): a
 // channels_last FusedConv of one group that reads its input and weights through symmetric
 // DequantizeLinears,
@@ -60,7 +63,12 @@ void fuse_matmul_bias(Graph& graph);
 // only by a QuantizeLinear (the next layer's input), Int8Conv writes that int8 tensor directly: the
 // float output and the quantize pass are gone. Scales and bias that float16 conversion narrowed
 // are widened back exactly (the epilogue computes in float32).
-void fuse_int8_convolutions(Graph& graph);
+// With kInt8, ResNet's block outputs (an Int8Conv's float output that a QuantizeLinear makes the
+// next block's input of, and that Int8Convs read as their residual) are written in int8 at that
+// QuantizeLinear's scale and read as int8 residuals (Z_scale), as TensorRT's int8 plans keep the
+// residual stream: the quantize pass is gone and residuals move a byte an element instead of two,
+// at the cost of the residual's int8 rounding (docs/perf.md measures the accuracy).
+void fuse_int8_convolutions(Graph& graph, Int8Residuals residuals = Int8Residuals::kInt8);
 
 // Removes nodes none of whose outputs reach a graph output.
 void eliminate_dead_nodes(Graph& graph);

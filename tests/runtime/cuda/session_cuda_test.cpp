@@ -168,7 +168,7 @@ TEST(InferenceSessionCuda, AnInt8PlanRunsItsConvolutionsOnTheInt8KernelAsTheCpuR
       path, {{"x", {3, 16, 10, 10}}},
       {.device = Device::kCuda, .precision = Precision::kInt8, .calibration = dir / "stack.calib"});
   ASSERT_NE(session, nullptr);
-  EXPECT_EQ(count_ops(session->plan().graph, "Int8Conv"), 4);
+  EXPECT_EQ(count_ops(session->plan().graph, "Int8Conv"), 6);
   const Tensor x = random_tensor(kF32, {3, 16, 10, 10}, 52);
   auto cuda = session->run_host(nullptr, {x});
   ASSERT_TRUE(cuda.is_ok()) << cuda.status().to_string();

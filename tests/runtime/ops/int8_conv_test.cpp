@@ -124,6 +124,26 @@ TEST(Opfovea_Int8Conv, ComputesByHandAndSaturates) {
   EXPECT_TRUE(tensors_near(r, Tensor::from_vector(kI8, {1, 1, 1, 3}, std::vector<std::int8_t>{13, 127, 0})));
 }
 
+// An int8 residual read at Z_scale is the float residual its DequantizeLinear gives, exactly.
+TEST(Opfovea_Int8Conv, ReadsAnInt8ResidualAtItsScale) {
+  const Case c{2, 6, 7, 16, 10, 3, 1, 1, 1, "Relu"};
+  const Operands in = operands_of(c, 6, 7, 71);
+  const Tensor z = random_8bit(kI8, {2, 6, 7, 10}, 77);
+  const Tensor z_scale = Tensor::from_vector(kF32, {}, std::vector<float>{0.037f});
+  const Tensor y_scale = Tensor::from_vector(kF32, {}, std::vector<float>{0.05f});
+  for (bool int8_out : {false, true}) {
+    NodeBuilder node = conv_attributes(NodeBuilder("Int8Conv"), c).domain("fovea").inputs(8);
+    if (!int8_out) node.omit_input(6);
+    const Tensor y_int8_residual =
+        run_node(node.build(), {in.x, in.x_scale, in.w, in.w_scale, in.b, z, y_scale, z_scale})[0];
+    const Tensor y_float_residual =
+        run_node(int8_node(c, int8_out),
+                 {in.x, in.x_scale, in.w, in.w_scale, in.b, dequantize(z, z_scale, 1), y_scale})[0];
+    EXPECT_TRUE(tensors_near(y_int8_residual, y_float_residual, 0.0, 0.0))
+        << (int8_out ? "int8" : "float") << " out";
+  }
+}
+
 TEST(Opfovea_Int8Conv, InfersItsOutputTypeAndRefusesBadOperands) {
   const ValueType x{kI8, dims_of({2, 8, 8, 16})};
   const ValueType w{kI8, dims_of({32, 3, 3, 16})};
@@ -160,6 +180,16 @@ TEST(Opfovea_Int8Conv, InfersItsOutputTypeAndRefusesBadOperands) {
   refused(NodeBuilder("Int8Conv").domain("fovea").inputs(4).attr("to", 7).build(), {x, scalar, w, channels},
           "to=7");
   refused(plain, {{kF32, dims_of({2, 8, 8, 16})}, scalar, w, channels}, "float32");
+  const ValueType out{kI8, dims_of({2, 8, 8, 32})};
+  const ValueType float_out{kF32, dims_of({2, 8, 8, 32})};
+  const Node with_z =
+      NodeBuilder("Int8Conv").domain("fovea").inputs(8).attr("pads", Ints{1, 1, 1, 1}).build();
+  const auto int8_z = infer_types(with_z, {x, scalar, w, channels, channels, out, scalar, scalar});
+  EXPECT_TRUE(int8_z.is_ok()) << int8_z.status().message();
+  const Node no_z_scale =
+      NodeBuilder("Int8Conv").domain("fovea").inputs(8).attr("pads", Ints{1, 1, 1, 1}).omit_input(7).build();
+  refused(no_z_scale, {x, scalar, w, channels, channels, out, scalar, {}}, "an int8 Z needs Z_scale");
+  refused(with_z, {x, scalar, w, channels, channels, float_out, scalar, scalar}, "Z_scale with a float Z");
 }
 
 }  // namespace

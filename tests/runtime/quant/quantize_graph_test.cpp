@@ -14,6 +14,7 @@
 #include "runtime/engine.h"
 #include "runtime/graph_test_util.h"
 #include "runtime/op_test_util.h"
+#include "runtime/ops/int8_conv_util.h"
 #include "runtime/passes/passes.h"
 #include "runtime/planner.h"
 #include "runtime/quant/calibrator.h"
@@ -341,9 +342,10 @@ TEST(Int8Session, ACalibratedClassifierStaysCloseToFloat32) {
 
 // The CUDA executor's int8 plan (int8_tensor_cores: NHWC, fovea.Int8Conv, float16 elsewhere), run
 // by the CPU executor, against the CPU reference plan of the same calibration (every layer between
-// quantize/dequantize pairs in float32): the convolutions the kernel takes are Int8Conv, the one
-// whose output only the next layer reads writes int8 itself, and the outputs agree within the
-// float16 storage of the rest.
+// quantize/dequantize pairs in float32): the convolutions the kernel takes are Int8Conv, those
+// whose output only the next layers read write int8 themselves, so does the one whose output is
+// also an identity residual (read as int8 at the next layer's scale), and the outputs agree within
+// the float16 storage of the rest and the residual's int8 rounding.
 TEST(Int8TensorCorePlan, ConvolutionsTheKernelTakesBecomeInt8ConvAndMatchTheReference) {
   const auto dir = fresh_dir("int8_tensor_core_plan");
   ModelBuilder builder(17);
@@ -361,16 +363,36 @@ TEST(Int8TensorCorePlan, ConvolutionsTheKernelTakesBecomeInt8ConvAndMatchTheRefe
   options.calibration = calibration;
   auto plan = plan_graph(graph, shapes, options);
   ASSERT_TRUE(plan.is_ok()) << plan.status().to_string();
-  EXPECT_EQ(count_ops(plan->graph, "Int8Conv"), 4)
-      << "conv1-conv3, shortcut; conv4's 5 output channels stay float16";
+  EXPECT_EQ(count_ops(plan->graph, "Int8Conv"), 6)
+      << "conv1-conv3, shortcut, conv6, conv7; conv4's 5 output channels stay float16";
   EXPECT_EQ(count_ops(plan->graph, "DequantizeLinear"), 0);
-  EXPECT_EQ(count_ops(plan->graph, "QuantizeLinear"), 1) << "x alone: conv1 and conv2 write int8 themselves";
+  EXPECT_EQ(count_ops(plan->graph, "QuantizeLinear"), 1) << "x alone: the convolutions write int8 themselves";
+  // conv7 reads block 1's output r3 as its identity residual, int8 at the scale its writer (conv3
+  // or the shortcut, whichever the Add fused into) writes it.
+  const Node* conv7 = find_node(plan->graph, "conv7");
+  ASSERT_NE(conv7, nullptr);
+  ASSERT_GT(conv7->inputs.size(), static_cast<std::size_t>(ops::kInt8ConvZScale));
+  const Value& r3 = plan->graph.value(conv7->inputs[ops::kInt8ConvZ]);
+  ASSERT_EQ(r3.type.dtype, DataType::kInt8);
+  ASSERT_GE(r3.producer, 0);
+  const Node& block1 = plan->graph.nodes[static_cast<std::size_t>(r3.producer)];
+  EXPECT_TRUE(block1.name == "conv3" || block1.name == "shortcut") << block1.name;
+  EXPECT_EQ(conv7->inputs[ops::kInt8ConvZScale], block1.inputs[ops::kInt8ConvYScale]);
   for (const Node& node : plan->graph.nodes) {
     if (node.op_type != "Int8Conv") continue;
     const DataType out = plan->graph.value(node.outputs[0]).type.dtype;
-    const bool int8_out = node.name == "conv1" || node.name == "conv2";
+    const bool int8_out =
+        node.name == "conv1" || node.name == "conv2" || node.name == "conv6" || &node == &block1;
     EXPECT_EQ(out, int8_out ? DataType::kInt8 : DataType::kFloat16) << node.name;
   }
+  PlanOptions float_residuals = options;
+  float_residuals.int8_residuals = false;  // r3 stays float16 and is quantized for conv6 apart
+  auto slower = plan_graph(graph, shapes, float_residuals);
+  ASSERT_TRUE(slower.is_ok()) << slower.status().to_string();
+  EXPECT_EQ(count_ops(slower->graph, "QuantizeLinear"), 2);
+  const Node* float_conv7 = find_node(slower->graph, "conv7");
+  ASSERT_NE(float_conv7, nullptr);
+  EXPECT_EQ(slower->graph.value(float_conv7->inputs[ops::kInt8ConvZ]).type.dtype, DataType::kFloat16);
   std::set<std::string> names;  // the plan is written to engine files, which need unique names
   for (const Value& value : plan->graph.values) EXPECT_TRUE(names.insert(value.name).second) << value.name;
   auto reference = plan_graph(graph, shapes, {.precision = Precision::kInt8, .calibration = calibration});
@@ -384,14 +406,15 @@ TEST(Int8TensorCorePlan, ConvolutionsTheKernelTakesBecomeInt8ConvAndMatchTheRefe
   ASSERT_TRUE(y.is_ok()) << y.status().to_string();
   ASSERT_TRUE(want.is_ok()) << want.status().to_string();
   // float16 storage of the float values (the model-level float16 bound) plus one int8 step (1/127
-  // of a range) where the two plans round a value next to a tie apart.
+  // of a range) where the two plans round a value next to a tie apart, and the int8 residual's half
+  // step.
   double error = 0.0, spread = 0.0;
   for (std::int64_t i = 0; i < (*want)[0].numel(); ++i) {
     const double expected = (*want)[0].data<float>()[i];
     error = std::max(error, std::fabs((*y)[0].data<float>()[i] - expected));
     spread = std::max(spread, std::fabs(expected));
   }
-  EXPECT_LT(error, (2e-2 + 1.0 / 127) * spread);
+  EXPECT_LT(error, (2e-2 + 2.0 / 127) * spread);
 }
 
 }  // namespace

@@ -37,6 +37,7 @@ Status run_int8_conv(CudaKernelContext& ctx) {
                                   .residual_dtype = ctx.has_input(ops::kInt8ConvZ)
                                                         ? ctx.input(ops::kInt8ConvZ).dtype()
                                                         : DataType::kFloat16,
+                                  .residual_scale = static_cast<const float*>(optional(ops::kInt8ConvZScale)),
                                   .y_scale = static_cast<const float*>(optional(ops::kInt8ConvYScale)),
                                   .y = ctx.output(0).raw(),
                                   .y_dtype = ctx.output(0).dtype()};

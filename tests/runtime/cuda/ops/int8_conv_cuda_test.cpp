@@ -21,25 +21,28 @@ using Ints = std::vector<std::int64_t>;
 constexpr DataType kI8 = DataType::kInt8;
 constexpr DataType kF16 = DataType::kFloat16;
 constexpr DataType kF32 = DataType::kFloat32;
+constexpr DataType kNone = DataType::kBool;  // no residual
 
 struct Case {
   int batch, height, width, channels, out_channels, kernel, stride, pad, dilation;
   const char* activation;
   bool bias;
-  DataType residual;  // kInt8: none
+  DataType residual;  // kNone, or float32, float16 or int8 (read at a scale)
   DataType output;
 };
 
 constexpr Case kCases[] = {
-    {2, 5, 7, 16, 8, 3, 1, 1, 1, "Relu", true, kI8, kI8},              // one partial tile each way
+    {2, 5, 7, 16, 8, 3, 1, 1, 1, "Relu", true, kNone, kI8},            // one partial tile each way
     {2, 13, 11, 48, 70, 3, 2, 1, 1, "Clip", true, kF16, kF16},         // taps straddle k-tiles; 70 channels
     {3, 9, 9, 64, 64, 1, 1, 0, 1, "Relu", true, kF16, kI8},            // ResNet's 1x1 with its residual
     {1, 15, 12, 256, 130, 1, 2, 0, 1, "LeakyRelu", true, kF32, kF32},  // strided 1x1, 2 channel tiles
-    {2, 10, 9, 32, 66, 5, 1, 4, 2, "", false, kI8, kI8},               // dilated 5x5, no bias
-    {2, 14, 14, 128, 256, 3, 1, 1, 1, "Relu", true, kI8, kI8},         // 18 k-tiles: the pipeline wraps
+    {2, 10, 9, 32, 66, 5, 1, 4, 2, "", false, kNone, kI8},             // dilated 5x5, no bias
+    {2, 14, 14, 128, 256, 3, 1, 1, 1, "Relu", true, kNone, kI8},       // 18 k-tiles: the pipeline wraps
     {1, 7, 6, 16, 12, 3, 1, 1, 1, "Silu", true, kF16, kF16},           // an inexact activation
     {2, 17, 19, 96, 120, 3, 1, 1, 1, "Relu", true, kF16, kI8},         // 256 x 128 tiles, a half k-tile
-    {1, 40, 33, 64, 40, 3, 1, 1, 1, "", true, kI8, kF32},              // six 256 x 64 tiles
+    {1, 40, 33, 64, 40, 3, 1, 1, 1, "", true, kNone, kF32},            // six 256 x 64 tiles
+    {3, 9, 9, 64, 256, 1, 1, 0, 1, "Relu", true, kI8, kI8},            // ResNet's expansion, int8 stream
+    {1, 7, 5, 32, 22, 3, 1, 1, 1, "Relu", true, kI8, kF16},            // an int8 residual, partial vectors
 };
 
 int out_size(int in, const Case& c) {
@@ -49,7 +52,7 @@ int out_size(int in, const Case& c) {
 Node node_of(const Case& c, bool int8_out) {
   NodeBuilder node("Int8Conv");
   node.domain("fovea")
-      .inputs(7)
+      .inputs(8)
       .attr("strides", Ints{c.stride, c.stride})
       .attr("pads", Ints{c.pad, c.pad, c.pad, c.pad})
       .attr("dilations", Ints{c.dilation, c.dilation})
@@ -57,8 +60,9 @@ Node node_of(const Case& c, bool int8_out) {
   if (std::string(c.activation) == "Clip") node.attr("activation_min", 0.0f).attr("activation_max", 6.0f);
   if (c.output == kF16) node.attr("to", 10);
   if (!c.bias) node.omit_input(4);
-  if (c.residual == kI8) node.omit_input(5);
+  if (c.residual == kNone) node.omit_input(5);
   if (!int8_out) node.omit_input(6);
+  if (c.residual != kI8) node.omit_input(7);
   return node.build();
 }
 
@@ -66,15 +70,17 @@ std::vector<Tensor> inputs_of(const Case& c, std::uint32_t seed) {
   const Shape y{c.batch, out_size(c.height, c), out_size(c.width, c), c.out_channels};
   // Scales that put the float results around +-10, where float16 outputs keep their low bits.
   const double w_scale = 2.0 / std::sqrt(double(c.kernel * c.kernel * c.channels)) / 127 / 127 / 0.02;
-  Tensor residual = c.residual == kI8 ? Tensor() : random_tensor(kF32, y, seed + 4, -4, 4);
+  Tensor residual = c.residual == kNone ? Tensor() : random_tensor(kF32, y, seed + 4, -4, 4);
   if (c.residual == kF16) residual = to_float16(residual);
+  if (c.residual == kI8) residual = random_8bit(kI8, y, seed + 4);
   return {random_8bit(kI8, {c.batch, c.height, c.width, c.channels}, seed),
           Tensor::from_vector(kF32, {}, std::vector<float>{0.02f}),
           random_8bit(kI8, {c.out_channels, c.kernel, c.kernel, c.channels}, seed + 1),
           random_tensor(kF32, {c.out_channels}, seed + 2, w_scale / 2, w_scale * 2),
           c.bias ? random_tensor(kF32, {c.out_channels}, seed + 3, -3, 3) : Tensor(),
           residual,
-          Tensor::from_vector(kF32, {}, std::vector<float>{0.08f})};
+          Tensor::from_vector(kF32, {}, std::vector<float>{0.08f}),
+          Tensor::from_vector(kF32, {}, std::vector<float>{0.03f})};
 }
 
 // Runs the test with the wgmma kernel allowed or not, and allows it again after.
@@ -126,7 +132,7 @@ TEST_P(Int8ConvKernels, MatchesCpuOnEveryTileAndEpiloguePath) {
 
 TEST(Cudafovea_Int8Conv, RefusesChannelCountsTheKernelCannotRead) {
   FOVEA_REQUIRE_GPU();
-  const Case c{1, 6, 6, 24, 8, 3, 1, 1, 1, "", true, kI8, kI8};
+  const Case c{1, 6, 6, 24, 8, 3, 1, 1, 1, "", true, kNone, kI8};
   const Status status = run_cuda_node_status(node_of(c, true), inputs_of(c, 7));
   ASSERT_FALSE(status.is_ok());
   EXPECT_NE(status.message().find("24 input channels"), std::string::npos) << status.message();
