@@ -2,7 +2,7 @@
 """INT8 against float32 on trained networks (issue 23's accuracy table), on the GPU machine:
 
   int8_accuracy.py --fovea BUILD/apps/fovea/fovea --out DIR [--models a,b] [--methods entropy,...]
-                   [--samples 500] [--eval 500] [--device cuda]
+                   [--samples 500] [--eval 500] [--device cuda] [--int8-args=--fp16-residuals]
 
 Per model (classifiers resnet18, resnet50, mobilenet_v3_large; segmentation fcn_resnet50,
 fcn_resnet101, deeplabv3_resnet50):
@@ -124,7 +124,7 @@ def evaluate(args, name):
             continue
         try:
             got = fovea_outputs(args, onnx_path, output_names[0], chunks, os.path.join(work, f"int8_{method}"),
-                                ["--precision", "int8", "--calib", cache])
+                                ["--precision", "int8", "--calib", cache] + args.int8_args.split())
         except RuntimeError as e:
             entry["methods"][method] = {"error": str(e)}
             continue
@@ -138,7 +138,8 @@ def markdown(results):
     methods = results["methods"]
     lines = [f"GPU: {results['gpu']}; networks trained on train_synthetic.py's task; calibrated on "
              f"{results['samples']} pictures, evaluated on {results['eval']} others; int8 against fp32 "
-             f"(fovea both), target >= {TARGET:.0%}.", "",
+             f"(fovea both), target >= {TARGET:.0%}."
+             + (f" int8 runs with `{results['int8_args']}`." if results.get("int8_args") else ""), "",
              "| model | measure | " + " | ".join(methods) + " |", "|---|---|" + "---:|" * len(methods)]
     for e in results["models"]:
         measure = "top-1 agreement" if e["model"] in CLASSIFIERS else "pixel argmax agreement"
@@ -166,13 +167,16 @@ def main():
     parser.add_argument("--eval", type=int, default=500, help="evaluation pictures")
     parser.add_argument("--device", default="cuda", choices=["cpu", "cuda"])
     parser.add_argument("--timeout", type=int, default=600, help="seconds per fovea command")
+    parser.add_argument("--int8-args", default="",
+                        help="more arguments for the int8 runs, e.g. --int8-args=--fp16-residuals")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     unknown = [m for m in args.models.split(",") if m and m not in SIDE]
     if unknown:
         parser.error(f"unknown models {unknown}; choose from {sorted(SIDE)}")
     results = {"gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else "none",
-               "samples": args.samples, "eval": args.eval, "methods": args.methods.split(","), "models": []}
+               "samples": args.samples, "eval": args.eval, "methods": args.methods.split(","),
+               "int8_args": args.int8_args, "models": []}
     for name in [m for m in args.models.split(",") if m]:
         print(f"== {name}", flush=True)
         try:
