@@ -2,14 +2,12 @@
 // group: Y_g (M/group x out_plane) = W_g (M/group x C/group*kernel) * columns, where the columns are
 // the input windows packed straight into the gemm's B panels (implicit im2col, no column buffer).
 // A 1x1 convolution with stride 1 and no padding multiplies by the input itself; a 2-D one with one
-// input channel per group (depthwise) runs as direct loops instead (depthwise_2d), and a 2-D 3x3 one
-// at stride 1 as Winograd's F(2x2, 3x3) (conv_winograd.h).
+// input channel per group (depthwise) runs as direct loops instead (depthwise_2d).
 #include <algorithm>
 
 #include <fmt/format.h>
 
 #include "runtime/ops/conv_util.h"
-#include "runtime/ops/conv_winograd.h"
 #include "runtime/ops/gemm_kernel.h"
 #include "runtime/ops/op_util.h"
 #include "runtime/parallel.h"
@@ -215,16 +213,6 @@ void depthwise_2d(const T* x, const T* w, T* y, const ConvShape& s, std::int64_t
   }
 }
 
-// A 2-D 3x3 convolution of one group at stride 1 and dilation 1, with channels enough for
-// Winograd's F(2x2, 3x3) to pay (conv_winograd.h).
-bool winograd_layer(const ConvShape& s) {
-  if (s.dims.size() != 2 || s.groups != 1) return false;
-  const bool plain_3x3 = std::all_of(s.dims.begin(), s.dims.end(), [](const WindowDim& d) {
-    return d.kernel == 3 && d.stride == 1 && d.dilation == 1;
-  });
-  return plain_3x3 && takes_winograd(s.channels, s.out_channels);
-}
-
 template <typename T>
 void run_conv_typed(KernelContext& ctx, const ConvShape& s, const Activation& activation) {
   const T* x = ctx.input(kX).data<T>();
@@ -234,56 +222,22 @@ void run_conv_typed(KernelContext& ctx, const ConvShape& s, const Activation& ac
   T* y = ctx.output(0).data<T>();
   const std::int64_t group_out = s.group_out();
   const std::int64_t block_size = group_out * s.out_plane;
-  // Bias and residual go into Y first; the product then accumulates onto them.
-  const bool accumulate = bias != nullptr || residual != nullptr;
-  const std::int64_t blocks = s.batch * s.groups;
-
-  // Block b is image b / groups, group b % groups.
-  const auto prefill = [&](std::int64_t block) {
-    const std::int64_t g = block % s.groups;
-    const std::int64_t first_channel = block / s.groups * s.out_channels + g * group_out;
-    T* y_block = y + first_channel * s.out_plane;
-    parallel_for(block_size, kElementwiseChunk, [&](std::int64_t begin, std::int64_t end) {
-      for (std::int64_t i = begin; i < end; ++i) {
-        const T b = bias != nullptr ? bias[g * group_out + i / s.out_plane] : T(0);
-        y_block[i] = residual != nullptr ? b + residual[first_channel * s.out_plane + i] : b;
-      }
-    });
-  };
-  const auto activate = [&](std::int64_t block) {
-    if (activation.kind == Activation::Kind::kNone) return;
-    T* y_block = y + block * block_size;
-    parallel_for(block_size, kElementwiseChunk, [&](std::int64_t begin, std::int64_t end) {
-      for (std::int64_t i = begin; i < end; ++i) y_block[i] = activation.apply(y_block[i]);
-    });
-  };
-
-  if (winograd_layer(s)) {  // all images at once: the products run over every tile of the batch
-    if (accumulate) {
-      for (std::int64_t b = 0; b < blocks; ++b) prefill(b);
-    }
-    const WindowDim& dh = s.dims[0];
-    const WindowDim& dw = s.dims[1];
-    winograd_conv_3x3(x, w, y,
-                      WinogradShape{.batch = s.batch,
-                                    .channels = s.channels,
-                                    .out_channels = s.out_channels,
-                                    .in_h = dh.in,
-                                    .in_w = dw.in,
-                                    .out_h = dh.out,
-                                    .out_w = dw.out,
-                                    .pad_top = dh.pad_begin,
-                                    .pad_left = dw.pad_begin},
-                      accumulate);
-    for (std::int64_t b = 0; b < blocks; ++b) activate(b);
-    return;
-  }
 
   auto run_block = [&](std::int64_t block) {
     const std::int64_t n = block / s.groups;
     const std::int64_t g = block % s.groups;
-    T* y_block = y + block * block_size;
-    if (accumulate) prefill(block);
+    const std::int64_t first_channel = n * s.out_channels + g * group_out;
+    T* y_block = y + first_channel * s.out_plane;
+    // Bias and residual go into Y first; the product then accumulates onto them.
+    const bool accumulate = bias != nullptr || residual != nullptr;
+    if (accumulate) {
+      parallel_for(block_size, kElementwiseChunk, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t i = begin; i < end; ++i) {
+          const T b = bias != nullptr ? bias[g * group_out + i / s.out_plane] : T(0);
+          y_block[i] = residual != nullptr ? b + residual[first_channel * s.out_plane + i] : b;
+        }
+      });
+    }
     const T* x_block = x + (n * s.channels + g * s.group_in()) * s.in_plane;
     const T* w_block = w + g * group_out * s.depth();
     if (s.group_in() == 1 && s.dims.size() == 2) {
@@ -294,9 +248,14 @@ void run_conv_typed(KernelContext& ctx, const ConvShape& s, const Activation& ac
       gemm(group_out, s.out_plane, s.depth(), T(1), MatrixView<T>{w_block, s.depth(), 1}, pack_b,
            accumulate ? T(1) : T(0), y_block, s.out_plane);
     }
-    activate(block);
+    if (activation.kind != Activation::Kind::kNone) {
+      parallel_for(block_size, kElementwiseChunk, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t i = begin; i < end; ++i) y_block[i] = activation.apply(y_block[i]);
+      });
+    }
   };
 
+  const std::int64_t blocks = s.batch * s.groups;
   const double block_flops = 2.0 * static_cast<double>(block_size) * static_cast<double>(s.depth());
   if (blocks > 1 && (blocks >= 4 * cpu_thread_count() || block_flops < kSmallBlockFlops)) {
     parallel_for(blocks, 1, [&](std::int64_t begin, std::int64_t end) {
