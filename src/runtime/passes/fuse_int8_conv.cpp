@@ -132,9 +132,20 @@ Node* to_int8_conv(Graph& graph, Node& conv, const Candidate& c, Float32Constant
   return q;
 }
 
+bool is_int8_conv(const Node& node) {
+  return node.domain == "fovea" && node.op_type == "Int8Conv";
+}
+
 bool writes_float(const Node& node) {
-  return node.domain == "fovea" && node.op_type == "Int8Conv" &&
+  return is_int8_conv(node) &&
          (node.inputs.size() <= ops::kInt8ConvYScale || node.inputs[ops::kInt8ConvYScale] == kNoValue);
+}
+
+// An Int8Conv that reads `y` as its residual Z and nowhere else.
+bool reads_as_residual_only(const Node& node, ValueId y) {
+  const auto z = static_cast<std::size_t>(ops::kInt8ConvZ);
+  return is_int8_conv(node) && node.inputs.size() > z && node.inputs[z] == y &&
+         std::count(node.inputs.begin(), node.inputs.end(), y) == 1;
 }
 
 // The residual stream of `y`, an Int8Conv's float output: its one symmetric QuantizeLinear (the
@@ -152,12 +163,7 @@ std::optional<ResidualStream> residual_stream(Graph& graph, ValueId y) {
       stream.quantize = reader;
       continue;
     }
-    const auto reads_y = [&](std::size_t i) { return reader->inputs[i] == y; };
-    bool only_as_residual = reader->domain == "fovea" && reader->op_type == "Int8Conv";
-    for (std::size_t i = 0; i < reader->inputs.size() && only_as_residual; ++i) {
-      only_as_residual = !reads_y(i) || i == static_cast<std::size_t>(ops::kInt8ConvZ);
-    }
-    if (!only_as_residual) return std::nullopt;
+    if (!reads_as_residual_only(*reader, y)) return std::nullopt;
     stream.residual_readers.push_back(reader);
   }
   if (stream.quantize == nullptr || stream.residual_readers.empty()) return std::nullopt;
