@@ -435,6 +435,7 @@ TEST(PassFuseAttention, ScaledQAndKtBecomeOneNode) {
   EXPECT_EQ(count_ops(plan.graph, "Attention"), 1);
   EXPECT_EQ(count_ops(plan.graph, "Softmax"), 0);
   EXPECT_EQ(count_ops(plan.graph, "MatMul"), 0);
+  EXPECT_EQ(count_ops(plan.graph, "Transpose"), 0);  // the node reads k's rows: fold_attention_views
   expect_same_results(graph, plan, attention_inputs());
 }
 
@@ -484,6 +485,105 @@ TEST(PassFuseAttention, ChainsReadElsewhereOrWidenedStayAsTheyAre) {
   const ExecutionPlan widened_plan = plan_for(widened, inputs);
   EXPECT_EQ(count_ops(widened_plan.graph, "Attention"), 0);
   expect_same_results(widened, widened_plan, inputs);
+}
+
+const Node* attention_node_of(const Graph& graph) {
+  for (const Node& node : graph.nodes) {
+    if (node.op_type == "Attention") return &node;
+  }
+  return nullptr;
+}
+
+Tensor int64_constant(std::vector<std::int64_t> dims, std::vector<std::int64_t> values) {
+  return Tensor::from_vector<std::int64_t>(DataType::kInt64, std::move(dims), values);
+}
+
+// torch's multi-head attention as exported: the packed projection p [T 6, B 2, 3 * E] (E 12, 3
+// heads of 4) through Reshape, Unsqueeze, Transpose, Squeeze and a Gather per operand, each then
+// Reshape -> Transpose -> Reshape to [B, H, T, D]; the output Transposed back to [T, B, H, D] and
+// flattened to [T * B, E].
+Graph head_split_graph() {
+  ModelBuilder m;
+  m.input("p", DataType::kFloat32, {6, 2, 36}).output("y", DataType::kFloat32, {12, 12});
+  m.initializer("packed", int64_constant({4}, {6, 2, 3, 12}));
+  m.initializer("axis0", int64_constant({1}, {0}));
+  m.initializer("axis3", int64_constant({1}, {3}));
+  m.initializer("heads", int64_constant({3}, {6, 6, 4}));
+  m.initializer("split", int64_constant({4}, {2, 3, 6, 4}));
+  m.initializer("merged", int64_constant({2}, {12, 12}));
+  m.node("Reshape", {"p", "packed"}, {"p4"});
+  m.node("Unsqueeze", {"p4", "axis0"}, {"p5"});
+  m.attr(m.node("Transpose", {"p5"}, {"p5t"}), "perm", std::vector<std::int64_t>{3, 1, 2, 0, 4});
+  m.node("Squeeze", {"p5t", "axis3"}, {"qkv"});
+  for (int i = 0; i < 3; ++i) {
+    const std::string name(1, "qkv"[i]);
+    m.initializer("index" + name, int64_constant({}, {i}));
+    m.node("Gather", {"qkv", "index" + name}, {name + "_rows"});
+    m.node("Reshape", {name + "_rows", "heads"}, {name + "_heads"});
+    m.attr(m.node("Transpose", {name + "_heads"}, {name + "_major"}), "perm",
+           std::vector<std::int64_t>{1, 0, 2});
+    m.node("Reshape", {name + "_major", "split"}, {name});
+  }
+  m.attr(m.node("Transpose", {"k"}, {"kt"}), "perm", std::vector<std::int64_t>{0, 1, 3, 2});
+  m.initializer("scale", scalar(0.5f));
+  m.node("MatMul", {"q", "kt"}, {"qk"});
+  m.node("Mul", {"qk", "scale"}, {"s"});
+  m.attr(m.node("Softmax", {"s"}, {"w"}), "axis", std::int64_t{-1});
+  m.node("MatMul", {"w", "v"}, {"o"});
+  m.attr(m.node("Transpose", {"o"}, {"ot"}), "perm", std::vector<std::int64_t>{2, 0, 1, 3});
+  m.node("Reshape", {"ot", "merged"}, {"y"});
+  return load_graph(m);
+}
+
+TEST(PassFoldAttentionViews, TheHeadSplitAndMergeBecomeTheKernelsStridedReads) {
+  const Graph graph = head_split_graph();
+  const std::vector<Tensor> inputs = {random_tensor(DataType::kFloat32, {6, 2, 36}, 11)};
+  const ExecutionPlan plan = plan_for(graph, inputs);
+  EXPECT_EQ(count_ops(plan.graph, "Attention"), 1);
+  EXPECT_EQ(count_ops(plan.graph, "Transpose"), 0);
+  EXPECT_EQ(count_ops(plan.graph, "Gather"), 0);
+  const Node* attention = attention_node_of(plan.graph);
+  ASSERT_NE(attention, nullptr);
+  // Every operand reads p itself: Q (b, h, t, e) at b * 36 + h * 4 + t * 72 + e, K 12 further on as
+  // key rows (KT's D stride 1), V 24 further on; Y written as [T, B, H, D].
+  const auto ints = [&](const char* key) { return attention->attr_ints(key).value(); };
+  EXPECT_EQ(ints("q_view"), (std::vector<std::int64_t>{0, 2, 36, 3, 4, 6, 72, 4, 1}));
+  EXPECT_EQ(ints("kt_view"), (std::vector<std::int64_t>{12, 2, 36, 3, 4, 4, 1, 6, 72}));
+  EXPECT_EQ(ints("v_view"), (std::vector<std::int64_t>{24, 2, 36, 3, 4, 6, 72, 4, 1}));
+  EXPECT_EQ(ints("y_perm"), (std::vector<std::int64_t>{2, 0, 1, 3}));
+  for (ValueId input : attention->inputs) EXPECT_EQ(plan.graph.value(input).name, "p");
+  expect_same_results(graph, plan, inputs);
+}
+
+// Q's rows strided (a Transpose that moves the last axis): Q stays a copy. V's Transpose too, but
+// the two Reshapes after it are views of that copy, which V reads. Results do not change.
+TEST(PassFoldAttentionViews, WhatIsNotAStridedViewStaysAsItIs) {
+  ModelBuilder m;
+  for (const char* name : {"q", "k", "v"}) m.input(name, DataType::kFloat32, {2, 8, 5});
+  m.output("y", DataType::kFloat32, {2, 5, 8});
+  m.initializer("flat", int64_constant({2}, {2, 40}));
+  m.initializer("back", int64_constant({3}, {2, 5, 8}));
+  m.attr(m.node("Transpose", {"q"}, {"qt"}), "perm", std::vector<std::int64_t>{0, 2, 1});  // [2, 5, 8]
+  m.attr(m.node("Transpose", {"v"}, {"vt"}), "perm", std::vector<std::int64_t>{0, 2, 1});
+  m.node("Reshape", {"vt", "flat"}, {"vf"});
+  m.node("Reshape", {"vf", "back"}, {"vr"});
+  m.node("MatMul", {"qt", "k"}, {"s"});  // KT is k itself: [2, 8, 5]
+  m.attr(m.node("Softmax", {"s"}, {"w"}), "axis", std::int64_t{-1});
+  m.node("MatMul", {"w", "vr"}, {"y"});
+  const Graph graph = load_graph(m);
+  const std::vector<Tensor> inputs = {random_tensor(DataType::kFloat32, {2, 8, 5}, 1),
+                                      random_tensor(DataType::kFloat32, {2, 8, 5}, 2),
+                                      random_tensor(DataType::kFloat32, {2, 8, 5}, 3)};
+  const ExecutionPlan plan = plan_for(graph, inputs);
+  const Node* attention = attention_node_of(plan.graph);
+  ASSERT_NE(attention, nullptr);
+  EXPECT_FALSE(attention->has_attribute("q_view"));
+  EXPECT_FALSE(attention->has_attribute("kt_view"));
+  EXPECT_EQ(attention->attr_ints("v_view").value(), (std::vector<std::int64_t>{0, 2, 40, 5, 8, 8, 1}));
+  EXPECT_EQ(plan.graph.value(attention->inputs[2]).name, "vt");
+  EXPECT_EQ(count_ops(plan.graph, "Transpose"), 2);
+  EXPECT_EQ(count_ops(plan.graph, "Reshape"), 0);
+  expect_same_results(graph, plan, inputs);
 }
 
 // x [2, 7, 5] (or [4, 5]) times W [5, 6] plus a bias row: one Gemm, through Reshapes for rank 3.

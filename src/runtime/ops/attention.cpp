@@ -7,6 +7,11 @@
 // with the same leading dims, and B (optional) broadcastable to [..., Tq, Tk]; attribute scale
 // (default 1). Y is [..., Tq, Dv]. The CPU reference evaluates the chain's own ops in the pass's
 // order, so it gives what the unfused graph gives, up to where the scale is applied.
+//
+// Optional attributes (attention_util.h, made by fold_attention_views): q_view, kt_view, v_view read
+// the operand as a strided view of its input (the head split of a packed QKV projection), and y_perm
+// makes the output Transpose(Y, y_perm) (the heads merged back).
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <string_view>
@@ -14,11 +19,30 @@
 
 #include "runtime/evaluate.h"
 #include "runtime/op.h"
+#include "runtime/ops/attention_util.h"
 
 namespace fovea::runtime::ops {
 namespace {
 
-constexpr int kQ = 0, kKt = 1, kV = 2, kBias = 3;
+constexpr int kQ = kAttentionQ, kKt = kAttentionKt, kV = kAttentionV, kBias = kAttentionBias;
+
+// Operand `input`'s dims: its view's sizes, or the input's own dims. A view must lie inside a
+// known input.
+Result<Dims> operand_dims(InferContext& ctx, int input) {
+  FOVEA_ASSIGN_OR_RETURN(const std::optional<AttentionView> view, attention_view(ctx.node(), input));
+  if (!view) return *ctx.input_dims(input);
+  const Dims& base = *ctx.input_dims(input);
+  const bool known = std::all_of(base.begin(), base.end(), [](const Dim& d) { return d.known(); });
+  std::int64_t numel = 1;
+  for (const Dim& d : base) numel *= d.value;
+  if (known && !view_within(*view, numel)) {
+    return ctx.error(StatusCode::kInvalidArgument, attention_view_attribute(input),
+                     " reaches past its input ", dims_string(base));
+  }
+  Dims dims;
+  for (std::int64_t size : view->sizes) dims.push_back(Dim{size});
+  return dims;
+}
 
 Status infer_attention(InferContext& ctx) {
   FOVEA_TRY(ctx.require_dtype(kQ, {DataType::kFloat32, DataType::kFloat64}));
@@ -26,13 +50,18 @@ Status infer_attention(InferContext& ctx) {
   FOVEA_TRY(ctx.require_same_dtype(kQ, kV));
   if (ctx.has_input(kBias)) FOVEA_TRY(ctx.require_same_dtype(kQ, kBias));
   FOVEA_TRY(ctx.node().attr_float("scale", 1.0f).status());
-  FOVEA_TRY(ctx.require_rank(kQ, 2, 8));
-  const Dims& q = *ctx.input_dims(kQ);
+  for (int input : {kQ, kKt, kV}) {
+    if (ctx.input_dims(input) == nullptr)
+      return ctx.error(StatusCode::kInvalidArgument, "needs ranked inputs");
+  }
+  FOVEA_ASSIGN_OR_RETURN(const Dims q, operand_dims(ctx, kQ));
+  FOVEA_ASSIGN_OR_RETURN(const Dims kt, operand_dims(ctx, kKt));
+  FOVEA_ASSIGN_OR_RETURN(const Dims v, operand_dims(ctx, kV));
   const std::size_t rank = q.size();
-  FOVEA_TRY(ctx.require_rank(kKt, static_cast<int>(rank), static_cast<int>(rank)));
-  FOVEA_TRY(ctx.require_rank(kV, static_cast<int>(rank), static_cast<int>(rank)));
-  const Dims& kt = *ctx.input_dims(kKt);
-  const Dims& v = *ctx.input_dims(kV);
+  if (rank < 2 || rank > 8 || kt.size() != rank || v.size() != rank) {
+    return ctx.error(StatusCode::kInvalidArgument, "Q, KT and V need one rank from 2 to 8, got ",
+                     dims_string(q), ", ", dims_string(kt), ", ", dims_string(v));
+  }
   const auto differ = [](const Dim& a, const Dim& b) { return a.known() && b.known() && a.value != b.value; };
   for (std::size_t d = 0; d + 2 < rank; ++d) {
     if (differ(q[d], kt[d]) || differ(q[d], v[d])) {
@@ -51,8 +80,14 @@ Status infer_attention(InferContext& ctx) {
                        " has more dims than the scores");
     }
   }
-  Dims out = q;
-  out[rank - 1] = v[rank - 1];
+  Dims y = q;
+  y[rank - 1] = v[rank - 1];
+  FOVEA_ASSIGN_OR_RETURN(const std::optional<std::vector<std::int64_t>> perm,
+                         attention_output_perm(ctx.node(), rank));
+  Dims out = y;
+  if (perm) {
+    for (std::size_t i = 0; i < rank; ++i) out[i] = y[static_cast<std::size_t>((*perm)[i])];
+  }
   ctx.set_output(0, ctx.input_dtype(kQ), out);
   return Status::ok();
 }
@@ -72,6 +107,12 @@ Result<Tensor> apply(std::string_view op_type, std::vector<Tensor> inputs, const
   return std::move(outputs[0]);
 }
 
+// Operand `input` as its own tensor: the input itself, or its view gathered.
+Result<Tensor> operand(KernelContext& ctx, int input) {
+  FOVEA_ASSIGN_OR_RETURN(const std::optional<AttentionView> view, attention_view(ctx.node(), input));
+  return view ? gather_view(ctx.input(input), *view) : ctx.input(input);
+}
+
 Status run_attention(KernelContext& ctx) {
   const Node& node = ctx.node();
   FOVEA_ASSIGN_OR_RETURN(const float scale, node.attr_float("scale", 1.0f));
@@ -82,7 +123,10 @@ Status run_attention(KernelContext& ctx) {
   } else {
     factor.data<float>()[0] = scale;
   }
-  FOVEA_ASSIGN_OR_RETURN(Tensor scores, apply("MatMul", {ctx.input(kQ), ctx.input(kKt)}, node));
+  FOVEA_ASSIGN_OR_RETURN(const Tensor q, operand(ctx, kQ));
+  FOVEA_ASSIGN_OR_RETURN(const Tensor kt, operand(ctx, kKt));
+  FOVEA_ASSIGN_OR_RETURN(const Tensor v, operand(ctx, kV));
+  FOVEA_ASSIGN_OR_RETURN(Tensor scores, apply("MatMul", {q, kt}, node));
   FOVEA_ASSIGN_OR_RETURN(scores, apply("Mul", {scores, factor}, node));
   if (ctx.has_input(kBias)) {
     FOVEA_ASSIGN_OR_RETURN(scores, apply("Add", {scores, ctx.input(kBias)}, node));
@@ -91,15 +135,27 @@ Status run_attention(KernelContext& ctx) {
   last_axis.kind = Attribute::Kind::kInt;
   last_axis.i = -1;
   FOVEA_ASSIGN_OR_RETURN(Tensor weights, apply("Softmax", {scores}, node, {{"axis", last_axis}}));
-  FOVEA_ASSIGN_OR_RETURN(Tensor y, apply("MatMul", {weights, ctx.input(kV)}, node));
+  FOVEA_ASSIGN_OR_RETURN(Tensor y, apply("MatMul", {weights, v}, node));
+  FOVEA_ASSIGN_OR_RETURN(const std::optional<std::vector<std::int64_t>> perm,
+                         attention_output_perm(node, static_cast<std::size_t>(y.rank())));
+  if (perm) {
+    Attribute perm_attribute;
+    perm_attribute.kind = Attribute::Kind::kInts;
+    perm_attribute.ints = *perm;
+    FOVEA_ASSIGN_OR_RETURN(y, apply("Transpose", {y}, node, {{"perm", perm_attribute}}));
+  }
   std::memcpy(ctx.output(0).raw(), y.raw(), y.bytes());
   return Status::ok();
 }
 
 // Two products of 2 * Tq * Tk * D and 2 * Tq * Tk * Dv per matrix, and the softmax's ~5 per score.
-double attention_flops(const Node&, const std::vector<Shape>& inputs, const std::vector<Shape>&) {
-  const Shape& q = inputs[kQ];
-  const Shape& v = inputs[kV];
+double attention_flops(const Node& node, const std::vector<Shape>& inputs, const std::vector<Shape>&) {
+  const auto logical = [&](int input) {
+    const Result<std::optional<AttentionView>> view = attention_view(node, input);
+    return view.is_ok() && view.value() ? view.value()->sizes : inputs[static_cast<std::size_t>(input)];
+  };
+  const Shape q = logical(kQ);
+  const Shape v = logical(kV);
   const std::size_t rank = q.size();
   double matrices = 1;
   for (std::size_t d = 0; d + 2 < rank; ++d) matrices *= static_cast<double>(q[d]);

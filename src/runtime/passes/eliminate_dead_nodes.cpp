@@ -32,6 +32,7 @@ Status optimize(Graph& graph) {
   fuse_gelu(graph);
   fuse_attention(graph);
   fuse_matmul_bias(graph);
+  fold_attention_views(graph);
   eliminate_dead_nodes(graph);
   graph.compact();
   // Fused nodes get their types from their own inference, which also checks the rewrite.

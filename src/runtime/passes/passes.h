@@ -45,6 +45,13 @@ void fuse_gelu(Graph& graph);
 // Every intermediate must be read by the pattern alone.
 void fuse_attention(Graph& graph);
 
+// fovea.Attention's operands that are strided views of a larger tensor (a packed QKV projection
+// through Reshape, Squeeze/Unsqueeze, Flatten, Transpose and Gathers of one constant index) are
+// read where they lie (q_view, kt_view, v_view: ops/attention_util.h), and an output read only by a
+// Transpose that keeps the last axis is written transposed (y_perm). The kernels need each row of
+// Q, V and KT (or K) contiguous; operands that are not stay as they are.
+void fold_attention_views(Graph& graph);
+
 // A linear layer, MatMul(x, W) with W a constant [K, N] and the product read only by an Add of a
 // constant bias row ([N], [1, N], ...) that keeps its shape, becomes Gemm(x, W, bias): x of rank
 // > 2 through Reshapes to [rows, K] and back (free: they alias). The CUDA executor adds the bias

@@ -17,12 +17,15 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "runtime/cuda/cuda_op.h"
 #include "runtime/cuda/kernel_util.cuh"
 #include "runtime/cuda/tensor_core.cuh"
+#include "runtime/ops/attention_util.h"
 
 namespace fovea::runtime::cuda {
 
@@ -35,24 +38,38 @@ constexpr int kRowsPerBlock = kWarps * kRowsPerWarp;
 constexpr int kMaxLeading = 6;
 constexpr int kMaxHeadDim = 256;
 
+// Where an operand's elements lie in its input (a strided view: ops/attention_util.h): element
+// (leading..., r, c) at offset + the leading coordinates on `leading` + r * row + c * col. Q, V and
+// Y have col 1; KT's rows are its D rows and its columns the keys, one of the two strides 1.
+struct OperandStrides {
+  std::int64_t offset = 0;
+  std::int64_t leading[kMaxLeading] = {};
+  std::int64_t row = 0, col = 1;
+};
+
 struct AttentionGeometry {
   int matrices = 0;  // the product of the leading dims
   int tq = 0, tk = 0, d = 0, dv = 0;
   float scale = 1.0f;
-  // The bias's element strides, 0 where it broadcasts: per leading dim (with its size), per query
-  // row and per key.
   int leading = 0;
   std::int64_t leading_size[kMaxLeading] = {};
+  OperandStrides q, kt, v, y;
+  // The keys as rows of K (KT's D stride 1: a view of the keys where the projection wrote them)
+  // rather than rows of KT.
+  bool key_rows = false;
+  bool y_pairs = false;  // Dv and every Y stride even: two columns are one 4-byte store
+  // The bias's element strides, 0 where it broadcasts: per leading dim, per query row and per key.
   std::int64_t bias_leading_stride[kMaxLeading] = {};
   std::int64_t bias_row_stride = 0, bias_key_stride = 0;
 };
 
-// Where matrix `matrix`'s scores find their bias: its leading-dim coordinates on the bias's strides.
-__device__ __forceinline__ std::int64_t bias_offset(const AttentionGeometry& g, int matrix) {
+// Matrix `matrix`'s leading-dim coordinates on `strides`.
+__device__ __forceinline__ std::int64_t leading_offset(const AttentionGeometry& g,
+                                                       const std::int64_t* strides, int matrix) {
   std::int64_t offset = 0;
   int rest = matrix;
   for (int i = g.leading - 1; i >= 0; --i) {
-    offset += (rest % g.leading_size[i]) * g.bias_leading_stride[i];
+    offset += (rest % g.leading_size[i]) * strides[i];
     rest /= static_cast<int>(g.leading_size[i]);
   }
   return offset;
@@ -87,13 +104,13 @@ __global__ void __launch_bounds__(kWarps * 32)
   const int first_row = static_cast<int>(blockIdx.y) * kRowsPerBlock;
   const int warp = static_cast<int>(threadIdx.x) / 32;
   const int lane = static_cast<int>(threadIdx.x) % 32;
-  const T* q_m = q + static_cast<std::int64_t>(matrix) * g.tq * g.d;
-  const T* kt_m = kt + static_cast<std::int64_t>(matrix) * g.d * g.tk;
-  const T* v_m = v + static_cast<std::int64_t>(matrix) * g.tk * g.dv;
-  const std::int64_t bias_base = bias != nullptr ? bias_offset(g, matrix) : 0;
+  const T* q_m = q + leading_offset(g, g.q.leading, matrix);
+  const T* kt_m = kt + leading_offset(g, g.kt.leading, matrix);
+  const T* v_m = v + leading_offset(g, g.v.leading, matrix);
+  const std::int64_t bias_base = bias != nullptr ? leading_offset(g, g.bias_leading_stride, matrix) : 0;
   for (int i = static_cast<int>(threadIdx.x); i < kRowsPerBlock * g.d; i += static_cast<int>(blockDim.x)) {
     const int row = first_row + i / g.d;
-    q_s[i] = row < g.tq ? load_compute(q_m, static_cast<std::int64_t>(row) * g.d + i % g.d) : 0.0f;
+    q_s[i] = row < g.tq ? load_compute(q_m, row * g.q.row + i % g.d) : 0.0f;
   }
   float running_max[kRowsPerWarp], running_sum[kRowsPerWarp], acc[kRowsPerWarp][kSlots];
   for (int r = 0; r < kRowsPerWarp; ++r) {
@@ -105,12 +122,11 @@ __global__ void __launch_bounds__(kWarps * 32)
     __syncthreads();  // the previous chunk is read (and q_s written, the first time)
     for (int i = static_cast<int>(threadIdx.x); i < g.d * kKeysPerChunk; i += static_cast<int>(blockDim.x)) {
       const int key = chunk + i % kKeysPerChunk;
-      kt_s[i] =
-          key < g.tk ? load_compute(kt_m, static_cast<std::int64_t>(i / kKeysPerChunk) * g.tk + key) : 0.0f;
+      kt_s[i] = key < g.tk ? load_compute(kt_m, (i / kKeysPerChunk) * g.kt.row + key * g.kt.col) : 0.0f;
     }
     for (int i = static_cast<int>(threadIdx.x); i < kKeysPerChunk * g.dv; i += static_cast<int>(blockDim.x)) {
       const int key = chunk + i / g.dv;
-      v_s[i] = key < g.tk ? load_compute(v_m, static_cast<std::int64_t>(key) * g.dv + i % g.dv) : 0.0f;
+      v_s[i] = key < g.tk ? load_compute(v_m, key * g.v.row + i % g.dv) : 0.0f;
     }
     __syncthreads();
     // The warp's rows together, so each key and value read from shared memory serves all of them.
@@ -151,7 +167,7 @@ __global__ void __launch_bounds__(kWarps * 32)
   for (int r = 0; r < kRowsPerWarp; ++r) {
     const int row = first_row + warp * kRowsPerWarp + r;
     if (row >= g.tq) break;
-    T* out = y + (static_cast<std::int64_t>(matrix) * g.tq + row) * g.dv;
+    T* out = y + leading_offset(g, g.y.leading, matrix) + row * g.y.row;
     for (int s = 0; s < kSlots; ++s) {
       const int e = lane + 32 * s;
       // No keys at all (Tk = 0): the product with an empty V is zero.
@@ -191,12 +207,17 @@ constexpr unsigned kAll = 0xffffffffu;
 constexpr int kPad = 8;
 constexpr int kLdKt = kKeys + kPad;
 
-// Q [64][kD + 8], KT [kD][64 + 8] and V [64][kD + 8], in halves.
+// Q [64][kD + 8], KT [kD][64 + 8] or K [64][kD + 8], and V [64][kD + 8], in halves.
+template <int kD>
+__host__ __device__ constexpr int key_tile_halves() {
+  return kD * kLdKt > kKeys * (kD + kPad) ? kD * kLdKt : kKeys * (kD + kPad);
+}
+
 template <int kD>
 constexpr std::size_t shared_bytes() {
   return sizeof(__half) *
-         (static_cast<std::size_t>(kBlockRows) * (kD + kPad) + static_cast<std::size_t>(kD) * kLdKt +
-          static_cast<std::size_t>(kKeys) * (kD + kPad));
+         (static_cast<std::size_t>(kBlockRows) * (kD + kPad) +
+          static_cast<std::size_t>(key_tile_halves<kD>()) + static_cast<std::size_t>(kKeys) * (kD + kPad));
 }
 
 bool serves(const AttentionGeometry& g) {
@@ -259,8 +280,9 @@ __device__ __forceinline__ std::uint32_t half2_bits(float low, float high) {
 }
 
 // A lane's fragment coordinates: it holds rows `group` and `group` + 8 of its warp's 16, and in
-// each 8-column tile the columns 2 `quad` and 2 `quad` + 1.
-template <int kD>
+// each 8-column tile the columns 2 `quad` and 2 `quad` + 1. kKeyRows: the keys come as rows of K
+// (g.key_rows), read with ldmatrix as they are; else as rows of KT, read transposed.
+template <int kD, bool kKeyRows>
 __global__ void __launch_bounds__(kWarps * 32)
     attention_kernel(const __half* __restrict__ q, const __half* __restrict__ kt,
                      const __half* __restrict__ v, const __half* __restrict__ bias, __half* __restrict__ y,
@@ -270,21 +292,20 @@ __global__ void __launch_bounds__(kWarps * 32)
   constexpr int kKeyTiles = kKeys / 8;  // 8-key tiles of the scores
   extern __shared__ __align__(128) unsigned char shared_bytes_tc[];
   __half* q_s = reinterpret_cast<__half*>(shared_bytes_tc);
-  __half* kt_s = q_s + kBlockRows * kLd;
-  __half* v_s = kt_s + kD * kLdKt;
+  __half* kt_s = q_s + kBlockRows * kLd;  // KT [kD][kLdKt], or K [kKeys][kLd] with kKeyRows
+  __half* v_s = kt_s + key_tile_halves<kD>();
   const int lane = static_cast<int>(threadIdx.x) % 32, warp = static_cast<int>(threadIdx.x) / 32;
   const int group = lane / 4, quad = lane % 4;
   const int matrix = static_cast<int>(blockIdx.x);
   const int first_row = static_cast<int>(blockIdx.y) * kBlockRows;
-  const __half* q_m = q + static_cast<std::int64_t>(matrix) * g.tq * g.d;
-  const __half* kt_m = kt + static_cast<std::int64_t>(matrix) * g.d * g.tk;
-  const __half* v_m = v + static_cast<std::int64_t>(matrix) * g.tk * g.dv;
-  const std::int64_t bias_base = bias != nullptr ? bias_offset(g, matrix) : 0;
+  const __half* q_m = q + leading_offset(g, g.q.leading, matrix);
+  const __half* kt_m = kt + leading_offset(g, g.kt.leading, matrix);
+  const __half* v_m = v + leading_offset(g, g.v.leading, matrix);
+  const std::int64_t bias_base = bias != nullptr ? leading_offset(g, g.bias_leading_stride, matrix) : 0;
   const int rows[2] = {first_row + warp * kWarpRows + group, first_row + warp * kWarpRows + group + 8};
 
   // Rows past the end and head-dim columns past d are zeros: they compute harmlessly.
-  stage(q_s, kLd, q_m + static_cast<std::int64_t>(first_row) * g.d, g.d, kBlockRows, kD, g.tq - first_row,
-        g.d);
+  stage(q_s, kLd, q_m + first_row * g.q.row, g.q.row, kBlockRows, kD, g.tq - first_row, g.d);
   __syncthreads();
   std::uint32_t q_frag[kSteps][4];
 #pragma unroll
@@ -296,9 +317,13 @@ __global__ void __launch_bounds__(kWarps * 32)
   float running_sum[2] = {0.0f, 0.0f};  // this lane's columns only; the quad's are summed at the end
   for (int chunk = 0; chunk < g.tk; chunk += kKeys) {
     __syncthreads();  // the previous chunk's KT and V are read
-    stage(kt_s, kLdKt, kt_m + chunk, g.tk, kD, kKeys, g.d, g.tk - chunk);
+    if constexpr (kKeyRows) {
+      stage(kt_s, kLd, kt_m + chunk * g.kt.col, g.kt.col, kKeys, kD, g.tk - chunk, g.d);
+    } else {
+      stage(kt_s, kLdKt, kt_m + chunk, g.kt.row, kD, kKeys, g.d, g.tk - chunk);
+    }
     // Keys past the end get zero values too: their probability is 0, and 0 x garbage may be NaN.
-    stage(v_s, kLd, v_m + static_cast<std::int64_t>(chunk) * g.dv, g.dv, kKeys, kD, g.tk - chunk, g.dv);
+    stage(v_s, kLd, v_m + chunk * g.v.row, g.v.row, kKeys, kD, g.tk - chunk, g.dv);
     __syncthreads();
 
     float score[kKeyTiles][4] = {};
@@ -307,9 +332,17 @@ __global__ void __launch_bounds__(kWarps * 32)
 #pragma unroll
       for (int pair = 0; pair < kKeyTiles / 2; ++pair) {
         std::uint32_t b[4];
-        load_matrices_transposed(b, tile_address(kt_s, kLdKt, 16 * s, 16 * pair, lane));
-        mma_f16(score[2 * pair], q_frag[s], b[0], b[1]);
-        mma_f16(score[2 * pair + 1], q_frag[s], b[2], b[3]);
+        if constexpr (kKeyRows) {
+          // Tiles (keys 0-7, dims 0-7), (keys 8-15, dims 0-7), (keys 0-7, dims 8-15), ...: b0 of the
+          // two key tiles, then their b1.
+          load_matrices(b, tile_address(kt_s, kLd, 16 * pair, 16 * s, lane));
+          mma_f16(score[2 * pair], q_frag[s], b[0], b[2]);
+          mma_f16(score[2 * pair + 1], q_frag[s], b[1], b[3]);
+        } else {
+          load_matrices_transposed(b, tile_address(kt_s, kLdKt, 16 * s, 16 * pair, lane));
+          mma_f16(score[2 * pair], q_frag[s], b[0], b[1]);
+          mma_f16(score[2 * pair + 1], q_frag[s], b[2], b[3]);
+        }
       }
     }
     float chunk_max[2] = {-INFINITY, -INFINITY};
@@ -375,14 +408,14 @@ __global__ void __launch_bounds__(kWarps * 32)
     }
   }
   // No keys at all (Tk = 0) gives zeros.
-  const bool pairs = g.dv % 2 == 0;  // then two adjacent columns are one aligned 4-byte store
+  const bool pairs = g.y_pairs;  // two adjacent columns are one aligned 4-byte store
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     running_sum[r] += __shfl_xor_sync(kAll, running_sum[r], 1);
     running_sum[r] += __shfl_xor_sync(kAll, running_sum[r], 2);
     if (rows[r] >= g.tq) continue;
     const float inverse = running_sum[r] > 0.0f ? 1.0f / running_sum[r] : 0.0f;
-    __half* row_out = y + (static_cast<std::int64_t>(matrix) * g.tq + rows[r]) * g.dv;
+    __half* row_out = y + leading_offset(g, g.y.leading, matrix) + rows[r] * g.y.row;
 #pragma unroll
     for (int t = 0; t < 2 * kSteps; ++t) {
       const int col = 8 * t + 2 * quad;
@@ -407,19 +440,30 @@ Status with_head_dim(const AttentionGeometry& g, F&& f) {
   return f.template operator()<128>();
 }
 
+// Calls f.template operator()<kKeyRows>() with the key layout g reads.
+template <typename F>
+Status with_key_layout(const AttentionGeometry& g, F&& f) {
+  return g.key_rows ? f.template operator()<true>() : f.template operator()<false>();
+}
+
 Status prepare(const AttentionGeometry& g) {
-  return with_head_dim(
-      g, [&]<int kD>() { return allow_dynamic_shared(attention_kernel<kD>, shared_bytes<kD>()); });
+  return with_head_dim(g, [&]<int kD>() {
+    return with_key_layout(g, [&]<bool kKeyRows>() {
+      return allow_dynamic_shared(attention_kernel<kD, kKeyRows>, shared_bytes<kD>());
+    });
+  });
 }
 
 Status launch(const AttentionGeometry& g, const __half* q, const __half* kt, const __half* v,
               const __half* bias, __half* y, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(g.matrices),
                   static_cast<unsigned>((g.tq + kBlockRows - 1) / kBlockRows));
-  return with_head_dim(g, [&]<int kD>() -> Status {
-    attention_kernel<kD><<<grid, kWarps * 32, shared_bytes<kD>(), stream>>>(q, kt, v, bias, y, g);
-    FOVEA_CUDA_TRY_LAUNCH();
-    return Status::ok();
+  return with_head_dim(g, [&]<int kD>() {
+    return with_key_layout(g, [&]<bool kKeyRows>() -> Status {
+      attention_kernel<kD, kKeyRows><<<grid, kWarps * 32, shared_bytes<kD>(), stream>>>(q, kt, v, bias, y, g);
+      FOVEA_CUDA_TRY_LAUNCH();
+      return Status::ok();
+    });
   });
 }
 
@@ -438,9 +482,48 @@ struct AttentionState final : CudaNodeState {
   AttentionGeometry geometry;
 };
 
+// Operand `input`'s view of its input: the node's attribute, or the input whole.
+Result<ops::AttentionView> operand_view(CudaKernelContext& ctx, int input) {
+  FOVEA_ASSIGN_OR_RETURN(std::optional<ops::AttentionView> view, ops::attention_view(ctx.node(), input));
+  if (view) return std::move(*view);
+  ops::AttentionView whole;
+  whole.sizes = ctx.input(input).shape();
+  whole.strides.assign(whole.sizes.size(), 1);
+  for (std::size_t d = whole.sizes.size(); d-- > 1;) whole.strides[d - 1] = whole.strides[d] * whole.sizes[d];
+  return whole;
+}
+
+OperandStrides strides_of(const ops::AttentionView& view, int leading) {
+  OperandStrides strides;
+  strides.offset = view.offset;
+  for (int i = 0; i < leading; ++i) strides.leading[i] = view.strides[static_cast<std::size_t>(i)];
+  strides.row = view.strides[static_cast<std::size_t>(leading)];
+  strides.col = view.strides[static_cast<std::size_t>(leading) + 1];
+  return strides;
+}
+
+// Y's strides in the output, which holds Transpose(Y, y_perm) (or Y) in row-major order.
+Result<OperandStrides> output_strides(CudaKernelContext& ctx, const Shape& y, int leading) {
+  FOVEA_ASSIGN_OR_RETURN(const std::optional<std::vector<std::int64_t>> perm,
+                         ops::attention_output_perm(ctx.node(), y.size()));
+  ops::AttentionView view;
+  view.sizes = y;
+  view.strides.assign(y.size(), 0);
+  std::int64_t stride = 1;
+  for (std::size_t i = y.size(); i-- > 0;) {
+    const auto axis = perm ? static_cast<std::size_t>((*perm)[i]) : i;  // output axis i holds Y's axis
+    view.strides[axis] = stride;
+    stride *= y[axis];
+  }
+  return strides_of(view, leading);
+}
+
 Result<AttentionGeometry> geometry_of(CudaKernelContext& ctx) {
-  const Shape& q = ctx.input(0).shape();
-  const Shape& v = ctx.input(2).shape();
+  FOVEA_ASSIGN_OR_RETURN(const ops::AttentionView q_view, operand_view(ctx, ops::kAttentionQ));
+  FOVEA_ASSIGN_OR_RETURN(const ops::AttentionView kt_view, operand_view(ctx, ops::kAttentionKt));
+  FOVEA_ASSIGN_OR_RETURN(const ops::AttentionView v_view, operand_view(ctx, ops::kAttentionV));
+  const Shape& q = q_view.sizes;
+  const Shape& v = v_view.sizes;
   const std::size_t rank = q.size();
   AttentionGeometry g;
   if (rank < 3 || rank - 2 > kMaxLeading) {
@@ -463,6 +546,20 @@ Result<AttentionGeometry> geometry_of(CudaKernelContext& ctx) {
     matrices *= q[static_cast<std::size_t>(i)];
   }
   g.matrices = static_cast<int>(matrices);
+  g.q = strides_of(q_view, g.leading);
+  g.kt = strides_of(kt_view, g.leading);
+  g.v = strides_of(v_view, g.leading);
+  Shape y = q;
+  y[rank - 1] = v[rank - 1];
+  FOVEA_ASSIGN_OR_RETURN(g.y, output_strides(ctx, y, g.leading));
+  if (g.q.col != 1 || g.v.col != 1 || g.y.col != 1 || (g.kt.row != 1 && g.kt.col != 1)) {
+    return ctx.error(StatusCode::kUnsupported,
+                     "reads rows of Q, V and K or KT and writes rows of Y as contiguous "
+                     "elements; a view or y_perm strides them");
+  }
+  g.key_rows = g.kt.row == 1 && g.kt.col != 1;
+  g.y_pairs = g.dv % 2 == 0 && g.y.row % 2 == 0;
+  for (int i = 0; i < g.leading; ++i) g.y_pairs = g.y_pairs && g.y.leading[i] % 2 == 0;
   if (!ctx.has_input(3)) return g;
   // The bias right-aligned against the scores [leading..., Tq, Tk]; a dim of 1 (or a missing one)
   // broadcasts.
@@ -488,8 +585,9 @@ Result<AttentionGeometry> geometry_of(CudaKernelContext& ctx) {
 // The kernel for the node's dtype and Dv, asked for its shared memory (prepare) or launched (run).
 template <typename T>
 Status for_dtype(CudaKernelContext& ctx, const AttentionGeometry& g, bool launching) {
+  const std::int64_t offsets[] = {g.q.offset, g.kt.offset, g.v.offset, 0};
   const auto in = [&](int i) {
-    return ctx.has_input(i) ? static_cast<const T*>(ctx.input(i).raw()) : nullptr;
+    return ctx.has_input(i) ? static_cast<const T*>(ctx.input(i).raw()) + offsets[i] : nullptr;
   };
   if constexpr (std::is_same_v<T, __half>) {
     if (tensor_core::serves(g)) {

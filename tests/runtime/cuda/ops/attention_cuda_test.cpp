@@ -6,6 +6,8 @@
 // dims that pad (8 and 6, 40 and 70, 16 and 100), an odd output width, query rows across blocks of
 // 64 and keys across chunks of 64, a single key. Both: head dims past the 48 KiB of shared memory a
 // kernel gets by default, and biases that broadcast over the batch, the heads or the query rows.
+// Both again reading Q, K (as key rows) and V as views of one packed QKV projection and writing the
+// heads merged (fold_attention_views), with rows 16-byte aligned and not.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -58,6 +60,37 @@ TEST(Cudafovea_Attention, MatchesTheCpuChain) {
           << "q " << shape_string(c.q) << ", v " << shape_string(c.v) << ", " << precision_name(p);
     }
     seed += 4;
+  }
+}
+
+// P [T, B, 3, H, D], the packed projection; Q, KT and V its views, Y written as [T, B, H, D].
+Node head_split_attention(std::int64_t t, std::int64_t b, std::int64_t h, std::int64_t d) {
+  const std::int64_t row = b * 3 * h * d, batch = 3 * h * d;
+  return NodeBuilder("Attention")
+      .domain("fovea")
+      .inputs(3)
+      .attr("scale", 0.125f)
+      .attr("q_view", std::vector<std::int64_t>{0, b, batch, h, d, t, row, d, 1})
+      .attr("kt_view", std::vector<std::int64_t>{h * d, b, batch, h, d, d, 1, t, row})
+      .attr("v_view", std::vector<std::int64_t>{2 * h * d, b, batch, h, d, t, row, d, 1})
+      .attr("y_perm", std::vector<std::int64_t>{2, 0, 1, 3})
+      .build();
+}
+
+TEST(Cudafovea_Attention, ReadsHeadSplitViewsAndWritesMergedHeads) {
+  FOVEA_REQUIRE_GPU();
+  // {T, B, H, D}: ViT-like rows (aligned), head dims that pad with rows of odd length, the
+  // CUDA-core kernel's head dim.
+  const std::vector<std::int64_t> shapes[] = {{197, 2, 3, 64}, {70, 3, 2, 33}, {9, 2, 3, 6}, {5, 1, 2, 160}};
+  std::uint32_t seed = 90;
+  for (const std::vector<std::int64_t>& s : shapes) {
+    const Tensor p = random_tensor(kF32, {s[0], s[1], 3, s[2], s[3]}, seed++);
+    for (Precision precision : kPrecisions) {
+      EXPECT_TRUE(
+          cuda_matches_cpu(head_split_attention(s[0], s[1], s[2], s[3]), {p, p, p}, accumulating(precision)))
+          << "T " << s[0] << ", B " << s[1] << ", H " << s[2] << ", D " << s[3] << ", "
+          << precision_name(precision);
+    }
   }
 }
 
