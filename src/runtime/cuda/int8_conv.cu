@@ -74,21 +74,6 @@ __device__ __forceinline__ int swizzled(int row, int chunk) {
   return row * kTileK + ((chunk ^ ((row >> 1) & 3)) << 4);
 }
 
-// 16 bytes from global to shared memory, or 16 zeros where `valid` is false (the source is then
-// not read; it only has to be a valid address).
-__device__ __forceinline__ void copy_chunk(std::uint32_t dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
-}
-
-__device__ __forceinline__ void commit_copies() {
-  asm volatile("cp.async.commit_group;\n" ::);
-}
-
-template <int kPending>
-__device__ __forceinline__ void wait_copies() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
-}
-
 __device__ __forceinline__ void mma_s8(int (&c)[4], const std::uint32_t (&a)[4],
                                        const std::uint32_t (&b)[2]) {
   asm volatile(

@@ -1,10 +1,10 @@
 // The pieces of Ampere/Hopper tensor-core code that fovea's own kernels share: shared memory
-// addresses for PTX, ldmatrix (8x8 tiles of 16-bit elements from shared memory into the fragment
-// layout mma.sync takes, transposed or not), the float16 mma.sync, and Hopper's warpgroup
-// instructions (wgmma, sm_90a only). The fragment layouts are PTX ISA's "Matrix Fragments for
-// mma.m16n8k16" (and k32 for int8, which int8_conv.cu issues itself); a wgmma accumulator of
-// m64nN repeats mma's m16n8 accumulator layout over N / 8 columns, warp w of the warpgroup holding
-// rows 16w to 16w + 15.
+// addresses for PTX, asynchronous copies into shared memory, ldmatrix (8x8 tiles of 16-bit elements from
+// shared memory into the fragment layout mma.sync takes, transposed or not), the float16 mma.sync, and
+// Hopper's warpgroup instructions (wgmma, sm_90a only). The fragment layouts are PTX ISA's "Matrix Fragments
+// for mma.m16n8k16" (and k32 for int8, which int8_conv.cu issues itself); a wgmma accumulator of m64nN
+// repeats mma's m16n8 accumulator layout over N / 8 columns, warp w of the warpgroup holding rows 16w to 16w
+// + 15.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +29,21 @@ __device__ __forceinline__ void load_matrices_transposed(std::uint32_t (&r)[4], 
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(address));
+}
+
+// Ampere's asynchronous copies (cp.async): 16 bytes from global to shared memory, or 16 zeros where `valid`
+// is false (the source is then not read; it only has to be a valid address).
+__device__ __forceinline__ void copy_chunk(std::uint32_t dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
+}
+
+__device__ __forceinline__ void commit_copies() {
+  asm volatile("cp.async.commit_group;\n" ::);
+}
+
+template <int kPending>
+__device__ __forceinline__ void wait_copies() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
 }
 
 // C (16x8, float) += A (16x16, float16, row-major fragment) x B (16x8, float16, column fragment).

@@ -207,7 +207,8 @@ constexpr unsigned kAll = 0xffffffffu;
 constexpr int kPad = 8;
 constexpr int kLdKt = kKeys + kPad;
 
-// Q [64][kD + 8], KT [kD][64 + 8] or K [64][kD + 8], and V [64][kD + 8], in halves.
+// Q [64][kD + 8], then two buffers (a chunk's loads overlap the previous chunk's products) of KT
+// [kD][64 + 8] or K [64][kD + 8], and V [64][kD + 8], in halves.
 template <int kD>
 __host__ __device__ constexpr int key_tile_halves() {
   return kD * kLdKt > kKeys * (kD + kPad) ? kD * kLdKt : kKeys * (kD + kPad);
@@ -215,9 +216,9 @@ __host__ __device__ constexpr int key_tile_halves() {
 
 template <int kD>
 constexpr std::size_t shared_bytes() {
-  return sizeof(__half) *
-         (static_cast<std::size_t>(kBlockRows) * (kD + kPad) +
-          static_cast<std::size_t>(key_tile_halves<kD>()) + static_cast<std::size_t>(kKeys) * (kD + kPad));
+  return sizeof(__half) * (static_cast<std::size_t>(kBlockRows) * (kD + kPad) +
+                           2 * (static_cast<std::size_t>(key_tile_halves<kD>()) +
+                                static_cast<std::size_t>(kKeys) * (kD + kPad)));
 }
 
 bool serves(const AttentionGeometry& g) {
@@ -265,6 +266,25 @@ __device__ __forceinline__ void stage(__half* dst, int dst_ld, const __half* src
   }
 }
 
+// stage() started as cp.async copies (committed by the caller) where every row is 16-byte aligned,
+// so that the loads run while the block computes; else stage() itself.
+__device__ __forceinline__ void stage_async(__half* dst, int dst_ld, const __half* src, std::int64_t src_ld,
+                                            int rows, int cols, int valid_rows, int valid_cols) {
+  constexpr int kHalves = sizeof(uint4) / sizeof(__half);
+  const bool aligned = reinterpret_cast<std::uintptr_t>(src) % sizeof(uint4) == 0 && src_ld % kHalves == 0 &&
+                       cols % kHalves == 0 && valid_cols % kHalves == 0;
+  if (!aligned) {
+    stage(dst, dst_ld, src, src_ld, rows, cols, valid_rows, valid_cols);
+    return;
+  }
+  const int words = cols / kHalves;
+  for (int i = static_cast<int>(threadIdx.x); i < rows * words; i += kWarps * 32) {
+    const int r = i / words, c = (i % words) * kHalves;
+    const bool valid = r < valid_rows && c < valid_cols;
+    copy_chunk(shared_address(dst + r * dst_ld + c), valid ? src + r * src_ld + c : src, valid);
+  }
+}
+
 // The ldmatrix address of this lane for the 16x16 tile at (row, col) of a row-major tile `ld`
 // halves wide. As A (not transposed): tiles in the order rows 0-7 / 8-15 by columns 0-7, then
 // columns 8-15 — a0..a3 of mma's A fragment. Transposed, the same order gives b0, b1 of the n-tile
@@ -292,8 +312,9 @@ __global__ void __launch_bounds__(kWarps * 32)
   constexpr int kKeyTiles = kKeys / 8;  // 8-key tiles of the scores
   extern __shared__ __align__(128) unsigned char shared_bytes_tc[];
   __half* q_s = reinterpret_cast<__half*>(shared_bytes_tc);
-  __half* kt_s = q_s + kBlockRows * kLd;  // KT [kD][kLdKt], or K [kKeys][kLd] with kKeyRows
-  __half* v_s = kt_s + key_tile_halves<kD>();
+  // Per buffer: KT [kD][kLdKt], or K [kKeys][kLd] with kKeyRows; V [kKeys][kLd].
+  constexpr int kBufferHalves = key_tile_halves<kD>() + kKeys * kLd;
+  __half* const buffers = q_s + kBlockRows * kLd;
   const int lane = static_cast<int>(threadIdx.x) % 32, warp = static_cast<int>(threadIdx.x) / 32;
   const int group = lane / 4, quad = lane % 4;
   const int matrix = static_cast<int>(blockIdx.x);
@@ -304,27 +325,49 @@ __global__ void __launch_bounds__(kWarps * 32)
   const std::int64_t bias_base = bias != nullptr ? leading_offset(g, g.bias_leading_stride, matrix) : 0;
   const int rows[2] = {first_row + warp * kWarpRows + group, first_row + warp * kWarpRows + group + 8};
 
-  // Rows past the end and head-dim columns past d are zeros: they compute harmlessly.
-  stage(q_s, kLd, q_m + first_row * g.q.row, g.q.row, kBlockRows, kD, g.tq - first_row, g.d);
-  __syncthreads();
+  // Keys past the end get zero values too: their probability is 0, and 0 x garbage may be NaN.
+  const auto stage_chunk = [&](int chunk, int buffer) {
+    __half* kt_s = buffers + buffer * kBufferHalves;
+    if constexpr (kKeyRows) {
+      stage_async(kt_s, kLd, kt_m + chunk * g.kt.col, g.kt.col, kKeys, kD, g.tk - chunk, g.d);
+    } else {
+      stage_async(kt_s, kLdKt, kt_m + chunk, g.kt.row, kD, kKeys, g.d, g.tk - chunk);
+    }
+    stage_async(kt_s + key_tile_halves<kD>(), kLd, v_m + chunk * g.v.row, g.v.row, kKeys, kD, g.tk - chunk,
+                g.dv);
+    commit_copies();
+  };
+  // Rows past the end and head-dim columns past d are zeros: they compute harmlessly. Q joins the
+  // first chunk's copies.
+  stage_async(q_s, kLd, q_m + first_row * g.q.row, g.q.row, kBlockRows, kD, g.tq - first_row, g.d);
+  if (g.tk > 0) {
+    stage_chunk(0, 0);
+  } else {
+    commit_copies();
+    wait_copies<0>();
+  }
   std::uint32_t q_frag[kSteps][4];
-#pragma unroll
-  for (int s = 0; s < kSteps; ++s)
-    load_matrices(q_frag[s], tile_address(q_s, kLd, warp * kWarpRows, 16 * s, lane));
 
   float out[2 * kSteps][4] = {};
   float running_max[2] = {-INFINITY, -INFINITY};
   float running_sum[2] = {0.0f, 0.0f};  // this lane's columns only; the quad's are summed at the end
-  for (int chunk = 0; chunk < g.tk; chunk += kKeys) {
-    __syncthreads();  // the previous chunk's KT and V are read
-    if constexpr (kKeyRows) {
-      stage(kt_s, kLd, kt_m + chunk * g.kt.col, g.kt.col, kKeys, kD, g.tk - chunk, g.d);
+  for (int chunk = 0, buffer = 0; chunk < g.tk; chunk += kKeys, buffer ^= 1) {
+    // The next chunk's copies go into the other buffer (read by the previous iteration, which
+    // ended with a barrier) while this one computes.
+    if (chunk + kKeys < g.tk) {
+      stage_chunk(chunk + kKeys, buffer ^ 1);
+      wait_copies<1>();
     } else {
-      stage(kt_s, kLdKt, kt_m + chunk, g.kt.row, kD, kKeys, g.d, g.tk - chunk);
+      wait_copies<0>();
     }
-    // Keys past the end get zero values too: their probability is 0, and 0 x garbage may be NaN.
-    stage(v_s, kLd, v_m + chunk * g.v.row, g.v.row, kKeys, kD, g.tk - chunk, g.dv);
     __syncthreads();
+    if (chunk == 0) {
+#pragma unroll
+      for (int s = 0; s < kSteps; ++s)
+        load_matrices(q_frag[s], tile_address(q_s, kLd, warp * kWarpRows, 16 * s, lane));
+    }
+    const __half* kt_s = buffers + buffer * kBufferHalves;
+    const __half* v_s = kt_s + key_tile_halves<kD>();
 
     float score[kKeyTiles][4] = {};
 #pragma unroll
@@ -406,6 +449,7 @@ __global__ void __launch_bounds__(kWarps * 32)
         mma_f16(out[2 * pair + 1], p[k], b[2], b[3]);
       }
     }
+    __syncthreads();  // this buffer is read before the next iteration's copies refill it
   }
   // No keys at all (Tk = 0) gives zeros.
   const bool pairs = g.y_pairs;  // two adjacent columns are one aligned 4-byte store
