@@ -16,6 +16,7 @@
 // 64 are tensor cores' work.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -201,6 +202,9 @@ constexpr int kWarpRows = 16;
 constexpr int kBlockRows = kWarps * kWarpRows;
 constexpr int kKeys = 64;
 constexpr int kMaxDim = 128;
+// Blocks an SM keeps: at the 168 registers ptxas takes unbounded, only three of head dim 64 fit.
+template <int kD>
+constexpr int kMinBlocks = kD <= 64 ? 4 : 2;
 constexpr unsigned kAll = 0xffffffffu;
 // Every shared-memory row is padded by 8 halves: rows then start 16 bytes apart modulo the banks'
 // 128, so the 8 rows one ldmatrix tile reads fall on different banks.
@@ -303,7 +307,7 @@ __device__ __forceinline__ std::uint32_t half2_bits(float low, float high) {
 // each 8-column tile the columns 2 `quad` and 2 `quad` + 1. kKeyRows: the keys come as rows of K
 // (g.key_rows), read with ldmatrix as they are; else as rows of KT, read transposed.
 template <int kD, bool kKeyRows>
-__global__ void __launch_bounds__(kWarps * 32)
+__global__ void __launch_bounds__(kWarps * 32, kMinBlocks<kD>)
     attention_kernel(const __half* __restrict__ q, const __half* __restrict__ kt,
                      const __half* __restrict__ v, const __half* __restrict__ bias, __half* __restrict__ y,
                      AttentionGeometry g) {
@@ -317,8 +321,11 @@ __global__ void __launch_bounds__(kWarps * 32)
   __half* const buffers = q_s + kBlockRows * kLd;
   const int lane = static_cast<int>(threadIdx.x) % 32, warp = static_cast<int>(threadIdx.x) / 32;
   const int group = lane / 4, quad = lane % 4;
-  const int matrix = static_cast<int>(blockIdx.x);
-  const int first_row = static_cast<int>(blockIdx.y) * kBlockRows;
+  // A matrix's row blocks are neighbours in launch order, so they read its keys and values from L2
+  // while they are there.
+  const int row_blocks = (g.tq + kBlockRows - 1) / kBlockRows;
+  const int matrix = static_cast<int>(blockIdx.x) / row_blocks;
+  const int first_row = static_cast<int>(blockIdx.x) % row_blocks * kBlockRows;
   const __half* q_m = q + leading_offset(g, g.q.leading, matrix);
   const __half* kt_m = kt + leading_offset(g, g.kt.leading, matrix);
   const __half* v_m = v + leading_offset(g, g.v.leading, matrix);
@@ -500,8 +507,12 @@ Status prepare(const AttentionGeometry& g) {
 
 Status launch(const AttentionGeometry& g, const __half* q, const __half* kt, const __half* v,
               const __half* bias, __half* y, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>(g.matrices),
-                  static_cast<unsigned>((g.tq + kBlockRows - 1) / kBlockRows));
+  const std::int64_t blocks = static_cast<std::int64_t>(g.matrices) * ((g.tq + kBlockRows - 1) / kBlockRows);
+  if (blocks > std::numeric_limits<int>::max()) {
+    return Status(StatusCode::kUnsupported, "attention: " + std::to_string(blocks) + " blocks of " +
+                                                std::to_string(kBlockRows) + " query rows exceed one launch");
+  }
+  const dim3 grid(static_cast<unsigned>(blocks));
   return with_head_dim(g, [&]<int kD>() {
     return with_key_layout(g, [&]<bool kKeyRows>() -> Status {
       attention_kernel<kD, kKeyRows><<<grid, kWarps * 32, shared_bytes<kD>(), stream>>>(q, kt, v, bias, y, g);
