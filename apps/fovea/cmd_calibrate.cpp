@@ -65,6 +65,7 @@ struct CalibrateArgs {
   bool recursive = false;
   std::string method = "entropy";
   double percentile = runtime::quant::kDefaultPercentile;
+  double min_sqnr_db = runtime::quant::kDefaultMinSqnrDb;
   int samples = kDefaultSamples;
   std::optional<int> batch;
   std::string device = "cpu";
@@ -363,6 +364,24 @@ std::optional<int> fixed_batch(const runtime::Graph& graph) {
   return static_cast<int>(dims->front().value);
 }
 
+// The tensors the SQNR rule keeps in float (their readers run unquantized), lowest SQNR first.
+void print_kept_float(const runtime::quant::CalibrationTable& table) {
+  std::vector<std::pair<float, std::string>> kept;
+  for (const auto& [name, range] : table.tensors) {
+    if (range.keep_float) kept.emplace_back(range.sqnr_db.value_or(0.0f), name);
+  }
+  std::sort(kept.begin(), kept.end());
+  if (kept.empty()) {
+    std::printf("  every tensor quantizes at or above --min-sqnr: every layer can run in int8\n");
+    return;
+  }
+  std::printf("  %zu tensors below --min-sqnr: the layers reading them stay in float (keep_float):\n",
+              kept.size());
+  for (std::size_t i = 0; i < std::min<std::size_t>(kept.size(), kSummaryTensors); ++i) {
+    std::printf("    %-40s SQNR %.1f dB\n", kept[i].second.c_str(), kept[i].first);
+  }
+}
+
 void print_summary(const CalibrateArgs& args, const runtime::quant::CalibrationTable& table,
                    const Calibrator& calibrator, double seconds) {
   const std::string method(runtime::quant::calibration_method_name(table.method));
@@ -386,6 +405,7 @@ void print_summary(const CalibrateArgs& args, const runtime::quant::CalibrationT
   std::partial_sort(
       clipped.begin(), clipped.begin() + static_cast<std::ptrdiff_t>(shown), clipped.end(),
       [](const Clipped& a, const Clipped& b) { return a.amax / a.max_abs < b.amax / b.max_abs; });
+  print_kept_float(table);
   if (shown == 0) std::printf("  no tensor clipped: every amax is the largest |x| seen\n");
   if (shown > 0) std::printf("  most clipped (amax / max |x|), of %zu clipped:\n", clipped.size());
   for (std::size_t i = 0; i < shown; ++i) {
@@ -493,7 +513,8 @@ int run_calibrate(CalibrateArgs args) {
     log_warn("calibrated on {} samples, fewer than the {} asked for (--samples): the inputs hold no more",
              samples, args.samples);
   }
-  Result<runtime::quant::CalibrationTable> table = (*calibrator)->finish(*method, args.percentile);
+  Result<runtime::quant::CalibrationTable> table =
+      (*calibrator)->finish(*method, args.percentile, args.min_sqnr_db);
   if (!table.is_ok()) return fail(table.status(), kExitFailure);
   table->model = fs::path(config->path).filename().string();
   table->model_digest = *digest;
@@ -532,6 +553,12 @@ void add_calibrate_command(CLI::App* model, Action* action) {
   calibrate
       ->add_option("--percentile", args->percentile, "With --method percentile: the share of |x| kept, in %")
       ->check(CLI::Range(0.0, 100.0))
+      ->capture_default_str();
+  calibrate
+      ->add_option("--min-sqnr", args->min_sqnr_db,
+                   "Layers whose input quantizes below this signal-to-noise ratio in dB stay in float "
+                   "(keep_float in the cache); 0 quantizes every layer")
+      ->check(CLI::Range(0.0, 200.0))
       ->capture_default_str();
   calibrate->add_option("--samples", args->samples, "Pictures or frames to calibrate on")
       ->check(at_least(1))

@@ -100,6 +100,17 @@ TEST_F(CliCalibrate, WritesACacheNamingTheModelDigestWithARangeForEveryActivatio
       << output_;
   EXPECT_EQ(cache(calib)["method"], "minmax");
   EXPECT_EQ(cache(calib)["preprocess"], "16x12 imagenet rgb");
+  for (const char* tensor : {"input", "scores", "relu"})
+    EXPECT_TRUE(cache(calib)["tensors"][tensor]["sqnr_db"].is_number());
+
+  // The SQNR rule at a threshold no tensor reaches: every tensor is kept in float, and said so.
+  ASSERT_EQ(fovea({model_.string(), "--images", (dir_ / "in").string(), "--size", "16x12", "--min-sqnr",
+                   "199", "-o", calib.string()}),
+            0)
+      << output_;
+  for (const char* tensor : {"input", "scores", "relu"})
+    EXPECT_EQ(cache(calib)["tensors"][tensor]["keep_float"], true);
+  EXPECT_NE(output_.find("below --min-sqnr"), std::string::npos) << output_;
 }
 
 TEST_F(CliCalibrate, TakesThePreprocessingAndTheCachesPathFromAFlowsModelEntry) {

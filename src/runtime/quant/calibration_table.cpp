@@ -75,8 +75,18 @@ Result<TensorRange> parse_range(const std::string& name, const Json& entry, cons
     return make_error(StatusCode::kCorruptData, context, "'amax' is missing or not a number");
   }
   // Narrowed like the writer's float: a number beyond float's range becomes infinite and is refused.
-  const TensorRange range{.amax = static_cast<float>(amax->get<double>())};
+  TensorRange range{.amax = static_cast<float>(amax->get<double>())};
   FOVEA_TRY(check_amax(where, name, range.amax));
+  if (const auto sqnr = entry.find("sqnr_db"); sqnr != entry.end()) {
+    if (!sqnr->is_number()) return make_error(StatusCode::kCorruptData, context, "'sqnr_db' is not a number");
+    range.sqnr_db = static_cast<float>(sqnr->get<double>());
+  }
+  if (const auto keep = entry.find("keep_float"); keep != entry.end()) {
+    if (!keep->is_boolean()) {
+      return make_error(StatusCode::kCorruptData, context, "'keep_float' is not true or false");
+    }
+    range.keep_float = keep->get<bool>();
+  }
   return range;
 }
 
@@ -143,7 +153,10 @@ Status write_calibration(const std::filesystem::path& path, const CalibrationTab
   for (const auto& [name, range] : table.tensors) {
     // Never write what read_calibration would refuse.
     FOVEA_TRY(check_amax(where, name, range.amax));
-    tensors[name] = {{"amax", exact_number(range.amax)}, {"scale", exact_number(range.scale())}};
+    Json& entry =
+        tensors[name] = {{"amax", exact_number(range.amax)}, {"scale", exact_number(range.scale())}};
+    if (range.sqnr_db) entry["sqnr_db"] = std::round(*range.sqnr_db * 10.0) / 10.0;  // 0.1 dB says enough
+    if (range.keep_float) entry["keep_float"] = true;
   }
   return write_file_atomically(path, json.dump(2) + "\n", "calibration cache");
 }

@@ -6,15 +6,19 @@
 //
 //   {"format": "fovea-calibration", "version": 1, "model": "resnet18.onnx", "model_digest": "...",
 //    "method": "entropy", "samples": 500, "preprocess": "224x224 imagenet rgb",
-//    "tensors": {"input": {"amax": 2.64, "scale": 0.0208}, "relu_1": {...}, ...}}
+//    "tensors": {"input": {"amax": 2.64, "scale": 0.0208, "sqnr_db": 38.2}, "relu_1": {...}, ...}}
 //
 // `amax` is the clipping threshold the method chose; `scale` = amax / 127 (symmetric int8, zero
-// point 0): the value one step of the quantized tensor stands for. Weights are not in the cache:
-// they are quantized per output channel from their own values when the model is planned.
+// point 0): the value one step of the quantized tensor stands for. `sqnr_db` is the tensor's
+// signal-to-quantization-noise ratio at that scale, estimated from the calibration's histogram;
+// `"keep_float": true` (set by calibration's rule, --min-sqnr, or by hand) leaves the layers that
+// read the tensor in float. Both are optional: caches written before them still read. Weights are not in the
+// cache: they are quantized per output channel from their own values when the model is planned.
 #pragma once
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -33,6 +37,8 @@ Result<CalibrationMethod> parse_calibration_method(std::string_view text);
 
 struct TensorRange {
   float amax = 0.0f;  // clipping threshold, > 0
+  std::optional<float> sqnr_db;
+  bool keep_float = false;
   float scale() const { return amax / kInt8Max; }
 };
 

@@ -249,7 +249,30 @@ Status Calibrator::add_batch(const std::vector<Tensor>& inputs) {
   return Status::ok();
 }
 
-Result<CalibrationTable> Calibrator::finish(CalibrationMethod method, double percentile) const {
+double quantization_sqnr_db(const AbsHistogram& histogram, float amax) {
+  const double width = histogram.bin_width();
+  const double step = static_cast<double>(amax) / kInt8Max;
+  const double rounding = step * step / 12.0;
+  double signal = 0.0, noise = 0.0;
+  const std::vector<std::int64_t>& bins = histogram.bins();
+  for (std::size_t i = 0; i < bins.size(); ++i) {
+    if (bins[i] == 0) continue;
+    const double x = (static_cast<double>(i) + 0.5) * width;
+    double error = rounding;
+    if (x > amax) {
+      error = (x - amax) * (x - amax);
+    } else if (x < step / 2.0) {
+      error = x * x;  // rounds to zero
+    }
+    signal += static_cast<double>(bins[i]) * x * x;
+    noise += static_cast<double>(bins[i]) * error;
+  }
+  if (noise <= 0.0 || signal <= 0.0) return kNoiselessSqnrDb;
+  return std::min(kNoiselessSqnrDb, 10.0 * std::log10(signal / noise));
+}
+
+Result<CalibrationTable> Calibrator::finish(CalibrationMethod method, double percentile,
+                                            double min_sqnr_db) const {
   if (samples_ == 0) {
     return make_error(StatusCode::kInvalidArgument, observed_.where(), "calibration: no samples were given");
   }
@@ -267,8 +290,11 @@ Result<CalibrationTable> Calibrator::finish(CalibrationMethod method, double per
     }
   });
   CalibrationTable table{.method = method, .samples = samples_};
-  for (std::size_t i = 0; i < tensors.size(); ++i)
-    table.tensors[*tensors[i].first] = TensorRange{.amax = amax[i]};
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const double sqnr = quantization_sqnr_db(*tensors[i].second, amax[i]);
+    table.tensors[*tensors[i].first] =
+        TensorRange{.amax = amax[i], .sqnr_db = static_cast<float>(sqnr), .keep_float = sqnr < min_sqnr_db};
+  }
   return table;
 }
 

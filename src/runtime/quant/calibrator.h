@@ -44,6 +44,13 @@ namespace fovea::runtime::quant {
 // and finite), as does one whose values all lie below it (they are zeros to 8 bits anyway).
 inline constexpr float kMinAmax = kInt8Max * std::numeric_limits<float>::min();
 inline constexpr double kDefaultPercentile = 99.99;
+// The automatic rule's threshold: a tensor whose int8 SQNR is below it keeps its readers in float.
+// A half-normal activation (a ReLU's output) clipped at 4 sigma quantizes at about 40 dB; 20 dB is
+// a range some 30 times its typical value (outliers, a minmax range), where the bulk of the values
+// share a handful of the 127 levels.
+inline constexpr double kDefaultMinSqnrDb = 20.0;
+// What quantization_sqnr_db gives a tensor without quantization noise (all zeros, or all exact).
+inline constexpr double kNoiselessSqnrDb = 200.0;
 
 // The histogram of |x| of one tensor, over everything folded into it: kBins bins of equal width over
 // [0, range). The first values that are not all zero set the range just above their max |x| (zeros
@@ -96,6 +103,12 @@ float percentile_amax(const AbsHistogram& histogram, double percentile);
 float entropy_amax(const AbsHistogram& histogram);
 float method_amax(const AbsHistogram& histogram, CalibrationMethod method, double percentile);
 
+// The signal-to-quantization-noise ratio, in dB, of the histogram's values quantized to int8 at
+// `amax`: sum of x^2 over the sum of the squared errors, each bin's values taken at its centre. A
+// value below amax rounds to a step of amax / 127 (error variance step^2 / 12, or x^2 for a value
+// that rounds to zero); one above it is clipped (error x - amax).
+double quantization_sqnr_db(const AbsHistogram& histogram, float amax);
+
 class Calibrator {
  public:
   // Observes `graph` (as loaded; it is copied) run on `device` in float32, with no engine cache.
@@ -115,10 +128,12 @@ class Calibrator {
   int samples() const { return samples_; }
   const std::map<std::string, AbsHistogram, std::less<>>& histograms() const { return histograms_; }
 
-  // The table's method, samples and a range for every observed tensor; the caller fills in the
-  // model, its digest and how the samples were prepared. Errors: no batch yet, a percentile outside
-  // (0, 100].
-  Result<CalibrationTable> finish(CalibrationMethod method, double percentile = kDefaultPercentile) const;
+  // The table's method, samples and a range for every observed tensor, with its SQNR and the
+  // automatic rule applied: keep_float where the SQNR is below `min_sqnr_db` (0: never). The caller
+  // fills in the model, its digest and how the samples were prepared. Errors: no batch yet, a
+  // percentile outside (0, 100].
+  Result<CalibrationTable> finish(CalibrationMethod method, double percentile = kDefaultPercentile,
+                                  double min_sqnr_db = kDefaultMinSqnrDb) const;
 
  private:
   Calibrator(Graph observed, Device device) : observed_(std::move(observed)), device_(device) {}

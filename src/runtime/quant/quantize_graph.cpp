@@ -7,6 +7,8 @@
 #include <optional>
 #include <string_view>
 
+#include <fmt/format.h>
+
 #include "runtime/ops/int8_conv_util.h"
 #include "runtime/passes/pass_util.h"
 
@@ -99,6 +101,14 @@ class Rewriter {
 
   bool has_range(ValueId id) const {
     return activations_.count(id) != 0 || range_of(graph_.value(id).name) != nullptr;
+  }
+
+  // Why activation `id`'s readers stay in float by the cache's keep_float, empty when they do not.
+  std::string kept_float(ValueId id) const {
+    const TensorRange* range = range_of(graph_.value(id).name);
+    if (range == nullptr || !range->keep_float) return {};
+    const std::string sqnr = range->sqnr_db ? fmt::format(" (int8 SQNR {:.1f} dB)", *range->sqnr_db) : "";
+    return "the calibration keeps '" + graph_.value(id).name + "' in float" + sqnr;
   }
 
   // The dequantized form of activation `id`, one pair per activation however many layers read it;
@@ -198,6 +208,8 @@ QuantizedNode quantize_node(Graph& graph, Rewriter& rewriter, std::size_t index,
       result.reason = "no calibrated range for '" + graph.value(input).name + "'";
       return result;
     }
+    if (input != kNoValue) result.reason = rewriter.kept_float(input);
+    if (!result.reason.empty()) return result;
   }
   for (int slot : target.activation_inputs) {
     if (slot < 0) continue;

@@ -42,8 +42,9 @@ enum class Int8Layers {
 };
 
 // Node names or op types in `keep` stay in float. A quantizable node whose activation input has no
-// range in `table` stays in float too (the reason says which tensor), so a cache made before a
-// model gained a branch still plans. An activation that the channels-last pass renamed "<name>/nhwc"
+// range in `table` stays in float too (the reason says which tensor: a cache made before a model
+// gained a branch still plans), and so does one whose input the cache marks keep_float (the
+// calibration's SQNR rule, calibrator.h). An activation that the channels-last pass renamed "<name>/nhwc"
 // takes <name>'s range (the same values in another layout). The graph stays topologically sorted;
 // shapes are inferred by the caller afterwards.
 Result<std::vector<QuantizedNode>> quantize_graph(Graph& graph, const CalibrationTable& table,

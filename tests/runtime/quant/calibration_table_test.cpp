@@ -59,6 +59,8 @@ TEST(CalibrationTable, RoundTripsEveryFieldAndEveryFloatExactly) {
   table.tensors["/backbone/conv1/Conv_output_0"].amax = 2.64f;
   table.tensors["x:0 \"quoted\""].amax = std::numeric_limits<float>::max();
   table.tensors["tiny"].amax = kInt8Max * std::numeric_limits<float>::min();
+  table.tensors["tiny"].sqnr_db = 38.25f;
+  table.tensors["tiny"].keep_float = true;
   const fs::path path = dir / "m.calib";
   ASSERT_TRUE(write_calibration(path, table).is_ok());
 
@@ -74,7 +76,10 @@ TEST(CalibrationTable, RoundTripsEveryFieldAndEveryFloatExactly) {
     const auto it = read->tensors.find(name);
     ASSERT_NE(it, read->tensors.end()) << name;
     EXPECT_EQ(it->second.amax, range.amax) << name;  // bit for bit, not merely close
+    EXPECT_EQ(it->second.keep_float, range.keep_float) << name;
+    EXPECT_EQ(it->second.sqnr_db.has_value(), range.sqnr_db.has_value()) << name;
   }
+  EXPECT_FLOAT_EQ(*read->tensors.at("tiny").sqnr_db, 38.3f);  // written to 0.1 dB
   // Human-readable: the shortest decimal of each float, the scale beside it.
   const std::string text = fovea::testing::read_text(path);
   EXPECT_NE(text.find(R"("amax": 2.64)"), std::string::npos) << text;

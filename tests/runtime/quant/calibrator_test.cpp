@@ -103,6 +103,40 @@ TEST(CalibrationMethods, ATensorOfZerosGetsTheSmallestUsableRange) {
   EXPECT_EQ(minmax_amax(histogram_of({1e-40f, -2e-41f})), kMinAmax);
 }
 
+// Values filling [0, A] evenly, quantized at amax A: signal A^2 / 3 over noise (A / 127)^2 / 12,
+// 4 * 127^2, 48.1 dB.
+TEST(QuantizationSqnr, ValuesFillingTheRangeQuantizeAtTheTheoreticalRatio) {
+  const AbsHistogram histogram = histogram_of(uniform(200000, -3.0f, 3.0f, 11));
+  EXPECT_NEAR(quantization_sqnr_db(histogram, histogram.max_abs()), 10.0 * std::log10(4.0 * 127.0 * 127.0),
+              0.3);
+}
+
+// |x| of a unit Gaussian clipped at 4: rounding noise (4 / 127)^2 / 12 plus the clipped tail's
+// 2 * integral of (x - 4)^2 phi(x) beyond 4, about 8.3e-5 + 0.8e-5 of a signal of 1: 40.4 dB, the
+// figure calibrator.h's threshold is set against.
+TEST(QuantizationSqnr, AGaussianClippedAtFourSigmaQuantizesAtFortyDecibels) {
+  std::mt19937 random(13);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> values(400000);
+  for (float& v : values) v = normal(random);
+  EXPECT_NEAR(quantization_sqnr_db(histogram_of(values), 4.0f), 40.4, 0.5);
+}
+
+// One value 300 times the bulk's largest: a range that holds it leaves the bulk a level or two (the
+// values below half a step round to zero), one that clips it loses its energy; both fall under the
+// automatic rule's 20 dB, while the bulk alone quantizes at 48 dB.
+TEST(QuantizationSqnr, AnOutlierCostsTheRatioWhetherItIsKeptOrClipped) {
+  std::vector<float> values = uniform(10000, 0.0f, 1.0f, 12);
+  values.push_back(300.0f);
+  const AbsHistogram histogram = histogram_of(values);
+  const double kept = quantization_sqnr_db(histogram, 300.0f);
+  const double clipped = quantization_sqnr_db(histogram, 1.0f);
+  EXPECT_LT(kept, kDefaultMinSqnrDb);
+  EXPECT_GT(kept, 10.0);  // 93,333 over about 3,333: 14.5 dB
+  EXPECT_LT(clipped, 1.0);
+  EXPECT_EQ(quantization_sqnr_db(histogram_of(std::vector<float>(100, 0.0f)), kMinAmax), kNoiselessSqnrDb);
+}
+
 TEST(AbsHistogram, GrowingAcrossBatchesEqualsOneHistogramOfEverything) {
   const std::vector<float> zeros(100, 0.0f);
   std::vector<float> first = uniform(5000, -1.0f, 1.0f, 5);
@@ -222,6 +256,18 @@ TEST(Calibrator, ObservesEveryFloatActivationUnderItsOnnxNameAcrossBatchesOfAnyS
   }
   EXPECT_FALSE((*calibrator)->finish(CalibrationMethod::kPercentile, 0.0).is_ok());
   EXPECT_FALSE((*calibrator)->finish(CalibrationMethod::kPercentile, 100.5).is_ok());
+
+  // Every tensor's SQNR is measured, and the rule marks the tensors below its threshold: all of
+  // them at 200 dB, none at 0.
+  for (const auto& [name, range] : table->tensors) {
+    ASSERT_TRUE(range.sqnr_db.has_value()) << name;
+    EXPECT_EQ(range.keep_float, *range.sqnr_db < kDefaultMinSqnrDb) << name;
+  }
+  for (const double threshold : {0.0, 200.0}) {
+    const Result<CalibrationTable> ruled = (*calibrator)->finish(CalibrationMethod::kMinMax, 99.0, threshold);
+    ASSERT_TRUE(ruled.is_ok());
+    for (const auto& [name, range] : ruled->tensors) EXPECT_EQ(range.keep_float, threshold > 0.0) << name;
+  }
 }
 
 // x [N, 4] -> log "log" (NaN for x < 0), and x * 0 -> "zeros".

@@ -158,6 +158,21 @@ TEST(QuantizeGraph, NodesKeptByNameOrTypeAndNodesWithoutARangeStayFloatSayingWhy
   }
 }
 
+// The calibration's SQNR rule: a tensor the cache marks keep_float leaves its readers in float.
+TEST(QuantizeGraph, ATensorTheCacheKeepsInFloatLeavesItsReadersInFloatSayingItsSqnr) {
+  ModelBuilder m;
+  Graph graph = optimized(conv_chain(m));
+  CalibrationTable table = table_with({{"x", 1.0f}, {"r1", 3.0f}});
+  table.tensors["r1"].sqnr_db = 14.5f;
+  table.tensors["r1"].keep_float = true;
+  auto report = quant::quantize_graph(graph, table, {});
+  ASSERT_TRUE(report.is_ok());
+  EXPECT_TRUE(report_of(*report, "conv1")->int8);
+  EXPECT_FALSE(report_of(*report, "conv2")->int8);
+  EXPECT_EQ(report_of(*report, "conv2")->reason, "the calibration keeps 'r1' in float (int8 SQNR 14.5 dB)");
+  EXPECT_EQ(count_ops(graph, "QuantizeLinear"), 1);
+}
+
 TEST(QuantizeGraph, GemmAndMatMulWeightsQuantizeAlongTheirOutputAxisAndActivationProductsOnBothSides) {
   ModelBuilder m(17);
   m.input("a", kF32, {4, 6}).input("b", kF32, {6, 5}).output("y", kF32, {4, 3}).output("z", kF32, {4, 5});
