@@ -586,6 +586,28 @@ TEST(PassFoldAttentionViews, WhatIsNotAStridedViewStaysAsItIs) {
   expect_same_results(graph, plan, inputs);
 }
 
+// A Transpose that moves the output's last axis (here of width 1) stays: the kernels write rows.
+TEST(PassFoldAttentionViews, AnOutputTransposeThatMovesTheLastAxisStays) {
+  ModelBuilder m;
+  for (const char* name : {"q", "k"}) m.input(name, DataType::kFloat32, {2, 5, 4});
+  m.input("v", DataType::kFloat32, {2, 5, 1});
+  m.output("y", DataType::kFloat32, {2, 1, 5});
+  m.attr(m.node("Transpose", {"k"}, {"kt"}), "perm", std::vector<std::int64_t>{0, 2, 1});
+  m.node("MatMul", {"q", "kt"}, {"s"});
+  m.attr(m.node("Softmax", {"s"}, {"w"}), "axis", std::int64_t{-1});
+  m.node("MatMul", {"w", "v"}, {"o"});
+  m.attr(m.node("Transpose", {"o"}, {"y"}), "perm", std::vector<std::int64_t>{0, 2, 1});
+  const Graph graph = load_graph(m);
+  const std::vector<Tensor> inputs = {random_tensor(DataType::kFloat32, {2, 5, 4}, 1),
+                                      random_tensor(DataType::kFloat32, {2, 5, 4}, 2),
+                                      random_tensor(DataType::kFloat32, {2, 5, 1}, 3)};
+  const ExecutionPlan plan = plan_for(graph, inputs);
+  ASSERT_NE(attention_node_of(plan.graph), nullptr);
+  EXPECT_FALSE(attention_node_of(plan.graph)->has_attribute("y_perm"));
+  EXPECT_EQ(count_ops(plan.graph, "Transpose"), 1);
+  expect_same_results(graph, plan, inputs);
+}
+
 // x [2, 7, 5] (or [4, 5]) times W [5, 6] plus a bias row: one Gemm, through Reshapes for rank 3.
 TEST(PassFuseMatmulBias, ALinearLayerBecomesAGemmAtAnyRank) {
   for (const std::vector<std::int64_t>& x_dims : {std::vector<std::int64_t>{2, 7, 5}, {4, 5}}) {

@@ -3,6 +3,7 @@
 // projection followed by Reshape, Transpose, Squeeze and a Gather per operand, then a Transpose
 // and a Reshape per head group; each is a full copy of an activation (ViT-B: eight copies a layer),
 // yet every one of them only moves elements that the kernel can address where they lie.
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -181,7 +182,7 @@ std::optional<Folded> fold_operand(Graph& graph, int input, ValueId operand) {
   for (std::size_t top = chain.size(); top-- > 0;) {
     const ValueId base = chain[top]->inputs[0];
     const std::optional<Shape> shape = known_shape(graph, base);
-    if (!shape) continue;
+    if (!shape || std::find(shape->begin(), shape->end(), 0) != shape->end()) continue;  // nothing to read
     std::optional<ComposedView> view = contiguous(*shape);
     for (std::size_t n = top + 1; n-- > 0 && view;) view = through(graph, *chain[n], *view);
     if (!view) continue;
@@ -210,16 +211,15 @@ void fold_output(Graph& graph, Node& attention, std::vector<bool>& removed) {
   Node* transpose = sole_consumer(graph, attention.outputs[0]);
   if (transpose == nullptr || !is_op(*transpose, "Transpose")) return;
   const std::optional<Shape> shape = known_shape(graph, attention.outputs[0]);
-  if (!shape) return;
-  const std::optional<ComposedView> moved = transposed(*transpose, contiguous(*shape));
-  const std::optional<AttentionView> written = moved ? strided(*moved) : std::nullopt;
-  if (!written || written->strides.back() != 1) return;
-  Attribute perm;
-  perm.kind = Attribute::Kind::kInts;
-  perm.ints =
-      transpose->has_attribute("perm") ? transpose->attr_ints("perm").value() : std::vector<std::int64_t>{};
-  if (perm.ints.empty()) return;  // the default reverses every axis, the last included
-  attention.attributes[ops::kAttentionOutputPerm] = std::move(perm);
+  // Without perm a Transpose reverses every axis, the last included.
+  const Result<std::vector<std::int64_t>> perm = transpose->attr_ints("perm", std::vector<std::int64_t>{});
+  if (!shape || !perm.is_ok() || perm->size() != shape->size() ||
+      perm->back() != static_cast<std::int64_t>(shape->size()) - 1)
+    return;
+  Attribute written;
+  written.kind = Attribute::Kind::kInts;
+  written.ints = *perm;
+  attention.attributes[ops::kAttentionOutputPerm] = std::move(written);
   attention.outputs[0] = transpose->outputs[0];
   removed[static_cast<std::size_t>(transpose - graph.nodes.data())] = true;
   transpose->inputs.clear();

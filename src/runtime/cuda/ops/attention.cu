@@ -9,6 +9,11 @@
 //   block (four per warp, computed together so that every key and value read from shared memory
 //   serves four rows), keys 32 at a time, one per lane.
 //
+// Q, K (or KT), V and Y may be strided views of larger tensors (fold_attention_views, ops/attention_util.h):
+// ViT's heads are read where the packed QKV projection wrote them and written merged back. Each row
+// must be contiguous; the tensor-core kernel reads K as rows where they are (ldmatrix untransposed)
+// and copies the next chunk of keys and values with cp.async while it computes the current one.
+//
 // The unfused chain ran two batched GEMMs with the scores between them written and read back, and
 // for ViT's 197 tokens cuBLAS took its align-1 kernels (rows not 16-byte aligned): 17% of ViT-B's
 // time, and the softmax another 12% (docs/perf.md, "After SiLU and GELU fusion"). The CUDA-core
@@ -202,7 +207,9 @@ constexpr int kWarpRows = 16;
 constexpr int kBlockRows = kWarps * kWarpRows;
 constexpr int kKeys = 64;
 constexpr int kMaxDim = 128;
-// Blocks an SM keeps: at the 168 registers ptxas takes unbounded, only three of head dim 64 fit.
+// Blocks an SM keeps: unbounded, ptxas takes 168 registers and three blocks of head dim 64 fit; four
+// (128 registers, a 128-byte spill) made ViT-B 3% faster (docs/perf.md, "Attention reading the head
+// split").
 template <int kD>
 constexpr int kMinBlocks = kD <= 64 ? 4 : 2;
 constexpr unsigned kAll = 0xffffffffu;
