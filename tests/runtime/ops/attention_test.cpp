@@ -117,6 +117,13 @@ TEST(Opfovea_Attention, RefusesAViewPastItsInputNamingTheAttribute) {
   const Status status = run_node_status(packed_attention({170, 3, 12, 5, 36, 4, 1}), {p, p, p});
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("q_view reaches past its input"), std::string::npos) << status.message();
+  // An offset without its (size, stride) pairs complete, and a negative stride.
+  for (const std::vector<std::int64_t>& malformed :
+       {std::vector<std::int64_t>{0, 3, 12, 5, 36, 4}, std::vector<std::int64_t>{0, 3, 12, 5, -36, 4, 1}}) {
+    const Status refused = run_node_status(packed_attention(malformed), {p, p, p});
+    EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(refused.message().find("q_view"), std::string::npos) << refused.message();
+  }
 }
 
 }  // namespace
