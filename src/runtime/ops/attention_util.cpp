@@ -1,9 +1,8 @@
 #include "runtime/ops/attention_util.h"
 
-#include <cstring>
 #include <string>
 
-#include "core/image.h"
+#include "runtime/ops/movement_util.h"
 
 namespace fovea::runtime::ops {
 
@@ -74,32 +73,13 @@ bool view_within(const AttentionView& view, std::int64_t numel) {
 
 Tensor gather_view(const Tensor& input, const AttentionView& view) {
   Tensor out = Tensor::allocate(input.dtype(), view.sizes);
-  if (out.numel() == 0) return out;
-  const std::size_t element = data_type_size(input.dtype());
-  const auto* src = static_cast<const unsigned char*>(input.raw());
-  auto* dst = static_cast<unsigned char*>(out.raw());
-  // Rows of the last dim at a time: one copy each where they are contiguous (a head's D elements).
-  const std::size_t rank = view.sizes.size();
-  const std::int64_t row = rank > 0 ? view.sizes.back() : 1;
-  const std::int64_t step = rank > 0 ? view.strides.back() : 1;
-  std::vector<std::int64_t> index(rank > 0 ? rank - 1 : 0, 0);
-  for (std::int64_t done = 0; done < out.numel(); done += row) {
-    std::int64_t at = view.offset;
-    for (std::size_t d = 0; d < index.size(); ++d) at += index[d] * view.strides[d];
-    unsigned char* to = dst + static_cast<std::size_t>(done) * element;
-    if (step == 1) {
-      std::memcpy(to, src + static_cast<std::size_t>(at) * element, static_cast<std::size_t>(row) * element);
-    } else {
-      for (std::int64_t i = 0; i < row; ++i) {
-        std::memcpy(to + static_cast<std::size_t>(i) * element,
-                    src + static_cast<std::size_t>(at + i * step) * element, element);
-      }
-    }
-    for (std::size_t d = index.size(); d-- > 0;) {
-      if (++index[d] < view.sizes[d]) break;
-      index[d] = 0;
-    }
+  std::vector<AxisOffsets> offsets;
+  for (std::size_t d = 0; d < view.sizes.size(); ++d)
+    offsets.push_back(identity_offsets(view.sizes[d], view.strides[d]));
+  if (!offsets.empty()) {
+    for (std::int64_t& offset : offsets.front()) offset += view.offset;
   }
+  gather_by_axis_offsets(input, out, offsets);
   return out;
 }
 

@@ -32,11 +32,10 @@ struct ComposedView {
 
 ComposedView contiguous(const Shape& shape) {
   ComposedView view;
-  std::int64_t stride = 1;
+  const Shape strides = contiguous_strides(shape);
   view.dims.resize(shape.size());
-  for (std::size_t d = shape.size(); d-- > 0;) {
-    if (shape[d] != 1) view.dims[d].push_back({shape[d], stride});
-    stride *= shape[d];
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] != 1) view.dims[d].push_back({shape[d], strides[d]});
   }
   return view;
 }
