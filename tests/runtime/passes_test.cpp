@@ -107,45 +107,99 @@ TEST(PassChannelsLast, TheModelsOwnTransposesCancelWithThePasses) {
 
 // ConvNeXt's residual: each block adds its input to the model's Permute back to NCHW. With both in
 // NHWC the Add runs there too, so a chain of blocks transposes only at its ends (two per block
-// otherwise).
+// otherwise). The layer scale comes in both forms: a row [C] before the Permute, and torchvision's
+// Mul(gamma [C, 1, 1], Permute(...)) after it, which sink_transposes moves before the Permute;
+// fuse_matmul_bias folds either into the Linear's weights.
 TEST(PassChannelsLast, AResidualAddOfTwoNhwcValuesRunsInNhwc) {
   constexpr std::int64_t kC = 8;
-  ModelBuilder m;
-  m.input("x", DataType::kFloat32, {2, 3, 9, 11}).output("y", DataType::kFloat32, {2, kC, 9, 11});
-  m.initializer("stem_w", random_tensor(DataType::kFloat32, {kC, 3, 3, 3}, 1));
-  auto& stem = m.node("Conv", {"x", "stem_w"}, {"b0"}, "stem");
-  m.attr(stem, "pads", std::vector<std::int64_t>{1, 1, 1, 1});
-  for (int block = 0; block < 2; ++block) {
-    const std::string in = "b" + std::to_string(block);
-    const std::string p = "blk" + std::to_string(block) + "_";
-    m.initializer(p + "dw", random_tensor(DataType::kFloat32, {kC, 1, 3, 3}, 10 + block));
-    m.initializer(p + "gamma", random_tensor(DataType::kFloat32, {kC}, 20 + block, 0.5, 1.5));
-    m.initializer(p + "beta", random_tensor(DataType::kFloat32, {kC}, 30 + block));
-    m.initializer(p + "up", random_tensor(DataType::kFloat32, {kC, 2 * kC}, 40 + block));
-    m.initializer(p + "down", random_tensor(DataType::kFloat32, {2 * kC, kC}, 50 + block));
-    m.initializer(p + "scale", random_tensor(DataType::kFloat32, {kC}, 60 + block));
-    auto& depthwise = m.node("Conv", {in, p + "dw"}, {p + "c"}, p + "depthwise");
-    m.attr(depthwise, "pads", std::vector<std::int64_t>{1, 1, 1, 1});
-    m.attr(depthwise, "group", kC);
-    auto& to_nhwc = m.node("Transpose", {p + "c"}, {p + "c_nhwc"});
-    m.attr(to_nhwc, "perm", std::vector<std::int64_t>{0, 2, 3, 1});
-    auto& norm = m.node("LayerNormalization", {p + "c_nhwc", p + "gamma", p + "beta"}, {p + "n"});
-    m.attr(norm, "axis", std::int64_t{-1});
-    m.node("MatMul", {p + "n", p + "up"}, {p + "u"});
-    m.node("Relu", {p + "u"}, {p + "r"});
-    m.node("MatMul", {p + "r", p + "down"}, {p + "d"});
-    m.node("Mul", {p + "d", p + "scale"}, {p + "s"});
-    auto& to_nchw = m.node("Transpose", {p + "s"}, {p + "s_nchw"});
-    m.attr(to_nchw, "perm", std::vector<std::int64_t>{0, 3, 1, 2});
-    m.node("Add", {in, p + "s_nchw"}, {block == 1 ? std::string("y") : "b" + std::to_string(block + 1)});
+  for (const bool torchvision_scale : {false, true}) {
+    ModelBuilder m;
+    m.input("x", DataType::kFloat32, {2, 3, 9, 11}).output("y", DataType::kFloat32, {2, kC, 9, 11});
+    m.initializer("stem_w", random_tensor(DataType::kFloat32, {kC, 3, 3, 3}, 1));
+    auto& stem = m.node("Conv", {"x", "stem_w"}, {"b0"}, "stem");
+    m.attr(stem, "pads", std::vector<std::int64_t>{1, 1, 1, 1});
+    for (int block = 0; block < 2; ++block) {
+      const std::string in = "b" + std::to_string(block);
+      const std::string p = "blk" + std::to_string(block) + "_";
+      const std::string out = block == 1 ? std::string("y") : "b" + std::to_string(block + 1);
+      m.initializer(p + "dw", random_tensor(DataType::kFloat32, {kC, 1, 3, 3}, 10 + block));
+      m.initializer(p + "gamma", random_tensor(DataType::kFloat32, {kC}, 20 + block, 0.5, 1.5));
+      m.initializer(p + "beta", random_tensor(DataType::kFloat32, {kC}, 30 + block));
+      m.initializer(p + "up", random_tensor(DataType::kFloat32, {kC, 2 * kC}, 40 + block));
+      m.initializer(p + "up_b", random_tensor(DataType::kFloat32, {2 * kC}, 45 + block));
+      m.initializer(p + "down", random_tensor(DataType::kFloat32, {2 * kC, kC}, 50 + block));
+      m.initializer(p + "down_b", random_tensor(DataType::kFloat32, {kC}, 55 + block));
+      m.initializer(p + "scale", random_tensor(DataType::kFloat32,
+                                               torchvision_scale ? Shape{kC, 1, 1} : Shape{kC}, 60 + block));
+      auto& depthwise = m.node("Conv", {in, p + "dw"}, {p + "c"}, p + "depthwise");
+      m.attr(depthwise, "pads", std::vector<std::int64_t>{1, 1, 1, 1});
+      m.attr(depthwise, "group", kC);
+      auto& to_nhwc = m.node("Transpose", {p + "c"}, {p + "c_nhwc"});
+      m.attr(to_nhwc, "perm", std::vector<std::int64_t>{0, 2, 3, 1});
+      auto& norm = m.node("LayerNormalization", {p + "c_nhwc", p + "gamma", p + "beta"}, {p + "n"});
+      m.attr(norm, "axis", std::int64_t{-1});
+      m.node("MatMul", {p + "n", p + "up"}, {p + "u"});
+      m.node("Add", {p + "u", p + "up_b"}, {p + "ub"});
+      m.node("Relu", {p + "ub"}, {p + "r"});
+      m.node("MatMul", {p + "r", p + "down"}, {p + "d"});
+      m.node("Add", {p + "down_b", p + "d"}, {p + "db"});
+      const std::string scaled = torchvision_scale ? p + "s" : p + "s_nchw";
+      if (!torchvision_scale) m.node("Mul", {p + "db", p + "scale"}, {p + "s"});
+      auto& to_nchw = m.node("Transpose", {torchvision_scale ? p + "db" : p + "s"}, {p + "t"});
+      m.attr(to_nchw, "perm", std::vector<std::int64_t>{0, 3, 1, 2});
+      if (torchvision_scale) m.node("Mul", {p + "scale", p + "t"}, {p + "s"});
+      m.node("Add", {in, torchvision_scale ? p + "s" : p + "t"}, {out});
+    }
+    const Graph graph = load_graph(m);
+    const std::vector<Tensor> inputs = {random_tensor(DataType::kFloat32, {2, 3, 9, 11}, 9)};
+    auto plan = plan_graph(graph, {{"x", {2, 3, 9, 11}}}, {.channels_last = true});
+    ASSERT_TRUE(plan.is_ok()) << plan.status().to_string();
+    EXPECT_EQ(count_ops(plan->graph, "Transpose"), 2)
+        << torchvision_scale;  // the input to NHWC, the output back
+    EXPECT_EQ(count_ops(plan->graph, "FusedConv"), 3);
+    EXPECT_EQ(count_ops(plan->graph, "Gemm"), 4);
+    EXPECT_EQ(count_ops(plan->graph, "Mul"), 0);  // both scales are in the Linear's weights
+    expect_same_results(graph, *plan, inputs);
   }
+}
+
+// op(Transpose(x), c) becomes Transpose(op(x, c')) for Add/Sub/Mul/Div of a constant on either
+// side, the constant's axes put back (here one of two non-1 dims, so its data moves), along a chain;
+// a Transpose another node also reads, and an op that broadcasts the transposed value, stay.
+TEST(PassSinkTransposes, ConstantOpsMoveBeforeATransposeTheyAloneRead) {
+  ModelBuilder m;
+  m.input("x", DataType::kFloat32, {2, 3, 4, 5}).output("y", DataType::kFloat32, {2, 4, 5, 3});
+  m.initializer("c", random_tensor(DataType::kFloat32, {5, 3}, 1));
+  m.initializer("d", random_tensor(DataType::kFloat32, {1, 4, 1, 1}, 2, 0.5, 1.5));
+  auto& t = m.node("Transpose", {"x"}, {"t"});
+  m.attr(t, "perm", std::vector<std::int64_t>{0, 2, 3, 1});
+  m.node("Mul", {"t", "c"}, {"a"});
+  m.node("Sub", {"c", "a"}, {"b"});
+  m.node("Div", {"b", "d"}, {"y"});
   const Graph graph = load_graph(m);
-  const std::vector<Tensor> inputs = {random_tensor(DataType::kFloat32, {2, 3, 9, 11}, 9)};
-  auto plan = plan_graph(graph, {{"x", {2, 3, 9, 11}}}, {.channels_last = true});
-  ASSERT_TRUE(plan.is_ok()) << plan.status().to_string();
-  EXPECT_EQ(count_ops(plan->graph, "Transpose"), 2);  // the input to NHWC, the output back
-  EXPECT_EQ(count_ops(plan->graph, "FusedConv"), 3);
-  expect_same_results(graph, *plan, inputs);
+  const std::vector<Tensor> inputs = {random_tensor(DataType::kFloat32, {2, 3, 4, 5}, 3)};
+  const ExecutionPlan plan = plan_for(graph, inputs);
+  ASSERT_EQ(count_ops(plan.graph, "Transpose"), 1);
+  EXPECT_EQ(plan.graph.nodes.back().op_type, "Transpose");  // past all three ops
+  expect_same_results(graph, plan, inputs);
+
+  for (int variant = 0; variant < 2; ++variant) {
+    ModelBuilder k;
+    k.input("x", DataType::kFloat32, {2, 3, 1}).output("y", DataType::kFloat32, {2, 4, 3});
+    k.initializer("c", random_tensor(DataType::kFloat32, variant == 0 ? Shape{3} : Shape{4, 1}, 1));
+    auto& kt = k.node("Transpose", {"x"}, {"t"});
+    k.attr(kt, "perm", std::vector<std::int64_t>{0, 2, 1});
+    if (variant == 0) k.output("t", DataType::kFloat32, {2, 1, 3});  // read by the graph too
+    k.node("Add", {"t", "c"}, {variant == 0 ? "y0" : "y"});
+    if (variant == 0) k.node("Expand", {"y0", "shape"}, {"y"});
+    if (variant == 0)
+      k.initializer("shape", Tensor::from_vector<std::int64_t>(DataType::kInt64, {3}, {2, 4, 3}));
+    const Graph kept = load_graph(k);
+    const std::vector<Tensor> kept_inputs = {random_tensor(DataType::kFloat32, {2, 3, 1}, 3)};
+    const ExecutionPlan kept_plan = plan_for(kept, kept_inputs);
+    EXPECT_EQ(kept_plan.graph.nodes.front().op_type, "Transpose") << variant;
+    expect_same_results(kept, kept_plan, kept_inputs);
+  }
 }
 
 TEST(PassConvertFloat16, NarrowsDataButNotTheScalesResizeTypesAsFloat32) {
@@ -627,6 +681,27 @@ TEST(PassFuseMatmulBias, ALinearLayerBecomesAGemmAtAnyRank) {
     EXPECT_EQ(count_ops(plan.graph, "MatMul"), 0);
     EXPECT_EQ(count_ops(plan.graph, "Add"), 0);
     EXPECT_EQ(count_ops(plan.graph, "Reshape"), x_dims.size() == 2 ? 0 : 2);
+    expect_same_results(graph, plan, inputs);
+  }
+}
+
+// A Mul of the sum by a constant row (either operand order) is folded into W and the bias; a Mul by
+// a column (a scale per row) stays.
+TEST(PassFuseMatmulBias, AScaleRowAfterTheBiasGoesIntoTheWeights) {
+  for (const bool row : {true, false}) {
+    ModelBuilder m;
+    m.input("x", DataType::kFloat32, {2, 7, 5}).output("y", DataType::kFloat32, {2, 7, 6});
+    m.initializer("w", random_tensor(DataType::kFloat32, {5, 6}, 1));
+    m.initializer("b", random_tensor(DataType::kFloat32, {6}, 2));
+    m.initializer("s", random_tensor(DataType::kFloat32, row ? Shape{1, 1, 6} : Shape{7, 1}, 4));
+    m.node("MatMul", {"x", "w"}, {"xw"});
+    m.node("Add", {"xw", "b"}, {"xwb"});
+    m.node("Mul", {"s", "xwb"}, {"y"});
+    const Graph graph = load_graph(m);
+    const std::vector<Tensor> inputs = {random_tensor(DataType::kFloat32, {2, 7, 5}, 3)};
+    const ExecutionPlan plan = plan_for(graph, inputs);
+    EXPECT_EQ(count_ops(plan.graph, "Gemm"), 1) << row;
+    EXPECT_EQ(count_ops(plan.graph, "Mul"), row ? 0 : 1);
     expect_same_results(graph, plan, inputs);
   }
 }

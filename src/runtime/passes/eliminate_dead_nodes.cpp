@@ -31,6 +31,7 @@ Status optimize(Graph& graph) {
   fuse_conv_epilogues(graph);
   fuse_gelu(graph);
   fuse_attention(graph);
+  sink_transposes(graph);
   fuse_matmul_bias(graph);
   fold_attention_views(graph);
   eliminate_dead_nodes(graph);

@@ -52,10 +52,18 @@ void fuse_attention(Graph& graph);
 // Q, V and KT (or K) contiguous; operands that are not stay as they are.
 void fold_attention_views(Graph& graph);
 
+// A Transpose whose output only an Add, Sub, Mul or Div with a constant reads (and that the op does
+// not broadcast) moves past the op: op(Transpose(x), c) = Transpose(op(x, c')), c' the constant with
+// its axes put back. The op then sits next to what produced x, where fuse_matmul_bias folds a scale
+// into a linear layer, and the Transpose next to its readers, where convert_to_channels_last
+// cancels it (sink_transposes.cpp says why ConvNeXt needs it).
+void sink_transposes(Graph& graph);
+
 // A linear layer, MatMul(x, W) with W a constant [K, N] and the product read only by an Add of a
 // constant bias row ([N], [1, N], ...) that keeps its shape, becomes Gemm(x, W, bias): x of rank
 // > 2 through Reshapes to [rows, K] and back (free: they alias). The CUDA executor adds the bias
-// in cuBLASLt's epilogue.
+// in cuBLASLt's epilogue. A Mul of the sum by a constant row (a scale per column) that alone reads it
+// is folded into W and the bias.
 void fuse_matmul_bias(Graph& graph);
 
 // Whether fuse_int8_convolutions keeps residual streams in int8 (below).

@@ -1,0 +1,108 @@
+// A Transpose read only by an elementwise op with a constant operand moves past that op (passes.h).
+// ConvNeXt's block is the case that matters: torchvision writes its layer scale as
+//   Mul(gamma [C, 1, 1], Transpose(Linear(...), perm 0,3,1,2))
+// so the scale, a broadcasting Mul, stands between the model's Permute back to NCHW and the
+// residual Add. Moved before the Transpose it is a Mul by a row [1, 1, 1, C] that fuse_matmul_bias
+// folds into the Linear's weights, and the Transpose then feeds the residual Add directly, which
+// convert_to_channels_last runs in NHWC: two Transposes and a broadcast pass less a block.
+#include <algorithm>
+#include <numeric>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "runtime/ops/movement_util.h"
+#include "runtime/passes/pass_util.h"
+#include "runtime/passes/passes.h"
+
+namespace fovea::runtime {
+
+namespace {
+
+// The permutation of a default-domain Transpose (its default reverses the axes), or nullopt.
+std::optional<std::vector<std::int64_t>> transpose_perm(const Graph& graph, const Node& node) {
+  if (!is_op(node, "Transpose") || node.inputs.size() != 1) return std::nullopt;
+  const std::optional<Shape> in = known_shape(graph, node.inputs[0]);
+  if (!in) return std::nullopt;
+  std::vector<std::int64_t> reversed(in->size());
+  std::iota(reversed.rbegin(), reversed.rend(), 0);
+  const Result<std::vector<std::int64_t>> perm = node.attr_ints("perm", reversed);
+  if (!perm.is_ok() || perm->size() != in->size()) return std::nullopt;
+  return *perm;
+}
+
+// `constant` (broadcasting into rank perm.size()) as the operand that broadcasts the same way into
+// the Transpose's input: left-padded with 1s to the full rank, then its axes put back where the
+// Transpose took them from.
+Tensor untransposed(const Tensor& constant, const std::vector<std::int64_t>& perm) {
+  const std::size_t rank = perm.size();
+  Shape padded(rank - constant.shape().size(), 1);
+  padded.insert(padded.end(), constant.shape().begin(), constant.shape().end());
+  const Tensor source = constant.clone().reshaped(padded);
+  const Shape strides = contiguous_strides(padded);
+  // The output's axis perm[d] is the padded constant's axis d.
+  Shape dims(rank);
+  std::vector<ops::AxisOffsets> offsets(rank);
+  for (std::size_t d = 0; d < rank; ++d) {
+    const auto axis = static_cast<std::size_t>(perm[d]);
+    dims[axis] = padded[d];
+    offsets[axis] = ops::identity_offsets(padded[d], strides[d]);
+  }
+  Tensor out = Tensor::allocate(constant.dtype(), dims);
+  ops::gather_by_axis_offsets(source, out, offsets);
+  return out;
+}
+
+// Rewrites `op` when it is Add/Sub/Mul/Div of a constant and a Transpose's output that only it
+// reads, with no broadcasting of the transposed operand: the op then reads the Transpose's input and
+// the untransposed constant, and the Transpose transposes its result. Returns whether it did.
+bool sink_through(Graph& graph, std::size_t op_index) {
+  static const std::set<std::string> kOps = {"Add", "Sub", "Mul", "Div"};
+  const Node& op = graph.nodes[op_index];
+  if (!op.domain.empty() || !kOps.count(op.op_type) || op.inputs.size() != 2 || op.outputs.size() != 1)
+    return false;
+  for (std::size_t side = 0; side < 2; ++side) {
+    const ValueId transposed = op.inputs[side], constant = op.inputs[1 - side];
+    Node* transpose = producer_of(graph, transposed);
+    if (transpose == nullptr || !graph.is_constant(constant) || sole_consumer(graph, transposed) != &op)
+      continue;
+    const std::optional<std::vector<std::int64_t>> perm = transpose_perm(graph, *transpose);
+    const std::optional<Shape> out = known_shape(graph, op.outputs[0]);
+    if (!perm || !out || known_shape(graph, transposed) != out ||
+        graph.value(constant).constant->shape().size() > perm->size())
+      continue;
+    const ValueId source = transpose->inputs[0];
+    const ValueId moved_constant = graph.add_constant(graph.value(constant).name + "/untransposed",
+                                                      untransposed(*graph.value(constant).constant, *perm));
+    ValueType before_type = graph.value(op.outputs[0]).type;  // by value: adding values may move them
+    before_type.dims = graph.value(source).type.dims;
+    const ValueId before =
+        graph.add_value(graph.value(op.outputs[0]).name + "/before_transpose", before_type);
+    // The op takes the Transpose's place (it reads only values that exist there) and the Transpose
+    // the op's, writing the op's old output.
+    const auto transpose_index = static_cast<std::size_t>(transpose - graph.nodes.data());
+    Node moved_op = graph.nodes[op_index];
+    moved_op.inputs[side] = source;
+    moved_op.inputs[1 - side] = moved_constant;
+    const ValueId after = moved_op.outputs[0];
+    moved_op.outputs[0] = before;
+    Node moved_transpose = std::move(graph.nodes[transpose_index]);
+    moved_transpose.inputs[0] = before;
+    moved_transpose.outputs[0] = after;
+    graph.nodes[transpose_index] = std::move(moved_op);
+    graph.nodes[op_index] = std::move(moved_transpose);
+    graph.index_producers();
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void sink_transposes(Graph& graph) {
+  // In graph order, so a Transpose that has moved past one op is met again by the next reader.
+  for (std::size_t n = 0; n < graph.nodes.size(); ++n) sink_through(graph, n);
+}
+
+}  // namespace fovea::runtime
