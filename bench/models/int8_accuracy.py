@@ -3,6 +3,7 @@
 
   int8_accuracy.py --fovea BUILD/apps/fovea/fovea --out DIR [--models a,b] [--methods entropy,...]
                    [--samples 500] [--eval 500] [--device cuda] [--int8-args=--fp16-residuals]
+                   [--calib-args="--min-sqnr 30"]
 
 Per model (classifiers resnet18, resnet50, mobilenet_v3_large; segmentation fcn_resnet50,
 fcn_resnet101, deeplabv3_resnet50):
@@ -118,7 +119,8 @@ def evaluate(args, name):
         log = os.path.join(work, f"calibrate_{method}.log")
         rc, calibrate_s = run([args.fovea, "model", "calibrate", onnx_path, "--images", calib_dir, "--samples",
                                str(args.samples), "--method", method, "--normalize", "imagenet", "--size",
-                               f"{side}x{side}", "--device", args.device, "-o", cache], log, args.timeout)
+                               f"{side}x{side}", "--device", args.device, "-o", cache] + args.calib_args.split(),
+                              log, args.timeout)
         if rc != 0:
             entry["methods"][method] = {"error": f"calibrate: exit {rc}: {last_line(log)}"}
             continue
@@ -139,7 +141,8 @@ def markdown(results):
     lines = [f"GPU: {results['gpu']}; networks trained on train_synthetic.py's task; calibrated on "
              f"{results['samples']} pictures, evaluated on {results['eval']} others; int8 against fp32 "
              f"(fovea both), target >= {TARGET:.0%}."
-             + (f" int8 runs with `{results['int8_args']}`." if results.get("int8_args") else ""), "",
+             + (f" int8 runs with `{results['int8_args']}`." if results.get("int8_args") else "")
+             + (f" Calibrated with `{results['calib_args']}`." if results.get("calib_args") else ""), "",
              "| model | measure | " + " | ".join(methods) + " |", "|---|---|" + "---:|" * len(methods)]
     for e in results["models"]:
         measure = "top-1 agreement" if e["model"] in CLASSIFIERS else "pixel argmax agreement"
@@ -169,6 +172,8 @@ def main():
     parser.add_argument("--timeout", type=int, default=600, help="seconds per fovea command")
     parser.add_argument("--int8-args", default="",
                         help="more arguments for the int8 runs, e.g. --int8-args=--fp16-residuals")
+    parser.add_argument("--calib-args", default="",
+                        help="more arguments for `fovea model calibrate`, e.g. --calib-args='--min-sqnr 30'")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     unknown = [m for m in args.models.split(",") if m and m not in SIDE]
@@ -176,7 +181,7 @@ def main():
         parser.error(f"unknown models {unknown}; choose from {sorted(SIDE)}")
     results = {"gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else "none",
                "samples": args.samples, "eval": args.eval, "methods": args.methods.split(","),
-               "int8_args": args.int8_args, "models": []}
+               "int8_args": args.int8_args, "calib_args": args.calib_args, "models": []}
     for name in [m for m in args.models.split(",") if m]:
         print(f"== {name}", flush=True)
         try:
