@@ -13,6 +13,20 @@ namespace fovea::runtime::cuda {
 
 inline constexpr int kWarpSize = 32;
 
+// A warp's sum and maximum of one value per lane, in every lane (a butterfly of shuffles: the row
+// kernels that keep a row in registers need the result in each lane, where CUB's WarpReduce gives it
+// to lane 0 only).
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  return v;
+}
+
 // Whether rows of `length` get a block each rather than a warp: from 1024 elements a warp's lanes
 // would each loop 32+ times while a block spreads them 4 per thread; from 256 also when there are
 // too few rows for warps to fill the GPU (132 SMs x 16 warps, a quarter of an H100/H200's resident

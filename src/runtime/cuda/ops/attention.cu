@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "runtime/cuda/cuda_op.h"
+#include "runtime/cuda/group_reduce.cuh"
 #include "runtime/cuda/kernel_util.cuh"
 #include "runtime/cuda/tensor_core.cuh"
 #include "runtime/ops/attention_util.h"
@@ -85,16 +86,6 @@ std::size_t shared_bytes(int d, int dv) {
   return sizeof(float) *
          (static_cast<std::size_t>(kRowsPerBlock) * d + static_cast<std::size_t>(d) * kKeysPerChunk +
           static_cast<std::size_t>(kKeysPerChunk) * dv);
-}
-
-__device__ __forceinline__ float warp_max(float v) {
-  for (int offset = 16; offset > 0; offset /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
-  return v;
-}
-
-__device__ __forceinline__ float warp_sum(float v) {
-  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
-  return v;
 }
 
 // kSlots: output elements per lane and row (Dv / 32, rounded up).
@@ -550,8 +541,7 @@ Result<ops::AttentionView> operand_view(CudaKernelContext& ctx, int input) {
   if (view) return std::move(*view);
   ops::AttentionView whole;
   whole.sizes = ctx.input(input).shape();
-  whole.strides.assign(whole.sizes.size(), 1);
-  for (std::size_t d = whole.sizes.size(); d-- > 1;) whole.strides[d - 1] = whole.strides[d] * whole.sizes[d];
+  whole.strides = contiguous_strides(whole.sizes);
   return whole;
 }
 

@@ -184,11 +184,6 @@ __global__ void __launch_bounds__(kBlockSize)
 constexpr int kHalvesPerVector = 8;
 constexpr int kMaxRowVectors = 4;  // per lane: rows of up to 4 * 8 * 32 = 1,024 halves
 
-__device__ __forceinline__ float warp_sum(float v) {
-  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
-  return v;
-}
-
 __device__ __forceinline__ void unpack(const uint4& word, float (&v)[kHalvesPerVector]) {
   const auto* h = reinterpret_cast<const __half2*>(&word);
   for (int i = 0; i < kHalvesPerVector / 2; ++i) {
