@@ -124,7 +124,7 @@ TEST(QuantizationSqnr, AGaussianClippedAtFourSigmaQuantizesAtFortyDecibels) {
 
 // One value 300 times the bulk's largest: a range that holds it leaves the bulk a level or two (the
 // values below half a step round to zero), one that clips it loses its energy; both fall under the
-// automatic rule's 20 dB, while the bulk alone quantizes at 48 dB.
+// automatic rule's default, while the bulk alone quantizes at 48 dB.
 TEST(QuantizationSqnr, AnOutlierCostsTheRatioWhetherItIsKeptOrClipped) {
   std::vector<float> values = uniform(10000, 0.0f, 1.0f, 12);
   values.push_back(300.0f);
