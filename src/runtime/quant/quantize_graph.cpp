@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -99,16 +100,15 @@ class Rewriter {
  public:
   Rewriter(Graph& graph, const CalibrationTable& table) : graph_(graph), table_(table) {}
 
-  bool has_range(ValueId id) const {
-    return activations_.count(id) != 0 || range_of(graph_.value(id).name) != nullptr;
-  }
+  bool has_range(ValueId id) const { return activations_.count(id) != 0 || range_of(id) != nullptr; }
 
   // Why activation `id`'s readers stay in float by the cache's keep_float, empty when they do not.
   std::string kept_float(ValueId id) const {
-    const TensorRange* range = range_of(graph_.value(id).name);
-    if (range == nullptr || !range->keep_float) return {};
-    const std::string sqnr = range->sqnr_db ? fmt::format(" (int8 SQNR {:.1f} dB)", *range->sqnr_db) : "";
-    return "the calibration keeps '" + graph_.value(id).name + "' in float" + sqnr;
+    const RangeEntry* entry = range_entry(id);
+    if (entry == nullptr || !entry->second.keep_float) return {};
+    const TensorRange& range = entry->second;
+    const std::string sqnr = range.sqnr_db ? fmt::format(" (int8 SQNR {:.1f} dB)", *range.sqnr_db) : "";
+    return "the calibration keeps '" + entry->first + "' in float" + sqnr;
   }
 
   // The dequantized form of activation `id`, one pair per activation however many layers read it;
@@ -118,7 +118,7 @@ class Rewriter {
     // Copies: adding values below moves graph_.values.
     const std::string name = graph_.value(id).name;
     const std::optional<Dims> dims = graph_.value(id).type.dims;
-    const ValueId scale = graph_.add_constant(name + "/scale", scalar(range_of(name)->scale()));
+    const ValueId scale = graph_.add_constant(name + "/scale", scalar(range_of(id)->scale()));
     const ValueId zero = graph_.add_constant(name + "/zero_point", int8_zeros({}));
     const ValueId quantized = graph_.add_value(name + "/int8", {DataType::kInt8, dims});
     const ValueId dequantized = graph_.add_value(name + "/dequantized", {DataType::kFloat32, dims});
@@ -161,15 +161,12 @@ class Rewriter {
     return dequantized;
   }
 
-  // The calibrated range of activation `name`, or of the NCHW value a "<name>/nhwc" holds.
-  const TensorRange* range_of(const std::string& name) const {
-    if (auto it = table_.tensors.find(name); it != table_.tensors.end()) return &it->second;
-    constexpr std::string_view kNhwc = "/nhwc";
-    if (name.size() > kNhwc.size() && name.ends_with(kNhwc)) {
-      auto it = table_.tensors.find(name.substr(0, name.size() - kNhwc.size()));
-      if (it != table_.tensors.end()) return &it->second;
-    }
-    return nullptr;
+  // The calibrated range of activation `id`: its own, or that of the value it is a view of (the
+  // Reshapes fuse_matmul_bias puts around a linear layer, a Flatten, a Transpose: the same values,
+  // so the same range and SQNR), which calibration may not have seen as a tensor of its own.
+  const TensorRange* range_of(ValueId id) const {
+    const RangeEntry* entry = range_entry(id);
+    return entry == nullptr ? nullptr : &entry->second;
   }
 
   Status finish() {
@@ -180,6 +177,33 @@ class Rewriter {
   }
 
  private:
+  using RangeEntry = std::pair<const std::string, TensorRange>;
+
+  // range_of's entry of the cache, with the name it holds the range under.
+  const RangeEntry* range_entry(ValueId id) const {
+    static const std::set<std::string_view> kViews = {"Reshape",   "Flatten",   "Squeeze",
+                                                      "Unsqueeze", "Transpose", "Identity"};
+    for (ValueId at = id;;) {
+      if (const RangeEntry* entry = entry_of_name(graph_.value(at).name)) return entry;
+      const int producer = graph_.value(at).producer;
+      if (producer < 0) return nullptr;
+      const Node& node = graph_.nodes[static_cast<std::size_t>(producer)];
+      if (!node.domain.empty() || !kViews.count(node.op_type) || node.inputs.empty()) return nullptr;
+      at = node.inputs[0];
+    }
+  }
+
+  // The cache's entry for activation `name`, or for the NCHW value a "<name>/nhwc" holds.
+  const RangeEntry* entry_of_name(const std::string& name) const {
+    if (auto it = table_.tensors.find(name); it != table_.tensors.end()) return &*it;
+    constexpr std::string_view kNhwc = "/nhwc";
+    if (name.size() > kNhwc.size() && name.ends_with(kNhwc)) {
+      auto it = table_.tensors.find(name.substr(0, name.size() - kNhwc.size()));
+      if (it != table_.tensors.end()) return &*it;
+    }
+    return nullptr;
+  }
+
   void add_node(std::string op_type, std::string name, std::vector<ValueId> inputs, ValueId output,
                 std::optional<int> axis) {
     Node node;

@@ -193,6 +193,33 @@ TEST(QuantizeGraph, GemmAndMatMulWeightsQuantizeAlongTheirOutputAxisAndActivatio
   EXPECT_EQ(quant::node_precision(graph, *consumer_of(graph, "MatMul")), "int8");
 }
 
+// A linear layer on x [2, 7, 5] becomes a Gemm reading x through a Reshape (fuse_matmul_bias),
+// a tensor calibration never sees: the Gemm takes x's range, and x's keep_float names x.
+TEST(QuantizeGraph, AViewOfACalibratedTensorTakesItsRange) {
+  ModelBuilder m(17);
+  m.input("x", kF32, {2, 7, 5}).output("y", kF32, {2, 7, 6});
+  m.initializer("w", random_tensor(kF32, {5, 6}, 1)).initializer("b", random_tensor(kF32, {6}, 2));
+  m.node("MatMul", {"x", "w"}, {"xw"}, "linear");
+  m.node("Add", {"xw", "b"}, {"y"});
+  Graph graph = optimized(m);
+  ASSERT_EQ(count_ops(graph, "Gemm"), 1);
+  auto report = quant::quantize_graph(graph, table_with({{"x", 1.0f}}), {});
+  ASSERT_TRUE(report.is_ok()) << report.status().to_string();
+  ASSERT_NE(report_of(*report, "linear"), nullptr);
+  EXPECT_TRUE(report_of(*report, "linear")->int8) << report_of(*report, "linear")->reason;
+  EXPECT_EQ(count_ops(graph, "QuantizeLinear"), 1);
+
+  Graph kept = optimized(m);
+  CalibrationTable table = table_with({{"x", 1.0f}});
+  table.tensors["x"].keep_float = true;
+  table.tensors["x"].sqnr_db = 12.0;
+  auto kept_report = quant::quantize_graph(kept, table, {});
+  ASSERT_TRUE(kept_report.is_ok());
+  EXPECT_FALSE(report_of(*kept_report, "linear")->int8);
+  EXPECT_EQ(report_of(*kept_report, "linear")->reason,
+            "the calibration keeps 'x' in float (int8 SQNR 12.0 dB)");
+}
+
 std::filesystem::path fresh_dir(const std::string& name) {
   const auto dir = std::filesystem::path(fovea::testing::test_temp_dir()) / name;
   std::filesystem::remove_all(dir);
