@@ -1,8 +1,8 @@
 #include "runtime/ops/conv_util.h"
 
-#include <cstring>
-
 #include <fmt/format.h>
+
+#include "runtime/ops/movement_util.h"
 
 namespace fovea::runtime::ops {
 namespace {
@@ -236,21 +236,14 @@ Shape permute_tensor_shape(const Shape& shape, const std::vector<std::int64_t>& 
 }
 
 Tensor permute_tensor(const Tensor& tensor, const std::vector<std::int64_t>& perm) {
-  const Shape shape = permute_tensor_shape(tensor.shape(), perm);
-  Tensor out = Tensor::allocate(tensor.dtype(), shape);
+  Tensor out = Tensor::allocate(tensor.dtype(), permute_tensor_shape(tensor.shape(), perm));
   const Shape in_strides = contiguous_strides(tensor.shape());
-  const std::size_t element = data_type_size(tensor.dtype());
-  const auto* src = static_cast<const std::byte*>(tensor.raw());
-  auto* dst = static_cast<std::byte*>(out.raw());
-  std::int64_t index[4] = {0, 0, 0, 0};
-  for (std::int64_t i = 0; i < out.numel(); ++i) {
-    std::int64_t from = 0;
-    for (int d = 0; d < 4; ++d)
-      from += index[d] * in_strides[static_cast<std::size_t>(perm[static_cast<std::size_t>(d)])];
-    std::memcpy(dst + i * static_cast<std::int64_t>(element), src + from * static_cast<std::int64_t>(element),
-                element);
-    for (int d = 3; d >= 0 && ++index[d] == shape[static_cast<std::size_t>(d)]; --d) index[d] = 0;
+  std::vector<AxisOffsets> offsets;
+  for (std::int64_t p : perm) {
+    const auto axis = static_cast<std::size_t>(p);
+    offsets.push_back(identity_offsets(tensor.shape()[axis], in_strides[axis]));
   }
+  gather_by_axis_offsets(tensor, out, offsets);
   return out;
 }
 

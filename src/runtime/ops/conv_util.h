@@ -98,8 +98,8 @@ Result<TransposeAttributes> read_transpose_attributes(const InferContext& ctx, i
 Result<WindowDim> transpose_dim(const InferContext& ctx, const TransposeAttributes& t, int d,
                                 std::int64_t in);
 
-// Rank-4 permutations for the channels_last forms of fovea.FusedConv and fovea.MaxPool:
-// out[d] = in[perm[d]].
+// Permutations as Transpose's perm, out[d] = in[perm[d]], at any rank; the two rank-4 ones are the
+// channels_last forms of fovea.FusedConv and fovea.MaxPool.
 inline const std::vector<std::int64_t> kNhwcToNchw = {0, 3, 1, 2};
 inline const std::vector<std::int64_t> kNchwToNhwc = {0, 2, 3, 1};
 Dims permute_dims(const Dims& dims, const std::vector<std::int64_t>& perm);

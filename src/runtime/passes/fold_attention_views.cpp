@@ -75,16 +75,11 @@ std::optional<ComposedView> reshaped(const ComposedView& from, const Shape& to) 
 
 std::optional<ComposedView> transposed(const Node& node, const ComposedView& from) {
   const std::size_t rank = from.dims.size();
-  std::vector<std::int64_t> perm(rank);
-  for (std::size_t i = 0; i < rank; ++i) perm[i] = static_cast<std::int64_t>(rank - 1 - i);
-  if (node.has_attribute("perm")) {
-    const Result<std::vector<std::int64_t>> given = node.attr_ints("perm");
-    if (!given.is_ok() || given.value().size() != rank) return std::nullopt;
-    perm = given.value();
-  }
+  const std::optional<std::vector<std::int64_t>> perm = transpose_perm(node, rank);
+  if (!perm) return std::nullopt;
   ComposedView out;
   out.offset = from.offset;
-  for (std::int64_t axis : perm) {
+  for (std::int64_t axis : *perm) {
     if (axis < 0 || axis >= static_cast<std::int64_t>(rank)) return std::nullopt;
     out.dims.push_back(from.dims[static_cast<std::size_t>(axis)]);
   }

@@ -1,6 +1,7 @@
 #include "runtime/passes/pass_util.h"
 
 #include <algorithm>
+#include <numeric>
 
 namespace fovea::runtime {
 
@@ -49,6 +50,14 @@ std::optional<float> scalar_of(const Graph& graph, ValueId id) {
   const Tensor& t = *graph.value(id).constant;
   if (t.dtype() != DataType::kFloat32 || t.numel() != 1) return std::nullopt;
   return t.data<float>()[0];
+}
+
+std::optional<std::vector<std::int64_t>> transpose_perm(const Node& node, std::size_t rank) {
+  std::vector<std::int64_t> reversed(rank);
+  std::iota(reversed.rbegin(), reversed.rend(), 0);
+  const Result<std::vector<std::int64_t>> perm = node.attr_ints("perm", reversed);
+  if (!perm.is_ok() || perm->size() != rank) return std::nullopt;
+  return *perm;
 }
 
 std::optional<Shape> known_shape(const Graph& graph, ValueId value) {

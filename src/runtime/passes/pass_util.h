@@ -24,6 +24,9 @@ Node* producer_of(Graph& graph, ValueId value);
 bool is_op(const Node& node, std::string_view op_type);
 // The value of a float32 scalar constant (any shape with one element), if `id` is one.
 std::optional<float> scalar_of(const Graph& graph, ValueId id);
+// A Transpose's perm for an input of `rank` dims (without the attribute it reverses the axes), or
+// nullopt when the attribute is not a list of that length.
+std::optional<std::vector<std::int64_t>> transpose_perm(const Node& node, std::size_t rank);
 // `value`'s shape when its rank and every dim are known.
 std::optional<Shape> known_shape(const Graph& graph, ValueId value);
 

@@ -5,14 +5,12 @@
 // residual Add. Moved before the Transpose it is a Mul by a row [1, 1, 1, C] that fuse_matmul_bias
 // folds into the Linear's weights, and the Transpose then feeds the residual Add directly, which
 // convert_to_channels_last runs in NHWC: two Transposes and a broadcast pass less a block.
-#include <algorithm>
-#include <numeric>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
-#include "runtime/ops/movement_util.h"
+#include "runtime/ops/conv_util.h"
 #include "runtime/passes/pass_util.h"
 #include "runtime/passes/passes.h"
 
@@ -20,38 +18,16 @@ namespace fovea::runtime {
 
 namespace {
 
-// The permutation of a default-domain Transpose (its default reverses the axes), or nullopt.
-std::optional<std::vector<std::int64_t>> transpose_perm(const Graph& graph, const Node& node) {
-  if (!is_op(node, "Transpose") || node.inputs.size() != 1) return std::nullopt;
-  const std::optional<Shape> in = known_shape(graph, node.inputs[0]);
-  if (!in) return std::nullopt;
-  std::vector<std::int64_t> reversed(in->size());
-  std::iota(reversed.rbegin(), reversed.rend(), 0);
-  const Result<std::vector<std::int64_t>> perm = node.attr_ints("perm", reversed);
-  if (!perm.is_ok() || perm->size() != in->size()) return std::nullopt;
-  return *perm;
-}
-
 // `constant` (broadcasting into rank perm.size()) as the operand that broadcasts the same way into
 // the Transpose's input: left-padded with 1s to the full rank, then its axes put back where the
-// Transpose took them from.
+// Transpose took them from (the inverse permutation).
 Tensor untransposed(const Tensor& constant, const std::vector<std::int64_t>& perm) {
-  const std::size_t rank = perm.size();
-  Shape padded(rank - constant.shape().size(), 1);
+  Shape padded(perm.size() - constant.shape().size(), 1);
   padded.insert(padded.end(), constant.shape().begin(), constant.shape().end());
-  const Tensor source = constant.clone().reshaped(padded);
-  const Shape strides = contiguous_strides(padded);
-  // The output's axis perm[d] is the padded constant's axis d.
-  Shape dims(rank);
-  std::vector<ops::AxisOffsets> offsets(rank);
-  for (std::size_t d = 0; d < rank; ++d) {
-    const auto axis = static_cast<std::size_t>(perm[d]);
-    dims[axis] = padded[d];
-    offsets[axis] = ops::identity_offsets(padded[d], strides[d]);
-  }
-  Tensor out = Tensor::allocate(constant.dtype(), dims);
-  ops::gather_by_axis_offsets(source, out, offsets);
-  return out;
+  std::vector<std::int64_t> inverse(perm.size());
+  for (std::size_t d = 0; d < perm.size(); ++d)
+    inverse[static_cast<std::size_t>(perm[d])] = static_cast<std::int64_t>(d);
+  return ops::permute_tensor(constant.clone().reshaped(padded), inverse);
 }
 
 // Rewrites `op` when it is Add/Sub/Mul/Div of a constant and a Transpose's output that only it
@@ -65,12 +41,13 @@ bool sink_through(Graph& graph, std::size_t op_index) {
   for (std::size_t side = 0; side < 2; ++side) {
     const ValueId transposed = op.inputs[side], constant = op.inputs[1 - side];
     Node* transpose = producer_of(graph, transposed);
-    if (transpose == nullptr || !graph.is_constant(constant) || sole_consumer(graph, transposed) != &op)
-      continue;
-    const std::optional<std::vector<std::int64_t>> perm = transpose_perm(graph, *transpose);
+    if (transpose == nullptr || !is_op(*transpose, "Transpose") || !graph.is_constant(constant)) continue;
     const std::optional<Shape> out = known_shape(graph, op.outputs[0]);
-    if (!perm || !out || known_shape(graph, transposed) != out ||
-        graph.value(constant).constant->shape().size() > perm->size())
+    if (!out || known_shape(graph, transposed) != out) continue;
+    const std::optional<std::vector<std::int64_t>> perm = transpose_perm(*transpose, out->size());
+    // sole_consumer last: it scans the graph.
+    if (!perm || graph.value(constant).constant->shape().size() > perm->size() ||
+        sole_consumer(graph, transposed) != &op)
       continue;
     const ValueId source = transpose->inputs[0];
     const ValueId moved_constant = graph.add_constant(graph.value(constant).name + "/untransposed",
