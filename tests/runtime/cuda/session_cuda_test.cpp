@@ -101,6 +101,10 @@ DeviceMemory upload(const Tensor& host) {
   auto memory = DeviceMemory::allocate(host.bytes());
   EXPECT_TRUE(memory.is_ok()) << memory.status().to_string();
   EXPECT_EQ(cudaMemcpy(memory->get(), host.raw(), host.bytes(), cudaMemcpyHostToDevice), cudaSuccess);
+  // From pageable memory cudaMemcpy may return before its DMA lands, and the sessions' streams are
+  // non-blocking (not ordered after the legacy stream): without this wait a session could read the
+  // buffer half written (a float16 run read 0.86 where 0.25 was meant, call 72).
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   return std::move(memory).value();
 }
 

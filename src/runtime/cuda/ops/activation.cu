@@ -104,26 +104,30 @@ struct EluOp {
   __device__ double operator()(double x) const { return x < 0.0 ? static_cast<double>(alpha) * expm1(x) : x; }
 };
 
-// erf for float16 storage: Abramowitz and Stegun's 7.1.26, |error| < 1.5e-7 (about 3e-7 with the
-// fast exponential and reciprocal), three orders under a float16 result's rounding (2^-11 of it, and
-// the pointwise float16 tolerance is 1e-3). It takes about a third of erff's instructions: with erff,
-// GELU over float16 was bound by arithmetic, not memory (ViT-B: 56 us a layer for 39 M elements,
-// where moving them takes 32; docs/perf.md, "The attention kernel's empty tiles; GELU").
-__device__ __forceinline__ float erf_for_half(float x) {
-  const float a = fabsf(x);
-  const float t = __fdividef(1.0f, fmaf(0.3275911f, a, 1.0f));
-  const float poly =
-      t * fmaf(t, fmaf(t, fmaf(t, fmaf(t, 1.061405429f, -1.453152027f), 1.421413741f), -0.284496736f),
-               0.254829592f);
-  return copysignf(1.0f - poly * __expf(-a * a), x);
+// The normal distribution's CDF for float16 storage, Phi(x) = erfc(-x / sqrt 2) / 2, through
+// Numerical Recipes' Chebyshev fit of erfc (relative error under 1.2e-7 for every argument, so
+// GELU's far negative tail, x * Phi(x) with Phi tiny, keeps its relative accuracy; about 1e-6 with
+// the fast exponential and reciprocal, against float16's 2^-11). About half of erff's instructions:
+// with erff, GELU over float16 was bound by arithmetic, not memory (ViT-B: 56 us a layer for 39 M
+// elements, where moving them takes 32; docs/perf.md, "GELU's erf over float16").
+__device__ __forceinline__ float normal_cdf_for_half(float x) {
+  const float z = fabsf(x) * static_cast<float>(ops::kGeluInvSqrt2);
+  const float t = __fdividef(1.0f, fmaf(0.5f, z, 1.0f));
+  float poly = 0.17087277f;
+  for (const float c : {-0.82215223f, 1.48851587f, -1.13520398f, 0.27886807f, -0.18628806f, 0.09678418f,
+                        0.37409196f, 1.00002368f, -1.26551223f}) {
+    poly = fmaf(t, poly, c);
+  }
+  const float half_erfc = 0.5f * t * __expf(poly - z * z);
+  return x < 0.0f ? half_erfc : 1.0f - half_erfc;
 }
 
-// GeluOp for float16 storage: erf_for_half in the erf form (the tanh form is already cheap).
+// GeluOp for float16 storage: normal_cdf_for_half in the erf form (the tanh form is already cheap).
 struct HalfGeluOp {
   GeluOp exact;
   __device__ float operator()(float x) const {
     if (exact.tanh_form) return exact(x);
-    return 0.5f * x * (1.0f + erf_for_half(x * static_cast<float>(ops::kGeluInvSqrt2)));
+    return x * normal_cdf_for_half(x);
   }
 };
 

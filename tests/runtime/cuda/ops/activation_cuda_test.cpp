@@ -71,8 +71,9 @@ TEST(CudaGelu, BothFormsMatchCpu) {
   FOVEA_REQUIRE_GPU();
   expect_float_activation(NodeBuilder("Gelu").build());
   expect_float_activation(NodeBuilder("Gelu").attr("approximate", "tanh").build());
-  // float16 plans take another erf (erf_for_half): the tails, where GELU goes to 0 and to x, too.
-  expect_activation(NodeBuilder("Gelu").build(), DataType::kFloat32, -12, 12);
+  // float16 plans compute Phi another way (normal_cdf_for_half): its tail towards x too. Below -4
+  // GELU's results are float16 subnormals, whose spacing (6e-8) exceeds the relative tolerance.
+  expect_activation(NodeBuilder("Gelu").build(), DataType::kFloat32, -4, 12);
 }
 
 // Opset 11+: bounds are scalar inputs (plan-time constants), either may be omitted.
