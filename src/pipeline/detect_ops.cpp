@@ -118,6 +118,9 @@ Result<std::unique_ptr<DetectOp>> DetectOp::create(const InferenceOp& inference,
     FOVEA_CUDA_TRY(cudaMalloc(&data, bytes));
     op->device_priors_ = std::shared_ptr<void>(data, [](void* p) { cudaFree(p); });
     FOVEA_CUDA_TRY(cudaMemcpy(data, op->setup_.priors.data(), bytes, cudaMemcpyHostToDevice));
+    // From pageable memory the copy may return before its DMA lands, and the stages' streams are
+    // non-blocking: the priors must be in place before a decode kernel reads them.
+    FOVEA_CUDA_TRY(cudaDeviceSynchronize());
   }
 #endif
   return op;
