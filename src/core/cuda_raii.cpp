@@ -1,20 +1,15 @@
 #include "core/cuda_raii.h"
 
 #include "core/cuda_check.h"
-#include "core/sm_partition.h"
 
 namespace fovea {
 
-Result<CudaStream> CudaStream::create(Priority priority, Placement placement) {
+Result<CudaStream> CudaStream::create(Priority priority) {
   int least = 0, greatest = 0;
   FOVEA_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-  const int value = priority == Priority::kHigh ? greatest : least;
-  if (placement == Placement::kComputeSms) {
-    FOVEA_ASSIGN_OR_RETURN(cudaStream_t partitioned, create_compute_partition_stream(value));
-    if (partitioned != nullptr) return CudaStream(partitioned);
-  }
   cudaStream_t stream = nullptr;
-  FOVEA_CUDA_TRY(cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, value));
+  FOVEA_CUDA_TRY(cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking,
+                                              priority == Priority::kHigh ? greatest : least));
   return CudaStream(stream);
 }
 

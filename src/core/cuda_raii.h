@@ -19,11 +19,7 @@ class CudaStream {
   // of normal streams, so short latency-critical work (decode copies, pre/postprocessing) is not
   // queued behind a long inference.
   enum class Priority { kNormal, kHigh };
-  // kComputeSms: the SMs the process keeps for its heavy compute (the model's kernels), which are
-  // all of them unless reserve_sms (core/sm_partition.h) keeps some free for other work.
-  enum class Placement { kAnySm, kComputeSms };
-  static Result<CudaStream> create(Priority priority = Priority::kNormal,
-                                   Placement placement = Placement::kAnySm);
+  static Result<CudaStream> create(Priority priority = Priority::kNormal);
   CudaStream() = default;
   CudaStream(CudaStream&& other) noexcept : stream_(std::exchange(other.stream_, nullptr)) {}
   CudaStream& operator=(CudaStream&& other) noexcept;

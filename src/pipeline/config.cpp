@@ -957,10 +957,6 @@ const KeySpec<ImagesConfig> kImagesKeys[] = {
                                      "Threads that call nvJPEG (`fovea images --jpeg-threads`)."),
     key<&ImagesConfig::jpeg_batch>("jpeg_batch", {.min = 1, .max = 256},
                                    "JPEGs each nvJPEG call decodes (`fovea images --jpeg-batch`)."),
-    key<&ImagesConfig::reserve_sms>(
-        "reserve_sms", {.min = 0, .max = 1024},
-        "SMs kept free of the model's kernels, for nvJPEG's conversion kernels (`fovea images "
-        "--reserve-sms`)."),
 };
 
 const KeySpec<ImageSinkConfig> kImageSinkKeys[] = {

@@ -118,7 +118,6 @@ struct ImagesConfig {
   JpegCodec decoder = JpegCodec::kAuto;
   int jpeg_threads = 2;  // threads that call nvJPEG
   int jpeg_batch = 32;   // JPEGs per nvJPEG call
-  int reserve_sms = 0;   // SMs kept free of the model's kernels (core/sm_partition.h)
   bool operator==(const ImagesConfig&) const = default;
 };
 

@@ -23,7 +23,6 @@
 #include <cuda_runtime.h>
 
 #include "core/cuda_check.h"
-#include "core/sm_partition.h"
 #endif
 
 namespace fovea::pipeline {
@@ -411,11 +410,6 @@ Result<FlowResult> run_image_flow(const PipelineConfig& config, const FlowOption
   FOVEA_TRY(check_flow_outputs(config, shape.source_names, options));
 #if defined(FOVEA_HAVE_CUDA)
   if (gpu) FOVEA_CUDA_TRY(cudaSetDevice(shape.device));
-  // Before any model is planned: its graph is captured on the compute SMs.
-  if (gpu && config.images->reserve_sms > 0) {
-    const Result<SmPartition> partition = reserve_sms(shape.device, config.images->reserve_sms);
-    if (!partition.is_ok()) return partition.status().with_context("images.reserve_sms");
-  }
 #endif
   const std::size_t count = images.images.size();
   FOVEA_ASSIGN_OR_RETURN(FlowPlan plan, build_plan(config, shape, std::move(images)));

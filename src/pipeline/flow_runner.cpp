@@ -241,11 +241,9 @@ Status build_stages(Flow& flow) {
     if (flow.gpu && needs_stream(spec)) {
       stage->timed_index = timed++;
 #if defined(FOVEA_HAVE_CUDA)
-      // Normal stages run the models: on the compute SMs (all of them unless some are reserved).
       FOVEA_ASSIGN_OR_RETURN(stage->stream, spec.high_priority
                                                 ? CudaStream::create(CudaStream::Priority::kHigh)
-                                                : CudaStream::create(CudaStream::Priority::kNormal,
-                                                                     CudaStream::Placement::kComputeSms));
+                                                : CudaStream::create());
 #endif
     }
     flow.running.push_back(std::move(stage));

@@ -111,9 +111,7 @@ Status CudaExecutor::build(const CudaExecutorOptions& options) {
   FOVEA_TRY(check_kernels());
   FOVEA_TRY(resolve_shapes());
   FOVEA_ASSIGN_OR_RETURN(device_->libraries, CudaLibraries::create());
-  // On the compute SMs, so the captured graph's kernels stay there wherever it is launched.
-  FOVEA_ASSIGN_OR_RETURN(device_->capture_stream, CudaStream::create(CudaStream::Priority::kNormal,
-                                                                     CudaStream::Placement::kComputeSms));
+  FOVEA_ASSIGN_OR_RETURN(device_->capture_stream, CudaStream::create());
   FOVEA_TRY(place_values());
   FOVEA_TRY(make_node_runs());
   FOVEA_TRY(prepare_nodes());
