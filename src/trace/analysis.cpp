@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <set>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
@@ -156,6 +157,24 @@ std::vector<KernelRow> kernel_rows(const TraceData& data) {
   return rows;
 }
 
+std::vector<BlockingCallRow> blocking_call_rows(const TraceData& data) {
+  std::map<std::string, std::vector<std::int64_t>> durations;
+  std::map<std::string, std::set<std::uint64_t>> threads;
+  for (const BlockingCall& call : data.blocking_calls) {
+    durations[call.name].push_back(call.end_ns - call.start_ns);
+    threads[call.name].insert(call.thread);
+  }
+  auto rows =
+      time_rows<BlockingCallRow>(std::move(durations), [&threads](const std::string& name, Stats stats) {
+        return BlockingCallRow{
+            .name = name, .time = stats, .threads = static_cast<std::int64_t>(threads[name].size())};
+      });
+  sort_rows(
+      rows, [](const BlockingCallRow& r) { return r.time.total; },
+      [](const BlockingCallRow& r) { return r.name; });
+  return rows;
+}
+
 std::vector<GapRow> gap_rows(const TraceData& data, std::int64_t threshold_ns) {
   std::map<int, std::vector<const GpuOpRecord*>> by_device;
   for (const GpuOpRecord& op : data.ops) by_device[op.device].push_back(&op);
@@ -226,6 +245,7 @@ Tables analyze(const TraceData& data, std::int64_t gap_threshold_ns) {
   return Tables{.gpu_proj = gpu_proj_rows(data, projections),
                 .nvtx = nvtx_rows(data),
                 .kernels = kernel_rows(data),
+                .blocking_calls = blocking_call_rows(data),
                 .gaps = gap_rows(data, gap_threshold_ns),
                 .gap_threshold_ns = gap_threshold_ns};
 }

@@ -82,6 +82,18 @@ struct KernelRow {
   bool operator==(const KernelRow&) const = default;
 };
 
+// cuda_api_blocking_sum: the CUDA calls that launched no GPU work and held their thread at least
+// kBlockingCallNs (records.h), one row per function. Nsight Systems' cuda_api_sum counts every call;
+// this counts only those that blocked, which is where a host thread waited on the GPU or the driver.
+struct BlockingCallRow {
+  std::string name;
+  double time_percent = 0;  // of all blocking calls' time
+  Stats time;
+  std::int64_t threads = 0;  // how many threads made such calls
+
+  bool operator==(const BlockingCallRow&) const = default;
+};
+
 // gpu_gaps: a stretch at least the threshold long in which a device ran no op on any stream.
 struct GapRow {
   std::int64_t row = 0;  // 1-based, in start order
@@ -94,9 +106,10 @@ struct GapRow {
 };
 
 struct Tables {
-  std::vector<GpuProjRow> gpu_proj;  // by Total Proj Time, largest first
-  std::vector<NvtxRow> nvtx;         // by Total Time, largest first
-  std::vector<KernelRow> kernels;    // by Total Time, largest first
+  std::vector<GpuProjRow> gpu_proj;             // by Total Proj Time, largest first
+  std::vector<NvtxRow> nvtx;                    // by Total Time, largest first
+  std::vector<KernelRow> kernels;               // by Total Time, largest first
+  std::vector<BlockingCallRow> blocking_calls;  // by Total Time, largest first
   std::vector<GapRow> gaps;
   std::int64_t gap_threshold_ns = kDefaultGapThresholdNs;
 

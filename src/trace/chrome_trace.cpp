@@ -83,6 +83,13 @@ void add_ops(const TraceData& data, json& events) {
   }
 }
 
+// The calls that blocked without launching GPU work, on their threads beside the ranges.
+void add_blocking_calls(const TraceData& data, json& events) {
+  for (const BlockingCall& call : data.blocking_calls) {
+    events.push_back(complete_event(call.name, "cuda_api", kCpuPid, call.thread, call.start_ns, call.end_ns));
+  }
+}
+
 }  // namespace
 
 json chrome_trace(const TraceData& data) {
@@ -90,6 +97,7 @@ json chrome_trace(const TraceData& data) {
   events.push_back(metadata("process_name", kCpuPid, 0, "fovea CPU"));
   add_ranges(data, events);
   add_ops(data, events);
+  add_blocking_calls(data, events);
   return json{{"traceEvents", std::move(events)},
               {"displayTimeUnit", "ns"},
               {"otherData", {{"mode", capture_mode_name(data.mode)}, {"label", data.label}}}};

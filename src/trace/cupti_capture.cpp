@@ -6,11 +6,13 @@
 #include <cxxabi.h>
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "core/cuda_check.h"
@@ -205,11 +207,13 @@ class CuptiCapture final : public GpuCapture {
   ~CuptiCapture() override { disable(); }
   CaptureMode mode() const override { return CaptureMode::kCupti; }
   Status start();
-  Result<std::vector<GpuOpRecord>> finish() override;
+  Result<CapturedWork> finish() override;
 
  private:
   void disable();
   void join(std::vector<GpuOpRecord>& ops, const std::unordered_map<std::uint32_t, ApiCall>& calls) const;
+  std::vector<BlockingCall> blocking(const std::vector<GpuOpRecord>& ops,
+                                     const std::unordered_map<std::uint32_t, ApiCall>& calls) const;
 
   bool enabled_ = false;
   // Added to CUPTI's times when CUPTI would not take the tracer's clock; 0 when it does.
@@ -271,7 +275,28 @@ void CuptiCapture::join(std::vector<GpuOpRecord>& ops,
   }
 }
 
-Result<std::vector<GpuOpRecord>> CuptiCapture::finish() {
+// The calls that launched none of `ops` and lasted kBlockingCallNs or more.
+std::vector<BlockingCall> CuptiCapture::blocking(
+    const std::vector<GpuOpRecord>& ops, const std::unordered_map<std::uint32_t, ApiCall>& calls) const {
+  const CuptiApi& api = cupti().value();
+  std::unordered_set<std::uint64_t> launching;
+  for (const GpuOpRecord& op : ops) launching.insert(op.correlation);
+  std::vector<BlockingCall> blocked;
+  for (const auto& [correlation, call] : calls) {
+    if (call.end_ns - call.start_ns < kBlockingCallNs || launching.count(correlation) > 0) continue;
+    const char* name = "?";
+    api.callback_name(call.domain, call.cbid, &name);
+    blocked.push_back({.name = name,
+                       .thread = call.thread,
+                       .start_ns = call.start_ns + offset_ns_,
+                       .end_ns = call.end_ns + offset_ns_});
+  }
+  std::sort(blocked.begin(), blocked.end(),
+            [](const BlockingCall& a, const BlockingCall& b) { return a.start_ns < b.start_ns; });
+  return blocked;
+}
+
+Result<CapturedWork> CuptiCapture::finish() {
   const CuptiApi& api = cupti().value();
   // Records exist only for work that has completed.
   FOVEA_CUDA_TRY(cudaDeviceSynchronize());
@@ -280,11 +305,12 @@ Result<std::vector<GpuOpRecord>> CuptiCapture::finish() {
   FOVEA_CUPTI_TRY(api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
   Delivered& d = delivered();
   std::lock_guard lock(d.mutex);
-  std::vector<GpuOpRecord> ops = std::move(d.ops);
-  join(ops, d.calls);
+  CapturedWork work{.ops = std::move(d.ops), .blocking_calls = {}};
+  join(work.ops, d.calls);
+  work.blocking_calls = blocking(work.ops, d.calls);
   d.ops.clear();
   d.calls.clear();
-  return ops;
+  return work;
 }
 
 }  // namespace

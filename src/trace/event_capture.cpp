@@ -42,7 +42,7 @@ class EventCapture final : public GpuCapture {
   CaptureMode mode() const override { return CaptureMode::kCudaEvents; }
   std::optional<std::uint64_t> begin_stream_range(Stream stream) override;
   void end_stream_range(std::uint64_t token, Stream stream, const RangeRecord& range) override;
-  Result<std::vector<GpuOpRecord>> finish() override;
+  Result<CapturedWork> finish() override;
 
  private:
   Result<cudaEvent_t> take_event();
@@ -192,12 +192,12 @@ Status EventCapture::to_op(const Span& span) {
   return Status::ok();
 }
 
-Result<std::vector<GpuOpRecord>> EventCapture::finish() {
+Result<CapturedWork> EventCapture::finish() {
   // Spans whose range never ended (the session stopped first) have no end event and are left out.
   for (std::uint64_t token : ended_) FOVEA_TRY(to_op(spans_.at(token)));
   ended_.clear();
   spans_.clear();
-  return std::move(ops_);
+  return CapturedWork{.ops = std::move(ops_), .blocking_calls = {}};
 }
 
 }  // namespace

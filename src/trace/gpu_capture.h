@@ -13,6 +13,12 @@
 
 namespace fovea::trace {
 
+// What a capture hands back when the session stops.
+struct CapturedWork {
+  std::vector<GpuOpRecord> ops;
+  std::vector<BlockingCall> blocking_calls;
+};
+
 class GpuCapture {
  public:
   virtual ~GpuCapture() = default;
@@ -21,9 +27,9 @@ class GpuCapture {
   // cuda-events capture uses them. The token from begin is passed to end.
   virtual std::optional<std::uint64_t> begin_stream_range(Stream) { return std::nullopt; }
   virtual void end_stream_range(std::uint64_t, Stream, const RangeRecord&) {}
-  // Waits for the GPU work launched so far and returns its ops, timed on the tracer clock
-  // (trace/clock.h, absolute).
-  virtual Result<std::vector<GpuOpRecord>> finish() = 0;
+  // Waits for the GPU work launched so far and returns its ops (and, where the capture sees them,
+  // the calls that blocked), timed on the tracer clock (trace/clock.h, absolute).
+  virtual Result<CapturedWork> finish() = 0;
 };
 
 #if defined(FOVEA_HAVE_CUDA)

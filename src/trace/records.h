@@ -68,12 +68,26 @@ struct GpuOpRecord {
   bool operator==(const GpuOpRecord&) const = default;
 };
 
+// A CUDA call that launched no GPU work and held its thread at least kBlockingCallNs: a
+// synchronization, an allocation or a free, a wait for the driver's lock. GPU ops carry the calls
+// that launched them; these are the others, what host threads were blocked in (CUPTI capture only).
+inline constexpr std::int64_t kBlockingCallNs = 20'000;
+struct BlockingCall {
+  std::string name;  // the CUDA runtime or driver function
+  std::uint64_t thread = 0;
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+
+  bool operator==(const BlockingCall&) const = default;
+};
+
 struct TraceData {
   CaptureMode mode = CaptureMode::kCpuOnly;
   std::string label;             // names the run in multi-run reports (a sweep sets it)
   std::int64_t duration_ns = 0;  // from session start to stop
   std::vector<RangeRecord> ranges;
   std::vector<GpuOpRecord> ops;
+  std::vector<BlockingCall> blocking_calls;
 
   bool operator==(const TraceData&) const = default;
 };

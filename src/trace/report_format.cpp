@@ -61,6 +61,21 @@ TextTable kernel_table(const std::vector<KernelRow>& rows, std::optional<std::si
   return t;
 }
 
+TextTable blocking_call_table(const std::vector<BlockingCallRow>& rows, std::optional<std::size_t> top) {
+  TextTable t{.name = "cuda_api_blocking_sum",
+              .columns = {"Time (%)", "Total Time (ns)", "Instances", "Avg (ns)", "Med (ns)", "Min (ns)",
+                          "Max (ns)", "StdDev (ns)", "Threads", "Name"},
+              .numeric = numeric_except(10, {9})};
+  add_rows(t, rows, top, [](const BlockingCallRow& r) {
+    std::vector<std::string> cells{decimal(r.time_percent)};
+    for (std::string& c : stats_cells(r.time)) cells.push_back(std::move(c));
+    cells.push_back(integer(r.threads));
+    cells.push_back(r.name);
+    return cells;
+  });
+  return t;
+}
+
 TextTable gap_table(const std::vector<GapRow>& rows, std::optional<std::size_t> top) {
   TextTable t{.name = "gpu_gaps",
               .columns = {"Row#", "Duration (ns)", "Start (ns)", "End (ns)", "Device"},
@@ -114,7 +129,8 @@ TextTable gpu_proj_table(const std::vector<GpuProjRow>& rows, std::optional<std:
 
 std::vector<TextTable> run_tables(const Tables& tables, std::optional<std::size_t> top) {
   return {gpu_proj_table(tables.gpu_proj, top), nvtx_table(tables.nvtx, top),
-          kernel_table(tables.kernels, top), gap_table(tables.gaps, top)};
+          kernel_table(tables.kernels, top), blocking_call_table(tables.blocking_calls, top),
+          gap_table(tables.gaps, top)};
 }
 
 std::string format_aligned(const TextTable& table) {

@@ -49,6 +49,10 @@ json op_json(const GpuOpRecord& o) {
               {"api_end_ns", o.api_end_ns}};
 }
 
+json blocking_call_json(const BlockingCall& c) {
+  return json{{"name", c.name}, {"thread", c.thread}, {"start_ns", c.start_ns}, {"end_ns", c.end_ns}};
+}
+
 // Reads one typed field of a JSON object; `where` names the object ("ranges[3]").
 class Fields {
  public:
@@ -153,6 +157,18 @@ Result<GpuOpRecord> op_from_json(const json& j, const std::string& where) {
   return o;
 }
 
+Result<BlockingCall> blocking_call_from_json(const json& j, const std::string& where) {
+  const Fields f(j, where + ".");
+  BlockingCall c;
+  FOVEA_TRY(f.read("name", &c.name));
+  FOVEA_TRY(f.read("thread", &c.thread));
+  FOVEA_TRY(f.read("start_ns", &c.start_ns));
+  FOVEA_TRY(f.read("end_ns", &c.end_ns));
+  if (c.end_ns < c.start_ns)
+    return make_error(StatusCode::kCorruptData, "key '", where, ".end_ns' is before start_ns");
+  return c;
+}
+
 template <typename Record>
 Status read_records(const Fields& top, const char* key,
                     Result<Record> (*parse)(const json&, const std::string&), std::vector<Record>* out) {
@@ -195,6 +211,12 @@ json tables_to_json(const Tables& t) {
     row.update({{"name", r.name}, {"time_percent", r.time_percent}});
     kernels.push_back(std::move(row));
   }
+  json blocking = json::array();
+  for (const BlockingCallRow& r : t.blocking_calls) {
+    json row = stats_json(r.time, "");
+    row.update({{"name", r.name}, {"time_percent", r.time_percent}, {"threads", r.threads}});
+    blocking.push_back(std::move(row));
+  }
   json gaps = json::array();
   for (const GapRow& g : t.gaps) {
     gaps.push_back({{"row", g.row},
@@ -206,6 +228,7 @@ json tables_to_json(const Tables& t) {
   return json{{"nvtx_gpu_proj_sum", std::move(proj)},
               {"nvtx_sum", std::move(nvtx)},
               {"cuda_gpu_kern_sum", std::move(kernels)},
+              {"cuda_api_blocking_sum", std::move(blocking)},
               {"gpu_gaps", std::move(gaps)}};
 }
 
@@ -215,6 +238,8 @@ json report_to_json(const Report& report) {
   for (const RangeRecord& r : d.ranges) ranges.push_back(range_json(r));
   json ops = json::array();
   for (const GpuOpRecord& o : d.ops) ops.push_back(op_json(o));
+  json blocking = json::array();
+  for (const BlockingCall& c : d.blocking_calls) blocking.push_back(blocking_call_json(c));
   return json{{"format", kFormat},
               {"version", kVersion},
               {"mode", capture_mode_name(d.mode)},
@@ -223,6 +248,7 @@ json report_to_json(const Report& report) {
               {"gap_threshold_ns", report.tables.gap_threshold_ns},
               {"ranges", std::move(ranges)},
               {"ops", std::move(ops)},
+              {"blocking_calls", std::move(blocking)},
               {"tables", tables_to_json(report.tables)}};
 }
 
@@ -247,6 +273,10 @@ Result<Report> report_from_json(const json& j) {
   FOVEA_TRY(top.read("gap_threshold_ns", &threshold));
   FOVEA_TRY(read_records(top, "ranges", range_from_json, &d.ranges));
   FOVEA_TRY(read_records(top, "ops", op_from_json, &d.ops));
+  // Absent in reports written before blocking calls were recorded.
+  if (j.contains("blocking_calls")) {
+    FOVEA_TRY(read_records(top, "blocking_calls", blocking_call_from_json, &d.blocking_calls));
+  }
   report.tables = analyze(d, threshold);
   return report;
 }

@@ -54,6 +54,10 @@ void rebase(TraceData& data, std::int64_t origin) {
       o.api_end_ns -= origin;
     }
   }
+  for (BlockingCall& c : data.blocking_calls) {
+    c.start_ns -= origin;
+    c.end_ns -= origin;
+  }
 }
 
 }  // namespace
@@ -92,9 +96,13 @@ Result<Report> Session::stop() {
   data.duration_ns = collected.end_ns - collected.origin_ns;
   data.ranges = std::move(collected.ranges);
   if (collected.capture) {
-    FOVEA_ASSIGN_OR_RETURN(data.ops, collected.capture->finish());
+    FOVEA_ASSIGN_OR_RETURN(CapturedWork work, collected.capture->finish());
+    data.ops = std::move(work.ops);
+    data.blocking_calls = std::move(work.blocking_calls);
   }
   rebase(data, collected.origin_ns);
+  // The capture's own wait for the device at the end is not the run's.
+  std::erase_if(data.blocking_calls, [&](const BlockingCall& c) { return c.start_ns > data.duration_ns; });
   report.tables = analyze(data, options_.gap_threshold_ns);
   if (!options_.dir.empty()) {
     FOVEA_TRY(write_report(report, options_.dir));

@@ -183,6 +183,26 @@ TEST(TraceAnalysis, KernelSumCountsKernelsOnly) {
   EXPECT_DOUBLE_EQ(t.kernels[1].time_percent, 20.0);
 }
 
+TEST(TraceAnalysis, BlockingCallSumPerFunctionWithItsThreads) {
+  TraceData d;
+  d.blocking_calls = {{.name = "cudaStreamSynchronize", .thread = 7, .start_ns = 0, .end_ns = 3'000'000},
+                      {.name = "cudaFree", .thread = 7, .start_ns = 4'000'000, .end_ns = 4'500'000},
+                      {.name = "cudaStreamSynchronize", .thread = 9, .start_ns = 100, .end_ns = 1'000'100},
+                      {.name = "cudaFree", .thread = 7, .start_ns = 5'000'000, .end_ns = 5'500'000}};
+  const Tables t = analyze(d);
+  ASSERT_EQ(t.blocking_calls.size(), 2u);
+  EXPECT_EQ(t.blocking_calls[0].name, "cudaStreamSynchronize");
+  EXPECT_EQ(t.blocking_calls[0].time.total, 4'000'000);
+  EXPECT_EQ(t.blocking_calls[0].time.instances, 2);
+  EXPECT_EQ(t.blocking_calls[0].threads, 2);
+  EXPECT_DOUBLE_EQ(t.blocking_calls[0].time_percent, 80.0);
+  EXPECT_EQ(t.blocking_calls[1].name, "cudaFree");
+  EXPECT_EQ(t.blocking_calls[1].threads, 1);
+  EXPECT_EQ(t.blocking_calls[1].time.max, 500'000);
+  // GPU ops' launching calls are not blocking calls: a trace without any has an empty table.
+  EXPECT_TRUE(analyze(TraceData{}).blocking_calls.empty());
+}
+
 TEST(TraceAnalysis, GapsWhereNoStreamOfTheDeviceIsBusy) {
   TraceData d;
   d.ops = {kernel("a", 0, 0, 1'000'000, 1, 1),          //

@@ -26,6 +26,8 @@ Report sample_report() {
   GpuOpRecord copy = kernel("[CUDA memcpy Device-to-Host]", 3'100'000, 4'900'000, 4'950'000, 11);
   copy.kind = GpuOpKind::kMemcpy;
   r.data.ops.push_back(copy);
+  r.data.blocking_calls = {
+      {.name = "cudaStreamSynchronize", .thread = 11, .start_ns = 5'000'000, .end_ns = 5'400'000}};
   r.tables = analyze(r.data, 700'000);
   return r;
 }
@@ -172,7 +174,7 @@ TEST(TraceReportIo, ChromeTraceHasRangesOpsAndFlows) {
   }
   EXPECT_EQ(ranges, 3);
   EXPECT_EQ(ops, 4);
-  EXPECT_EQ(calls, 4);
+  EXPECT_EQ(calls, 5);  // the four ops' launching calls and the one blocking call
   EXPECT_EQ(flow_starts, 4);
   EXPECT_EQ(flow_ends, 4);
   EXPECT_TRUE(gpu_process);
@@ -188,7 +190,7 @@ TEST(TraceReportIo, ChromeTraceHasRangesOpsAndFlows) {
 TEST(TraceReportFormat, CsvQuotesAndAlignedColumns) {
   const Tables t = sample_report().tables;
   const std::vector<TextTable> tables = run_tables(t, std::nullopt);
-  ASSERT_EQ(tables.size(), 4u);
+  ASSERT_EQ(tables.size(), 5u);
   EXPECT_EQ(tables[0].rows.size(), 3u);
   EXPECT_EQ(tables[0].name, "nvtx_gpu_proj_sum");
   EXPECT_EQ(tables[2].name, "cuda_gpu_kern_sum");
@@ -199,6 +201,22 @@ TEST(TraceReportFormat, CsvQuotesAndAlignedColumns) {
   const std::string text = format_aligned(tables[0]);
   EXPECT_EQ(text.find("Range      Style  "), 0u) << text;  // padded to "inference"
   EXPECT_EQ(run_tables(t, 1)[1].rows.size(), 1u);          // --top
+  EXPECT_EQ(tables[3].name, "cuda_api_blocking_sum");
+  ASSERT_EQ(tables[3].rows.size(), 1u);
+  EXPECT_EQ(tables[3].rows[0].back(), "cudaStreamSynchronize");
+}
+
+// Reports written before blocking calls were recorded have no such key, and still read.
+TEST(TraceReportIo, ReportsWithoutBlockingCallsStillRead) {
+  TempDir dir;
+  ASSERT_TRUE(write_report(sample_report(), dir.path()).is_ok());
+  json older = read_json(dir.path() / kReportFile);
+  older.erase("blocking_calls");
+  write_text(dir.path() / kReportFile, older.dump());
+  auto r = read_report(dir.path());
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_TRUE(r->data.blocking_calls.empty());
+  EXPECT_EQ(r->data.ops.size(), 4u);
 }
 
 }  // namespace
