@@ -105,6 +105,28 @@ TEST_F(TraceGpu, CuptiProjectsNestedSpinKernels) {
   EXPECT_EQ(report->tables.kernels[0].time.instances, 4);
 }
 
+// The synchronization that waited for the 1.1 ms of kernels launched no GPU work: it is a blocking
+// call on this thread, summed in cuda_api_blocking_sum; the launches are not.
+TEST_F(TraceGpu, CuptiRecordsTheSynchronizationThatBlockedTheThread) {
+  Session session = start(CaptureRequest::kAuto);
+  nested_workload(false);
+  auto report = session.stop();
+  ASSERT_TRUE(report.is_ok()) << report.status().to_string();
+  if (report->data.mode != CaptureMode::kCupti)
+    GTEST_SKIP() << "CUPTI unavailable on this machine (see the log)";
+  const BlockingCall* sync = nullptr;
+  for (const BlockingCall& call : report->data.blocking_calls) {
+    EXPECT_EQ(call.name.find("LaunchKernel"), std::string::npos) << call.name;
+    EXPECT_GE(call.end_ns - call.start_ns, kBlockingCallNs) << call.name;
+    if (call.name.find("StreamSynchronize") != std::string::npos && call.thread == current_thread_id())
+      sync = &call;
+  }
+  ASSERT_NE(sync, nullptr) << report->data.blocking_calls.size() << " blocking calls, none a stream sync";
+  EXPECT_GE(sync->end_ns - sync->start_ns, 800 * kUs);
+  EXPECT_LE(sync->end_ns, report->data.duration_ns);
+  ASSERT_FALSE(report->tables.blocking_calls.empty());
+}
+
 // CUPTI's times are on the tracer's clock: a kernel never starts before the call that launched it,
 // and the call lies inside the range it was made in.
 TEST_F(TraceGpu, CuptiTimesShareTheTracerClock) {
