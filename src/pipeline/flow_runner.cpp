@@ -314,6 +314,7 @@ PipelineStats snapshot(const Flow& flow, Clock::time_point start,
     source.failed_items = report.failed_items;
     source.work = report.work;
     source.threads = report.threads;
+    source.threads_span_s = report.threads_span_s;
     stats.sources.push_back(std::move(source));
   }
   if (std::optional<SourceStats> retired = flow.mux->retired_stats()) {

@@ -124,11 +124,18 @@ struct ImageSources::State {
 
   // Where the decode threads spend their time, summed over them (the report's SourceWork): the
   // summary shows it, since a flow bound by its images is bound by one of these.
-  enum Work { kRead, kProbe, kCpuDecode, kGpuDecode, kUpload, kBudgetWait, kWorkKinds };
+  // `order wait`: a thread waiting to take its next files until the images before them are pushed
+  // (the window that bounds how far ahead of the pusher the threads may decode).
+  enum Work { kRead, kProbe, kCpuDecode, kGpuDecode, kUpload, kBudgetWait, kOrderWait, kWorkKinds };
   static constexpr std::array<std::string_view, kWorkKinds> kWorkNames = {
-      "read", "probe", "cpu decode", "gpu decode", "upload", "budget wait"};
+      "read", "probe", "cpu decode", "gpu decode", "upload", "budget wait", "order wait"};
   std::array<std::atomic<std::int64_t>, kWorkKinds> work_ns{};
   std::atomic<int> worker_count{0};  // the decode threads, once started
+  // The decode threads' own running time, what their work shares are shares of (the run's start-up
+  // comes before it): from start() to the last thread's return.
+  std::chrono::steady_clock::time_point threads_started;
+  std::atomic<int> workers_running{0};
+  std::atomic<std::int64_t> threads_span_ns{-1};  // set when the last decode thread returns
 
   // work(), its time counted as `kind`.
   template <typename Work>
@@ -186,10 +193,17 @@ struct ImageSources::State {
     const std::size_t kind = worker < jpeg_decoders.size() ? 0 : 1;
     for (;;) {
       const std::vector<std::size_t> positions = take(kind);
-      if (positions.empty()) return;
+      if (positions.empty()) break;
       std::vector<Pending> group = read_group(worker, positions);
       publish(positions, finish_group(worker, group));
     }
+    if (workers_running.fetch_sub(1) == 1) threads_span_ns.store(threads_running_ns());
+  }
+
+  std::int64_t threads_running_ns() const {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
+                                                                threads_started)
+        .count();
   }
 
   // The next positions of the thread kind's queue, once the window allows one: up to a group for a
@@ -201,7 +215,11 @@ struct ImageSources::State {
     std::vector<std::size_t> positions;
     std::unique_lock lock(mutex);
     const auto allowed = [&] { return next < queue.size() && queue[next] < next_push + window; };
-    changed.wait(lock, [&] { return stopping || next >= queue.size() || allowed(); });
+    {
+      FOVEA_TRACE_RANGE("image order wait");
+      const TimedWork timer(work_ns[kOrderWait]);
+      changed.wait(lock, [&] { return stopping || next >= queue.size() || allowed(); });
+    }
     if (stopping) return positions;
     while (positions.size() < group_size && allowed()) positions.push_back(queue[next++]);
     return positions;
@@ -639,6 +657,8 @@ void ImageSources::start() {
   const auto [jpeg_threads, cpu_threads] = state.plan_threads();
   const int workers = jpeg_threads + cpu_threads;
   state.worker_count = workers;
+  state.workers_running = workers;
+  state.threads_started = std::chrono::steady_clock::now();
   // Each thread may run a group ahead of the pusher, and one more behind it.
   const auto jpeg_batch = static_cast<std::size_t>(state.options.jpeg_batch);
   state.window =
@@ -682,6 +702,10 @@ std::vector<std::optional<SourceReport>> ImageSources::reports() const {
     if (ns > 0) report.work.push_back({std::string(State::kWorkNames[k]), static_cast<double>(ns) * 1e-9});
   }
   report.threads = state.worker_count.load();
+  if (report.threads > 0) {
+    const std::int64_t span_ns = state.threads_span_ns.load();
+    report.threads_span_s = static_cast<double>(span_ns >= 0 ? span_ns : state.threads_running_ns()) * 1e-9;
+  }
   return {report};
 }
 

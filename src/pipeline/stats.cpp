@@ -283,13 +283,15 @@ std::string bound_line(const PipelineStats& stats) {
   return "bound by: the " + bound.what + " (encoders, writes); the busiest stage, " + busiest + "\n";
 }
 
-// "images: 2 decode threads; read 41%, probe 3%, gpu decode 52%, budget wait 1% of their time": where
-// a source's own threads went, for a flow its sources bound.
+// "images: 2 decode threads; read 41%, probe 3%, gpu decode 52%, budget wait 1%, order wait 2% of
+// their time": where a source's own threads went (shares of their running time), for a flow its
+// sources bound.
 std::string source_work_lines(const PipelineStats& stats) {
   std::string text;
   for (const SourceStats& source : stats.sources) {
-    if (source.work.empty() || source.threads <= 0 || stats.elapsed_s <= 0.0) continue;
-    const double available = source.threads * stats.elapsed_s;
+    const double span = source.threads_span_s > 0.0 ? source.threads_span_s : stats.elapsed_s;
+    if (source.work.empty() || source.threads <= 0 || span <= 0.0) continue;
+    const double available = source.threads * span;
     std::string parts;
     for (const SourceWork& work : source.work) {
       parts +=
@@ -357,6 +359,7 @@ nlohmann::json to_json(const PipelineStats& stats) {
       nlohmann::json seconds = nlohmann::json::object();
       for (const SourceWork& work : source.work) seconds[work.what] = work.seconds;
       entry["threads"] = source.threads;
+      entry["threads_span_s"] = source.threads_span_s;
       entry["work_seconds"] = std::move(seconds);
     }
     sources.push_back(std::move(entry));

@@ -80,7 +80,7 @@ struct SkippedItem {
 inline constexpr std::size_t kMaxListedFailures = 100;
 
 // Time a source's own threads spent in one kind of work over the run, summed over the threads
-// (image sources: "read", "probe", "cpu decode", "gpu decode", "upload", "budget wait").
+// (image sources: "read", "probe", "cpu decode", "gpu decode", "upload", "budget wait", "order wait").
 struct SourceWork {
   std::string what;
   double seconds = 0.0;
@@ -106,6 +106,9 @@ struct SourceStats {
   // threads there were: the summary names it when the sources bound the flow.
   std::vector<SourceWork> work;
   int threads = 0;
+  // How long the threads ran, from their start to the last one's end (or now): the shares in the
+  // summary are of threads x this, so the run's start-up before them does not dilute them.
+  double threads_span_s = 0.0;
 };
 
 // Something an op of a stage counted over the run ("classified", "reused"; Op::counters).

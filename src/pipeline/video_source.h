@@ -97,9 +97,11 @@ struct SourceReport {
   // first kMaxListedFailures by name and reason, and how many in all.
   std::vector<SkippedItem> failed_items;
   std::int64_t items_failed = 0;
-  // Image sources: where their decode threads spent their time (SourceStats::work), and how many.
+  // Image sources: where their decode threads spent their time (SourceStats::work), how many there
+  // were and how long they ran.
   std::vector<SourceWork> work;
   int threads = 0;
+  double threads_span_s = 0.0;
 };
 
 struct VideoSourceOptions {
