@@ -215,10 +215,11 @@ struct ImageSources::State {
     std::vector<std::size_t> positions;
     std::unique_lock lock(mutex);
     const auto allowed = [&] { return next < queue.size() && queue[next] < next_push + window; };
-    {
+    const auto can_go = [&] { return stopping || next >= queue.size() || allowed(); };
+    if (!can_go()) {  // timed and traced only when it waits: a CPU thread takes one image at a time
       FOVEA_TRACE_RANGE("image order wait");
       const TimedWork timer(work_ns[kOrderWait]);
-      changed.wait(lock, [&] { return stopping || next >= queue.size() || allowed(); });
+      changed.wait(lock, can_go);
     }
     if (stopping) return positions;
     while (positions.size() < group_size && allowed()) positions.push_back(queue[next++]);

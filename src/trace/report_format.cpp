@@ -26,6 +26,13 @@ void add_rows(TextTable& table, const std::vector<Row>& rows, std::optional<std:
   for (std::size_t i = 0; i < n; ++i) table.rows.push_back(cells(rows[i]));
 }
 
+// Time (%) and the statistics' cells: the leading columns of the tables of summed durations.
+std::vector<std::string> time_cells(double time_percent, const Stats& s) {
+  std::vector<std::string> cells{decimal(time_percent)};
+  for (std::string& c : stats_cells(s)) cells.push_back(std::move(c));
+  return cells;
+}
+
 std::vector<bool> numeric_except(std::size_t columns, std::initializer_list<std::size_t> text) {
   std::vector<bool> numeric(columns, true);
   for (std::size_t i : text) numeric[i] = false;
@@ -38,8 +45,7 @@ TextTable nvtx_table(const std::vector<NvtxRow>& rows, std::optional<std::size_t
                           "Max (ns)", "StdDev (ns)", "Style", "Range"},
               .numeric = numeric_except(10, {8, 9})};
   add_rows(t, rows, top, [](const NvtxRow& r) {
-    std::vector<std::string> cells{decimal(r.time_percent)};
-    for (std::string& c : stats_cells(r.time)) cells.push_back(std::move(c));
+    std::vector<std::string> cells = time_cells(r.time_percent, r.time);
     cells.emplace_back(range_style_name(r.style));
     cells.push_back(r.range);
     return cells;
@@ -53,8 +59,7 @@ TextTable kernel_table(const std::vector<KernelRow>& rows, std::optional<std::si
                           "Max (ns)", "StdDev (ns)", "Name"},
               .numeric = numeric_except(9, {8})};
   add_rows(t, rows, top, [](const KernelRow& r) {
-    std::vector<std::string> cells{decimal(r.time_percent)};
-    for (std::string& c : stats_cells(r.time)) cells.push_back(std::move(c));
+    std::vector<std::string> cells = time_cells(r.time_percent, r.time);
     cells.push_back(r.name);
     return cells;
   });
@@ -67,8 +72,7 @@ TextTable blocking_call_table(const std::vector<BlockingCallRow>& rows, std::opt
                           "Max (ns)", "StdDev (ns)", "Threads", "Name"},
               .numeric = numeric_except(10, {9})};
   add_rows(t, rows, top, [](const BlockingCallRow& r) {
-    std::vector<std::string> cells{decimal(r.time_percent)};
-    for (std::string& c : stats_cells(r.time)) cells.push_back(std::move(c));
+    std::vector<std::string> cells = time_cells(r.time_percent, r.time);
     cells.push_back(integer(r.threads));
     cells.push_back(r.name);
     return cells;
