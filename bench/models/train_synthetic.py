@@ -18,10 +18,15 @@ The U-Net generator is not trained (its criterion, the output error, holds with 
 
   trained(name) -> (model in eval mode, output names), as export_torchvision.build(name); None for
                    the U-Net (the caller keeps its seeded weights)
+  FOVEA_TRAINED_CACHE=DIR  keeps each trained state in DIR/NAME-STEPSsteps.pt and reuses it, so a
+                   GPU call can train while it builds (`python3 train_synthetic.py NAME...`) and
+                   the accuracy scripts then start from the trained weights
   test_input(name) -> one seeded synthetic image batch at INPUT_SHAPES[name], as the model's input
 """
 
 import math
+import os
+import sys
 
 import torch
 import torchvision
@@ -94,7 +99,28 @@ def largest_kind(labels):
     return counts.argmax(dim=1)
 
 
+def cached(name, steps, model, train):
+    """The model trained by train(model), or its state from FOVEA_TRAINED_CACHE when an earlier
+    process trained it for the same number of steps; in eval mode on the CPU."""
+    folder = os.environ.get("FOVEA_TRAINED_CACHE")
+    path = os.path.join(folder, f"{name}-{steps}steps.pt") if folder else None
+    if path and os.path.exists(path):
+        model.load_state_dict(torch.load(path, map_location="cpu"))
+        print(f"  {name}: trained weights from {path}", flush=True)
+    else:
+        train(model)
+        if path:
+            os.makedirs(folder, exist_ok=True)
+            torch.save(model.state_dict(), path + ".part")
+            os.replace(path + ".part", path)  # whole files only, for a reader in another process
+    return model.eval().cpu()
+
+
 def train_dense(model, name, batch, size, loss_of):
+    return cached(name, STEPS, model, lambda m: train_dense_steps(m, name, batch, size, loss_of))
+
+
+def train_dense_steps(model, name, batch, size, loss_of):
     device = "cuda"
     model.to(device).train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=1e-4)
@@ -107,13 +133,16 @@ def train_dense(model, name, batch, size, loss_of):
         optimizer.step()
         if step % 100 == 0 or step == STEPS - 1:
             print(f"  {name} step {step}: loss {loss.item():.4f}", flush=True)
-    return model.eval().cpu()
 
 
 def train_detector(name):
     """The whole torchvision SSD trained with its own loss, then the exported backbone + head."""
     torch.manual_seed(tv_export.WEIGHT_SEED)
     ssd = getattr(torchvision.models.detection, name)(weights=None, weights_backbone=None)
+    return cached(name, DETECTOR_STEPS.get(name, STEPS), ssd, lambda m: train_detector_steps(m, name))
+
+
+def train_detector_steps(ssd, name):
     size = tv_export.INPUT_SHAPES[name][2]
     device = "cuda"
     ssd.to(device).train()
@@ -130,8 +159,6 @@ def train_detector(name):
         optimizer.step()
         if step % 100 == 0 or step == steps - 1:
             print(f"  {name} step {step}: loss {loss.item():.4f}", flush=True)
-    ssd.eval().cpu()
-    return ssd
 
 
 def trained(name):
@@ -164,3 +191,11 @@ def test_input(name):
     if name == "unet_256":
         return images * 2 - 1  # the generator's [-1, 1] range
     return normalized(images)
+
+
+if __name__ == "__main__":
+    if not os.environ.get("FOVEA_TRAINED_CACHE") or len(sys.argv) < 2:
+        sys.exit("usage: FOVEA_TRAINED_CACHE=DIR train_synthetic.py NAME... (trains each into DIR)")
+    for model_name in sys.argv[1:]:
+        if trained(model_name) is None:
+            sys.exit(f"train_synthetic.py: {model_name} is not trained on the synthetic task")
