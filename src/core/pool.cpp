@@ -4,6 +4,8 @@
 #include <mutex>
 #include <vector>
 
+#include <fmt/format.h>
+
 #if defined(FOVEA_HAVE_CUDA)
 #include "core/cuda_check.h"
 #endif
@@ -171,6 +173,26 @@ MemoryKind BufferPool::memory() const {
 }
 const std::string& BufferPool::name() const {
   return shared_->name;
+}
+
+Result<BlockArena::Allocation> BlockArena::allocate(std::size_t size) {
+  constexpr std::size_t kAlignment = 64;
+  if (size == 0 || size > pool_.block_bytes()) {
+    return make_error(StatusCode::kInvalidArgument, fmt::format("{}: {} bytes do not fit its blocks of {}",
+                                                                pool_.name(), size, pool_.block_bytes()));
+  }
+  const std::size_t start = (used_ + kAlignment - 1) / kAlignment * kAlignment;
+  if (!block_ || start + size > block_->size()) {
+    block_.reset();  // back to the pool once its allocations are gone, maybe the next block itself
+    FOVEA_ASSIGN_OR_RETURN(PooledBuffer block, pool_.acquire());
+    block_ = std::make_shared<PooledBuffer>(std::move(block));
+    used_ = 0;
+  } else {
+    used_ = start;
+  }
+  Allocation allocation{{static_cast<std::uint8_t*>(block_->data()) + used_, size}, block_};
+  used_ += size;
+  return allocation;
 }
 
 }  // namespace fovea

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "core/image.h"
@@ -79,6 +80,33 @@ class BufferPool {
   explicit BufferPool(std::shared_ptr<PooledBuffer::Shared> shared) : shared_(std::move(shared)) {}
   // Blocks outlive the BufferPool object while handles remain: the state is shared.
   std::shared_ptr<PooledBuffer::Shared> shared_;
+};
+
+// Many small buffers of overlapping lifetimes, bump-allocated from a pool's fixed-size blocks: each
+// allocation keeps its block, which goes back to the pool once the arena has moved on to another
+// block and the last allocation from it is dropped. So steady-state work allocates nothing, and the
+// memory held is what the live allocations span. (The image source reads the files nvJPEG decodes
+// into pinned blocks: a GPU copies from pinned memory without staging it.) One thread at a time; the
+// pool may be shared.
+class BlockArena {
+ public:
+  struct Allocation {
+    std::span<std::uint8_t> bytes;
+    std::shared_ptr<void> owner;  // the block, kept while any allocation from it is
+  };
+
+  explicit BlockArena(BufferPool pool) : pool_(std::move(pool)) {}
+
+  // `size` bytes, 64-byte aligned: kInvalidArgument beyond block_bytes() (the caller's own memory
+  // serves those), or the pool's error.
+  Result<Allocation> allocate(std::size_t size);
+  std::size_t block_bytes() const { return pool_.block_bytes(); }
+  PoolStats stats() const { return pool_.stats(); }
+
+ private:
+  BufferPool pool_;
+  std::shared_ptr<PooledBuffer> block_;  // the block being filled
+  std::size_t used_ = 0;
 };
 
 }  // namespace fovea

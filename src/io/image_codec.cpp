@@ -28,12 +28,11 @@ Status file_error(const std::filesystem::path& path, int error_number, std::stri
                     fmt::format("{}: cannot {} it: {}", path.string(), doing, std::strerror(error_number)));
 }
 
-Result<std::vector<std::uint8_t>> read_whole_file(const std::filesystem::path& path,
-                                                  const ImageLimits& limits) {
-  FilePtr file(std::fopen(path.c_str(), "rb"));
-  if (!file) return file_error(path, errno, "open");
+// The file's size once it is known to be a regular, non-empty file within the limits.
+Result<std::size_t> checked_file_size(std::FILE* file, const std::filesystem::path& path,
+                                      const ImageLimits& limits) {
   struct stat info {};
-  if (::fstat(::fileno(file.get()), &info) != 0) return file_error(path, errno, "stat");
+  if (::fstat(::fileno(file), &info) != 0) return file_error(path, errno, "stat");
   if (!S_ISREG(info.st_mode)) {
     return make_error(StatusCode::kInvalidArgument, path.string(),
                       ": not a regular file (a folder or a device)");
@@ -44,10 +43,30 @@ Result<std::vector<std::uint8_t>> read_whole_file(const std::filesystem::path& p
                       fmt::format("{}: file of {} bytes is larger than the limit of {} bytes", path.string(),
                                   info.st_size, limits.max_file_bytes));
   }
-  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(info.st_size));
-  if (std::fread(bytes.data(), 1, bytes.size(), file.get()) != bytes.size()) {
+  return static_cast<std::size_t>(info.st_size);
+}
+
+Result<std::span<std::uint8_t>> read_whole_file(const std::filesystem::path& path,
+                                                const ByteAllocator& allocate, const ImageLimits& limits) {
+  FilePtr file(std::fopen(path.c_str(), "rb"));
+  if (!file) return file_error(path, errno, "open");
+  FOVEA_ASSIGN_OR_RETURN(const std::size_t size, checked_file_size(file.get(), path, limits));
+  Result<std::span<std::uint8_t>> bytes = allocate(size);
+  if (!bytes.is_ok()) return bytes.status().with_context(path.string());
+  if (std::fread(bytes->data(), 1, size, file.get()) != size) {
     return file_error(path, std::ferror(file.get()) ? errno : EIO, "read");
   }
+  return bytes;
+}
+
+Result<std::vector<std::uint8_t>> read_whole_file(const std::filesystem::path& path,
+                                                  const ImageLimits& limits) {
+  std::vector<std::uint8_t> bytes;
+  const ByteAllocator into_vector = [&](std::size_t size) -> Result<std::span<std::uint8_t>> {
+    bytes.resize(size);
+    return std::span<std::uint8_t>(bytes);
+  };
+  FOVEA_TRY(read_whole_file(path, into_vector, limits).status());
   return bytes;
 }
 
@@ -169,6 +188,11 @@ Result<DecodedImage> decode_image(std::span<const std::uint8_t> bytes, std::stri
 Result<std::vector<std::uint8_t>> read_image_bytes(const std::filesystem::path& path,
                                                    const ImageLimits& limits) {
   return read_whole_file(path, limits);
+}
+
+Result<std::span<std::uint8_t>> read_image_bytes(const std::filesystem::path& path,
+                                                 const ByteAllocator& allocate, const ImageLimits& limits) {
+  return read_whole_file(path, allocate, limits);
 }
 
 Result<DecodedImage> decode_image_file(const std::filesystem::path& path, const ImageDecodeOptions& options) {

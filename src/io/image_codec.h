@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -103,6 +104,14 @@ struct DecodedImage {
 // kResourceExhausted (beyond limits.max_file_bytes). Errors name the file.
 Result<std::vector<std::uint8_t>> read_image_bytes(const std::filesystem::path& path,
                                                    const ImageLimits& limits = {});
+
+// The same, into memory of the caller's: `allocate(size)` gives `size` bytes that stay the caller's
+// (e.g. pinned host memory, which a GPU copies from without staging it); its error, with the file's
+// name, is the read's.
+using ByteAllocator = std::function<Result<std::span<std::uint8_t>>(std::size_t size)>;
+Result<std::span<std::uint8_t>> read_image_bytes(const std::filesystem::path& path,
+                                                 const ByteAllocator& allocate,
+                                                 const ImageLimits& limits = {});
 
 // Decodes the file at `path` (read whole). Errors: kNotFound / kIoError (cannot read it),
 // kCorruptData (empty, not an image, truncated, damaged), kUnsupported (a form of a format fovea

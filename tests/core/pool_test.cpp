@@ -84,5 +84,51 @@ TEST(BufferPool, RejectsZeroBlockSize) {
   EXPECT_EQ(BufferPool::create("zero", MemoryKind::kHost, 0).status().code(), StatusCode::kInvalidArgument);
 }
 
+BlockArena arena_of(std::size_t block_bytes) {
+  Result<BufferPool> pool = BufferPool::create("arena blocks", MemoryKind::kHost, block_bytes);
+  EXPECT_TRUE(pool.is_ok());
+  return BlockArena(std::move(pool).value());
+}
+
+TEST(BlockArena, PacksAlignedAllocationsIntoOneBlock) {
+  BlockArena arena = arena_of(1000);
+  Result<BlockArena::Allocation> a = arena.allocate(10);
+  Result<BlockArena::Allocation> b = arena.allocate(100);
+  ASSERT_TRUE(a.is_ok() && b.is_ok());
+  EXPECT_EQ(a->bytes.size(), 10u);
+  EXPECT_EQ(b->bytes.size(), 100u);
+  EXPECT_EQ(b->bytes.data() - a->bytes.data(), 64);  // the next 64-byte boundary after 10 bytes
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(b->bytes.data()) % 64, 0u);
+  EXPECT_EQ(a->owner, b->owner);
+  EXPECT_EQ(arena.stats().blocks_allocated, 1u);
+}
+
+TEST(BlockArena, ABlockReturnsOnceTheArenaMovedOnAndItsAllocationsAreGone) {
+  BlockArena arena = arena_of(256);
+  ASSERT_TRUE(arena.allocate(200).is_ok());  // dropped at once: only the arena holds the block
+  // Does not fit: the arena leaves its block, which nothing else holds, and gets it back at once.
+  BlockArena::Allocation first = arena.allocate(200).value();
+  first.bytes.back() = 7;
+  EXPECT_EQ(arena.stats().blocks_allocated, 1u);
+  BlockArena::Allocation second = arena.allocate(200).value();  // `first` holds the block: a new one
+  EXPECT_NE(first.owner, second.owner);
+  EXPECT_EQ(first.bytes.back(), 7);
+  EXPECT_EQ(arena.stats().blocks_allocated, 2u);
+  EXPECT_EQ(arena.stats().blocks_in_use, 2u);
+  first = {};
+  EXPECT_EQ(arena.stats().blocks_in_use, 1u);
+}
+
+TEST(BlockArena, RefusesWhatNoBlockHolds) {
+  BlockArena arena = arena_of(256);
+  for (const std::size_t size : {std::size_t{0}, std::size_t{257}}) {
+    Result<BlockArena::Allocation> allocation = arena.allocate(size);
+    ASSERT_FALSE(allocation.is_ok());
+    EXPECT_EQ(allocation.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(allocation.status().message().find("arena blocks"), std::string::npos);
+  }
+  EXPECT_TRUE(arena.allocate(256).is_ok());  // exactly a block
+}
+
 }  // namespace
 }  // namespace fovea
