@@ -140,18 +140,24 @@ def pix2pix_init_(net, gain=0.02):
 
 class DetectNetV2(nn.Module):
     CLASSES = 3
+    STRIDE = 16  # the trunk's: one grid cell per 16x16 pixels
 
-    def __init__(self):
+    def __init__(self, classes=CLASSES):
         super().__init__()
         r = torchvision.models.resnet34(weights=None)
         self.trunk = nn.Sequential(r.conv1, r.bn1, r.relu, r.maxpool, r.layer1, r.layer2, r.layer3)
         channels = 256  # layer3's output
-        self.coverage = nn.Conv2d(channels, self.CLASSES, kernel_size=1)
-        self.bbox = nn.Conv2d(channels, 4 * self.CLASSES, kernel_size=1)
+        self.coverage = nn.Conv2d(channels, classes, kernel_size=1)
+        self.bbox = nn.Conv2d(channels, 4 * classes, kernel_size=1)
+
+    def heads(self, x):
+        """The coverage logits (before their sigmoid, for a training loss) and the box offsets."""
+        features = self.trunk(x)
+        return self.coverage(features), self.bbox(features)
 
     def forward(self, x):
-        features = self.trunk(x)
-        return torch.sigmoid(self.coverage(features)), self.bbox(features)
+        coverage, bbox = self.heads(x)
+        return torch.sigmoid(coverage), bbox
 
 
 # --- wrappers: one tensor (or a tuple of tensors) out, nothing torchvision-specific around it ----

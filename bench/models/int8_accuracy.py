@@ -6,7 +6,8 @@
                    [--calib-args="--min-sqnr 30"]
 
 Per model (classifiers resnet18, resnet50, mobilenet_v3_large; segmentation fcn_resnet50,
-fcn_resnet101, deeplabv3_resnet50; detectors ssd300_vgg16, ssdlite320_mobilenet_v3_large):
+fcn_resnet101, deeplabv3_resnet50; detectors ssd300_vgg16, ssdlite320_mobilenet_v3_large and the
+DetectNet-style detectnet_resnet34):
   1. train_synthetic.trained(name): 300 steps on the synthetic task (pretrained weights cannot be
      downloaded there; the SSDs with torchvision's own loss), exported with a dynamic batch
      (compare_torch.export_dynamic; the SSDs as export_torchvision's SSDBackboneHead, outputs
@@ -30,6 +31,9 @@ fcn_resnet101, deeplabv3_resnet50; detectors ssd300_vgg16, ssdlite320_mobilenet_
      (detection_metrics.mean_average_precision); target: int8 within MAP_TOLERANCE (1 point) of
      fovea fp32's. PyTorch's own fp32 mAP (SSD.forward on the same pictures, TF32 off) is recorded
      beside it: fovea fp32 should be within about 0.1 point of it, which checks the decoding.
+     The DetectNet-style detector (trained with a class per kind on DETECTNET_SIDE pictures, pixels
+     / 255 in: `--normalize none`) is decoded as DeepStream's DetectNet_v2 parser decodes it
+     (grid_detections), fovea's outputs and PyTorch's alike.
 Classifiers run at 224x224, the segmentation networks at 256x256, the sizes they were trained at;
 the SSDs at their fixed input size (300x300, 320x320), so their transform's resize is the identity.
 Results: DIR/int8.json and DIR/int8.md; a model that fails is recorded and the others go on.
@@ -56,11 +60,19 @@ from compare_torch import export_dynamic, npy_name, run  # noqa: E402
 CLASSIFIERS = ["resnet18", "resnet50", "mobilenet_v3_large"]
 SEGMENTERS = ["fcn_resnet50", "fcn_resnet101", "deeplabv3_resnet50"]
 DETECTORS = ["ssd300_vgg16", "ssdlite320_mobilenet_v3_large"]
+GRID_DETECTORS = ["detectnet_resnet34"]
+ALL_DETECTORS = DETECTORS + GRID_DETECTORS
 SIDE = {**{m: 224 for m in CLASSIFIERS}, **{m: 256 for m in SEGMENTERS},
-        **{m: tv_export.INPUT_SHAPES[m][2] for m in DETECTORS}}
+        **{m: tv_export.INPUT_SHAPES[m][2] for m in DETECTORS},
+        **{m: train_synthetic.DETECTNET_SIDE for m in GRID_DETECTORS}}
 METHODS = ["entropy", "percentile", "minmax"]
 TARGET = 0.99
 MAP_TOLERANCE = 0.01  # detectors: int8 mAP at most 1 point below fovea fp32's
+# The grid detector's decoding for the mAP: candidates down to a low coverage, so that the
+# precision-recall curve is whole (the flows' default threshold is 0.4), NMS per class, the best 100.
+GRID_SCORE_THRESH = 0.05
+GRID_NMS_IOU = 0.5
+GRID_DETECTIONS = 100
 CALIB_SEED = 11
 EVAL_SEED = 12
 CHUNK = 50  # evaluation pictures per `fovea model run`
@@ -141,17 +153,22 @@ def whole_ssd(name, model):
     return ssd.eval()
 
 
-def network_input(images, ssd):
+def network_input(name, images, ssd):
     """Pictures in [0, 1] as the network's input: the SSD's transform's normalization (exactly
-    GeneralizedRCNNTransform.normalize) for a detector, ImageNet's otherwise."""
+    GeneralizedRCNNTransform.normalize) for an SSD, the pictures as they are for the grid detector
+    (pixels / 255), ImageNet's otherwise."""
     if ssd is not None:
         return torch.stack([ssd.transform.normalize(image) for image in images])
+    if name in GRID_DETECTORS:
+        return images
     return train_synthetic.normalized(images)
 
 
-def calibrate_normalization(ssd):
+def calibrate_normalization(name, ssd):
     """`fovea model calibrate`'s normalization flags, the same as network_input's: --mean/--std are
     on the 0..1 scale, (pixel / 255 - mean) / std, as the SSD's transform's image_mean/image_std."""
+    if name in GRID_DETECTORS:
+        return ["--normalize", "none"]
     if ssd is None:
         return ["--normalize", "imagenet"]
     t = ssd.transform
@@ -206,18 +223,64 @@ def torch_detections(args, ssd, images):
     return frames
 
 
-def detector_reference(args, entry, ssd, images, truth, fp32):
-    """Records fovea fp32's and PyTorch's mAP in `entry`; returns how to measure an int8 run."""
-    side = entry["side"]
+def grid_detections(outs, side):
+    """Per picture, the grid detector's detections from its outputs {output_cov [N, C, G, G] (through
+    their sigmoid), output_bbox [N, 4C, G, G]}: each (class, cell) a box as DeepStream's DetectNet_v2
+    parser and fovea's `detectnet` parser decode it (train_synthetic.detectnet_targets' inverse:
+    x1 = (o1 - cx) * -norm, y1 = (o2 - cy) * -norm, x2 = (o3 + cx) * norm, y2 = (o4 + cy) * norm,
+    cx = (gx * stride + offset) / norm), scored by its coverage; those above GRID_SCORE_THRESH,
+    clipped to the picture, NMS per class, the best GRID_DETECTIONS; class_id = class + 1, the kind."""
+    norm, offset = train_synthetic.DETECTNET_NORM, train_synthetic.DETECTNET_OFFSET
+    coverage = torch.from_numpy(outs["output_cov"]).float()
+    n, classes, grid_h, grid_w = coverage.shape
+    offsets = torch.from_numpy(outs["output_bbox"]).float().view(n, classes, 4, grid_h, grid_w)
+    stride_y, stride_x = -(-side // grid_h), -(-side // grid_w)  # DeepStream's DIVIDE_AND_ROUND_UP
+    cx = (torch.arange(grid_w).float().view(1, -1) * stride_x + offset) / norm
+    cy = (torch.arange(grid_h).float().view(-1, 1) * stride_y + offset) / norm
+    frames = []
+    for i in range(n):
+        o = offsets[i]
+        corners = torch.stack([(o[:, 0] - cx) * -norm, (o[:, 1] - cy) * -norm,
+                               (o[:, 2] + cx) * norm, (o[:, 3] + cy) * norm], dim=-1)  # [C, gh, gw, 4]
+        kept = coverage[i] > GRID_SCORE_THRESH
+        boxes = corners[kept].clamp(0, side)
+        scores = coverage[i][kept]
+        labels = torch.nonzero(kept)[:, 0]
+        chosen = torchvision.ops.batched_nms(boxes, scores, labels, GRID_NMS_IOU)[:GRID_DETECTIONS]
+        frames.append([{"box": boxes[j].tolist(), "class_id": int(labels[j]) + 1, "score": float(scores[j])}
+                       for j in chosen.tolist()])
+    return frames
+
+
+def torch_grid_outputs(args, model, images):
+    """PyTorch's own outputs of the grid detector on the pictures, float32 with TF32 off."""
+    device = "cuda" if args.device == "cuda" and torch.cuda.is_available() else "cpu"
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    outs = {"output_cov": [], "output_bbox": []}
+    model.to(device)
+    try:
+        with torch.inference_mode():
+            for first in range(0, len(images), CHUNK):
+                coverage, bbox = model(images[first:first + CHUNK].to(device))
+                outs["output_cov"].append(coverage.cpu().numpy())
+                outs["output_bbox"].append(bbox.cpu().numpy())
+    finally:
+        model.cpu()
+        if device == "cuda":
+            torch.cuda.empty_cache()
+    return {name: np.concatenate(parts) for name, parts in outs.items()}
+
+
+def detector_reference(entry, truth, fp32, decode, torch_frames):
+    """Records fovea fp32's mAP (its outputs through `decode`) and PyTorch's (`torch_frames()`, the
+    model's own detections) in `entry`; returns how to measure an int8 run."""
     truths = dict(enumerate(truth))
-    anchors = anchors_for(ssd, side, side)
-    entry["postprocess"] = {"score_thresh": ssd.score_thresh, "nms_thresh": ssd.nms_thresh,
-                            "detections_per_img": ssd.detections_per_img, "topk_candidates": ssd.topk_candidates}
     entry["ground_truth_boxes"] = sum(len(t) for t in truth)
-    fovea = detection_map(ssd_detections(ssd, anchors, side, fp32), truths)
+    fovea = detection_map(decode(fp32), truths)
     entry.update(fp32_map=fovea["map"], fp32_ap50=fovea["ap50"], fp32_detections=fovea["detections"])
     try:  # a sanity check only: its failure must not cost the int8 results
-        pytorch = detection_map(torch_detections(args, ssd, images), truths)
+        pytorch = detection_map(torch_frames(), truths)
         entry.update(torch_fp32_map=pytorch["map"], torch_fp32_ap50=pytorch["ap50"],
                      fp32_minus_torch_points=100 * (fovea["map"] - pytorch["map"]))
     except Exception as e:  # noqa: BLE001
@@ -226,9 +289,27 @@ def detector_reference(args, entry, ssd, images, truth, fp32):
     print(f"  {entry['model']} fp32: mAP {100 * fovea['map']:.2f}{pytorch_text}", flush=True)
 
     def measure(outs):
-        got = detection_map(ssd_detections(ssd, anchors, side, outs), truths)
+        got = detection_map(decode(outs), truths)
         return {**got, "points_below_fp32": 100 * (fovea["map"] - got["map"])}
     return measure
+
+
+def ssd_reference(args, entry, ssd, images, truth, fp32):
+    side = entry["side"]
+    anchors = anchors_for(ssd, side, side)
+    entry["postprocess"] = {"score_thresh": ssd.score_thresh, "nms_thresh": ssd.nms_thresh,
+                            "detections_per_img": ssd.detections_per_img, "topk_candidates": ssd.topk_candidates}
+    return detector_reference(entry, truth, fp32, lambda outs: ssd_detections(ssd, anchors, side, outs),
+                              lambda: torch_detections(args, ssd, images))
+
+
+def grid_reference(args, entry, model, images, truth, fp32):
+    side = entry["side"]
+    entry["postprocess"] = {"score_thresh": GRID_SCORE_THRESH, "nms_thresh": GRID_NMS_IOU,
+                            "detections_per_img": GRID_DETECTIONS, "norm": train_synthetic.DETECTNET_NORM,
+                            "offset": train_synthetic.DETECTNET_OFFSET}
+    return detector_reference(entry, truth, fp32, lambda outs: grid_detections(outs, side),
+                              lambda: grid_detections(torch_grid_outputs(args, model, images), side))
 
 
 # --- every model ---------------------------------------------------------------------------------
@@ -247,18 +328,20 @@ def evaluate(args, name):
     export_dynamic(name, onnx_path, (model, output_names))
     entry["train_export_s"] = round(time.perf_counter() - started, 1)
     ssd = whole_ssd(name, model) if name in DETECTORS else None
-    normalization = calibrate_normalization(ssd)
+    normalization = calibrate_normalization(name, ssd)
     if ssd is not None:
         entry["normalization"] = {"mean": list(ssd.transform.image_mean), "std": list(ssd.transform.image_std)}
 
     calib_dir = os.path.join(work, "calib")
     write_pngs(pictures(args.samples, side, CALIB_SEED), calib_dir)
     images, truth = pictures_and_truth(args.eval, side, EVAL_SEED)
-    chunks = write_chunks(network_input(images, ssd).numpy().astype(np.float32), work)
+    chunks = write_chunks(network_input(name, images, ssd).numpy().astype(np.float32), work)
 
     fp32 = fovea_outputs(args, onnx_path, output_names, chunks, os.path.join(work, "fp32"), ["--precision", "fp32"])
     if ssd is not None:
-        measure = detector_reference(args, entry, ssd, images, truth, fp32)
+        measure = ssd_reference(args, entry, ssd, images, truth, fp32)
+    elif name in GRID_DETECTORS:
+        measure = grid_reference(args, entry, model, images, truth, fp32)
     else:
         reference = fp32[output_names[0]]
 
@@ -295,7 +378,7 @@ def passes(entry, result):
     at most MAP_TOLERANCE below fovea fp32's."""
     if "error" in result:
         return False
-    if entry["model"] in DETECTORS:
+    if entry["model"] in ALL_DETECTORS:
         return result["map"] >= entry["fp32_map"] - MAP_TOLERANCE
     return result["agreement"] >= TARGET
 
@@ -313,7 +396,7 @@ def cell(e, m):
     if "error" in m:
         return "failed"
     miss = "" if passes(e, m) else " (miss)"
-    if e["model"] in DETECTORS:
+    if e["model"] in ALL_DETECTORS:
         return f"{100 * m['map']:.2f} (fp32 {100 * e['fp32_map']:.2f})" + miss
     return f"{100 * m['agreement']:.2f}%" + miss
 
@@ -340,7 +423,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--fovea", required=True, help="the fovea binary")
     parser.add_argument("--out", required=True)
-    parser.add_argument("--models", default=",".join(CLASSIFIERS + SEGMENTERS + DETECTORS))
+    parser.add_argument("--models", default=",".join(CLASSIFIERS + SEGMENTERS + ALL_DETECTORS))
     parser.add_argument("--methods", default=",".join(METHODS))
     parser.add_argument("--samples", type=int, default=500, help="calibration pictures")
     parser.add_argument("--eval", type=int, default=500, help="evaluation pictures")

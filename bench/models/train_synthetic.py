@@ -12,7 +12,9 @@ scratch, on a synthetic task it can learn in a few hundred steps:
            (1..20) sets its colour and whether it is a rectangle or an ellipse;
   segment  the kind of every pixel (0: background), for the 21-class segmentation heads;
   classify the kind of the largest shape (0..19 of the 1000 logits);
-  detect   every shape's box and kind, through torchvision's own SSD loss (anchor matching).
+  detect   every shape's box and kind, through torchvision's own SSD loss (anchor matching), or
+           for the DetectNet-style grid detector (export_torchvision.DetectNetV2, here with a class
+           per kind) DetectNet_v2's coverage and box targets on its grid (detectnet_targets).
 
 The U-Net generator is not trained (its criterion, the output error, holds with random weights).
 
@@ -37,7 +39,12 @@ KINDS = 20
 STEPS = 300
 # SSD300's VGG-16 has no BatchNorm and learns slowly from scratch: after 300 steps its loss was 5.5
 # and its mAP 3.5 points (call 74), too weak a network for the int8 comparison to mean anything.
-DETECTOR_STEPS = {"ssd300_vgg16": 1500}
+DETECTOR_STEPS = {"ssd300_vgg16": 1500, "detectnet_resnet34": 1000}
+# DetectNet_v2's box encoding as DeepStream's parser, and fovea's `detectnet` parser, decode it with
+# PeopleNet's values (post/detect_post.h), and the side of the pictures the grid detector trains at.
+DETECTNET_NORM = 35.0
+DETECTNET_OFFSET = 0.5
+DETECTNET_SIDE = 384
 TRAIN_SEED = 3
 TEST_SEED = 4
 # ImageNet's normalization, which torchvision's classification and segmentation models expect.
@@ -161,6 +168,69 @@ def train_detector_steps(ssd, name):
             print(f"  {name} step {step}: loss {loss.item():.4f}", flush=True)
 
 
+def detectnet_targets(boxes, kinds, grid_h, grid_w, stride, device):
+    """DetectNet_v2's training targets for one picture's shapes (boxes [k, 4] in pixels, kinds [k]):
+    coverage [KINDS, gh, gw], 1 in the channel of a shape's kind at the grid cells whose centre lies
+    in the middle half of its box (and always at the cell holding the box's centre); bbox
+    [4 * KINDS, gh, gw], at those cells the offsets DeepStream's parser turns back into the box:
+    o1 = cx - x1 / norm, o2 = cy - y1 / norm, o3 = x2 / norm - cx, o4 = y2 / norm - cy, with
+    cx = (gx * stride + offset) / norm (cy likewise). A later shape, drawn over an earlier one,
+    takes the cells they share."""
+    coverage = torch.zeros(KINDS, grid_h, grid_w, device=device)
+    bbox = torch.zeros(4 * KINDS, grid_h, grid_w, device=device)
+    gy = torch.arange(grid_h, device=device).view(-1, 1).float()
+    gx = torch.arange(grid_w, device=device).view(1, -1).float()
+    cell_x, cell_y = (gx + 0.5) * stride, (gy + 0.5) * stride
+    cx = (gx * stride + DETECTNET_OFFSET) / DETECTNET_NORM
+    cy = (gy * stride + DETECTNET_OFFSET) / DETECTNET_NORM
+    for (x1, y1, x2, y2), kind in zip(boxes.tolist(), kinds.tolist()):
+        mid_x, mid_y = (x1 + x2) / 2, (y1 + y2) / 2
+        inside = ((cell_x - mid_x).abs() <= (x2 - x1) / 4) & ((cell_y - mid_y).abs() <= (y2 - y1) / 4)
+        inside[min(int(mid_y // stride), grid_h - 1), min(int(mid_x // stride), grid_w - 1)] = True
+        c = kind - 1
+        coverage[:, inside] = 0
+        coverage[c][inside] = 1
+        offsets = (cx - x1 / DETECTNET_NORM, cy - y1 / DETECTNET_NORM, x2 / DETECTNET_NORM - cx,
+                   y2 / DETECTNET_NORM - cy)
+        for k, offset in enumerate(offsets):
+            bbox[4 * c + k][inside] = offset.expand(grid_h, grid_w)[inside]
+    return coverage, bbox
+
+
+def train_grid_detector(name):
+    """The DetectNet-style model with a class per kind, trained on pictures of DETECTNET_SIDE
+    (pixels / 255 in, as the flows' `--normalize none` gives them)."""
+    torch.manual_seed(tv_export.WEIGHT_SEED)
+    model = tv_export.DetectNetV2(classes=KINDS)
+    return cached(name, DETECTOR_STEPS[name], model, lambda m: train_grid_detector_steps(m, name))
+
+
+def train_grid_detector_steps(model, name):
+    device = "cuda"
+    model.to(device).train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=1e-4)
+    g = torch.Generator(device=device).manual_seed(TRAIN_SEED)
+    grid = DETECTNET_SIDE // model.STRIDE
+    # Few cells are positive in each class's channel: weigh them up, as DetectNet_v2's cost does.
+    positive_weight = torch.tensor(10.0, device=device)
+    for step in range(DETECTOR_STEPS[name]):
+        images, _, boxes, kinds = synthetic_batch(16, DETECTNET_SIDE, DETECTNET_SIDE, g, device)
+        targets = [detectnet_targets(b, k, grid, grid, model.STRIDE, device) for b, k in zip(boxes, kinds)]
+        coverage = torch.stack([t[0] for t in targets])
+        bbox = torch.stack([t[1] for t in targets])
+        coverage_logits, bbox_out = model.heads(images)
+        coverage_loss = torch.nn.functional.binary_cross_entropy_with_logits(
+            coverage_logits, coverage, pos_weight=positive_weight)
+        covered = coverage.repeat_interleave(4, dim=1)  # each class's four offsets where it covers
+        box_loss = (torch.nn.functional.smooth_l1_loss(bbox_out, bbox, reduction="none") * covered).sum()
+        loss = coverage_loss + box_loss / covered.sum().clamp(min=1)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        if step % 100 == 0 or step == DETECTOR_STEPS[name] - 1:
+            print(f"  {name} step {step}: loss {loss.item():.4f}", flush=True)
+
+
 def trained(name):
     """The model trained on the synthetic task, in eval mode, and its ONNX output names; None for a
     model this does not train."""
@@ -169,6 +239,8 @@ def trained(name):
     if name in tv_export.DETECTION:
         # eval() on the wrapper too: export restores its mode, training, onto every child otherwise.
         return tv_export.SSDBackboneHead(train_detector(name)).eval(), ["bbox_regression", "cls_logits"]
+    if name in tv_export.GRID_DETECTION:
+        return train_grid_detector(name), ["output_cov", "output_bbox"]
     if name in tv_export.SEGMENTATION:
         model, outputs = tv_export.build(name)
         return train_dense(model, name, 8, 256, torch.nn.functional.cross_entropy), outputs
@@ -190,6 +262,8 @@ def test_input(name):
         return torch.stack([ssd.transform.normalize(image) for image in images])
     if name == "unet_256":
         return images * 2 - 1  # the generator's [-1, 1] range
+    if name in tv_export.GRID_DETECTION:
+        return images  # pixels / 255, the flows' `--normalize none`
     return normalized(images)
 
 
