@@ -1,5 +1,5 @@
-// fovea image-bench IN... [--recursive] [--backend cpu|nvjpeg|all] [--threads N] [--batch N]
-//                         [--encode png|jpeg] [--seconds S] [--json FILE]
+// fovea image-bench IN... [--recursive] [--backend cpu|nvjpeg|nvdec|all] [--threads N] [--batch N]
+//                         [--sessions N] [--encode png|jpeg] [--seconds S] [--json FILE]
 //
 // The decode ceiling of each image backend over the listed images (io/image_files.h): images/s and
 // MB/s of compressed input. Every file is read into memory first, so the disk is not measured.
@@ -9,6 +9,12 @@
 //   nvjpeg: the JPEG files through io::NvjpegDecoder in batches of --batch on one stream; each file
 //           takes its route (hardware engines, GPU hybrid, or libjpeg-turbo and an upload), and
 //           the table says how many took which.
+//   nvdec:  the JPEG files through NVDEC's JPEG decoder (nvcuvid's parser and decoder: io/decoder.h's
+//           nvdec backend, as for MJPEG video), --sessions decoders at once, each on a thread of its
+//           own that sends every file as a one-picture packet; pictures come out NV12 (4:2:0) or
+//           the file's chroma format in device memory, not converted to RGB. The first file's
+//           geometry opens each decoder; a file of another size or sampling makes it a new one, as
+//           a resolution change in a video does, so a folder of mixed sizes measures that too.
 // --encode: the encode ceiling of the CPU-decoded images (PNG level 6 or JPEG quality 90) on
 // --threads threads.
 #include <fmt/format.h>
@@ -24,7 +30,9 @@
 #include <thread>
 
 #include "commands.h"
+#include "core/gpu.h"
 #include "core/output_file.h"
+#include "io/decoder.h"
 #include "io/image_codec.h"
 #include "io/image_files.h"
 #include "io/nvjpeg_decoder.h"
@@ -46,6 +54,7 @@ struct ImageBenchArgs {
   std::string backend = "all";
   int threads = 0;
   int batch = 32;
+  int sessions = 8;
   std::string encode;
   double seconds = 5.0;
   std::string json_path;
@@ -260,10 +269,169 @@ Result<Ceiling> nvjpeg_ceiling(const ImageBenchArgs& args, const std::vector<Loa
   return ceiling;
 }
 
+// NVDEC's chroma format code for a JPEG sampling (io::StreamInfo::chroma_format); -1 where it has none.
+int nvdec_chroma_format(io::JpegSampling sampling) {
+  switch (sampling) {
+    case io::JpegSampling::kGray: return 0;
+    case io::JpegSampling::k420: return 1;
+    case io::JpegSampling::k422: return 2;
+    case io::JpegSampling::k444: return 3;
+    default: return -1;
+  }
+}
+
+// The JPEG files NVDEC is given, each as a one-picture packet; the stream the first one opens.
+struct NvdecJobs {
+  io::StreamInfo stream;
+  std::vector<io::Packet> packets;
+  std::vector<const LoadedFile*> files;
+};
+
+NvdecJobs nvdec_jobs(const std::vector<LoadedFile>& files, std::vector<Failure>* failures) {
+  NvdecJobs jobs;
+  for (const LoadedFile& file : files) {
+    if (io::sniff_image_format(span_of(file)) != io::ImageFileFormat::kJpeg) continue;
+    Result<io::JpegInfo> info = io::read_jpeg_info(span_of(file), file.name);
+    if (info.is_ok() && nvdec_chroma_format(info->sampling) < 0) {
+      info = make_error(StatusCode::kUnsupported, file.name, ": ", io::jpeg_sampling_name(info->sampling),
+                        " sampling has no NVDEC chroma format");
+    }
+    if (!info.is_ok()) {
+      failures->push_back({"nvdec", file.name, info.status().to_string()});
+      continue;
+    }
+    if (jobs.packets.empty()) {
+      jobs.stream.url = file.name;
+      jobs.stream.codec = io::VideoCodec::kMjpeg;
+      jobs.stream.codec_name = "mjpeg";
+      jobs.stream.width = info->width;
+      jobs.stream.height = info->height;
+      jobs.stream.bit_depth = info->precision;
+      jobs.stream.chroma_format = nvdec_chroma_format(info->sampling);
+    }
+    io::Packet packet;
+    packet.data = file.bytes;
+    packet.pts = static_cast<std::int64_t>(jobs.packets.size());
+    packet.has_pts = true;
+    packet.keyframe = true;
+    jobs.packets.push_back(std::move(packet));
+    jobs.files.push_back(&file);
+  }
+  return jobs;
+}
+
+// One NVDEC session of the bench: its decoder and the stream its pictures are copied out on.
+struct NvdecSession {
+  CudaStream stream;
+  std::unique_ptr<io::Decoder> decoder;
+};
+
+Result<NvdecSession> open_nvdec_session(const io::StreamInfo& stream) {
+  NvdecSession session;
+  FOVEA_ASSIGN_OR_RETURN(session.stream, CudaStream::create());
+  io::DecoderOptions options;
+  options.backend = io::DecoderBackend::kNvdec;
+  options.stream = session.stream.get();
+  FOVEA_ASSIGN_OR_RETURN(session.decoder, io::open_nvdec_decoder(stream, options));
+  return session;
+}
+
+// One file through the session, untimed: the picture, or why there is none.
+Status decode_alone(NvdecSession& session, const io::Packet& packet, const std::string& name) {
+  int pictures = 0;
+  bool damaged = false;
+  const auto on_frame = [&](Frame&& frame) {
+    ++pictures;
+    damaged = damaged || frame.damaged;
+  };
+  Status status = io::send_and_receive(*session.decoder, packet, on_frame);
+  if (status.is_ok()) status = io::finish_and_receive(*session.decoder, on_frame);
+  if (status.is_ok()) status = session.stream.synchronize();
+  if (status.is_ok() && (pictures != 1 || damaged)) {
+    status = make_error(StatusCode::kCorruptData, name, ": NVDEC gave ", std::to_string(pictures),
+                        damaged ? " damaged picture(s)" : " pictures, not one");
+  }
+  const Status restarted = session.decoder->restart();
+  return status.is_ok() ? restarted : status;
+}
+
+// Untimed: each file alone, so a file NVDEC refuses or conceals is named and leaves the set.
+Status keep_decodable(NvdecSession& session, NvdecJobs& jobs, std::vector<Failure>* failures) {
+  NvdecJobs good{jobs.stream, {}, {}};
+  for (std::size_t i = 0; i < jobs.packets.size(); ++i) {
+    const Status status = decode_alone(session, jobs.packets[i], jobs.files[i]->name);
+    if (status.is_ok()) {
+      good.packets.push_back(std::move(jobs.packets[i]));
+      good.files.push_back(jobs.files[i]);
+    } else if (status.code() == StatusCode::kCorruptData || status.code() == StatusCode::kUnsupported) {
+      failures->push_back({"nvdec", jobs.files[i]->name, status.to_string()});
+    } else {
+      return status;  // the decoder or the device, not the file
+    }
+  }
+  jobs = std::move(good);
+  return Status::ok();
+}
+
+Result<Ceiling> nvdec_ceiling(const ImageBenchArgs& args, const std::vector<LoadedFile>& files,
+                              std::vector<Failure>* failures) {
+  if (!gpu_available()) return make_error(StatusCode::kUnsupported, "NVDEC unavailable: no CUDA device");
+  NvdecJobs jobs = nvdec_jobs(files, failures);
+  Ceiling ceiling;
+  ceiling.name = "nvdec";
+  ceiling.detail = fmt::format("{} sessions, one picture per packet, NV12 in device memory", args.sessions);
+  if (jobs.packets.empty()) return ceiling;
+  std::vector<NvdecSession> sessions;
+  for (int s = 0; s < args.sessions; ++s) {
+    FOVEA_ASSIGN_OR_RETURN(NvdecSession session, open_nvdec_session(jobs.stream));
+    sessions.push_back(std::move(session));
+  }
+  FOVEA_TRY(keep_decodable(sessions.front(), jobs, failures));
+  ceiling.set_size = jobs.packets.size();
+  if (jobs.packets.empty()) return ceiling;
+  // The hardware decoder is made at a session's first picture: not while the others are timed.
+  for (NvdecSession& session : sessions)
+    FOVEA_TRY(decode_alone(session, jobs.packets.front(), jobs.files.front()->name));
+  std::atomic<std::int64_t> pictures{0};
+  std::atomic<std::int64_t> bytes{0};
+  std::vector<Status> results(sessions.size());
+  const auto start = Clock::now();
+  const auto deadline =
+      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(args.seconds));
+  std::vector<std::thread> threads;
+  for (std::size_t s = 0; s < sessions.size(); ++s) {
+    threads.emplace_back([&, s] {
+      NvdecSession& session = sessions[s];
+      const auto on_frame = [&](Frame&&) { ++pictures; };
+      Status status;
+      // Each session starts at its own place in the set, so the sessions do not decode in step.
+      for (std::size_t i = s * jobs.packets.size() / sessions.size();
+           status.is_ok() && !out_of_time(deadline); ++i) {
+        const io::Packet& packet = jobs.packets[i % jobs.packets.size()];
+        status = io::send_and_receive(*session.decoder, packet, on_frame);
+        bytes += static_cast<std::int64_t>(packet.data.size());
+      }
+      if (status.is_ok()) status = io::finish_and_receive(*session.decoder, on_frame);
+      if (status.is_ok()) status = session.stream.synchronize();
+      results[s] = status;
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  ceiling.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  for (const Status& status : results) FOVEA_TRY(status);
+  ceiling.images = pictures.load();
+  ceiling.bytes = bytes.load();
+  return ceiling;
+}
+
 #else
 
 Result<Ceiling> nvjpeg_ceiling(const ImageBenchArgs&, const std::vector<LoadedFile>&, std::vector<Failure>*) {
   return io::NvjpegDecoder::create(io::NvjpegBackend::kAuto).status();
+}
+
+Result<Ceiling> nvdec_ceiling(const ImageBenchArgs&, const std::vector<LoadedFile>&, std::vector<Failure>*) {
+  return make_error(StatusCode::kUnsupported, "NVDEC unavailable: this build of fovea has no CUDA");
 }
 
 #endif
@@ -318,7 +486,7 @@ int fail(const Status& status) {
 
 int run_image_bench(ImageBenchArgs args) {
   if (args.threads == 0) args.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const bool want_nvjpeg = args.backend != "cpu";
+  const bool want_nvjpeg = args.backend == "nvjpeg" || args.backend == "all";
   if (args.backend == "nvjpeg" && !io::NvjpegDecoder::available()) {
     return fail(io::NvjpegDecoder::create(io::NvjpegBackend::kAuto).status());
   }
@@ -345,7 +513,7 @@ int run_image_bench(ImageBenchArgs args) {
   }
   std::vector<Ceiling> ceilings;
   std::vector<io::HostImage> decoded;
-  if (args.backend != "nvjpeg") {
+  if (args.backend == "cpu" || args.backend == "all") {
     ceilings.push_back(cpu_ceiling(args, files, &failures, args.encode.empty() ? nullptr : &decoded));
   }
   if (want_nvjpeg && !interrupt_flag().load()) {
@@ -358,6 +526,16 @@ int run_image_bench(ImageBenchArgs args) {
       return fail(gpu.status());
     } else {
       std::printf("nvjpeg: skipped: %s\n", gpu.status().message().c_str());
+    }
+  }
+  if ((args.backend == "nvdec" || args.backend == "all") && !interrupt_flag().load()) {
+    Result<Ceiling> nvdec = nvdec_ceiling(args, files, &failures);
+    if (nvdec.is_ok()) {
+      ceilings.push_back(std::move(nvdec).value());
+    } else if (args.backend == "nvdec") {
+      return fail(nvdec.status());
+    } else {
+      std::printf("nvdec: skipped: %s\n", nvdec.status().message().c_str());
     }
   }
   if (!args.encode.empty() && !interrupt_flag().load()) ceilings.push_back(encode_ceiling(args, decoded));
@@ -383,14 +561,19 @@ void add_image_bench_command(CLI::App& app, Action* action) {
   command->add_option("inputs", args->inputs, "Image files, folders, globs or list files")->required();
   command->add_flag("--recursive", args->recursive, "Also list the images in subfolders");
   command
-      ->add_option("--backend", args->backend,
-                   "cpu, nvjpeg (fails without libnvjpeg), or all (nvjpeg when it loads)")
-      ->check(CLI::IsMember({"cpu", "nvjpeg", "all"}))
+      ->add_option(
+          "--backend", args->backend,
+          "cpu, nvjpeg (fails without libnvjpeg), nvdec (NVDEC's JPEG decoder; fails without a GPU), "
+          "or all (the GPU ones where they load)")
+      ->check(CLI::IsMember({"cpu", "nvjpeg", "nvdec", "all"}))
       ->capture_default_str();
   command->add_option("--threads", args->threads, "CPU decode/encode threads (0 = one per core)")
       ->check(at_least(0))
       ->capture_default_str();
   command->add_option("--batch", args->batch, "nvjpeg: images per decode call")
+      ->check(at_least(1))
+      ->capture_default_str();
+  command->add_option("--sessions", args->sessions, "nvdec: decoders running at once, a thread each")
       ->check(at_least(1))
       ->capture_default_str();
   command->add_option("--encode", args->encode, "Also measure encoding the decoded images: png or jpeg")

@@ -1,6 +1,6 @@
 // fovea image-bench through the real binary on the CPU: a folder of generated JPEGs and PNGs (one
 // of them damaged) gives images/s above zero, the JSON keys scripts read, and the bad file by
-// name; --backend nvjpeg without libnvjpeg fails with exit 1 and says why.
+// name; --backend nvjpeg without libnvjpeg, or nvdec without a GPU, fails with exit 1 and says why.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/gpu.h"
 #include "io/image_codec.h"
 #include "io/nvjpeg_decoder.h"
 #include "support/cli_process.h"
@@ -87,6 +88,13 @@ TEST_F(CliImageBench, NvjpegWithoutTheLibrarySaysWhy) {
   EXPECT_EQ(fovea({"image-bench", (dir_ / "images").string(), "--backend", "nvjpeg", "--seconds", "0.1"}), 1)
       << output_;
   EXPECT_NE(output_.find("nvJPEG unavailable"), std::string::npos) << output_;
+}
+
+TEST_F(CliImageBench, NvdecWithoutAGpuSaysWhy) {
+  if (gpu_available()) GTEST_SKIP() << "a GPU is here: cli_image_bench_gpu_test.cpp decodes with NVDEC";
+  EXPECT_EQ(fovea({"image-bench", (dir_ / "images").string(), "--backend", "nvdec", "--seconds", "0.1"}), 1)
+      << output_;
+  EXPECT_NE(output_.find("NVDEC unavailable"), std::string::npos) << output_;
 }
 
 }  // namespace
