@@ -486,7 +486,6 @@ int fail(const Status& status) {
 
 int run_image_bench(ImageBenchArgs args) {
   if (args.threads == 0) args.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const bool want_nvjpeg = args.backend == "nvjpeg" || args.backend == "all";
   if (args.backend == "nvjpeg" && !io::NvjpegDecoder::available()) {
     return fail(io::NvjpegDecoder::create(io::NvjpegBackend::kAuto).status());
   }
@@ -516,26 +515,18 @@ int run_image_bench(ImageBenchArgs args) {
   if (args.backend == "cpu" || args.backend == "all") {
     ceilings.push_back(cpu_ceiling(args, files, &failures, args.encode.empty() ? nullptr : &decoded));
   }
-  if (want_nvjpeg && !interrupt_flag().load()) {
-    Result<Ceiling> gpu = io::NvjpegDecoder::available()
-                              ? nvjpeg_ceiling(args, files, &failures)
-                              : Result<Ceiling>(io::NvjpegDecoder::create(io::NvjpegBackend::kAuto).status());
+  using GpuCeiling =
+      Result<Ceiling> (*)(const ImageBenchArgs&, const std::vector<LoadedFile>&, std::vector<Failure>*);
+  for (const auto& [name, measure] : {std::pair<std::string, GpuCeiling>{"nvjpeg", nvjpeg_ceiling},
+                                      std::pair<std::string, GpuCeiling>{"nvdec", nvdec_ceiling}}) {
+    if ((args.backend != name && args.backend != "all") || interrupt_flag().load()) continue;
+    Result<Ceiling> gpu = measure(args, files, &failures);
     if (gpu.is_ok()) {
       ceilings.push_back(std::move(gpu).value());
-    } else if (args.backend == "nvjpeg") {
-      return fail(gpu.status());
+    } else if (args.backend == name) {
+      return fail(gpu.status());  // the backend asked for by name
     } else {
-      std::printf("nvjpeg: skipped: %s\n", gpu.status().message().c_str());
-    }
-  }
-  if ((args.backend == "nvdec" || args.backend == "all") && !interrupt_flag().load()) {
-    Result<Ceiling> nvdec = nvdec_ceiling(args, files, &failures);
-    if (nvdec.is_ok()) {
-      ceilings.push_back(std::move(nvdec).value());
-    } else if (args.backend == "nvdec") {
-      return fail(nvdec.status());
-    } else {
-      std::printf("nvdec: skipped: %s\n", nvdec.status().message().c_str());
+      std::printf("%s: skipped: %s\n", name.c_str(), gpu.status().message().c_str());
     }
   }
   if (!args.encode.empty() && !interrupt_flag().load()) ceilings.push_back(encode_ceiling(args, decoded));
