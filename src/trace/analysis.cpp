@@ -175,6 +175,90 @@ std::vector<BlockingCallRow> blocking_call_rows(const TraceData& data) {
   return rows;
 }
 
+// One CUDA call of a thread, from a GPU op's launching call or a blocking call.
+struct ApiCall {
+  std::string_view name;
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+};
+
+// Each thread's CUDA calls in start order. A call that launched several ops (a graph's kernels, one
+// correlation id) is one call.
+std::unordered_map<std::uint64_t, std::vector<ApiCall>> api_calls_by_thread(const TraceData& data) {
+  std::unordered_map<std::uint64_t, std::vector<ApiCall>> by_thread;
+  std::set<std::tuple<std::uint64_t, std::uint64_t, std::int64_t>> counted;  // thread, correlation, start
+  for (const GpuOpRecord& op : data.ops) {
+    if (op.api_thread == 0 || op.kind == GpuOpKind::kRangeSpan) continue;
+    if (!counted.emplace(op.api_thread, op.correlation, op.api_start_ns).second) continue;
+    by_thread[op.api_thread].push_back({op.api_name, op.api_start_ns, op.api_end_ns});
+  }
+  for (const BlockingCall& call : data.blocking_calls) {
+    by_thread[call.thread].push_back({call.name, call.start_ns, call.end_ns});
+  }
+  for (auto& [thread, calls] : by_thread) {
+    std::sort(calls.begin(), calls.end(),
+              [](const ApiCall& a, const ApiCall& b) { return a.start_ns < b.start_ns; });
+  }
+  return by_thread;
+}
+
+// The innermost of a thread's push/pop ranges around each of its calls, in one sweep: `ranges` in
+// start order (outer before inner), `calls` in start order; nullptr for a call in none.
+std::vector<const RangeRecord*> enclosing_ranges(const std::vector<const RangeRecord*>& ranges,
+                                                 const std::vector<ApiCall>& calls) {
+  std::vector<const RangeRecord*> enclosing;
+  std::vector<const RangeRecord*> open;  // begun before the current call, outermost first
+  std::size_t next = 0;
+  for (const ApiCall& call : calls) {
+    for (; next < ranges.size() && ranges[next]->start_ns <= call.start_ns; ++next) {
+      while (!open.empty() && open.back()->end_ns <= ranges[next]->start_ns) open.pop_back();
+      open.push_back(ranges[next]);
+    }
+    // Ranges that ended before this call began hold no later call either.
+    while (!open.empty() && open.back()->end_ns < call.start_ns) open.pop_back();
+    const auto inner = std::find_if(open.rbegin(), open.rend(),
+                                    [&](const RangeRecord* range) { return range->end_ns >= call.end_ns; });
+    enclosing.push_back(inner == open.rend() ? nullptr : *inner);
+  }
+  return enclosing;
+}
+
+std::vector<ApiRangeRow> api_range_rows(const TraceData& data) {
+  std::unordered_map<std::uint64_t, std::vector<const RangeRecord*>> ranges_by_thread;
+  std::map<std::string, std::int64_t> range_ns;  // per label, its push/pop instances' total
+  for (const RangeRecord& range : data.ranges) {
+    if (range.style != RangeStyle::kPushPop) continue;  // start/end ranges may cross threads
+    ranges_by_thread[range.thread].push_back(&range);
+    range_ns[range_label(range)] += range.end_ns - range.start_ns;
+  }
+  for (auto& [thread, ranges] : ranges_by_thread) {
+    std::sort(ranges.begin(), ranges.end(), [](const RangeRecord* a, const RangeRecord* b) {
+      return std::tie(a->start_ns, a->level) < std::tie(b->start_ns, b->level);
+    });
+  }
+  std::map<std::pair<std::string, std::string>, std::vector<std::int64_t>> durations;
+  for (const auto& [thread, calls] : api_calls_by_thread(data)) {
+    const std::vector<const RangeRecord*> enclosing = enclosing_ranges(ranges_by_thread[thread], calls);
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+      const std::string range = enclosing[i] != nullptr ? range_label(*enclosing[i]) : std::string(kNoRange);
+      durations[{range, std::string(calls[i].name)}].push_back(calls[i].end_ns - calls[i].start_ns);
+    }
+  }
+  std::vector<ApiRangeRow> rows;
+  for (auto& [key, values] : durations) {
+    ApiRangeRow row{.range = key.first, .name = key.second, .time = compute_stats(std::move(values))};
+    const auto total = range_ns.find(row.range);
+    if (total != range_ns.end() && total->second > 0) {
+      row.range_percent = 100.0 * static_cast<double>(row.time.total) / static_cast<double>(total->second);
+    }
+    rows.push_back(std::move(row));
+  }
+  sort_rows(
+      rows, [](const ApiRangeRow& r) { return r.time.total; },
+      [](const ApiRangeRow& r) { return std::tie(r.range, r.name); });
+  return rows;
+}
+
 std::vector<GapRow> gap_rows(const TraceData& data, std::int64_t threshold_ns) {
   std::map<int, std::vector<const GpuOpRecord*>> by_device;
   for (const GpuOpRecord& op : data.ops) by_device[op.device].push_back(&op);
@@ -246,6 +330,7 @@ Tables analyze(const TraceData& data, std::int64_t gap_threshold_ns) {
                 .nvtx = nvtx_rows(data),
                 .kernels = kernel_rows(data),
                 .blocking_calls = blocking_call_rows(data),
+                .api_by_range = api_range_rows(data),
                 .gaps = gap_rows(data, gap_threshold_ns),
                 .gap_threshold_ns = gap_threshold_ns};
 }

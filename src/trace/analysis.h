@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "trace/records.h"
@@ -94,6 +95,21 @@ struct BlockingCallRow {
   bool operator==(const BlockingCallRow&) const = default;
 };
 
+// cuda_api_range_sum: the CUDA calls each range's thread made inside it, one row per innermost
+// push/pop range and function: the calls that launched GPU work (once per call: a graph launch's
+// kernels share one) and the blocking ones alike (CUPTI capture). What a stage's thread spent in the
+// runtime and the driver, and on what: an upload staged from pageable memory, a free that waited
+// for the device. Calls in no range are under kNoRange.
+inline constexpr std::string_view kNoRange = "(no range)";
+struct ApiRangeRow {
+  std::string range;
+  std::string name;
+  double range_percent = 0;  // of the range's total time (its push/pop instances); 0 for kNoRange
+  Stats time;
+
+  bool operator==(const ApiRangeRow&) const = default;
+};
+
 // gpu_gaps: a stretch at least the threshold long in which a device ran no op on any stream.
 struct GapRow {
   std::int64_t row = 0;  // 1-based, in start order
@@ -110,6 +126,7 @@ struct Tables {
   std::vector<NvtxRow> nvtx;                    // by Total Time, largest first
   std::vector<KernelRow> kernels;               // by Total Time, largest first
   std::vector<BlockingCallRow> blocking_calls;  // by Total Time, largest first
+  std::vector<ApiRangeRow> api_by_range;        // by Total Time, largest first
   std::vector<GapRow> gaps;
   std::int64_t gap_threshold_ns = kDefaultGapThresholdNs;
 

@@ -80,6 +80,21 @@ TextTable blocking_call_table(const std::vector<BlockingCallRow>& rows, std::opt
   return t;
 }
 
+TextTable api_range_table(const std::vector<ApiRangeRow>& rows, std::optional<std::size_t> top) {
+  TextTable t{.name = "cuda_api_range_sum",
+              .columns = {"Range (%)", "Total Time (ns)", "Instances", "Avg (ns)", "Med (ns)", "Min (ns)",
+                          "Max (ns)", "StdDev (ns)", "Range", "Name"},
+              .numeric = numeric_except(10, {8, 9})};
+  add_rows(t, rows, top, [](const ApiRangeRow& r) {
+    std::vector<std::string> cells{r.range == kNoRange ? "-" : decimal(r.range_percent)};
+    for (std::string& c : stats_cells(r.time)) cells.push_back(std::move(c));
+    cells.push_back(r.range);
+    cells.push_back(r.name);
+    return cells;
+  });
+  return t;
+}
+
 TextTable gap_table(const std::vector<GapRow>& rows, std::optional<std::size_t> top) {
   TextTable t{.name = "gpu_gaps",
               .columns = {"Row#", "Duration (ns)", "Start (ns)", "End (ns)", "Device"},
@@ -132,9 +147,9 @@ TextTable gpu_proj_table(const std::vector<GpuProjRow>& rows, std::optional<std:
 }
 
 std::vector<TextTable> run_tables(const Tables& tables, std::optional<std::size_t> top) {
-  return {gpu_proj_table(tables.gpu_proj, top), nvtx_table(tables.nvtx, top),
-          kernel_table(tables.kernels, top), blocking_call_table(tables.blocking_calls, top),
-          gap_table(tables.gaps, top)};
+  return {gpu_proj_table(tables.gpu_proj, top),      nvtx_table(tables.nvtx, top),
+          kernel_table(tables.kernels, top),         blocking_call_table(tables.blocking_calls, top),
+          api_range_table(tables.api_by_range, top), gap_table(tables.gaps, top)};
 }
 
 std::string format_aligned(const TextTable& table) {

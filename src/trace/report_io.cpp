@@ -217,6 +217,12 @@ json tables_to_json(const Tables& t) {
     row.update({{"name", r.name}, {"time_percent", r.time_percent}, {"threads", r.threads}});
     blocking.push_back(std::move(row));
   }
+  json by_range = json::array();
+  for (const ApiRangeRow& r : t.api_by_range) {
+    json row = stats_json(r.time, "");
+    row.update({{"range", r.range}, {"name", r.name}, {"range_percent", r.range_percent}});
+    by_range.push_back(std::move(row));
+  }
   json gaps = json::array();
   for (const GapRow& g : t.gaps) {
     gaps.push_back({{"row", g.row},
@@ -225,11 +231,9 @@ json tables_to_json(const Tables& t) {
                     {"start_ns", g.start_ns},
                     {"end_ns", g.end_ns}});
   }
-  return json{{"nvtx_gpu_proj_sum", std::move(proj)},
-              {"nvtx_sum", std::move(nvtx)},
-              {"cuda_gpu_kern_sum", std::move(kernels)},
-              {"cuda_api_blocking_sum", std::move(blocking)},
-              {"gpu_gaps", std::move(gaps)}};
+  return json{{"nvtx_gpu_proj_sum", std::move(proj)},      {"nvtx_sum", std::move(nvtx)},
+              {"cuda_gpu_kern_sum", std::move(kernels)},   {"cuda_api_blocking_sum", std::move(blocking)},
+              {"cuda_api_range_sum", std::move(by_range)}, {"gpu_gaps", std::move(gaps)}};
 }
 
 json report_to_json(const Report& report) {

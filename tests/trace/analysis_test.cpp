@@ -203,6 +203,53 @@ TEST(TraceAnalysis, BlockingCallSumPerFunctionWithItsThreads) {
   EXPECT_TRUE(analyze(TraceData{}).blocking_calls.empty());
 }
 
+// Thread 1: image read [0, 10000] L0, and inside it jpeg decode [2000, 8000] L1. Thread 2: a range
+// of its own name at the same times, which holds none of thread 1's calls.
+TEST(TraceAnalysis, ApiRangeSumPutsEachCallInItsThreadsInnermostRange) {
+  TraceData d;
+  d.ranges = {range("image read", 0, 10'000), range("jpeg decode", 2'000, 8'000, 1),
+              range("inference", 0, 10'000, 0, 2)};
+  GpuOpRecord upload = kernel("[CUDA memcpy Host-to-Device]", 3'000, 3'500, 3'600);
+  upload.kind = GpuOpKind::kMemcpy;
+  upload.api_name = "cudaMemcpyAsync";
+  upload.api_end_ns = 3'200;
+  GpuOpRecord graph_a = kernel("a", 5'000, 5'100, 5'200);
+  graph_a.api_name = "cudaGraphLaunch";
+  GpuOpRecord graph_b = graph_a;  // the same launch: one call
+  graph_b.name = "b";
+  d.ops = {upload, graph_a, graph_b, kernel("k", 4'000, 4'100, 4'200, 2)};
+  d.blocking_calls = {
+      {.name = "cuMemFree", .thread = 1, .start_ns = 6'000, .end_ns = 7'000},
+      {.name = "cudaEventSynchronize", .thread = 1, .start_ns = 9'000, .end_ns = 9'500},
+      {.name = "cudaStreamSynchronize", .thread = 1, .start_ns = 11'000, .end_ns = 11'300},
+      {.name = "cuMemFree", .thread = 1, .start_ns = 7'500, .end_ns = 8'500}};  // outlives jpeg decode
+  const Tables t = analyze(d);
+  const auto row = [&](std::string_view range, std::string_view name) -> const ApiRangeRow* {
+    for (const ApiRangeRow& r : t.api_by_range) {
+      if (r.range == range && r.name == name) return &r;
+    }
+    ADD_FAILURE() << "no cuda_api_range_sum row for " << range << " / " << name;
+    return nullptr;
+  };
+  ASSERT_EQ(t.api_by_range.size(), 7u);
+  const ApiRangeRow* free_in_decode = row("jpeg decode", "cuMemFree");
+  ASSERT_NE(free_in_decode, nullptr);
+  EXPECT_EQ(free_in_decode->time.total, 1'000);
+  EXPECT_DOUBLE_EQ(free_in_decode->range_percent, 100.0 * 1'000 / 6'000);
+  EXPECT_EQ(t.api_by_range[0].name, "cuMemFree");  // the largest total first
+  ASSERT_NE(row("image read", "cuMemFree"), nullptr);
+  EXPECT_EQ(row("image read", "cuMemFree")->time.total, 1'000);
+  ASSERT_NE(row("jpeg decode", "cudaMemcpyAsync"), nullptr);
+  EXPECT_EQ(row("jpeg decode", "cudaMemcpyAsync")->time.total, 200);
+  ASSERT_NE(row("jpeg decode", "cudaGraphLaunch"), nullptr);
+  EXPECT_EQ(row("jpeg decode", "cudaGraphLaunch")->time.instances, 1);  // two kernels, one call
+  ASSERT_NE(row("image read", "cudaEventSynchronize"), nullptr);
+  ASSERT_NE(row("inference", "cudaLaunchKernel"), nullptr);
+  const ApiRangeRow* outside = row(kNoRange, "cudaStreamSynchronize");
+  ASSERT_NE(outside, nullptr);
+  EXPECT_EQ(outside->range_percent, 0.0);
+}
+
 TEST(TraceAnalysis, GapsWhereNoStreamOfTheDeviceIsBusy) {
   TraceData d;
   d.ops = {kernel("a", 0, 0, 1'000'000, 1, 1),          //

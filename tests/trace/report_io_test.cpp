@@ -190,7 +190,7 @@ TEST(TraceReportIo, ChromeTraceHasRangesOpsAndFlows) {
 TEST(TraceReportFormat, CsvQuotesAndAlignedColumns) {
   const Tables t = sample_report().tables;
   const std::vector<TextTable> tables = run_tables(t, std::nullopt);
-  ASSERT_EQ(tables.size(), 5u);
+  ASSERT_EQ(tables.size(), 6u);
   EXPECT_EQ(tables[0].rows.size(), 3u);
   EXPECT_EQ(tables[0].name, "nvtx_gpu_proj_sum");
   EXPECT_EQ(tables[2].name, "cuda_gpu_kern_sum");
@@ -204,6 +204,9 @@ TEST(TraceReportFormat, CsvQuotesAndAlignedColumns) {
   EXPECT_EQ(tables[3].name, "cuda_api_blocking_sum");
   ASSERT_EQ(tables[3].rows.size(), 1u);
   EXPECT_EQ(tables[3].rows[0].back(), "cudaStreamSynchronize");
+  EXPECT_EQ(tables[4].name, "cuda_api_range_sum");
+  EXPECT_FALSE(tables[4].rows.empty());
+  EXPECT_EQ(tables[5].name, "gpu_gaps");
 }
 
 // Reports written before blocking calls were recorded have no such key, and still read.
