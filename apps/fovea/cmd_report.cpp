@@ -80,8 +80,9 @@ void add_report_command(CLI::App& app, Action* action) {
   auto args = std::make_shared<ReportArgs>();
   CLI::App* report = app.add_subcommand(
       "report",
-      "Profiler tables (Nsight Systems' nvtx_gpu_proj_sum, nvtx_sum, cuda_gpu_kern_sum, gpu_gaps) "
-      "for one --trace directory, or several compared");
+      "Profiler tables (Nsight Systems' nvtx_gpu_proj_sum, nvtx_sum, cuda_gpu_kern_sum, gpu_gaps; the "
+      "CUDA calls that blocked, cuda_api_blocking_sum, and CUDA time by range, cuda_api_range_sum) for one "
+      "--trace directory, or several compared");
   report->add_option("DIR", args->dirs, "Directories written by --trace (each holds report.json)")
       ->required();
   report->add_flag(

@@ -26,11 +26,19 @@ void add_rows(TextTable& table, const std::vector<Row>& rows, std::optional<std:
   for (std::size_t i = 0; i < n; ++i) table.rows.push_back(cells(rows[i]));
 }
 
-// Time (%) and the statistics' cells: the leading columns of the tables of summed durations.
-std::vector<std::string> time_cells(double time_percent, const Stats& s) {
-  std::vector<std::string> cells{decimal(time_percent)};
+// A summed table's first cells: its percentage (as given) and the time statistics.
+std::vector<std::string> time_cells(std::string percent, const Stats& s) {
+  std::vector<std::string> cells{std::move(percent)};
   for (std::string& c : stats_cells(s)) cells.push_back(std::move(c));
   return cells;
+}
+
+// A summed table's header: `first` (its percentage column), the time statistics, then `last`.
+std::vector<std::string> time_columns(std::string first, std::initializer_list<std::string> last) {
+  std::vector<std::string> columns{std::move(first), "Total Time (ns)", "Instances", "Avg (ns)",
+                                   "Med (ns)",       "Min (ns)",        "Max (ns)",  "StdDev (ns)"};
+  columns.insert(columns.end(), last);
+  return columns;
 }
 
 std::vector<bool> numeric_except(std::size_t columns, std::initializer_list<std::size_t> text) {
@@ -41,11 +49,10 @@ std::vector<bool> numeric_except(std::size_t columns, std::initializer_list<std:
 
 TextTable nvtx_table(const std::vector<NvtxRow>& rows, std::optional<std::size_t> top) {
   TextTable t{.name = "nvtx_sum",
-              .columns = {"Time (%)", "Total Time (ns)", "Instances", "Avg (ns)", "Med (ns)", "Min (ns)",
-                          "Max (ns)", "StdDev (ns)", "Style", "Range"},
+              .columns = time_columns("Time (%)", {"Style", "Range"}),
               .numeric = numeric_except(10, {8, 9})};
   add_rows(t, rows, top, [](const NvtxRow& r) {
-    std::vector<std::string> cells = time_cells(r.time_percent, r.time);
+    std::vector<std::string> cells = time_cells(decimal(r.time_percent), r.time);
     cells.emplace_back(range_style_name(r.style));
     cells.push_back(r.range);
     return cells;
@@ -55,11 +62,10 @@ TextTable nvtx_table(const std::vector<NvtxRow>& rows, std::optional<std::size_t
 
 TextTable kernel_table(const std::vector<KernelRow>& rows, std::optional<std::size_t> top) {
   TextTable t{.name = "cuda_gpu_kern_sum",
-              .columns = {"Time (%)", "Total Time (ns)", "Instances", "Avg (ns)", "Med (ns)", "Min (ns)",
-                          "Max (ns)", "StdDev (ns)", "Name"},
+              .columns = time_columns("Time (%)", {"Name"}),
               .numeric = numeric_except(9, {8})};
   add_rows(t, rows, top, [](const KernelRow& r) {
-    std::vector<std::string> cells = time_cells(r.time_percent, r.time);
+    std::vector<std::string> cells = time_cells(decimal(r.time_percent), r.time);
     cells.push_back(r.name);
     return cells;
   });
@@ -68,11 +74,10 @@ TextTable kernel_table(const std::vector<KernelRow>& rows, std::optional<std::si
 
 TextTable blocking_call_table(const std::vector<BlockingCallRow>& rows, std::optional<std::size_t> top) {
   TextTable t{.name = "cuda_api_blocking_sum",
-              .columns = {"Time (%)", "Total Time (ns)", "Instances", "Avg (ns)", "Med (ns)", "Min (ns)",
-                          "Max (ns)", "StdDev (ns)", "Threads", "Name"},
+              .columns = time_columns("Time (%)", {"Threads", "Name"}),
               .numeric = numeric_except(10, {9})};
   add_rows(t, rows, top, [](const BlockingCallRow& r) {
-    std::vector<std::string> cells = time_cells(r.time_percent, r.time);
+    std::vector<std::string> cells = time_cells(decimal(r.time_percent), r.time);
     cells.push_back(integer(r.threads));
     cells.push_back(r.name);
     return cells;
@@ -82,12 +87,12 @@ TextTable blocking_call_table(const std::vector<BlockingCallRow>& rows, std::opt
 
 TextTable api_range_table(const std::vector<ApiRangeRow>& rows, std::optional<std::size_t> top) {
   TextTable t{.name = "cuda_api_range_sum",
-              .columns = {"Range (%)", "Total Time (ns)", "Instances", "Avg (ns)", "Med (ns)", "Min (ns)",
-                          "Max (ns)", "StdDev (ns)", "Range", "Name"},
+              .columns = time_columns("Range (%)", {"Range", "Name"}),
               .numeric = numeric_except(10, {8, 9})};
   add_rows(t, rows, top, [](const ApiRangeRow& r) {
-    std::vector<std::string> cells{r.range == kNoRange ? "-" : decimal(r.range_percent)};
-    for (std::string& c : stats_cells(r.time)) cells.push_back(std::move(c));
+    // A call in no range has no range whose share it could be.
+    std::vector<std::string> cells =
+        time_cells(r.range == kNoRange ? std::string("-") : decimal(r.range_percent), r.time);
     cells.push_back(r.range);
     cells.push_back(r.name);
     return cells;
