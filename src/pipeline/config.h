@@ -116,8 +116,9 @@ struct ImagesConfig {
   int threads = 0;            // decode threads; 0: one per core
   AbSplit split = AbSplit::kNone;
   JpegCodec decoder = JpegCodec::kAuto;
-  int jpeg_threads = 2;  // threads that call nvJPEG
-  int jpeg_batch = 32;   // JPEGs per nvJPEG call
+  int jpeg_threads = 2;    // threads that call nvJPEG
+  int jpeg_batch = 32;     // JPEGs per nvJPEG call
+  bool cpu_assist = true;  // CPU decode threads take JPEGs too while the flow waits for nvJPEG's
   bool operator==(const ImagesConfig&) const = default;
 };
 
