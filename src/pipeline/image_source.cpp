@@ -6,7 +6,6 @@
 #include <cctype>
 #include <chrono>
 #include <condition_variable>
-#include <cstring>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -182,10 +181,6 @@ struct ImageSources::State {
   // 760 KB, a fifth of a batch's decode call beside a detector, call 78), from pinned memory it is
   // queued. Files larger than a block are read into their own (pageable) memory.
   std::vector<BlockArena> read_arenas;
-  // Per decode thread, pinned blocks the pictures it decodes on the CPU are copied into before their
-  // upload: from pageable memory the driver stages each copy while the thread waits, and those
-  // copies held up nvJPEG's calls (3.7 ms per 1080p picture beside the JPEG threads, call 83).
-  std::vector<BlockArena> upload_arenas;
 
   State(std::vector<io::ListedImage> listed, std::string source, std::string label, ImageSourceOptions opts,
         StreamMux<SourceFrame>& m)
@@ -512,9 +507,6 @@ struct ImageSources::State {
     }
     next_event.assign(static_cast<std::size_t>(workers), 0);
     for (int w = 0; w < workers; ++w) {
-      FOVEA_ASSIGN_OR_RETURN(BufferPool blocks, BufferPool::create("images: pinned upload blocks",
-                                                                   MemoryKind::kPinnedHost, kReadBlockBytes));
-      upload_arenas.emplace_back(std::move(blocks));
       FOVEA_ASSIGN_OR_RETURN(CudaStream stream, CudaStream::create(CudaStream::Priority::kHigh));
       streams.push_back(std::move(stream));
       // A ring of ready events per thread, as video sources keep (video_source.cpp says why a
@@ -578,32 +570,15 @@ struct ImageSources::State {
     return Status::ok();
   }
 
-  // The picture's rows in a pinned block of the thread's (kept by the frame until its copy has
-  // run), or the picture itself when it is larger than a block.
-  ImageView staged(std::size_t worker, const ImageView& picture, Held& held) {
-    const std::size_t row_bytes = static_cast<std::size_t>(picture.width) * 3;
-    const std::size_t bytes = row_bytes * static_cast<std::size_t>(picture.height);
-    if (bytes > upload_arenas[worker].block_bytes()) return picture;
-    Result<BlockArena::Allocation> allocation = upload_arenas[worker].allocate(bytes);
-    if (!allocation.is_ok()) return picture;
-    for (int y = 0; y < picture.height; ++y)
-      std::memcpy(allocation->bytes.data() + y * row_bytes, picture.row(0, y), row_bytes);
-    held.memory.push_back(std::move(allocation->owner));
-    ImageView pinned = picture;
-    pinned.planes[0] = {allocation->bytes.data(), row_bytes};
-    return pinned;
-  }
-
-  // From pinned memory the copy is queued; from pageable memory it returns once the rows are
-  // staged. Either way the host image may go as soon as the call returns.
+  // From pageable memory the copy returns once the rows are staged, so the host image may go as
+  // soon as the call returns.
   Status upload(std::size_t worker, const ImageView& picture, SourceFrame& frame, Held& held) {
     const std::size_t row_bytes = static_cast<std::size_t>(picture.width) * 3;
     FOVEA_ASSIGN_OR_RETURN(std::shared_ptr<void> pixels,
                            allocate(worker, static_cast<std::int64_t>(row_bytes) * picture.height));
-    const ImageView host = staged(worker, picture, held);
-    FOVEA_CUDA_TRY(cudaMemcpy2DAsync(pixels.get(), row_bytes, host.row(0, 0), host.planes[0].pitch, row_bytes,
-                                     static_cast<std::size_t>(picture.height), cudaMemcpyHostToDevice,
-                                     streams[worker].get()));
+    FOVEA_CUDA_TRY(cudaMemcpy2DAsync(pixels.get(), row_bytes, picture.row(0, 0), picture.planes[0].pitch,
+                                     row_bytes, static_cast<std::size_t>(picture.height),
+                                     cudaMemcpyHostToDevice, streams[worker].get()));
     frame.frame.image = picture;
     frame.frame.image.memory = MemoryKind::kDevice;
     frame.frame.image.planes[0].data = pixels.get();
