@@ -957,11 +957,6 @@ const KeySpec<ImagesConfig> kImagesKeys[] = {
                                      "Threads that call nvJPEG (`fovea images --jpeg-threads`)."),
     key<&ImagesConfig::jpeg_batch>("jpeg_batch", {.min = 1, .max = 256},
                                    "JPEGs each nvJPEG call decodes (`fovea images --jpeg-batch`)."),
-    key<&ImagesConfig::cpu_assist>(
-        "cpu_assist", {},
-        "While the flow waits for an image from nvJPEG, the CPU decode threads take the next JPEGs "
-        "too (libjpeg-turbo, within a few levels of nvJPEG's pixels); `false` (`fovea images "
-        "--no-cpu-assist`): every JPEG nvJPEG takes is decoded by nvJPEG, in every run."),
 };
 
 const KeySpec<ImageSinkConfig> kImageSinkKeys[] = {

@@ -116,9 +116,8 @@ struct ImagesConfig {
   int threads = 0;            // decode threads; 0: one per core
   AbSplit split = AbSplit::kNone;
   JpegCodec decoder = JpegCodec::kAuto;
-  int jpeg_threads = 2;    // threads that call nvJPEG
-  int jpeg_batch = 32;     // JPEGs per nvJPEG call
-  bool cpu_assist = true;  // CPU decode threads take JPEGs too while the flow waits for nvJPEG's
+  int jpeg_threads = 2;  // threads that call nvJPEG
+  int jpeg_batch = 32;   // JPEGs per nvJPEG call
   bool operator==(const ImagesConfig&) const = default;
 };
 

@@ -118,9 +118,6 @@ struct ImageSources::State {
   std::size_t window = 8;
   std::map<std::size_t, Decoded> ready;
   bool stopping = false;
-  // The pusher waits for an image no thread has finished: the decode threads are behind, and the
-  // CPU threads may take the JPEG threads' next files (options.cpu_assist).
-  bool pusher_waiting = false;
 
   // The report's counters (under `mutex`).
   SourceState source_state = SourceState::kConnecting;
@@ -128,28 +125,16 @@ struct ImageSources::State {
   std::int64_t failed = 0;
   std::int64_t unlisted = 0;
   std::int64_t nvjpeg_count = 0;  // of decoded_count: on the GPU
-  std::int64_t cpu_count = 0;     // of decoded_count: on the CPU threads
-  std::int64_t assisted = 0;      // of cpu_count: JPEGs taken from the JPEG threads' queue
+  std::int64_t cpu_count = 0;     // of `failed`: entries the listing could not read (not in `images`)
   std::vector<SkippedItem> failures;
 
   // Where the decode threads spend their time, summed over them (the report's SourceWork): the
   // summary shows it, since a flow bound by its images is bound by one of these.
   // `order wait`: a thread waiting to take its next files until the images before them are pushed
-  // (the window that bounds how far ahead of the pusher the threads may decode). `assist wait`: a
-  // CPU thread with no file of its own left, waiting for the JPEG threads to fall behind.
-  enum Work {
-    kRead,
-    kProbe,
-    kCpuDecode,
-    kGpuDecode,
-    kUpload,
-    kBudgetWait,
-    kOrderWait,
-    kAssistWait,
-    kWorkKinds
-  };
+  // (the window that bounds how far ahead of the pusher the threads may decode).
+  enum Work { kRead, kProbe, kCpuDecode, kGpuDecode, kUpload, kBudgetWait, kOrderWait, kWorkKinds };
   static constexpr std::array<std::string_view, kWorkKinds> kWorkNames = {
-      "read", "probe", "cpu decode", "gpu decode", "upload", "budget wait", "order wait", "assist wait"};
+      "read", "probe", "cpu decode", "gpu decode", "upload", "budget wait", "order wait"};
   std::array<std::atomic<std::int64_t>, kWorkKinds> work_ns{};
   std::atomic<int> worker_count{0};  // the decode threads, once started
   // The decode threads' own running time, what their work shares are shares of (the run's start-up
@@ -233,31 +218,22 @@ struct ImageSources::State {
   }
 
   // The next positions of the thread kind's queue, once the window allows one: up to a group for a
-  // JPEG thread, one for a CPU thread. A CPU thread whose queue has nothing allowed takes the JPEG
-  // threads' next file while the pusher waits (options.cpu_assist): the engines are behind, and a
-  // core that would idle decodes it. Empty when there is nothing left to take or the source stops.
+  // JPEG thread, one for a CPU thread. Empty when the queue is done or the source stops.
   std::vector<std::size_t> take(std::size_t kind) {
     const std::size_t group_size = kind == 0 ? static_cast<std::size_t>(options.jpeg_batch) : 1;
-    const bool may_assist = kind == 1 && options.cpu_assist && !jpeg_decoders.empty();
+    const std::vector<std::size_t>& queue = queues[kind];
+    std::size_t& next = next_take[kind];
     std::vector<std::size_t> positions;
     std::unique_lock lock(mutex);
-    const auto left = [&](std::size_t k) { return next_take[k] < queues[k].size(); };
-    const auto allowed = [&](std::size_t k) {
-      return left(k) && queues[k][next_take[k]] < next_push + window;
-    };
-    const auto assisting = [&] { return may_assist && pusher_waiting && allowed(0); };
-    const auto done = [&] { return !left(kind) && !(may_assist && left(0)); };
-    const auto can_go = [&] { return stopping || done() || allowed(kind) || assisting(); };
+    const auto allowed = [&] { return next < queue.size() && queue[next] < next_push + window; };
+    const auto can_go = [&] { return stopping || next >= queue.size() || allowed(); };
     if (!can_go()) {  // timed and traced only when it waits: a CPU thread takes one image at a time
-      const bool own_left = left(kind);
-      FOVEA_TRACE_RANGE(own_left ? "image order wait" : "image assist wait");
-      const TimedWork timer(work_ns[own_left ? kOrderWait : kAssistWait]);
+      FOVEA_TRACE_RANGE("image order wait");
+      const TimedWork timer(work_ns[kOrderWait]);
       changed.wait(lock, can_go);
     }
     if (stopping) return positions;
-    const std::size_t from = allowed(kind) || !assisting() ? kind : 0;
-    while (positions.size() < group_size && allowed(from))
-      positions.push_back(queues[from][next_take[from]++]);
+    while (positions.size() < group_size && allowed()) positions.push_back(queue[next++]);
     return positions;
   }
 
@@ -278,11 +254,8 @@ struct ImageSources::State {
     }
     for (std::size_t p = 0; p < images.size(); ++p) queues[jpeg_by_name(images[p].path) ? 0 : 1].push_back(p);
     const int gpu = queues[0].empty() ? 0 : static_cast<int>(jpeg_decoders.size());
+    const int cpu = queues[1].empty() ? 0 : std::max(1, asked - gpu);
     if (gpu == 0) jpeg_decoders.clear();  // no JPEG by name: every thread is a CPU one
-    // The cores the JPEG threads leave: CPU threads for the other files, and to assist.
-    const int spare = asked - gpu;
-    const bool assist = gpu > 0 && options.cpu_assist;
-    const int cpu = !queues[1].empty() ? std::max(1, spare) : (assist ? std::max(0, spare) : 0);
     return {gpu, cpu};
   }
 
@@ -343,8 +316,6 @@ struct ImageSources::State {
       }
     }
     decode_jpegs(worker, on_gpu);
-    // A CPU thread's JPEGs came from the JPEG threads' queue (plan_threads queues them all there).
-    const bool assisting_thread = !jpeg_decoders.empty() && worker >= jpeg_decoders.size();
     std::vector<Decoded> results(count);
     const std::lock_guard lock(mutex);
     for (std::size_t k = 0; k < count; ++k) {
@@ -352,7 +323,6 @@ struct ImageSources::State {
       if (item.status.is_ok()) {
         ++decoded_count;
         ++(item.gpu_jpeg ? nvjpeg_count : cpu_count);
-        if (assisting_thread && jpeg_by_name(images[item.position].path)) ++assisted;
         results[k].frame = std::move(item.frame);
       } else if (item.status.code() != StatusCode::kCancelled) {
         skip(images[item.position], item.status);
@@ -672,13 +642,7 @@ struct ImageSources::State {
       Decoded next;
       {
         std::unique_lock lock(mutex);
-        const auto can_push = [&] { return stopping || ready.count(position) > 0; };
-        if (!can_push()) {
-          pusher_waiting = true;
-          changed.notify_all();  // CPU threads waiting to assist
-          changed.wait(lock, can_push);
-          pusher_waiting = false;
-        }
+        changed.wait(lock, [&] { return stopping || ready.count(position) > 0; });
         if (stopping) break;
         next = std::move(ready.at(position));
         ready.erase(position);
@@ -766,11 +730,8 @@ std::vector<std::optional<SourceReport>> ImageSources::reports() const {
   report.uri = state.uri;
   report.state = state.source_state;
   report.backend = io::DecoderBackend::kCpu;
-  report.decoder = "cpu";
-  if (state.nvjpeg_count > 0) {
-    report.decoder = fmt::format("nvjpeg {}, cpu {}", state.nvjpeg_count, state.cpu_count);
-    if (state.assisted > 0) report.decoder += fmt::format(" (of them {} JPEGs assisting)", state.assisted);
-  }
+  report.decoder =
+      state.nvjpeg_count > 0 ? fmt::format("nvjpeg {}, cpu {}", state.nvjpeg_count, state.cpu_count) : "cpu";
   report.frames_decoded = state.decoded_count;
   report.expected_frames = static_cast<std::int64_t>(state.images.size()) - state.failed + state.unlisted;
   report.items_failed = state.failed;

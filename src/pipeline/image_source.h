@@ -43,10 +43,6 @@ struct ImageSourceOptions {
   // images.jpeg_batch; docs/config.md says how they were chosen).
   int jpeg_threads = 2;
   int jpeg_batch = 32;
-  // While the pusher waits for an image (the JPEG threads are behind), the CPU threads take the
-  // JPEG threads' next files too (images.cpu_assist). Which decoder takes a file then depends on
-  // timing, and libjpeg-turbo's pixels differ from nvJPEG's by a few levels (io/nvjpeg_decoder.h).
-  bool cpu_assist = true;
   // Frames held downstream at once (mux queue plus the batches in flight), and their bytes; the
   // flow sizes the count as it does for a video source's pool.
   int max_frames_in_flight = 16;
