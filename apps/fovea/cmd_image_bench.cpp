@@ -54,7 +54,9 @@ struct ImageBenchArgs {
   std::string backend = "all";
   int threads = 0;
   int batch = 32;
-  int sessions = 8;
+  // NVDEC's JPEG rate on 1080p photos peaked at 16 sessions on the H200 (1,156 images/s; 659 at 8,
+  // 826-899 at 32-64: docs/perf.md, "The photo flow's last levers").
+  int sessions = 16;
   std::string encode;
   double seconds = 5.0;
   std::string json_path;
