@@ -109,10 +109,7 @@ int run_detect(const DetectArgs& args) {
     return kExitUsage;
   }
   Result<pipeline::PipelineConfig> config = detect_config(args);
-  if (!config.is_ok()) {
-    log_error("{}", config.status().to_string());
-    return config.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
-  }
+  if (!config.is_ok()) return refuse(config.status());
   if (args.flow.output_dir.empty() && args.flow.metadata.empty()) {
     log_info("no -o and no --metadata: the detections are discarded (a null sink, for benchmarks)");
   }

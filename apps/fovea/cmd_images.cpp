@@ -190,10 +190,7 @@ int run_images(const ImagesArgs& args) {
     return kExitUsage;
   }
   Result<pipeline::PipelineConfig> config = images_config(args);
-  if (!config.is_ok()) {
-    log_error("{}", config.status().to_string());
-    return config.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
-  }
+  if (!config.is_ok()) return refuse(config.status());
   if (config->sinks.null)
     log_info("no -o and no --metadata: the results are discarded (a null sink, for benchmarks)");
   return run_flow_command(*config, args.common, flow_error_with_flags);

@@ -89,10 +89,7 @@ Result<pipeline::PipelineConfig> segment_config(const SegmentArgs& args) {
 
 int run_segment(const SegmentArgs& args) {
   Result<pipeline::PipelineConfig> config = segment_config(args);
-  if (!config.is_ok()) {
-    log_error("{}", config.status().to_string());
-    return config.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
-  }
+  if (!config.is_ok()) return refuse(config.status());
   if (args.flow.output_dir.empty()) {
     log_info("no -o: the blurred video is discarded (a null sink, for benchmarks); -o DIR keeps it");
   }

@@ -104,10 +104,7 @@ int run_serve(const ServeArgs& args) {
   service::FlowBackend backend(control, pipeline::source_names(config->sources),
                                {.max_sources = static_cast<std::size_t>(args.max_sources)});
   Result<std::unique_ptr<service::HttpApi>> api = service::HttpApi::start(backend, api_options);
-  if (!api.is_ok()) {
-    log_error("{}", api.status().to_string());
-    return api.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
-  }
+  if (!api.is_ok()) return refuse(api.status());
   pipeline::FlowOptions options = flow_options(args.common);
   options.control = &control;
   // A removed source holds its slot until its last frames are batched: spare slots let a camera

@@ -119,6 +119,11 @@ std::optional<pipeline::PipelineConfig> load_config_file(const std::string& path
   return std::move(config).value();
 }
 
+int refuse(const Status& status) {
+  log_error("{}", status.to_string());
+  return status.code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
+}
+
 int run_flow_command(const pipeline::PipelineConfig& config, const CommonArgs& args, ErrorNamer name_error) {
   return run_flow_command(config, flow_options(args), name_error);
 }

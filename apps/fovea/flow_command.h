@@ -39,6 +39,10 @@ bool runs_on_cpu(const CommonArgs& args);
 using ErrorNamer = Status (*)(const Status&);
 Status keys_as_written(const Status& status);
 
+// Logs why a command could not start (its configuration, a service it opens) and gives the exit
+// code: 2 when the command line asked for something wrong (kInvalidArgument), else 1.
+int refuse(const Status& status);
+
 // Runs the flow, prints the stats table and the outputs, and returns the exit code. `options` are
 // flow_options(args) with what a command adds (fovea serve's source control).
 int run_flow_command(const pipeline::PipelineConfig& config, const CommonArgs& args,
