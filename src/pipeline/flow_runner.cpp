@@ -44,6 +44,8 @@ constexpr auto kMonitorInterval = std::chrono::milliseconds(100);
 constexpr auto kProgressInterval = std::chrono::milliseconds(500);
 // Without a terminal the progress line is a log line, printed rarely.
 constexpr auto kProgressLogInterval = std::chrono::seconds(10);
+// How often the monitor asks whether the flow still moves (StallWatch).
+constexpr auto kStallCheckInterval = std::chrono::seconds(1);
 
 // Batches in flight: one in each stage and the sink, plus one ready in the mux, so every stage has
 // its next batch at hand when it finishes one. Each costs a slot's buffers, so more would buy
@@ -342,14 +344,17 @@ PipelineStats snapshot(const Flow& flow, Clock::time_point start,
 }
 
 // Watches the running flow from the calling thread until the sink stage ends: redraws the progress
-// line, turns Ctrl-C into a drain, and stops the sources when a stage failed.
+// line, turns Ctrl-C into a drain, stops the sources when a stage failed, and names a flow that has
+// stopped moving.
 bool monitor(Flow& flow, const PipelineConfig& config, const FlowOptions& options, Clock::time_point start,
              std::atomic<bool>& sink_done) {
   const bool terminal = options.progress != nullptr && isatty(fileno(options.progress)) != 0;
   const bool show = config.stats.progress && options.progress != nullptr;
   bool interrupted = false, draining = false, aborted = false;
   auto last_progress = Clock::now();
+  auto last_stall_check = Clock::now();
   ProgressMeter meter;
+  StallWatch stall_watch;
   while (!sink_done.load()) {
     std::this_thread::sleep_for(kMonitorInterval);
     if (!interrupted && options.interrupt != nullptr && options.interrupt->load()) {
@@ -367,6 +372,12 @@ bool monitor(Flow& flow, const PipelineConfig& config, const FlowOptions& option
     }
     if (options.on_progress) options.on_progress(snapshot(flow, start));
     const auto now = Clock::now();
+    if (now - last_stall_check >= kStallCheckInterval) {
+      last_stall_check = now;
+      if (const std::string notice = stall_watch.check(snapshot(flow, start)); !notice.empty()) {
+        log_warn("{}", notice);
+      }
+    }
     if (show && now - last_progress >= (terminal ? kProgressInterval : kProgressLogInterval)) {
       last_progress = now;
       const std::string line = meter.line(snapshot(flow, start));

@@ -238,6 +238,62 @@ std::string progress_line(const PipelineStats& stats, double current_fps) {
   return line;
 }
 
+namespace {
+
+// Whether a source is expected to deliver frames now: not done, and not waiting for a connection.
+bool delivering(const SourceStats& source) {
+  return !source.ended && !source.failed && source.state != "connecting" && source.state != "reconnecting";
+}
+
+double slowest_batch_s(const PipelineStats& stats) {
+  double slowest_ms = 0.0;
+  for (const StageStats& stage : stats.stages) slowest_ms = std::max(slowest_ms, stage.latency.max_ms);
+  return slowest_ms * 1e-3;
+}
+
+std::string stall_line(const PipelineStats& stats, double stalled_s) {
+  std::string line =
+      fmt::format("the flow has not moved for {} (no batch out, no frame decoded; {} frames so far)",
+                  short_duration(stalled_s), stats.total_frames());
+  line += ": sources";
+  for (const SourceStats& source : stats.sources) {
+    const std::string state = source.failed  ? "failed"
+                              : source.ended ? "ended"
+                                             : (source.state.empty() ? "running" : source.state);
+    line += fmt::format(" {} {} ({} decoded)", source.name, state, source.decoded);
+  }
+  line += "; queues";
+  for (const QueueStats& queue : stats.queues) {
+    line += fmt::format(" {} {}/{}", queue.name, queue.counters.depth, queue.counters.capacity);
+  }
+  return line + " (a full queue's reader is where the frames wait; all empty: the sources)";
+}
+
+}  // namespace
+
+std::string StallWatch::check(const PipelineStats& stats) {
+  std::uint64_t moved = stats.batches;
+  for (const SourceStats& source : stats.sources) moved += source.decoded;
+  if (moved != moved_) {
+    const bool was_named = named_;
+    const double stalled_s = stats.elapsed_s - since_s_;
+    moved_ = moved;
+    since_s_ = stats.elapsed_s;
+    named_ = false;
+    return was_named
+               ? fmt::format("the flow moves again, after {} without progress", short_duration(stalled_s))
+               : "";
+  }
+  const double stalled_s = stats.elapsed_s - since_s_;
+  const bool waits_for_a_source = std::any_of(stats.sources.begin(), stats.sources.end(), delivering);
+  if (named_ || stats.first_output_s < 0.0 || !waits_for_a_source ||
+      stalled_s < std::max(kStallNoticeS, 4.0 * slowest_batch_s(stats))) {
+    return "";
+  }
+  named_ = true;
+  return stall_line(stats, stalled_s);
+}
+
 std::string ProgressMeter::line(const PipelineStats& stats) {
   const std::uint64_t frames = stats.total_frames();
   const double span = stats.elapsed_s - last_s_;

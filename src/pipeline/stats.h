@@ -211,6 +211,24 @@ class ProgressMeter {
   std::uint64_t last_frames_ = 0;
 };
 
+// Names a flow that has stopped moving, which would otherwise sit silent: no batch has left it and
+// no source has decoded a frame for kStallNoticeS (or four times its slowest batch so far, for a
+// model that is merely slow), after the first output, while a source is running (a live camera
+// connecting or reconnecting is the source's own news). The notice gives the sources' states and
+// the queues' depths, which say where the frames stand; it is given once per stall, and a second
+// line says when the flow moves again.
+inline constexpr double kStallNoticeS = 30.0;
+class StallWatch {
+ public:
+  // A line to log now, or "".
+  std::string check(const PipelineStats& stats);
+
+ private:
+  std::uint64_t moved_ = 0;  // batches out plus frames decoded, at the last change
+  double since_s_ = 0.0;     // when that changed
+  bool named_ = false;       // this stall has been named
+};
+
 // The final report: sources (frames, fps, drops, status: ended, running, interrupted or failed), stages
 // (p50/p99/max), queues (capacity, high-water mark), brokers when there are any (published, delivered,
 // dropped), one aligned table per section, ending in a newline. (Live outputs are in the summary's

@@ -123,6 +123,58 @@ TEST(PipelineStats, ProgressMeterShowsTheCurrentRate) {
   EXPECT_TRUE(meter.line(stats).starts_with("3.0s  210 frames  70.0 fps (now 10.0)  ["));
 }
 
+// A flow that stops moving is named once, after kStallNoticeS, with its sources' states and its
+// queues' depths; a second line says when it moves again.
+TEST(StallWatch, NamesAFlowThatStopsMovingOnceAndSaysWhenItMovesAgain) {
+  StallWatch watch;
+  PipelineStats stats = known_stats();  // cam1 still running; the first output came at 0.5 s
+  stats.first_output_s = 0.5;
+  EXPECT_EQ(watch.check(stats), "");
+  stats.elapsed_s = 2.0 + kStallNoticeS - 1.0;
+  EXPECT_EQ(watch.check(stats), "") << "not yet";
+  stats.elapsed_s = 2.0 + kStallNoticeS + 1.0;
+  EXPECT_EQ(
+      watch.check(stats),
+      "the flow has not moved for 31s (no batch out, no frame decoded; 200 frames so far): sources cam0 "
+      "ended (122 decoded) cam1 running (83 decoded) bad.mp4 failed (0 decoded); queues mux 2/4 (a "
+      "full queue's reader is where the frames wait; all empty: the sources)");
+  stats.elapsed_s += 60.0;
+  EXPECT_EQ(watch.check(stats), "") << "named once per stall";
+  stats.sources[1].decoded += 1;
+  EXPECT_EQ(watch.check(stats), "the flow moves again, after 1m31s without progress");
+  stats.elapsed_s += 2 * kStallNoticeS;
+  EXPECT_NE(watch.check(stats), "") << "a second stall is named too";
+}
+
+// No notice before the first output (planning, first frames), when no source is expected to
+// deliver (a camera reconnecting says so itself), or within four of the slowest batches so far.
+TEST(StallWatch, QuietWhileNothingIsExpectedToMove) {
+  PipelineStats stats = known_stats();
+  stats.elapsed_s = 1000.0;
+  {
+    StallWatch watch;
+    static_cast<void>(watch.check(known_stats()));
+    EXPECT_EQ(watch.check(stats), "") << "before the first output";
+  }
+  stats.first_output_s = 0.5;
+  stats.sources[1].state = "reconnecting";
+  {
+    StallWatch watch;
+    static_cast<void>(watch.check(known_stats()));
+    EXPECT_EQ(watch.check(stats), "") << "the only running source is reconnecting";
+  }
+  stats.sources[1].state = "running";
+  stats.elapsed_s = 2.0 + 100.0;
+  stats.stages[0].latency.max_ms = 30'000.0;  // a batch took 30 s: 100 s without one is not a stall
+  {
+    StallWatch watch;
+    static_cast<void>(watch.check(known_stats()));
+    EXPECT_EQ(watch.check(stats), "");
+    stats.elapsed_s = 2.0 + 121.0;
+    EXPECT_NE(watch.check(stats), "");
+  }
+}
+
 // After Ctrl-C the sources that had not delivered all their frames say "interrupted", not "ended".
 TEST(PipelineStats, InterruptedSourcesSaySo) {
   PipelineStats stats = known_stats();
