@@ -370,17 +370,21 @@ bool monitor(Flow& flow, const PipelineConfig& config, const FlowOptions& option
       aborted = true;
       flow.abort();
     }
-    if (options.on_progress) options.on_progress(snapshot(flow, start));
+    // One snapshot per round, taken only when something reads it.
+    std::optional<PipelineStats> stats;
+    const auto current = [&]() -> const PipelineStats& {
+      if (!stats) stats = snapshot(flow, start);
+      return *stats;
+    };
+    if (options.on_progress) options.on_progress(current());
     const auto now = Clock::now();
     if (now - last_stall_check >= kStallCheckInterval) {
       last_stall_check = now;
-      if (const std::string notice = stall_watch.check(snapshot(flow, start)); !notice.empty()) {
-        log_warn("{}", notice);
-      }
+      if (const std::string notice = stall_watch.check(current()); !notice.empty()) log_warn("{}", notice);
     }
     if (show && now - last_progress >= (terminal ? kProgressInterval : kProgressLogInterval)) {
       last_progress = now;
-      const std::string line = meter.line(snapshot(flow, start));
+      const std::string line = meter.line(current());
       if (terminal) {
         std::fprintf(options.progress, "\r\033[K%s", line.c_str());
       } else {
