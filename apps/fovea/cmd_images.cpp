@@ -42,7 +42,6 @@ struct ImagesArgs {
   std::string decoder;
   std::optional<int> jpeg_threads;
   std::optional<int> jpeg_batch;
-  std::string jpeg_context;
   std::string encoder;
   std::string metadata;
   std::string engine_cache;
@@ -66,18 +65,29 @@ pipeline::JpegCodec jpeg_codec(std::string_view flag) {
 // The flag each configuration key came from, for the configuration's errors.
 std::string flag_of_key(std::string_view key) {
   static constexpr std::pair<std::string_view, std::string_view> kFlags[] = {
-      {"images.inputs", "the inputs"},       {"images.shard", "--shard"},
-      {"images.threads", "--threads"},       {"images.jpeg_threads", "--jpeg-threads"},
-      {"images.jpeg_batch", "--jpeg-batch"}, {"images.jpeg_context", "--jpeg-context"},
-      {"images.split", "--split-ab"},        {"sinks.images.output_dir", "-o"},
-      {"sinks.images.quality", "--quality"}, {"sinks.images.format", "--format"},
-      {"sinks.images.encoder", "--encoder"}, {"task.classes", "--class"},
-      {"classify_frames.top_k", "--top-k"},  {"classify_frames.min_score", "--min-score"},
-      {"sinks.metadata", "--metadata"},      {"mux.batch_size", "--batch"},
-      {"models.0.input_width", "--size"},    {"models.0.input_height", "--size"},
-      {"models.0.parser", "--parser"},       {"models.0.labels", "--labels"},
-      {"detect.confidence", "--conf"},       {"detect.iou", "--iou"},
-      {"detect.top_k", "--top-k"},           {"stats.report", "--report"}};
+      {"images.inputs", "the inputs"},
+      {"images.shard", "--shard"},
+      {"images.threads", "--threads"},
+      {"images.jpeg_threads", "--jpeg-threads"},
+      {"images.jpeg_batch", "--jpeg-batch"},
+      {"images.split", "--split-ab"},
+      {"sinks.images.output_dir", "-o"},
+      {"sinks.images.quality", "--quality"},
+      {"sinks.images.format", "--format"},
+      {"sinks.images.encoder", "--encoder"},
+      {"task.classes", "--class"},
+      {"classify_frames.top_k", "--top-k"},
+      {"classify_frames.min_score", "--min-score"},
+      {"sinks.metadata", "--metadata"},
+      {"mux.batch_size", "--batch"},
+      {"models.0.input_width", "--size"},
+      {"models.0.input_height", "--size"},
+      {"models.0.parser", "--parser"},
+      {"models.0.labels", "--labels"},
+      {"detect.confidence", "--conf"},
+      {"detect.iou", "--iou"},
+      {"detect.top_k", "--top-k"},
+      {"stats.report", "--report"}};
   for (const auto& [prefix, flag] : kFlags) {
     if (key.starts_with(prefix)) return std::string(flag);
   }
@@ -153,7 +163,6 @@ Result<pipeline::PipelineConfig> images_config(const ImagesArgs& args) {
   images.decoder = jpeg_codec(args.decoder);
   if (args.jpeg_threads) images.jpeg_threads = *args.jpeg_threads;
   if (args.jpeg_batch) images.jpeg_batch = *args.jpeg_batch;
-  if (args.jpeg_context == "shared") images.jpeg_context = pipeline::JpegContext::kShared;
   config.images = std::move(images);
   pipeline::ModelConfig model;
   FOVEA_TRY(apply_model_flags(args, model));
@@ -249,11 +258,6 @@ void add_images_command(CLI::App& app, Action* action) {
       ->check(CLI::IsMember({"auto", "cpu", "nvjpeg"}));
   images->add_option("--jpeg-threads", args->jpeg_threads, "Threads that call nvJPEG (default 2)");
   images->add_option("--jpeg-batch", args->jpeg_batch, "JPEGs per nvJPEG call (default 32)");
-  images
-      ->add_option("--jpeg-context", args->jpeg_context,
-                   "CUDA context of nvJPEG's hardware decoder: separate (its own, so its memory frees do "
-                   "not wait for the model; default) or shared (the model's)")
-      ->check(CLI::IsMember({"separate", "shared"}));
   images
       ->add_option("--encoder", args->encoder,
                    "--format jpeg: cpu or auto (libjpeg-turbo on the writer threads, the faster on the GPU "

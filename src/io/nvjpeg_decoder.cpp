@@ -6,7 +6,6 @@
 #include <array>
 #include <cstring>
 #include <mutex>
-#include <optional>
 
 #include <fmt/format.h>
 
@@ -17,7 +16,6 @@
 #include <vector>
 
 #include "core/cuda_check.h"
-#include "core/cuda_context.h"
 #include "core/cuda_raii.h"
 #include "core/log.h"
 #include "io/nvjpeg_library.h"
@@ -395,20 +393,6 @@ abi::Image nvjpeg_image(const ImageView& output) {
   return image;
 }
 
-// Where each picture of a batch starts in the staging block: rows packed, pictures 256-byte aligned.
-std::vector<std::size_t> staging_offsets(std::span<const ImageView> outputs, std::size_t* total) {
-  constexpr std::size_t kAlignment = 256;
-  std::vector<std::size_t> offsets;
-  *total = 0;
-  for (const ImageView& output : outputs) {
-    offsets.push_back(*total);
-    const std::size_t bytes =
-        static_cast<std::size_t>(output.width) * 3 * static_cast<std::size_t>(output.height);
-    *total += (bytes + kAlignment - 1) / kAlignment * kAlignment;
-  }
-  return offsets;
-}
-
 }  // namespace
 }  // namespace fovea::io
 
@@ -431,29 +415,6 @@ struct NvjpegDecoder::Impl {
   // The stream the last hardware batch was decoded on: its work may still use the state's buffers.
   cudaStream_t last_batch_stream = nullptr;
 
-  // NvjpegContext::kSeparate: the context `hardware` was made in, its stream, and the staging block
-  // the hardware batches are decoded into. `decoded` belongs to the separate context, `copied` (the
-  // copies out of the block have completed) to the primary one.
-  struct Separate {
-    std::shared_ptr<SeparateContext> context;
-    CudaStream stream;
-    CudaEvent decoded;
-    CudaEvent copied;
-    void* staging = nullptr;
-    std::size_t capacity = 0;
-    bool copies_queued = false;
-  };
-  std::optional<Separate> separate;
-
-  ~Impl();
-  Status make_hardware_route(NvjpegContext context);
-  Status make_separate(std::shared_ptr<SeparateContext> context);
-  Result<abi::Status> submit_hardware(cudaStream_t stream, std::vector<const unsigned char*>& data,
-                                      std::vector<std::size_t>& lengths, std::vector<abi::Image>& images);
-  Result<abi::Status> decode_hardware_separate(cudaStream_t stream, std::vector<const unsigned char*>& data,
-                                               std::vector<std::size_t>& lengths,
-                                               std::span<const ImageView> outputs);
-
   void count(std::int64_t NvjpegStats::*images, std::int64_t NvjpegStats::*bytes, std::size_t size) {
     const std::lock_guard lock(stats_mutex);
     ++(stats.*images);
@@ -472,13 +433,6 @@ struct NvjpegDecoder::Impl {
 
 NvjpegDecoder::NvjpegDecoder(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 NvjpegDecoder::~NvjpegDecoder() = default;
-
-NvjpegContext NvjpegDecoder::context() const {
-#if defined(FOVEA_HAVE_CUDA)
-  if (impl_->separate) return NvjpegContext::kSeparate;
-#endif
-  return NvjpegContext::kShared;
-}
 
 NvjpegBackend NvjpegDecoder::backend() const {
   return impl_->backend;
@@ -543,109 +497,6 @@ Status NvjpegDecoder::Impl::decode_cpu(cudaStream_t stream, std::span<const std:
   return Status::ok();
 }
 
-// What lives in the separate context goes while it is current: the copies out of the staging block
-// and the batch's work first, then the block, the library's handles, the stream and the event.
-NvjpegDecoder::Impl::~Impl() {
-  if (!separate) return;
-  if (separate->copies_queued) static_cast<void>(separate->copied.synchronize());
-  Result<SeparateContext::Scope> scope = separate->context->enter();
-  if (!scope.is_ok()) return;  // the driver is gone (process exit): nothing left to release
-  static_cast<void>(separate->stream.synchronize());
-  if (separate->staging != nullptr) static_cast<void>(cudaFree(separate->staging));
-  hardware.state.reset();
-  hardware.handle.reset();
-  separate->stream = {};
-  separate->decoded = {};
-}
-
-Status NvjpegDecoder::Impl::make_separate(std::shared_ptr<SeparateContext> context) {
-  Separate made;
-  FOVEA_ASSIGN_OR_RETURN(made.copied, CudaEvent::create());
-  {
-    FOVEA_ASSIGN_OR_RETURN(const SeparateContext::Scope scope, context->enter());
-    FOVEA_ASSIGN_OR_RETURN(made.stream, CudaStream::create(CudaStream::Priority::kHigh));
-    FOVEA_ASSIGN_OR_RETURN(made.decoded, CudaEvent::create());
-    made.context = std::move(context);
-    Result<BackendHandles> handles = create_backend(abi::kBackendHardware);
-    if (!handles.is_ok()) {
-      made.stream = {};
-      made.decoded = {};
-      return handles.status();
-    }
-    hardware = std::move(handles).value();
-  }
-  separate = std::move(made);
-  return Status::ok();
-}
-
-Result<abi::Status> NvjpegDecoder::Impl::submit_hardware(cudaStream_t stream,
-                                                         std::vector<const unsigned char*>& data,
-                                                         std::vector<std::size_t>& lengths,
-                                                         std::vector<abi::Image>& images) {
-  const int batch = static_cast<int>(data.size());
-  const std::lock_guard one_batch_at_a_time(hardware_submission());
-  if (batch_initialized != batch) {
-    // Initializing again replaces the buffers of the state, which the previous batch's work on its
-    // stream may still be reading or writing: let it finish first.
-    if (last_batch_stream != nullptr) FOVEA_CUDA_TRY(cudaStreamSynchronize(last_batch_stream));
-    // One CPU thread: the engines do the Huffman decoding, the host only parses.
-    FOVEA_NVJPEG_TRY(nvjpeg().decode_batched_initialize(hardware.handle.get(), hardware.state.get(), batch, 1,
-                                                        abi::kOutputRgbi));
-    batch_initialized = batch;
-  }
-  const abi::Status status = nvjpeg().decode_batched(hardware.handle.get(), hardware.state.get(), data.data(),
-                                                     lengths.data(), images.data(), stream);
-  last_batch_stream = stream;
-  return status;
-}
-
-// The batch decoded into the staging block in the separate context, then copied into `outputs` on
-// the caller's stream once the decode is done. The next batch waits (on the device) for those
-// copies before it overwrites the block.
-Result<abi::Status> NvjpegDecoder::Impl::decode_hardware_separate(cudaStream_t stream,
-                                                                  std::vector<const unsigned char*>& data,
-                                                                  std::vector<std::size_t>& lengths,
-                                                                  std::span<const ImageView> outputs) {
-  std::size_t total = 0;
-  const std::vector<std::size_t> offsets = staging_offsets(outputs, &total);
-  abi::Status status;
-  {
-    FOVEA_ASSIGN_OR_RETURN(const SeparateContext::Scope scope, separate->context->enter());
-    if (separate->copies_queued) FOVEA_TRY(separate->copied.wait_on(separate->stream.get()));
-    if (separate->capacity < total) {
-      // The copies of the block's last batch may still be reading it.
-      if (separate->copies_queued) FOVEA_TRY(separate->copied.synchronize());
-      if (separate->staging != nullptr) FOVEA_CUDA_TRY(cudaFree(separate->staging));
-      separate->staging = nullptr;
-      separate->capacity = 0;
-      FOVEA_CUDA_TRY(cudaMalloc(&separate->staging, total));
-      separate->capacity = total;
-    }
-    std::vector<abi::Image> images;
-    for (std::size_t i = 0; i < outputs.size(); ++i) {
-      abi::Image image{};
-      image.channel[0] = static_cast<unsigned char*>(separate->staging) + offsets[i];
-      image.pitch[0] = static_cast<std::size_t>(outputs[i].width) * 3;
-      images.push_back(image);
-    }
-    FOVEA_ASSIGN_OR_RETURN(status, submit_hardware(separate->stream.get(), data, lengths, images));
-    if (!nvjpeg_ok(status)) return status;
-    FOVEA_TRY(separate->decoded.record(separate->stream.get()));
-  }
-  FOVEA_TRY(separate->decoded.wait_on(stream));
-  for (std::size_t i = 0; i < outputs.size(); ++i) {
-    const ImageView& output = outputs[i];
-    const std::size_t row_bytes = static_cast<std::size_t>(output.width) * 3;
-    FOVEA_TRY(separate->context->copy_to_primary(output.planes[0].data, output.planes[0].pitch,
-                                                 static_cast<unsigned char*>(separate->staging) + offsets[i],
-                                                 row_bytes, row_bytes,
-                                                 static_cast<std::size_t>(output.height), stream));
-  }
-  FOVEA_TRY(separate->copied.record(stream));
-  separate->copies_queued = true;
-  return status;
-}
-
 Status NvjpegDecoder::Impl::decode_hardware(cudaStream_t stream,
                                             std::span<const std::span<const std::uint8_t>> jpegs,
                                             std::span<const std::string_view> names,
@@ -653,20 +504,29 @@ Status NvjpegDecoder::Impl::decode_hardware(cudaStream_t stream,
                                             const std::vector<std::size_t>& files) {
   std::vector<const unsigned char*> data;
   std::vector<std::size_t> lengths;
-  std::vector<ImageView> batch_outputs;
+  std::vector<abi::Image> images;
   for (const std::size_t i : files) {
     data.push_back(jpegs[i].data());
     lengths.push_back(jpegs[i].size());
-    batch_outputs.push_back(outputs[i]);
+    images.push_back(nvjpeg_image(outputs[i]));
   }
+  const int batch = static_cast<int>(files.size());
   abi::Status status;
-  if (separate) {
-    FOVEA_ASSIGN_OR_RETURN(status, decode_hardware_separate(stream, data, lengths, batch_outputs));
-  } else {
-    std::vector<abi::Image> images;
-    for (const ImageView& output : batch_outputs) images.push_back(nvjpeg_image(output));
-    FOVEA_ASSIGN_OR_RETURN(status, submit_hardware(stream, data, lengths, images));
+  {
+    const std::lock_guard one_batch_at_a_time(hardware_submission());
+    if (batch_initialized != batch) {
+      // Initializing again replaces the buffers of the state, which the previous batch's work on its
+      // stream may still be reading or writing: let it finish first.
+      if (last_batch_stream != nullptr) FOVEA_CUDA_TRY(cudaStreamSynchronize(last_batch_stream));
+      // One CPU thread: the engines do the Huffman decoding, the host only parses.
+      FOVEA_NVJPEG_TRY(nvjpeg().decode_batched_initialize(hardware.handle.get(), hardware.state.get(), batch,
+                                                          1, abi::kOutputRgbi));
+      batch_initialized = batch;
+    }
+    status = nvjpeg().decode_batched(hardware.handle.get(), hardware.state.get(), data.data(), lengths.data(),
+                                     images.data(), stream);
   }
+  last_batch_stream = stream;
   if (nvjpeg_ok(status)) {
     for (const std::size_t i : files)
       count(&NvjpegStats::hardware_images, &NvjpegStats::hardware_bytes, jpegs[i].size());
@@ -675,7 +535,7 @@ Status NvjpegDecoder::Impl::decode_hardware(cudaStream_t stream,
   // nvJPEG's documentation: after a failed batch, initialize again before the next one.
   batch_initialized = 0;
   log_debug("nvJPEG hardware batch of {} failed ({}); decoding its files one by one on the gpu backend",
-            files.size(), nvjpeg_status_name(status));
+            batch, nvjpeg_status_name(status));
   for (const std::size_t i : files) FOVEA_TRY(decode_gpu(stream, jpegs[i], names[i], outputs[i]));
   return Status::ok();
 }
@@ -684,49 +544,21 @@ bool NvjpegDecoder::available() {
   return nvjpeg().status.is_ok();
 }
 
-namespace {
-
-// The device's separate context, or why not (logged once a process: every decoder would say the same).
-std::shared_ptr<SeparateContext> separate_context(int device) {
-  Result<std::shared_ptr<SeparateContext>> context = SeparateContext::shared(device);
-  if (context.is_ok()) return std::move(context).value();
-  static std::once_flag said;
-  std::call_once(said, [&] {
-    log_info("nvJPEG: decoding in the primary CUDA context (a separate one could not be made: {})",
-             context.status().message());
-  });
-  return nullptr;
-}
-
-}  // namespace
-
-// The hardware backend's handles in the context asked for; kUnsupported when the GPU has no
-// hardware decoder.
-Status NvjpegDecoder::Impl::make_hardware_route(NvjpegContext context) {
-  if (context == NvjpegContext::kSeparate) {
-    if (std::shared_ptr<SeparateContext> own = separate_context(device)) {
-      return make_separate(std::move(own));
-    }
-  }
-  FOVEA_ASSIGN_OR_RETURN(hardware, create_backend(abi::kBackendHardware));
-  return Status::ok();
-}
-
-Result<std::unique_ptr<NvjpegDecoder>> NvjpegDecoder::create(NvjpegBackend backend, int device,
-                                                             NvjpegContext context) {
+Result<std::unique_ptr<NvjpegDecoder>> NvjpegDecoder::create(NvjpegBackend backend, int device) {
   FOVEA_TRY(nvjpeg().status);
   FOVEA_TRY(detail::use_nvjpeg_device(device, "nvJPEG"));
   auto impl = std::make_unique<Impl>();
   impl->device = device;
   if (backend != NvjpegBackend::kGpu) {
-    const Status hardware = impl->make_hardware_route(context);
+    Result<BackendHandles> hardware = create_backend(abi::kBackendHardware);
     if (hardware.is_ok()) {
+      impl->hardware = std::move(hardware).value();
       impl->backend = NvjpegBackend::kHardware;
     } else if (backend == NvjpegBackend::kHardware) {
       return make_error(StatusCode::kUnsupported, "nvJPEG hardware backend unavailable on CUDA device ",
-                        std::to_string(device), ": ", hardware.message());
+                        std::to_string(device), ": ", hardware.status().message());
     } else {
-      impl->hardware_unavailable_reason = hardware.message();
+      impl->hardware_unavailable_reason = hardware.status().message();
       log_debug("nvJPEG: no hardware backend ({}); using the gpu backend", impl->hardware_unavailable_reason);
     }
   }
@@ -785,7 +617,7 @@ bool NvjpegDecoder::available() {
   return false;
 }
 
-Result<std::unique_ptr<NvjpegDecoder>> NvjpegDecoder::create(NvjpegBackend, int, NvjpegContext) {
+Result<std::unique_ptr<NvjpegDecoder>> NvjpegDecoder::create(NvjpegBackend, int) {
   return make_error(StatusCode::kUnsupported, kBuiltWithoutCuda);
 }
 

@@ -38,18 +38,6 @@ namespace fovea::io {
 enum class NvjpegBackend { kAuto, kHardware, kGpu };
 std::string_view nvjpeg_backend_name(NvjpegBackend backend);
 
-// The CUDA context the hardware route works in.
-// - kShared: the runtime's primary context, where the caller's outputs and stream are: nvJPEG
-//   decodes straight into the outputs. What a program that only decodes wants.
-// - kSeparate: a context of its own (core/cuda_context.h), shared by the process's decoders. nvJPEG
-//   frees memory inside its batched decode (cuMemFree, about once per 40 pictures), and cuMemFree
-//   waits for all the work of its context: in the primary context, that is the inference the
-//   caller queued, and the JPEG engines idle meanwhile. In a context of its own it waits only for
-//   its own decoding. The pictures are decoded into staging memory of that context (one batch per
-//   decoder) and copied into the outputs on the caller's stream.
-// A separate context that cannot be made (an old driver) leaves the decoder in kShared, logged.
-enum class NvjpegContext { kShared, kSeparate };
-
 enum class JpegRoute { kHardware, kGpu, kCpu };
 std::string_view jpeg_route_name(JpegRoute route);
 
@@ -103,8 +91,7 @@ class NvjpegDecoder {
   static bool available();
   // kUnsupported naming what failed: no CUDA in this build, no libnvjpeg (every name tried), a
   // missing symbol, no GPU, or (kHardware) a GPU without JPEG engines.
-  static Result<std::unique_ptr<NvjpegDecoder>> create(NvjpegBackend backend, int device = 0,
-                                                       NvjpegContext context = NvjpegContext::kShared);
+  static Result<std::unique_ptr<NvjpegDecoder>> create(NvjpegBackend backend, int device = 0);
 
   ~NvjpegDecoder();
   NvjpegDecoder(const NvjpegDecoder&) = delete;
@@ -116,9 +103,6 @@ class NvjpegDecoder {
   int hardware_engines() const;
   // Why kAuto did not get the hardware backend ("" when it did or was not asked).
   const std::string& hardware_unavailable_reason() const;
-  // The context the hardware route runs in (kShared when a separate one was asked for and could not
-  // be made, or when there is no hardware route).
-  NvjpegContext context() const;
 
   // read_jpeg_info, with the route this decoder takes for the file.
   Result<JpegInfo> probe(std::span<const std::uint8_t> bytes, std::string_view name) const;

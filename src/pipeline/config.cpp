@@ -65,8 +65,6 @@ constexpr EnumName<StageKind> kStageNames[] = {{StageKind::kSegment, "segment"},
                                                {StageKind::kClassifyFrames, "classify_frames"}};
 constexpr EnumName<JpegCodec> kJpegCodecNames[] = {
     {JpegCodec::kAuto, "auto"}, {JpegCodec::kCpu, "cpu"}, {JpegCodec::kNvjpeg, "nvjpeg"}};
-constexpr EnumName<JpegContext> kJpegContextNames[] = {{JpegContext::kSeparate, "separate"},
-                                                       {JpegContext::kShared, "shared"}};
 constexpr EnumName<AbSplit> kSplitNames[] = {
     {AbSplit::kNone, "none"}, {AbSplit::kA, "a"}, {AbSplit::kB, "b"}};
 constexpr EnumName<ImageOutputFormat> kImageFormatNames[] = {{ImageOutputFormat::kPng, "png"},
@@ -552,11 +550,6 @@ Status read_value(const Field& field, const KeyRules&, JpegCodec& out) {
   return Status::ok();
 }
 
-Status read_value(const Field& field, const KeyRules&, JpegContext& out) {
-  FOVEA_ASSIGN_OR_RETURN(out, to_enum(field, kJpegContextNames));
-  return Status::ok();
-}
-
 Status read_value(const Field& field, const KeyRules&, AbSplit& out) {
   FOVEA_ASSIGN_OR_RETURN(out, to_enum(field, kSplitNames));
   return Status::ok();
@@ -647,10 +640,6 @@ YAML::Node to_node(JpegCodec value) {
   return YAML::Node(std::string(enum_name(kJpegCodecNames, value)));
 }
 
-YAML::Node to_node(JpegContext value) {
-  return YAML::Node(std::string(enum_name(kJpegContextNames, value)));
-}
-
 YAML::Node to_node(AbSplit value) {
   return YAML::Node(std::string(enum_name(kSplitNames, value)));
 }
@@ -723,8 +712,6 @@ std::string kind_text(std::type_identity<T>, const KeyRules& rules) {
     return "list of paths";
   } else if constexpr (std::is_same_v<T, JpegCodec>) {
     return quoted_choices(kJpegCodecNames);
-  } else if constexpr (std::is_same_v<T, JpegContext>) {
-    return quoted_choices(kJpegContextNames);
   } else if constexpr (std::is_same_v<T, AbSplit>) {
     return quoted_choices(kSplitNames);
   } else if constexpr (std::is_same_v<T, ImageOutputFormat>) {
@@ -970,10 +957,6 @@ const KeySpec<ImagesConfig> kImagesKeys[] = {
                                      "Threads that call nvJPEG (`fovea images --jpeg-threads`)."),
     key<&ImagesConfig::jpeg_batch>("jpeg_batch", {.min = 1, .max = 256},
                                    "JPEGs each nvJPEG call decodes (`fovea images --jpeg-batch`)."),
-    key<&ImagesConfig::jpeg_context>(
-        "jpeg_context", {},
-        "CUDA context of nvJPEG's hardware decoder: `separate` (its own, so its memory frees do not wait "
-        "for the model) or `shared` (the model's; `fovea images --jpeg-context`)."),
 };
 
 const KeySpec<ImageSinkConfig> kImageSinkKeys[] = {

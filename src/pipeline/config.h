@@ -109,9 +109,6 @@ enum class AbSplit { kNone, kA, kB };  // pix2pix "AB" pairs: the left (A) or ri
 // through nvJPEG, on the CPU (libjpeg-turbo), or auto: the faster where the flow runs (decoding:
 // nvJPEG where it loads; encoding: the CPU writers, docs/perf.md).
 enum class JpegCodec { kAuto, kCpu, kNvjpeg };
-// The CUDA context nvJPEG's hardware decoder works in (images.jpeg_context; io/nvjpeg_decoder.h's
-// NvjpegContext says what each costs and buys).
-enum class JpegContext { kSeparate, kShared };
 struct ImagesConfig {
   std::vector<std::string> inputs;
   bool recursive = false;
@@ -121,7 +118,6 @@ struct ImagesConfig {
   JpegCodec decoder = JpegCodec::kAuto;
   int jpeg_threads = 2;  // threads that call nvJPEG
   int jpeg_batch = 32;   // JPEGs per nvJPEG call
-  JpegContext jpeg_context = JpegContext::kSeparate;
   bool operator==(const ImagesConfig&) const = default;
 };
 

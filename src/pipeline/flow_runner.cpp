@@ -547,7 +547,6 @@ Result<FlowResult> run_flow_plan(FlowPlan& plan, const PipelineConfig& config, c
                                      .decoder = config.images->decoder,
                                      .jpeg_threads = config.images->jpeg_threads,
                                      .jpeg_batch = config.images->jpeg_batch,
-                                     .jpeg_context = config.images->jpeg_context,
                                      .max_frames_in_flight = source_options.max_frames_in_flight};
     flow.sources = std::make_unique<ImageSources>(
         plan.images, kImagesSourceName, image_inputs_label(config.images->inputs), image_options, *flow.mux);

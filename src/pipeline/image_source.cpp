@@ -496,10 +496,8 @@ struct ImageSources::State {
   Status prepare_jpeg_decoders() {
     if (options.decoder == JpegCodec::kCpu) return Status::ok();
     for (int w = 0; w < std::min(options.jpeg_threads, thread_count()); ++w) {
-      Result<std::unique_ptr<io::NvjpegDecoder>> decoder = io::NvjpegDecoder::create(
-          io::NvjpegBackend::kAuto, options.device,
-          options.jpeg_context == JpegContext::kSeparate ? io::NvjpegContext::kSeparate
-                                                         : io::NvjpegContext::kShared);
+      Result<std::unique_ptr<io::NvjpegDecoder>> decoder =
+          io::NvjpegDecoder::create(io::NvjpegBackend::kAuto, options.device);
       if (!decoder.is_ok()) {
         jpeg_decoders.clear();
         if (options.decoder == JpegCodec::kNvjpeg) {
@@ -515,11 +513,10 @@ struct ImageSources::State {
     }
     const io::NvjpegDecoder& first = *jpeg_decoders.front();
     log_info(
-        "images: JPEG decodes on the GPU (nvJPEG {} backend{}{}; {} threads, batches of up to {}), other "
+        "images: JPEG decodes on the GPU (nvJPEG {} backend{}; {} threads, batches of up to {}), other "
         "files on the CPU",
         io::nvjpeg_backend_name(first.backend()),
         first.hardware_engines() > 0 ? fmt::format(", {} JPEG engines", first.hardware_engines()) : "",
-        first.context() == io::NvjpegContext::kSeparate ? ", in a CUDA context of its own" : "",
         jpeg_decoders.size(), options.jpeg_batch);
     return Status::ok();
   }

@@ -43,7 +43,6 @@ struct ImageSourceOptions {
   // images.jpeg_batch; docs/config.md says how they were chosen).
   int jpeg_threads = 2;
   int jpeg_batch = 32;
-  JpegContext jpeg_context = JpegContext::kSeparate;  // images.jpeg_context
   // Frames held downstream at once (mux queue plus the batches in flight), and their bytes; the
   // flow sizes the count as it does for a video source's pool.
   int max_frames_in_flight = 16;

@@ -163,24 +163,13 @@ Status decode_with(NvjpegDecoder& decoder, cudaStream_t stream, const std::vecto
   return Status::ok();
 }
 
-// The backend, and for the hardware one the context it decodes in (the separate context's staging
-// and copies must give the same pixels as decoding straight into the outputs).
-struct Route {
-  NvjpegBackend backend;
-  NvjpegContext context;
-};
-
-Result<std::unique_ptr<NvjpegDecoder>> create_decoder(const Route& route) {
-  return NvjpegDecoder::create(route.backend, 0, route.context);
-}
-
-class NvjpegGpu : public ::testing::TestWithParam<Route> {
+class NvjpegGpu : public ::testing::TestWithParam<NvjpegBackend> {
  protected:
   void SetUp() override {
     if (!gpu_available()) GTEST_SKIP() << "no CUDA device";
-    if (!NvjpegDecoder::available()) GTEST_SKIP() << create_decoder(GetParam()).status().message();
-    Result<std::unique_ptr<NvjpegDecoder>> decoder = create_decoder(GetParam());
-    if (!decoder.is_ok() && GetParam().backend == NvjpegBackend::kHardware &&
+    if (!NvjpegDecoder::available()) GTEST_SKIP() << NvjpegDecoder::create(GetParam()).status().message();
+    Result<std::unique_ptr<NvjpegDecoder>> decoder = NvjpegDecoder::create(GetParam());
+    if (!decoder.is_ok() && GetParam() == NvjpegBackend::kHardware &&
         decoder.status().code() == StatusCode::kUnsupported) {
       GTEST_SKIP() << decoder.status().message();
     }
@@ -200,12 +189,6 @@ class NvjpegGpu : public ::testing::TestWithParam<Route> {
   CudaStream stream_;
   DeviceImages images_;
 };
-
-TEST_P(NvjpegGpu, DecodesInTheContextAskedFor) {
-  const bool separate =
-      GetParam().backend == NvjpegBackend::kHardware && GetParam().context == NvjpegContext::kSeparate;
-  EXPECT_EQ(decoder_->context(), separate ? NvjpegContext::kSeparate : NvjpegContext::kShared);
-}
 
 TEST_P(NvjpegGpu, EachFileMatchesLibjpeg) {
   for (const Case& c : cases()) {
@@ -251,7 +234,7 @@ TEST_P(NvjpegGpu, DecodersOnSeveralThreadsEachGetTheirFilesPixels) {
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
-      Result<std::unique_ptr<NvjpegDecoder>> decoder = create_decoder(GetParam());
+      Result<std::unique_ptr<NvjpegDecoder>> decoder = NvjpegDecoder::create(GetParam());
       Result<CudaStream> stream = CudaStream::create();
       if (!decoder.is_ok() || !stream.is_ok()) {
         ++failed_threads;
@@ -305,14 +288,8 @@ TEST_P(NvjpegGpu, TruncatedAndGarbageFilesFailNamingTheFile) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, NvjpegGpu,
-                         ::testing::Values(Route{NvjpegBackend::kHardware, NvjpegContext::kShared},
-                                           Route{NvjpegBackend::kHardware, NvjpegContext::kSeparate},
-                                           Route{NvjpegBackend::kGpu, NvjpegContext::kShared}),
-                         [](const auto& param) {
-                           const bool separate = param.param.context == NvjpegContext::kSeparate;
-                           return std::string(nvjpeg_backend_name(param.param.backend)) +
-                                  (separate ? "_separate_context" : "");
-                         });
+                         ::testing::Values(NvjpegBackend::kHardware, NvjpegBackend::kGpu),
+                         [](const auto& param) { return std::string(nvjpeg_backend_name(param.param)); });
 
 }  // namespace
 }  // namespace fovea::io
