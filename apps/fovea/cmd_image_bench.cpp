@@ -36,6 +36,8 @@
 #include "io/image_codec.h"
 #include "io/image_files.h"
 #include "io/nvjpeg_decoder.h"
+#include "trace/session.h"
+#include "trace/tracer.h"
 #if defined(FOVEA_HAVE_CUDA)
 #include "core/cuda_raii.h"
 #endif
@@ -60,6 +62,7 @@ struct ImageBenchArgs {
   std::string encode;
   double seconds = 5.0;
   std::string json_path;
+  std::string trace_dir;  // --trace: the GPU backends' timed runs, for `fovea report`
 };
 
 struct LoadedFile {
@@ -253,6 +256,7 @@ Result<Ceiling> nvjpeg_ceiling(const ImageBenchArgs& args, const std::vector<Loa
         start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(args.seconds));
     std::size_t next = 0;
     while (!out_of_time(deadline)) {
+      FOVEA_TRACE_RANGE("jpeg decode");  // the flow's name for its nvJPEG calls, so traces compare
       FOVEA_ASSIGN_OR_RETURN(const std::int64_t bytes, decode(next, per_call));
       ceiling.images += static_cast<std::int64_t>(per_call);
       ceiling.bytes += bytes;
@@ -495,12 +499,13 @@ int run_image_bench(ImageBenchArgs args) {
   if (!list.is_ok()) return fail(list.status());
   std::vector<std::string> input_paths = args.inputs;
   for (const io::ListedImage& image : list->images) input_paths.push_back(image.path.string());
-  if (!args.json_path.empty()) {
-    if (Status status = check_outputs({{.what = "--json", .path = args.json_path}}, input_paths);
-        !status.is_ok()) {
-      std::fprintf(stderr, "fovea image-bench: %s\n", status.to_string().c_str());
-      return kExitUsage;
-    }
+  std::vector<PlannedOutput> outputs;
+  if (!args.json_path.empty()) outputs.push_back({.what = "--json", .path = args.json_path});
+  if (!args.trace_dir.empty())
+    outputs.push_back({.what = "--trace", .path = args.trace_dir, .is_folder = true});
+  if (Status status = check_outputs(outputs, input_paths); !status.is_ok()) {
+    std::fprintf(stderr, "fovea image-bench: %s\n", status.to_string().c_str());
+    return kExitUsage;
   }
   std::vector<Failure> failures;
   std::vector<LoadedFile> files;
@@ -517,6 +522,10 @@ int run_image_bench(ImageBenchArgs args) {
   if (args.backend == "cpu" || args.backend == "all") {
     ceilings.push_back(cpu_ceiling(args, files, &failures, args.encode.empty() ? nullptr : &decoded));
   }
+  // The GPU backends traced (the CPU threads have no GPU work to show); written when it goes.
+  Result<std::optional<trace::Session>> trace_session =
+      trace::start_session_if_requested({.dir = args.trace_dir});
+  if (!trace_session.is_ok()) return fail(trace_session.status());
   using GpuCeiling =
       Result<Ceiling> (*)(const ImageBenchArgs&, const std::vector<LoadedFile>&, std::vector<Failure>*);
   for (const auto& [name, measure] : {std::pair<std::string, GpuCeiling>{"nvjpeg", nvjpeg_ceiling},
@@ -575,6 +584,9 @@ void add_image_bench_command(CLI::App& app, Action* action) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   command->add_option("--json", args->json_path, "Also write the results as JSON to this file");
+  command->add_option("--trace", args->trace_dir,
+                      "Trace the GPU backends' timed runs into this folder (trace.json, report.json; "
+                      "fovea report), each nvJPEG call a 'jpeg decode' range as in the image flow");
   command->callback([args, action] { *action = [args] { return run_image_bench(*args); }; });
 }
 
