@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 
 #include "commands.h"
+#include "core/input_file.h"
 #include "core/log.h"
 #include "flow_command.h"
 #include "pipeline/config.h"
@@ -66,11 +67,10 @@ Result<std::pair<std::string, int>> parse_listen(std::string_view text) {
 
 // The token is the file's content without its trailing newline (what `echo secret > f` writes).
 Result<std::string> read_token(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return make_error(StatusCode::kInvalidArgument, "--token-file ", path, ": cannot be read");
-  std::ostringstream text;
-  text << file.rdbuf();
-  std::string token = text.str();
+  constexpr std::uintmax_t kMaxTokenBytes = 64u << 10;
+  Result<std::string> text = read_regular_file(path, "--token-file", kMaxTokenBytes);
+  if (!text.is_ok()) return make_error(StatusCode::kInvalidArgument, text.status().message());
+  std::string token = std::move(text).value();
   while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back())) != 0) token.pop_back();
   if (token.empty()) return make_error(StatusCode::kInvalidArgument, "--token-file ", path, ": is empty");
   return token;

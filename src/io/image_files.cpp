@@ -16,6 +16,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/input_file.h"
+
 namespace fovea::io {
 namespace fs = std::filesystem;
 namespace {
@@ -180,6 +182,8 @@ class Lister {
   }
 
   Status add_list_file(const fs::path& list_file) {
+    // Not a FIFO or a device, whose reading would block or never end.
+    FOVEA_TRY(regular_file_size(list_file, "list file").status());
     std::ifstream in(list_file);
     if (!in) {
       return make_error(StatusCode::kIoError, fmt::format("{}: cannot read the list file: {}",

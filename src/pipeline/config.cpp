@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "core/check.h"
+#include "core/input_file.h"
 #include "core/log.h"
 #include "image/blur.h"
 #include "image/blur_composite.h"
@@ -36,6 +37,8 @@ constexpr int kMaxFrameSide = 8192;
 // Frames one source may queue in the mux: each is a decoded frame held in the source's pool (12 MB
 // at 4K), so more than 64 per source is a typo, not a plan.
 constexpr int kMaxSourceQueue = 64;
+// A configuration is a page of YAML; a larger file is some other file named by mistake.
+constexpr std::uintmax_t kMaxConfigBytes = 16u << 20;
 
 template <typename E>
 struct EnumName {
@@ -1868,15 +1871,8 @@ void resolve_from(const std::filesystem::path& folder, std::string& path) {
 }  // namespace
 
 Result<PipelineConfig> load_config(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    return make_error(StatusCode::kNotFound, path, ": cannot open the configuration (", std::strerror(errno),
-                      ")");
-  }
-  std::ostringstream text;
-  text << file.rdbuf();
-  if (file.bad()) return make_error(StatusCode::kIoError, path, ": reading the configuration failed");
-  FOVEA_ASSIGN_OR_RETURN(PipelineConfig config, parse_config(text.str(), path));
+  FOVEA_ASSIGN_OR_RETURN(const std::string text, read_regular_file(path, "configuration", kMaxConfigBytes));
+  FOVEA_ASSIGN_OR_RETURN(PipelineConfig config, parse_config(text, path));
   const std::filesystem::path folder = std::filesystem::path(path).parent_path();
   for (SourceConfig& source : config.sources) resolve_from(folder, source.uri);
   for (ModelConfig& model : config.models) {

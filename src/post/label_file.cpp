@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "core/input_file.h"
+
 namespace fovea::post {
 
 namespace {
@@ -73,29 +75,7 @@ Result<std::vector<std::string>> parse_labels(std::string_view text, std::string
 }
 
 Result<std::vector<std::string>> read_label_file(const std::filesystem::path& path) {
-  std::error_code ec;
-  const bool exists = std::filesystem::exists(path, ec);
-  if (!exists) {
-    return make_error(StatusCode::kNotFound, fmt::format("label file {}: does not exist", path.string()));
-  }
-  if (std::filesystem::is_directory(path, ec)) {
-    return make_error(StatusCode::kInvalidArgument,
-                      fmt::format("label file {}: is a directory", path.string()));
-  }
-  const auto size = std::filesystem::file_size(path, ec);
-  if (!ec && size > kMaxLabelBytes) {
-    return make_error(StatusCode::kInvalidArgument,
-                      fmt::format("label file {}: {} bytes, more than the {} a label file may have",
-                                  path.string(), size, kMaxLabelBytes));
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return make_error(StatusCode::kIoError, fmt::format("label file {}: cannot be opened", path.string()));
-  }
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) {
-    return make_error(StatusCode::kIoError, fmt::format("label file {}: reading failed", path.string()));
-  }
+  FOVEA_ASSIGN_OR_RETURN(const std::string text, read_regular_file(path, "label file", kMaxLabelBytes));
   return parse_labels(text, path.string());
 }
 

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "core/input_file.h"
 #include "core/output_file.h"
 
 namespace fovea::track {
@@ -95,14 +96,10 @@ Result<MotSequence> parse_mot(std::string_view text, std::string_view name) {
 }
 
 Result<MotSequence> read_mot(const std::filesystem::path& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    return make_error(StatusCode::kNotFound, path.string(), ": cannot open the MOTChallenge file");
-  }
-  std::ostringstream text;
-  text << file.rdbuf();
-  if (file.bad()) return make_error(StatusCode::kIoError, path.string(), ": read failed");
-  return parse_mot(text.str(), path.string());
+  // MOT17's largest ground truth is a few megabytes.
+  constexpr std::uintmax_t kMaxMotBytes = std::uintmax_t{1} << 30;
+  FOVEA_ASSIGN_OR_RETURN(const std::string text, read_regular_file(path, "MOTChallenge file", kMaxMotBytes));
+  return parse_mot(text, path.string());
 }
 
 std::string format_mot(const MotSequence& sequence) {

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "core/input_file.h"
 #include "core/output_file.h"
 #include "runtime/engine.h"
 
@@ -38,17 +39,11 @@ Status check_amax(const std::string& where, const std::string& tensor, float ama
                     " is not a positive finite number");
 }
 
+// A cache holds a few lines per tensor: tens of kilobytes for the largest networks.
+constexpr std::uintmax_t kMaxCalibrationBytes = 64u << 20;
+
 Result<std::string> read_text(const std::filesystem::path& path) {
-  std::error_code error;
-  if (!std::filesystem::is_regular_file(path, error)) {
-    return make_error(StatusCode::kNotFound, path.string(), ": no such calibration cache");
-  }
-  std::ifstream file(path, std::ios::binary);
-  std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  if (file.bad() || !file.is_open()) {
-    return make_error(StatusCode::kIoError, path.string(), ": cannot read the calibration cache");
-  }
-  return text;
+  return read_regular_file(path, "calibration cache", kMaxCalibrationBytes);
 }
 
 // The member `key` of `object`, of the JSON type `is_type` accepts; an error names the file and key.
