@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "core/input_file.h"
 #include "core/output_file.h"
 
 namespace fovea::runtime {
@@ -77,10 +78,25 @@ Result<Shape> parse_shape(std::string_view text, const std::string& where) {
   return shape;
 }
 
+// The array's bytes, or an error when the dimensions' product overflows (a crafted header can
+// claim 2^64 elements whose byte count wraps to the few bytes the file has).
+Result<std::uintmax_t> data_bytes(const Shape& shape, DataType dtype, const std::string& where) {
+  std::uint64_t bytes = data_type_size(dtype);
+  for (const std::int64_t dim : shape) {
+    if (__builtin_mul_overflow(bytes, static_cast<std::uint64_t>(dim), &bytes)) {
+      return make_error(StatusCode::kCorruptData, where, ": the shape ", shape_string(shape),
+                        " has more elements than any file can hold");
+    }
+  }
+  return bytes;
+}
+
 }  // namespace
 
 Result<Tensor> read_npy(const std::filesystem::path& path) {
   const std::string where = path.string();
+  // Not a FIFO or a device, which would block or stream without end.
+  FOVEA_TRY(regular_file_size(path, ".npy file").status());
   std::ifstream file(path, std::ios::binary);
   if (!file) {
     return make_error(StatusCode::kNotFound, where, ": cannot open");
@@ -108,21 +124,31 @@ Result<Tensor> read_npy(const std::filesystem::path& path) {
   }
   std::string header(header_length, '\0');
   file.read(header.data(), header_length);
+  if (!file) return make_error(StatusCode::kCorruptData, where, ": the header is cut short");
   const std::string_view descr = header_value(header, "descr");
+  if (descr.starts_with("[")) {
+    return make_error(StatusCode::kUnsupported, where,
+                      ": a structured dtype (a record of fields) is not supported; save a plain array");
+  }
   if (descr.size() < 2 || descr.front() != '\'' || descr.find('\'', 1) == std::string_view::npos) {
     return make_error(StatusCode::kCorruptData, where, ": header has no 'descr'");
   }
   FOVEA_ASSIGN_OR_RETURN(DataType dtype,
                          dtype_of(std::string(descr.substr(1, descr.find('\'', 1) - 1)), where));
-  if (header_value(header, "fortran_order").starts_with("True")) {
+  const std::string_view fortran_order = header_value(header, "fortran_order");
+  if (fortran_order.starts_with("True")) {
     return make_error(StatusCode::kUnsupported, where,
                       ": Fortran-ordered arrays are not supported (save C order)");
+  }
+  if (!fortran_order.starts_with("False")) {
+    return make_error(StatusCode::kCorruptData, where,
+                      ": header's 'fortran_order' is neither True nor False");
   }
   FOVEA_ASSIGN_OR_RETURN(Shape shape, parse_shape(header_value(header, "shape"), where));
   std::error_code ec;
   const auto file_size = std::filesystem::file_size(path, ec);
   const auto data_start = static_cast<std::uintmax_t>(file.tellg());
-  const std::uintmax_t expected = static_cast<std::uintmax_t>(element_count(shape)) * data_type_size(dtype);
+  FOVEA_ASSIGN_OR_RETURN(const std::uintmax_t expected, data_bytes(shape, dtype, where));
   if (ec || file_size < data_start || file_size - data_start != expected) {
     return make_error(StatusCode::kCorruptData, where, ": holds ", std::to_string(file_size - data_start),
                       " data bytes, expected ", std::to_string(expected), " for ", shape_string(shape));

@@ -15,6 +15,7 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include "core/input_file.h"
 #include "onnx.pb.h"
 #include "runtime/opset_conversion.h"
 #include "runtime/shape_inference.h"
@@ -23,21 +24,18 @@ namespace fovea::runtime {
 
 namespace {
 
+// Protobuf parses at most 2 GiB: a larger file is refused by its size, before it is read.
+constexpr std::uintmax_t kMaxProtobufBytes = static_cast<std::uintmax_t>(std::numeric_limits<int>::max());
+
+Status protobuf_too_large(const std::string& name) {
+  return make_error(StatusCode::kUnsupported, name,
+                    ": the model protobuf is over 2 GiB; store the weights as external data");
+}
+
 Result<std::string> read_file(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) {
-    return make_error(StatusCode::kNotFound, path.string(), ": no such file");
-  }
-  if (std::filesystem::is_directory(path, ec)) {
-    return make_error(StatusCode::kInvalidArgument, path.string(), ": is a directory, not an ONNX file");
-  }
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    return make_error(StatusCode::kIoError, path.string(), ": cannot open: ", std::strerror(errno));
-  }
-  std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  if (file.bad()) {
-    return make_error(StatusCode::kIoError, path.string(), ": read failed");
+  Result<std::string> bytes = read_regular_file(path, "model", kMaxProtobufBytes);
+  if (!bytes.is_ok() && bytes.status().code() == StatusCode::kResourceExhausted) {
+    return protobuf_too_large(path.string());
   }
   return bytes;
 }
@@ -238,6 +236,10 @@ Status Loader::read_external(const onnx::TensorProto& proto, Tensor& out, const 
   std::uint64_t offset = 0;
   std::optional<std::uint64_t> length;
   for (const auto& entry : proto.external_data()) {
+    if ((entry.key() == "offset" || entry.key() == "length") && entry.value().starts_with("-")) {
+      return error(StatusCode::kCorruptData, what, ": external_data ", entry.key(), "='", entry.value(),
+                   "' is negative");
+    }
     try {
       if (entry.key() == "location") location = entry.value();
       if (entry.key() == "offset") offset = std::stoull(entry.value());
@@ -247,26 +249,32 @@ Status Loader::read_external(const onnx::TensorProto& proto, Tensor& out, const 
                    "' is not a number");
     }
   }
-  const std::filesystem::path relative(location);
-  // The location must stay inside the model's folder: a model file must not read arbitrary files.
-  if (location.empty() || relative.is_absolute() ||
-      std::any_of(relative.begin(), relative.end(), [](const auto& part) { return part == ".."; })) {
+  // The location must stay inside the model's folder, symbolic links resolved: a model file must
+  // not read arbitrary files (a downloaded archive may carry a link to /etc/passwd).
+  const std::filesystem::path relative = std::filesystem::path(location).lexically_normal();
+  std::error_code ec;
+  const std::filesystem::path folder =
+      std::filesystem::weakly_canonical(base_dir_.empty() ? "." : base_dir_, ec);
+  const std::filesystem::path resolved = std::filesystem::weakly_canonical(base_dir_ / relative, ec);
+  const std::filesystem::path inside = resolved.lexically_relative(folder);
+  if (location.empty() || relative.is_absolute() || ec || inside.empty() || *inside.begin() == "..") {
     return error(StatusCode::kCorruptData, what, ": external data location '", location,
-                 "' must be a relative path inside the model's folder");
+                 "' must be a relative path inside the model's folder (symbolic links resolved)");
   }
   if (length && *length != out.bytes()) {
     return error(StatusCode::kCorruptData, what, ": external data length ", std::to_string(*length),
                  " does not match ", std::to_string(out.bytes()), " bytes of ", shape_string(out.shape()));
   }
   const std::filesystem::path file_path = base_dir_ / relative;
+  Result<std::uintmax_t> size = regular_file_size(file_path, "external data file");
+  if (!size.is_ok()) return error(size.status().code(), what, ": ", size.status().message());
   std::ifstream file(file_path, std::ios::binary);
   if (!file) {
     return error(StatusCode::kNotFound, what, ": external data file ", file_path.string(),
                  " cannot be opened");
   }
-  std::error_code ec;
-  const std::uint64_t file_size = std::filesystem::file_size(file_path, ec);
-  if (ec || offset > file_size || file_size - offset < out.bytes()) {
+  const std::uint64_t file_size = *size;
+  if (offset > file_size || file_size - offset < out.bytes()) {
     return error(StatusCode::kCorruptData, what, ": external data file ", file_path.string(),
                  " is too short (", std::to_string(file_size), " bytes, need ",
                  std::to_string(offset + out.bytes()), ")");
@@ -601,10 +609,7 @@ Result<Model> parse_onnx(std::string_view bytes, const std::string& name,
   if (bytes.empty()) {
     return make_error(StatusCode::kCorruptData, name, ": empty file, not an ONNX model");
   }
-  if (bytes.size() > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
-    return make_error(StatusCode::kUnsupported, name,
-                      ": the model protobuf is over 2 GiB; store the weights as external data");
-  }
+  if (bytes.size() > kMaxProtobufBytes) return protobuf_too_large(name);
   onnx::ModelProto proto;
   google::protobuf::io::ArrayInputStream stream(bytes.data(), static_cast<int>(bytes.size()));
   google::protobuf::io::CodedInputStream coded(&stream);

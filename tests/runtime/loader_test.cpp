@@ -177,6 +177,30 @@ TEST(Loader, ExternalDataMustStayInTheModelFolder) {
                {"'bias'", "inside the model"});
 }
 
+// Checked after symbolic links are resolved: a link inside the folder must not reach a file outside
+// it. A path that only passes through a subfolder and back stays inside and is read.
+TEST(Loader, ExternalDataThroughALinkOutOfTheFolderIsRefused) {
+  const auto root = std::filesystem::path(fovea::testing::test_temp_dir()) / "linked";
+  std::filesystem::remove_all(root);
+  std::filesystem::create_directories(root / "model" / "sub");
+  const float values[4] = {1, 2, 3, 4};
+  std::ofstream(root / "outside.bin", std::ios::binary).write(reinterpret_cast<const char*>(values), 16);
+  std::ofstream(root / "model" / "w.bin", std::ios::binary).write(reinterpret_cast<const char*>(values), 16);
+  std::filesystem::create_symlink(root / "outside.bin", root / "model" / "link.bin");
+  for (const auto& [location, inside] : {std::pair{"link.bin", false}, std::pair{"sub/../w.bin", true}}) {
+    ModelBuilder m;
+    m.input("x", DataType::kFloat32, {4}).output("y", DataType::kFloat32, {4});
+    m.external_initializer("bias", DataType::kFloat32, {4}, location, 0);
+    m.node("Add", {"x", "bias"}, {"y"});
+    const auto model = load_onnx(m.write(root / "model" / "model.onnx"));
+    if (inside) {
+      EXPECT_TRUE(model.is_ok()) << location << ": " << model.status().to_string();
+    } else {
+      expect_error(model, StatusCode::kCorruptData, {"'bias'", "inside the model's folder"});
+    }
+  }
+}
+
 TEST(Loader, ExternalDataFileTooShort) {
   const auto dir = std::filesystem::path(fovea::testing::test_temp_dir()) / "short";
   std::filesystem::create_directories(dir);

@@ -127,5 +127,38 @@ TEST(Npy, RejectsBadFiles) {
   EXPECT_EQ(result.status().code(), StatusCode::kCorruptData);
 }
 
+// A version 1.0 .npy file with `dict` as its header and no data after it.
+std::filesystem::path npy_with_header(const std::string& name, std::string dict) {
+  while ((10 + dict.size() + 1) % 64 != 0) dict += ' ';
+  dict += '\n';
+  const auto path = std::filesystem::path(fovea::testing::test_temp_dir()) / name;
+  std::ofstream file(path, std::ios::binary);
+  file << "\x93NUMPY" << '\x01' << '\x00' << static_cast<char>(dict.size() & 0xff)
+       << static_cast<char>(dict.size() >> 8) << dict;
+  return path;
+}
+
+void expect_npy_refused(const std::filesystem::path& path, StatusCode code, const std::string& needle) {
+  const Result<Tensor> result = read_npy(path);
+  ASSERT_FALSE(result.is_ok()) << path;
+  EXPECT_EQ(result.status().code(), code) << result.status().to_string();
+  EXPECT_NE(result.status().message().find(needle), std::string::npos) << result.status().message();
+}
+
+TEST(Npy, RefusesCraftedHeaders) {
+  // 2^32 * 2^32 float32 elements: the byte count wraps to 0, which is what the file holds.
+  expect_npy_refused(
+      npy_with_header("wrap.npy",
+                      "{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 1), }"),
+      StatusCode::kCorruptData, "more elements than any file can hold");
+  expect_npy_refused(
+      npy_with_header("maybe.npy", "{'descr': '<f4', 'fortran_order': Maybe, 'shape': (0,), }"),
+      StatusCode::kCorruptData, "neither True nor False");
+  expect_npy_refused(
+      npy_with_header("record.npy",
+                      "{'descr': [('a', '<f4'), ('b', '<i4')], 'fortran_order': False, 'shape': (2,), }"),
+      StatusCode::kUnsupported, "structured dtype");
+}
+
 }  // namespace
 }  // namespace fovea::runtime::testing
