@@ -17,8 +17,14 @@ SliceAxis slice_axis(std::int64_t start, std::int64_t end, std::int64_t step, st
     end = std::clamp<std::int64_t>(end, -1, dim - 1);
   }
   const std::int64_t span = step > 0 ? end - start : start - end;
-  const std::int64_t stride = step > 0 ? step : -step;
-  return SliceAxis{start, step, Dim::known_size(span <= 0 ? 0 : (span + stride - 1) / stride)};
+  if (span <= 0) return SliceAxis{start, step, Dim::known_size(0)};
+  // In unsigned arithmetic: -step overflows for INT64_MIN, and span + stride - 1 for a step near
+  // INT64_MAX (one element either way).
+  const std::uint64_t stride =
+      step > 0 ? static_cast<std::uint64_t>(step) : static_cast<std::uint64_t>(-(step + 1)) + 1;
+  const auto whole = static_cast<std::uint64_t>(span);
+  const std::uint64_t count = whole / stride + (whole % stride != 0 ? 1 : 0);
+  return SliceAxis{start, step, Dim::known_size(static_cast<std::int64_t>(count))};
 }
 
 Result<std::optional<std::vector<SliceAxis>>> slice_plan(const InferContext& ctx, const Dims& in) {

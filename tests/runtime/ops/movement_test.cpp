@@ -113,10 +113,17 @@ std::vector<std::int64_t> slice_indices(std::int64_t start, std::int64_t end, st
   std::vector<std::int64_t> indices;
   const std::int64_t s = start < 0 ? std::max<std::int64_t>(start + dim, 0) : std::min(start, dim);
   const std::int64_t e = end < 0 ? std::max<std::int64_t>(end + dim, -1) : std::min(end, dim);
+  // A step that would carry the index past the int64 range ends the slice (no wrap-around).
   if (step > 0) {
-    for (std::int64_t i = s; i < e; i += step) indices.push_back(i);
+    for (std::int64_t i = s; i < e;) {
+      indices.push_back(i);
+      if (__builtin_add_overflow(i, step, &i)) break;
+    }
   } else {
-    for (std::int64_t i = std::min(s, dim - 1); i > e; i += step) indices.push_back(i);
+    for (std::int64_t i = std::min(s, dim - 1); i > e;) {
+      indices.push_back(i);
+      if (__builtin_add_overflow(i, step, &i)) break;
+    }
   }
   return indices;
 }
@@ -134,6 +141,11 @@ TEST(OpSlice, MatchesNaiveWithNegativeStepsAndExtremeEnds) {
       {{10, 2}, {-15, -1}, {1, 0}, {-4, -1}},
       {{0, 5}, {0, 5}, {0, 2}, {1, 1}},  // empty
       {{20}, {-30}, {2}, {-5}},
+      // Steps near the int64 limits: one element each, where (span + step - 1) / step overflowed.
+      {{0}, {kMax}, {1}, {kMax - 2}},
+      {{0}, {kMax}, {2}, {kMax}},
+      {{-1}, {kMin}, {1}, {kMin}},
+      {{kMax}, {-kMax}, {2}, {-kMax}},
   };
   for (const Case& c : cases) {
     const auto out = run_node(NodeBuilder("Slice", 13).inputs(5).build(),
