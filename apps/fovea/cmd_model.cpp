@@ -323,6 +323,9 @@ Result<std::vector<runtime::Tensor>> read_inputs(const runtime::Graph& graph,
   std::map<std::string, runtime::Tensor> by_name;
   for (const std::string& text : texts) {
     FOVEA_ASSIGN_OR_RETURN(auto pair, split_assignment(text, "NAME=FILE.npy"));
+    if (by_name.count(pair.first) > 0) {
+      return make_error(StatusCode::kInvalidArgument, "'", pair.first, "' is given twice");
+    }
     FOVEA_ASSIGN_OR_RETURN(by_name[pair.first], runtime::read_npy(pair.second));
   }
   std::vector<runtime::Tensor> inputs;
@@ -551,7 +554,8 @@ void add_model_command(CLI::App& app, Action* action) {
   args = std::make_shared<ModelArgs>();
   CLI::App* run = model->add_subcommand("run", "Run a model on .npy inputs and write .npy outputs");
   run->add_option("MODEL", args->model, "ONNX file")->required()->check(CLI::ExistingFile);
-  run->add_option("--input", args->inputs, "NAME=FILE.npy, one per model input")->required();
+  run->add_option("--input", args->inputs,
+                  "NAME=FILE.npy, one per model input (none for a model without inputs)");
   run->add_option("--output-dir", args->output_dir, "Folder for the outputs (one NAME.npy each)")
       ->capture_default_str();
   run->add_option("--repeat", args->repeat, "Run N times and report the median time")
