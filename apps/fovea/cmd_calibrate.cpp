@@ -105,9 +105,6 @@ Result<pipeline::ModelConfig> model_config(const CalibrateArgs& args) {
   if (!args.model.empty()) model.path = args.model;
   if (!args.size.empty()) {
     FOVEA_ASSIGN_OR_RETURN(const auto size, parse_size(args.size, "--size"));
-    if (size.first <= 0 || size.second <= 0) {
-      return make_error(StatusCode::kInvalidArgument, "--size ", args.size, ": both sides must be positive");
-    }
     model.input_width = size.first;
     model.input_height = size.second;
   }

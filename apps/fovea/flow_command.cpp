@@ -310,6 +310,11 @@ Result<std::pair<int, int>> parse_size(const std::string& text, std::string_view
     return make_error(StatusCode::kInvalidArgument, std::string(flag), " ", text,
                       ": expected WIDTHxHEIGHT, e.g. 960x544");
   }
+  const auto in_range = [](int side) { return side >= 1 && side <= pipeline::kMaxFrameSide; };
+  if (!in_range(width) || !in_range(height)) {
+    return make_error(StatusCode::kInvalidArgument,
+                      fmt::format("{} {}: each side must be 1..{}", flag, text, pipeline::kMaxFrameSide));
+  }
   return std::pair{width, height};
 }
 

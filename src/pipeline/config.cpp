@@ -32,8 +32,6 @@ namespace {
 
 // Batches beyond this are typos (an extra digit), not plans: the scaling runs go to 16 sources.
 constexpr int kMaxBatchSize = 1024;
-// The largest frame side NVDEC and NVENC handle (HEVC/AV1); no source or model goes beyond it.
-constexpr int kMaxFrameSide = 8192;
 // Frames one source may queue in the mux: each is a decoded frame held in the source's pool (12 MB
 // at 4K), so more than 64 per source is a typo, not a plan.
 constexpr int kMaxSourceQueue = 64;

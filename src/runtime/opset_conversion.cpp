@@ -226,6 +226,42 @@ constexpr OldForm kOldForms[] = {
     {"Upsample", 10, 10, nullptr, "Upsample is deprecated from opset 10: Resize replaces it"},
 };
 
+// Attributes that the op takes as an input from `input_since` on. A model that still writes one at
+// a newer version (an old exporter's form under a new opset import: the ONNX checker refuses it)
+// would have it ignored where the kernel reads the input, the bound or the pads silently lost.
+struct MovedAttribute {
+  std::string_view op_type;
+  std::string_view attribute;
+  int input_since;
+};
+
+constexpr MovedAttribute kMovedAttributes[] = {
+    {"Clip", "min", 11},
+    {"Clip", "max", 11},
+    {"Pad", "pads", 11},
+    {"Pad", "value", 11},
+    {"Slice", "starts", 10},
+    {"Slice", "ends", 10},
+    {"Slice", "axes", 10},
+    {"TopK", "k", 10},
+    {"Reshape", "shape", 5},
+    {"Split", "split", 13},
+    {"Squeeze", "axes", 13},
+    {"Unsqueeze", "axes", 13},
+    {"ReduceSum", "axes", 13},
+    {"ReduceMean", "axes", 18},
+    {"ReduceMax", "axes", 18},
+    {"ReduceMin", "axes", 18},
+    {"ReduceProd", "axes", 18},
+    {"ReduceL1", "axes", 18},
+    {"ReduceL2", "axes", 18},
+    {"ReduceLogSum", "axes", 18},
+    {"ReduceLogSumExp", "axes", 18},
+    {"ReduceSumSquare", "axes", 18},
+    {"Dropout", "ratio", 12},
+    {"Upsample", "scales", 9},
+};
+
 // consumed_inputs, on the opset-1 versions of many ops, was a memory-reuse hint that never changed
 // a result; opset 6 removed it everywhere.
 constexpr int kWithoutConsumedInputs = 6;
@@ -652,9 +688,33 @@ int op_version(std::string_view op_type, int opset) {
   return 0;
 }
 
+namespace {
+
+// kMovedAttributes' check, for a model of any opset: the op's version at the model's opset takes
+// the attribute as an input once the opset reaches the version that moved it.
+Status refuse_moved_attributes(const Graph& graph, int opset) {
+  for (const Node& node : graph.nodes) {
+    if (!node.domain.empty()) continue;
+    for (const MovedAttribute& moved : kMovedAttributes) {
+      if (moved.op_type == node.op_type && opset >= moved.input_since &&
+          node.has_attribute(moved.attribute)) {
+        return make_error(StatusCode::kInvalidArgument, graph.where(), node.describe(), ": attribute '",
+                          moved.attribute, "' is not one of ", node.op_type, "'s at opset ",
+                          std::to_string(opset), ": from opset ", std::to_string(moved.input_since),
+                          " it is an input");
+      }
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
 Status convert_old_opsets(Graph& graph) {
   const auto opset = graph.opsets.find("");
-  if (opset == graph.opsets.end() || opset->second >= kKernelOpset) return Status::ok();
+  if (opset == graph.opsets.end()) return Status::ok();
+  FOVEA_TRY(refuse_moved_attributes(graph, opset->second));
+  if (opset->second >= kKernelOpset) return Status::ok();
   return Converter(graph).run();
 }
 

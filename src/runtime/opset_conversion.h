@@ -26,6 +26,8 @@ int op_version(std::string_view op_type, int opset);
 
 // Converts a model whose default-domain opset is below kKernelOpset (nodes in a topological
 // order, constants loaded) to the opset-kKernelOpset forms; other models are left as they are.
+// A model of any opset is refused when a node carries an attribute that its op takes as an input
+// at that opset (Clip's min at opset 13): the kernel would ignore it.
 // Ops fovea does not register are left for shape inference to report as unsupported.
 Status convert_old_opsets(Graph& graph);
 

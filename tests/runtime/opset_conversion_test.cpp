@@ -152,6 +152,31 @@ TEST(OpsetConversion, UnconvertibleFormsAreRefusedNamingNodeOpAndVersion) {
   expect_refused_at_load(too_new_an_op, "old.onnx", {"node 'range'", "not an op of opset 9"});
 }
 
+// An attribute that the op's version at the model's opset takes as an input (Clip-13's bounds,
+// Squeeze-13's axes) would be ignored by the kernel: refused, naming the node, the attribute and the
+// version, instead of running without it.
+TEST(OpsetConversion, AnAttributeThatIsAnInputAtTheOpsetIsRefused) {
+  ModelBuilder clip(13);
+  clip.input("x", DataType::kFloat32, {4}).output("y", DataType::kFloat32, {4});
+  auto& node = clip.node("Clip", {"x"}, {"y"}, "clip0");
+  clip.attr(node, "min", 1.0f);
+  expect_refused_at_load(
+      clip, "m.onnx", {"node 'clip0' (Clip)", "'min'", "Clip's at opset 13", "from opset 11 it is an input"});
+
+  ModelBuilder squeeze(13);
+  squeeze.input("x", DataType::kFloat32, {1, 4}).output("y", DataType::kFloat32, {4});
+  auto& sq = squeeze.node("Squeeze", {"x"}, {"y"}, "sq");
+  squeeze.attr(sq, "axes", std::vector<std::int64_t>{0});
+  expect_refused_at_load(squeeze, "m.onnx", {"node 'sq' (Squeeze)", "'axes'", "at opset 13"});
+
+  // The same attribute at an opset where it is one loads (and is converted where that is needed).
+  ModelBuilder old_squeeze(11);
+  old_squeeze.input("x", DataType::kFloat32, {1, 4}).output("y", DataType::kFloat32, {4});
+  auto& old_sq = old_squeeze.node("Squeeze", {"x"}, {"y"}, "sq");
+  old_squeeze.attr(old_sq, "axes", std::vector<std::int64_t>{0});
+  EXPECT_EQ(run_model(old_squeeze, {float_tensor({1, 4}, {1, 2, 3, 4})})[0].shape(), (Shape{4}));
+}
+
 // Found by the loader's fuzzer: an old form that reads or keeps its first input is refused, not
 // read out of bounds, when the node has none.
 TEST(OpsetConversion, OldFormsWithoutADataInputAreRefused) {
