@@ -46,6 +46,13 @@ bool jpeg_by_name(const std::filesystem::path& path) {
 // A JPEG thread's pinned read blocks: a group of 32 1080p photos (24 MB) spans two, and a block
 // goes back to be filled again once the frames read into it are released downstream.
 constexpr std::size_t kReadBlockBytes = std::size_t{16} << 20;
+// How often an image waiting for the budget checks whether it has become the next one to push.
+constexpr std::chrono::milliseconds kBudgetPoll{20};
+// How long the image the pusher needs next waits for frames downstream to be released before it
+// passes over the budget anyway. A flow's stages release their frames without waiting for more, so
+// this only bounds the wait of a consumer that holds frames while it asks for more: the source
+// never stops for good.
+constexpr std::chrono::seconds kNextImagePatience{1};
 
 // Adds the time from its construction to its end to `total_ns`: one kind of a decode thread's work.
 class TimedWork {
@@ -71,12 +78,16 @@ struct Decoded {
   std::optional<SourceFrame> frame;
 };
 
-// The part of a decoded picture that becomes the frame: all of it, or one half of an AB pair.
+// The part of a decoded picture that becomes the frame: all of it, or one half of an AB pair. An
+// odd width leaves the middle column out of both halves: B ends at the right edge, as A starts at
+// the left one.
 ImageView split_view(const ImageView& image, AbSplit split) {
   if (split == AbSplit::kNone) return image;
   ImageView half = image;
   half.width = image.width / 2;
-  if (split == AbSplit::kB) half.planes[0].data = image.row(0, 0) + static_cast<std::size_t>(half.width) * 3;
+  if (split == AbSplit::kB) {
+    half.planes[0].data = image.row(0, 0) + static_cast<std::size_t>(image.width - half.width) * 3;
+  }
   return half;
 }
 
@@ -94,6 +105,7 @@ struct FrameBudget {
   std::condition_variable changed;
   int frames = 0;
   std::int64_t bytes = 0;
+  int downstream = 0;  // of `frames`: pushed to the mux, not yet released
   bool stopping = false;
 };
 
@@ -385,17 +397,42 @@ struct ImageSources::State {
   }
 
   // Waits until `frames` frames of `bytes` fit the budget. The group holding the image the pusher
-  // needs next never waits, so progress does not depend on the images after it giving memory back.
+  // needs next waits only while frames pushed downstream hold the budget (for kNextImagePatience at
+  // most): those are released once their batch has run, and the mux sends the batch it is building
+  // without waiting for this image (set_starved), so a batch of large pictures is not held whole.
+  // Frames decoded ahead of it are not waited for (they wait for it to be pushed): it then passes
+  // over the budget.
   Status reserve(std::size_t first, std::int64_t bytes, int frames) {
     FOVEA_TRACE_RANGE("image budget wait");
     const TimedWork timer(work_ns[kBudgetWait]);
+    bool starved = false;
+    std::optional<std::chrono::steady_clock::time_point> next_since;
     std::unique_lock lock(budget->mutex);
-    budget->changed.wait(lock, [&] {
-      if (budget->stopping) return true;
-      if (first == next_push_now()) return true;
-      return budget->frames + frames <= options.max_frames_in_flight &&
-             budget->bytes + bytes <= options.max_bytes_in_flight;
-    });
+    for (;;) {
+      if (budget->stopping) break;
+      const bool fits = budget->frames + frames <= options.max_frames_in_flight &&
+                        budget->bytes + bytes <= options.max_bytes_in_flight;
+      const bool next = first == next_push_now();
+      if (next && !next_since) next_since = std::chrono::steady_clock::now();
+      const bool patience_over = next && std::chrono::steady_clock::now() - *next_since >= kNextImagePatience;
+      if (fits || (next && (budget->downstream == 0 || patience_over))) break;
+      if (next != starved) {
+        // The mux's lock is taken without the budget's: a frame released under the mux's lock takes
+        // the budget's.
+        starved = next;
+        lock.unlock();
+        mux.set_starved(0, starved);
+        lock.lock();
+        continue;
+      }
+      // Polled as well: the image may become the next one to push without the budget changing.
+      budget->changed.wait_for(lock, kBudgetPoll);
+    }
+    if (starved) {
+      lock.unlock();
+      mux.set_starved(0, false);
+      lock.lock();
+    }
     if (budget->stopping) return make_error(StatusCode::kCancelled, "the flow is stopping");
     budget->frames += frames;
     budget->bytes += bytes;
@@ -420,12 +457,14 @@ struct ImageSources::State {
         const std::lock_guard lock(budget->mutex);
         --budget->frames;
         budget->bytes -= bytes;
+        if (downstream) --budget->downstream;
       }
       budget->changed.notify_all();
     }
     std::vector<std::shared_ptr<void>> memory;
     std::shared_ptr<FrameBudget> budget;
     std::int64_t bytes;
+    bool downstream = false;  // under budget->mutex: pushed to the mux
   };
 
   std::shared_ptr<Held> hold(std::int64_t bytes) const {
@@ -655,7 +694,16 @@ struct ImageSources::State {
       // miss both the new value and the notification.
       { const std::lock_guard budget_lock(budget->mutex); }
       budget->changed.notify_all();
-      if (next.frame && !mux.push(0, std::move(*next.frame), std::nullopt)) break;
+      if (next.frame) {
+        {
+          // Every frame's owner is a Held: the decode threads made it so.
+          const auto held = std::static_pointer_cast<Held>(next.frame->frame.owner);
+          const std::lock_guard budget_lock(budget->mutex);
+          held->downstream = true;
+          ++budget->downstream;
+        }
+        if (!mux.push(0, std::move(*next.frame), std::nullopt)) break;
+      }
     }
     {
       const std::lock_guard lock(mutex);

@@ -7,7 +7,10 @@
 // Batch composition, round-robin: sources are visited in order, one frame per visit, starting
 // where the previous batch stopped so every source gets its turn first.
 // - File mode (live == false): the mux waits for the next source's frame (or its end), so
-//   batches are the same on every run whatever the threads' timing.
+//   batches are the same on every run whatever the threads' timing, but for a starved source
+//   (set_starved): one that cannot bring its next frame until frames already pushed are released
+//   downstream (an image source at its memory budget). Waiting for it would wait for the batch
+//   being built, so a batch begun goes out partial instead.
 // - Live mode: the mux never waits for one source while others have frames; it visits only the
 //   sources with frames queued and waits only when none has one. A live source cannot be paused,
 //   so when its queue is full its oldest frame is dropped (counted) instead of blocking it; a
@@ -165,6 +168,16 @@ class StreamMux {
   // End of stream: the source's queued frames are still batched.
   void end(std::size_t source) { close_source(source, Status::ok()); }
 
+  // File mode: while a source is starved, a batch begun does not wait for its next frame (the
+  // header says why); the batch goes out with what it has.
+  void set_starved(std::size_t source, bool starved) {
+    {
+      std::lock_guard lock(mutex_);
+      source_at(source).starved = starved;
+    }
+    changed_.notify_all();
+  }
+
   // The source failed: it is reported (log and stats) and leaves the rotation once its queued
   // frames are batched; the other sources carry on.
   void fail(std::size_t source, const Status& error) {
@@ -256,6 +269,7 @@ class StreamMux {
     Status error;
     double frame_rate = 0.0;  // 0: unknown
     bool held = false;        // hold_when_full
+    bool starved = false;     // set_starved
     bool finished() const { return closed && frames.empty(); }
   };
 
@@ -357,12 +371,15 @@ class StreamMux {
         continue;
       }
       const SourceState& state = sources_[order.front()];
-      if (!wait(lock, deadline, [&] { return !state.frames.empty() || state.closed; })) {
+      const bool batch_begun = std::any_of(taken.begin(), taken.end(), [](std::size_t n) { return n > 0; });
+      const auto cut = [&] { return batch_begun && state.starved; };
+      if (!wait(lock, deadline, [&] { return !state.frames.empty() || state.closed || cut(); })) {
         return std::nullopt;
       }
       if (!state.frames.empty()) {
         return order.front();
       }
+      if (!state.closed) return std::nullopt;  // starved: the batch goes out partial
     }
   }
 

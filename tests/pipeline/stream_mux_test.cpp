@@ -128,6 +128,25 @@ TEST(StreamMux, PushTimeoutFlushesAPartialBatch) {
   EXPECT_EQ(drain(mux), (std::vector<std::string>{"A1 A2"}));
 }
 
+// A starved source (its next frame waits for the frames already pushed to be released) cuts the
+// batch being built instead of being waited for; an empty batch still waits for it, and once it is
+// fed again batches are full.
+TEST(StreamMux, AStarvedSourceCutsTheBatchBegun) {
+  StreamMux<int> mux(options(4), names(1));
+  feed(mux, 0, 2, /*end=*/false);
+  std::thread starve([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    mux.set_starved(0, true);
+  });
+  const std::optional<Batch<int>> first = mux.next_batch();
+  starve.join();
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(describe(*first), "A0 A1");
+  mux.set_starved(0, false);
+  feed(mux, 0, 5);
+  EXPECT_EQ(drain(mux), (std::vector<std::string>{"A2 A3 A4 A5", "A6"}));
+}
+
 // Live mode does not wait for a silent source while another has frames.
 TEST(StreamMux, LiveModeTakesWhatIsThere) {
   MuxOptions live = options(4);
