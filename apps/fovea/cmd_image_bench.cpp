@@ -24,7 +24,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <functional>
 #include <iterator>
 #include <thread>
@@ -112,14 +111,6 @@ Ceiling run_threads(int threads, double seconds, const std::function<std::int64_
   ceiling.bytes = bytes.load();
   ceiling.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return ceiling;
-}
-
-Result<std::vector<std::uint8_t>> read_whole(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error(StatusCode::kIoError, path.string(), ": cannot open");
-  std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return make_error(StatusCode::kIoError, path.string(), ": read failed");
-  return bytes;
 }
 
 std::span<const std::uint8_t> span_of(const LoadedFile& file) {
@@ -510,7 +501,8 @@ int run_image_bench(ImageBenchArgs args) {
   std::vector<Failure> failures;
   std::vector<LoadedFile> files;
   for (const io::ListedImage& image : list->images) {
-    Result<std::vector<std::uint8_t>> bytes = read_whole(image.path);
+    // The image flow's limits (io::ImageLimits): a file over 1 GiB is refused, not read.
+    Result<std::vector<std::uint8_t>> bytes = io::read_image_bytes(image.path);
     if (!bytes.is_ok()) {
       failures.push_back({"read", image.path.string(), bytes.status().to_string()});
       continue;

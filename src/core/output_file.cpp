@@ -2,7 +2,10 @@
 
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
+#include <functional>
 #include <system_error>
 #include <utility>
 
@@ -23,9 +26,16 @@ Status io_error(const std::string& what, const std::filesystem::path& path, std:
 }  // namespace
 
 std::filesystem::path partial_path(const std::filesystem::path& path) {
-  std::filesystem::path partial = path;
-  partial += fmt::format(".fovea-{}.partial", static_cast<long>(::getpid()));
-  return partial;
+  const std::string suffix = fmt::format(".fovea-{}.partial", static_cast<long>(::getpid()));
+  std::string name = path.filename().string();
+  // A file name has at most 255 bytes (NAME_MAX): the partial name of a long output name is its
+  // beginning and a hash of the whole, so an output name that fits still gets written.
+  constexpr std::size_t kMaxName = 255;
+  if (name.size() + suffix.size() > kMaxName) {
+    const std::string hash = fmt::format("-{:016x}", std::hash<std::string>{}(name));
+    name = name.substr(0, kMaxName - suffix.size() - hash.size()) + hash;
+  }
+  return path.parent_path() / (name + suffix);
 }
 
 PendingFile::PendingFile(std::filesystem::path path)
@@ -83,11 +93,17 @@ Status write_file_atomically(const std::filesystem::path& path, std::string_view
   }
   PendingFile file(path);
   {
+    errno = 0;
     std::ofstream out(file.partial(), std::ios::binary | std::ios::trunc);
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     out.close();
     if (!out) {
-      return io_error(std::string(what), path, "cannot write it");
+      // The stream keeps no reason; the failed open, write or close left it in errno ("No space
+      // left on device", "File name too long").
+      const int error = errno;
+      return io_error(
+          std::string(what), path,
+          error != 0 ? fmt::format("cannot write it: {}", std::strerror(error)) : "cannot write it");
     }
   }
   const Status committed = file.commit();

@@ -11,6 +11,7 @@
 #include <charconv>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -86,7 +87,8 @@ fs::path glob_root(const fs::path& pattern) {
 
 class Lister {
  public:
-  Lister(const ImageListOptions& options, ImageList* list) : options_(options), list_(list) {}
+  Lister(const ImageListOptions& options, ImageList* list)
+      : options_(options), list_(list), excluded_(folder_id(options.exclude)) {}
 
   Status add_input(const std::string& input) {
     const fs::path path(input);
@@ -155,6 +157,7 @@ class Lister {
     if (!S_ISDIR(info.st_mode)) return add_found_file(path, relative);
     if (!options_.recursive) return;  // subfolders of a flat listing are not images
     const FolderId id{info.st_dev, info.st_ino};
+    if (excluded_ && *excluded_ == id) return;
     if (std::find(ancestors->begin(), ancestors->end(), id) != ancestors->end()) {
       return skip(path, "symbolic link loop (leads back to a folder being listed); not entered");
     }
@@ -203,8 +206,16 @@ class Lister {
     return Status::ok();
   }
 
+  // The folder options.exclude names, when it exists.
+  static std::optional<FolderId> folder_id(const fs::path& folder) {
+    struct stat info {};
+    if (folder.empty() || ::stat(folder.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) return std::nullopt;
+    return FolderId{info.st_dev, info.st_ino};
+  }
+
   const ImageListOptions& options_;
   ImageList* list_;
+  std::optional<FolderId> excluded_;
 };
 
 std::string describe_search(const std::vector<std::string>& inputs, const ImageListOptions& options,

@@ -32,6 +32,9 @@ namespace fovea::io {
 
 struct ImageListOptions {
   bool recursive = false;
+  // A folder a recursive listing does not enter (the flow's output folder, when it lies inside an
+  // input folder: its pictures are the last run's outputs, not inputs). Empty: none.
+  std::filesystem::path exclude;
 };
 
 struct ListedImage {

@@ -363,7 +363,12 @@ Result<FlowPlan> build_plan(const PipelineConfig& config, const FlowShape& shape
 // (two inputs onto one output, an output that is an input).
 Result<io::ImageList> list_flow_images(const PipelineConfig& config) {
   const ImagesConfig& images = *config.images;
-  Result<io::ImageList> listed = io::list_images(images.inputs, {.recursive = images.recursive});
+  // The output folder is not listed: a second run into a folder inside the inputs does not take the
+  // first run's pictures for inputs.
+  const std::filesystem::path output_folder =
+      config.sinks.images ? std::filesystem::path(config.sinks.images->output_dir) : std::filesystem::path();
+  Result<io::ImageList> listed =
+      io::list_images(images.inputs, {.recursive = images.recursive, .exclude = output_folder});
   // An input that is not there, or a folder without images, is a mistake in what was asked: nothing ran.
   if (!listed.is_ok() && listed.status().code() == StatusCode::kNotFound)
     return Status(StatusCode::kInvalidArgument, listed.status().message());

@@ -22,6 +22,22 @@ void write(const fs::path& path, const std::string& text) {
   std::ofstream(path) << text;
 }
 
+// The partial name of an output whose own name nearly fills NAME_MAX (255 bytes) still fits, and is
+// the output's alone: a long name is written, not refused by the file system.
+TEST(OutputFile, APartialNameFitsEvenForALongOutputName) {
+  const fs::path folder = fs::path(testing::test_temp_dir()) / "long";
+  fs::create_directories(folder);
+  const std::string name = std::string(240, 'n') + ".png";
+  const fs::path partial = partial_path(folder / name);
+  EXPECT_LE(partial.filename().string().size(), 255u);
+  EXPECT_NE(partial, partial_path(folder / (std::string(240, 'n') + "x.png")));
+  ASSERT_TRUE(write_file_atomically(folder / name, "pixels", "picture").is_ok());
+  std::ifstream back(folder / name);
+  std::string text;
+  back >> text;
+  EXPECT_EQ(text, "pixels");
+}
+
 TEST(OutputFile, PartialPathSitsBesideTheOutput) {
   const fs::path partial = partial_path("/some/dir/out.mp4");
   EXPECT_EQ(partial.parent_path(), fs::path("/some/dir"));

@@ -71,6 +71,16 @@ TEST(ImageFiles, RecursiveFolderStopsAtLinkLoops) {
   EXPECT_EQ(relatives(*again), relatives(*list));
 }
 
+// The flow's output folder inside an input tree is not listed (its files are the last run's
+// pictures), however it is spelled.
+TEST(ImageFiles, AnExcludedFolderIsNotEntered) {
+  const fs::path root = make_tree();
+  Result<ImageList> list =
+      list_images({root.string()}, {.recursive = true, .exclude = root / "sub" / ".." / "sub"});
+  ASSERT_TRUE(list.is_ok()) << list.status().to_string();
+  EXPECT_EQ(relatives(*list), (std::vector<std::string>{"a.PNG", "b.jpg"}));
+}
+
 TEST(ImageFiles, GlobAndDuplicates) {
   const fs::path root = make_tree();
   Result<ImageList> list =
