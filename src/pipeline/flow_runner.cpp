@@ -539,6 +539,11 @@ Result<FlowResult> run_flow_plan(FlowPlan& plan, const PipelineConfig& config, c
       .gpu = flow.gpu,
       .max_frames_in_flight =
           static_cast<int>(mux_options.source_queue_capacity) + (slot_count(plan) + 1) * per_batch + 2};
+  if (config.images && config.images->decoder == JpegCodec::kNvjpeg && !flow.gpu) {
+    // As sinks.images.encoder: a backend asked for by name is never swapped for another in silence.
+    return make_error(StatusCode::kInvalidArgument,
+                      "images.decoder: nvjpeg decodes JPEG files on the GPU; this flow runs on the CPU");
+  }
   if (config.images) {
     ImageSourceOptions image_options{.gpu = flow.gpu,
                                      .device = plan.shape.device,

@@ -148,6 +148,13 @@ TEST_F(ImageFlow, JpegPicturesOnTheCpuAndNvjpegRefusedOnACpuFlow) {
   EXPECT_NE(result.status().message().find("sinks.images.encoder"), std::string::npos)
       << result.status().message();
   EXPECT_FALSE(fs::exists(dir_ / "refused" / "a.jpg"));
+  // The decoder too: nvJPEG asked for by name on a CPU flow is refused, not replaced by libjpeg-turbo.
+  config.sinks.images->encoder = JpegCodec::kAuto;
+  config.images->decoder = JpegCodec::kNvjpeg;
+  result = run_flow(config, {.device = DeviceChoice::kCpu});
+  ASSERT_FALSE(result.is_ok());
+  EXPECT_EQ(result.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(result.status().message().find("images.decoder"), std::string::npos) << result.status().message();
 }
 
 TEST_F(ImageFlow, AModelThatIsNotImageShapedIsRefusedNamingItsOutput) {
