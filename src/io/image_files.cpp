@@ -236,7 +236,17 @@ std::string describe_search(const std::vector<std::string>& inputs, const ImageL
 Result<ImageList> list_images(const std::vector<std::string>& inputs, const ImageListOptions& options) {
   ImageList list;
   Lister lister(options, &list);
-  for (const std::string& input : inputs) FOVEA_TRY(lister.add_input(input));
+  for (const std::string& input : inputs) {
+    const std::size_t before = list.images.size();
+    FOVEA_TRY(lister.add_input(input));
+    // Beside inputs that have images, one that adds none (an empty folder, a glob that matches
+    // nothing: often a typo) is named as a skipped entry, so the run says so and exits 3; alone, it
+    // is the error below.
+    if (list.images.size() == before && inputs.size() > 1) {
+      list.skipped.push_back(
+          {input, "no image files in it (a folder without images, or a glob that matches none)"});
+    }
+  }
   std::sort(list.images.begin(), list.images.end(),
             [](const ListedImage& a, const ListedImage& b) { return a.path.native() < b.path.native(); });
   list.images.erase(std::unique(list.images.begin(), list.images.end(),

@@ -81,6 +81,22 @@ TEST(ImageFiles, AnExcludedFolderIsNotEntered) {
   EXPECT_EQ(relatives(*list), (std::vector<std::string>{"a.PNG", "b.jpg"}));
 }
 
+// An input that adds no image beside others that do is named, not ignored: likely a typo.
+TEST(ImageFiles, AnInputWithoutImagesBesideOthersIsNamed) {
+  const fs::path root = make_tree();
+  const fs::path empty = root.parent_path() / "empty";
+  fs::create_directories(empty);
+  const std::string no_match = (root / "*.tiff").string();
+  Result<ImageList> list = list_images({root.string(), empty.string(), no_match});
+  ASSERT_TRUE(list.is_ok()) << list.status().to_string();
+  EXPECT_EQ(relatives(*list), (std::vector<std::string>{"a.PNG", "b.jpg"}));
+  std::vector<std::string> named;
+  for (const SkippedEntry& entry : list->skipped) {
+    if (entry.reason.find("no image files in it") != std::string::npos) named.push_back(entry.path);
+  }
+  EXPECT_EQ(named, (std::vector<std::string>{empty.string(), no_match}));
+}
+
 TEST(ImageFiles, GlobAndDuplicates) {
   const fs::path root = make_tree();
   Result<ImageList> list =
