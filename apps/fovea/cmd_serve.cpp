@@ -9,10 +9,8 @@
 #include <cctype>
 #include <charconv>
 #include <chrono>
-#include <fstream>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <tuple>

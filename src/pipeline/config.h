@@ -69,12 +69,12 @@ struct MuxConfig {
 
 enum class ColorOrder { kRgb, kBgr };
 
-// ImageNet's channel statistics (RGB, 0..1 scale): torchvision's models, FCN-ResNet among them, are
-// trained on images normalized with them.
 // The largest frame side NVDEC and NVENC handle (HEVC/AV1); no source, picture size or model input
 // goes beyond it.
 inline constexpr int kMaxFrameSide = 8192;
 
+// ImageNet's channel statistics (RGB, 0..1 scale): torchvision's models, FCN-ResNet among them, are
+// trained on images normalized with them.
 inline constexpr std::array<float, 3> kImagenetMean{0.485f, 0.456f, 0.406f};
 inline constexpr std::array<float, 3> kImagenetStd{0.229f, 0.224f, 0.225f};
 

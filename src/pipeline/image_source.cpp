@@ -691,19 +691,18 @@ struct ImageSources::State {
       changed.notify_all();
       // The next image may now pass the budget. reserve() reads next_push under the budget's mutex
       // too: taking it here orders this wake-up after any check in progress, which would otherwise
-      // miss both the new value and the notification.
-      { const std::lock_guard budget_lock(budget->mutex); }
-      budget->changed.notify_all();
-      if (next.frame) {
-        {
+      // miss both the new value and the notification. The frame about to be pushed counts as
+      // downstream from here (reserve() waits for those to be released).
+      {
+        const std::lock_guard budget_lock(budget->mutex);
+        if (next.frame) {
           // Every frame's owner is a Held: the decode threads made it so.
-          const auto held = std::static_pointer_cast<Held>(next.frame->frame.owner);
-          const std::lock_guard budget_lock(budget->mutex);
-          held->downstream = true;
+          std::static_pointer_cast<Held>(next.frame->frame.owner)->downstream = true;
           ++budget->downstream;
         }
-        if (!mux.push(0, std::move(*next.frame), std::nullopt)) break;
       }
+      budget->changed.notify_all();
+      if (next.frame && !mux.push(0, std::move(*next.frame), std::nullopt)) break;
     }
     {
       const std::lock_guard lock(mutex);

@@ -1,9 +1,6 @@
 // Label files: reading, the line rules and the class-count check (label_file.h).
 #include "post/label_file.h"
 
-#include <fstream>
-#include <iterator>
-#include <system_error>
 
 #include <fmt/format.h>
 

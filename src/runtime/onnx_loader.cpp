@@ -252,12 +252,13 @@ Status Loader::read_external(const onnx::TensorProto& proto, Tensor& out, const 
   // The location must stay inside the model's folder, symbolic links resolved: a model file must
   // not read arbitrary files (a downloaded archive may carry a link to /etc/passwd).
   const std::filesystem::path relative = std::filesystem::path(location).lexically_normal();
-  std::error_code ec;
+  std::error_code folder_error, file_error;
   const std::filesystem::path folder =
-      std::filesystem::weakly_canonical(base_dir_.empty() ? "." : base_dir_, ec);
-  const std::filesystem::path resolved = std::filesystem::weakly_canonical(base_dir_ / relative, ec);
+      std::filesystem::weakly_canonical(base_dir_.empty() ? "." : base_dir_, folder_error);
+  const std::filesystem::path resolved = std::filesystem::weakly_canonical(base_dir_ / relative, file_error);
   const std::filesystem::path inside = resolved.lexically_relative(folder);
-  if (location.empty() || relative.is_absolute() || ec || inside.empty() || *inside.begin() == "..") {
+  if (location.empty() || relative.is_absolute() || folder_error || file_error || inside.empty() ||
+      *inside.begin() == "..") {
     return error(StatusCode::kCorruptData, what, ": external data location '", location,
                  "' must be a relative path inside the model's folder (symbolic links resolved)");
   }

@@ -4,8 +4,6 @@
 #include <array>
 #include <charconv>
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 

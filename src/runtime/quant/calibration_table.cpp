@@ -5,8 +5,6 @@
 #include <array>
 #include <charconv>
 #include <cmath>
-#include <fstream>
-#include <iterator>
 #include <string>
 
 #include <fmt/format.h>
