@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "runtime/cuda/cudnn_attention.h"
+
 namespace fovea::runtime::cuda {
 namespace {
 
@@ -78,6 +80,7 @@ Result<std::unique_ptr<CudaLibraries>> CudaLibraries::create() {
 }
 
 CudaLibraries::~CudaLibraries() {
+  attention_plans.clear();  // before the handle they were made with
   if (cudnn != nullptr) cudnnDestroy(cudnn);
   if (cublaslt != nullptr) cuda::cublaslt().Destroy(cublaslt);
 }

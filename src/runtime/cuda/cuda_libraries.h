@@ -6,6 +6,8 @@
 #include <cudnn.h>
 
 #include <memory>
+#include <string>
+#include <unordered_map>
 
 #include "core/cuda_check.h"
 #include "core/status.h"
@@ -64,6 +66,8 @@ inline const char* cublas_status_string(cublasStatus_t s) {
 
 namespace fovea::runtime::cuda {
 
+class CudnnAttention;  // cudnn_attention.h
+
 // One cuDNN and one cuBLASLt handle per executor. set_stream() binds cuDNN to the stream a run
 // (or its graph capture) uses; cuBLASLt takes the stream per call.
 struct CudaLibraries {
@@ -77,6 +81,9 @@ struct CudaLibraries {
 
   cudnnHandle_t cudnn = nullptr;
   cublasLtHandle_t cublaslt = nullptr;
+  // cuDNN attention plans by shape (CudnnAttentionShape::key), null where cuDNN refused it: a
+  // transformer's layers share one shape, and each plan takes cuDNN's heuristic and may compile.
+  std::unordered_map<std::string, std::shared_ptr<const CudnnAttention>> attention_plans;
 };
 
 }  // namespace fovea::runtime::cuda

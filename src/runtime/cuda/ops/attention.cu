@@ -20,7 +20,9 @@
 // kernel alone made ViT-B slower (3,179 against 4,900 images/s, call 22): its 92 GFLOP per batch of
 // 64 are tensor cores' work.
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -29,6 +31,7 @@
 #include <vector>
 
 #include "runtime/cuda/cuda_op.h"
+#include "runtime/cuda/cudnn_attention.h"
 #include "runtime/cuda/group_reduce.cuh"
 #include "runtime/cuda/kernel_util.cuh"
 #include "runtime/cuda/tensor_core.cuh"
@@ -533,6 +536,7 @@ Status with_slots(int dv, F&& f) {
 
 struct AttentionState final : CudaNodeState {
   AttentionGeometry geometry;
+  std::shared_ptr<const CudnnAttention> cudnn;  // cuDNN's kernel where it took the shape
 };
 
 // Operand `input`'s view of its input: the node's attribute, or the input whole.
@@ -664,16 +668,116 @@ Status dispatch(CudaKernelContext& ctx, const AttentionGeometry& g, bool launchi
   }
 }
 
+// One leading dim of the four operands: its size and each operand's stride (Q, KT, V, Y).
+struct LeadingDim {
+  std::int64_t size = 1;
+  std::array<std::int64_t, 4> strides{};
+};
+
+// The leading dims as cuDNN's two, B and H: dims of 1 dropped, neighbours merged where every
+// operand steps over them as one; nullopt where more than two remain.
+std::optional<std::array<LeadingDim, 2>> batch_and_heads(const AttentionGeometry& g) {
+  std::vector<LeadingDim> dims;
+  for (int i = 0; i < g.leading; ++i) {
+    const LeadingDim dim{g.leading_size[i],
+                         {g.q.leading[i], g.kt.leading[i], g.v.leading[i], g.y.leading[i]}};
+    if (dim.size == 1) continue;
+    bool merges = !dims.empty();
+    for (std::size_t o = 0; merges && o < 4; ++o)
+      merges = dims.back().strides[o] == dim.size * dim.strides[o];
+    if (merges) {
+      dims.back().size *= dim.size;
+      dims.back().strides = dim.strides;
+    } else {
+      dims.push_back(dim);
+    }
+  }
+  if (dims.size() > 2) return std::nullopt;
+  std::array<LeadingDim, 2> bh;
+  std::copy(dims.begin(), dims.end(), bh.begin() + static_cast<std::ptrdiff_t>(2 - dims.size()));
+  // A dim of 1 steps over the one inside it (cuDNN checks strides even where a size makes them moot).
+  const std::array<std::int64_t, 4> rows = {g.q.row * g.tq, g.kt.col * g.tk, g.v.row * g.tk, g.y.row * g.tq};
+  for (int i = 1; i >= 0; --i) {
+    if (bh[static_cast<std::size_t>(i)].size != 1) continue;
+    for (std::size_t o = 0; o < 4; ++o) {
+      bh[static_cast<std::size_t>(i)].strides[o] = i == 1 ? rows[o] : bh[1].size * bh[1].strides[o];
+    }
+  }
+  return bh;
+}
+
+// g as cuDNN's SDPA operands, nullopt where their form rules it out (a bias, more than two leading
+// dims after merging, KT's keys not rows of contiguous elements).
+std::optional<CudnnAttentionShape> cudnn_shape(const AttentionGeometry& g, bool has_bias) {
+  if (has_bias || !g.key_rows) return std::nullopt;
+  const std::optional<std::array<LeadingDim, 2>> bh = batch_and_heads(g);
+  if (!bh) return std::nullopt;
+  const auto operand = [&](std::size_t o, std::int64_t rows, std::int64_t cols, std::int64_t row_stride,
+                           std::int64_t col_stride) {
+    return AttentionOperand{{(*bh)[0].size, (*bh)[1].size, rows, cols},
+                            {(*bh)[0].strides[o], (*bh)[1].strides[o], row_stride, col_stride}};
+  };
+  CudnnAttentionShape shape;
+  shape.q = operand(0, g.tq, g.d, g.q.row, 1);
+  shape.k = operand(1, g.tk, g.d, g.kt.col, g.kt.row);
+  shape.v = operand(2, g.tk, g.dv, g.v.row, 1);
+  shape.o = operand(3, g.tq, g.dv, g.y.row, 1);
+  shape.scale = g.scale;
+  return shape;
+}
+
+// The operands' first elements.
+struct AttentionPointers {
+  const void* q;
+  const void* kt;
+  const void* v;
+  void* y;
+};
+
+AttentionPointers pointers_of(CudaKernelContext& ctx, const AttentionGeometry& g) {
+  const auto in = [&](int i, std::int64_t offset) {
+    return static_cast<const __half*>(ctx.input(i).raw()) + offset;
+  };
+  return {in(0, g.q.offset), in(1, g.kt.offset), in(2, g.v.offset), ctx.output(0).raw()};
+}
+
+bool aligned16(const AttentionPointers& p) {
+  for (const void* pointer : {p.q, p.kt, p.v, static_cast<const void*>(p.y)}) {
+    if (reinterpret_cast<std::uintptr_t>(pointer) % 16 != 0) return false;
+  }
+  return true;
+}
+
+// cuDNN's plan for the node in float16 where cuDNN takes it (one per shape, shared by the
+// executor's nodes); null to run fovea's kernels.
+std::shared_ptr<const CudnnAttention> cudnn_plan(CudaKernelContext& ctx, const AttentionGeometry& g) {
+  if (!cudnn_attention_allowed() || ctx.input(0).dtype() != DataType::kFloat16) return nullptr;
+  const std::optional<CudnnAttentionShape> shape = cudnn_shape(g, ctx.has_input(ops::kAttentionBias));
+  if (!shape || !aligned16(pointers_of(ctx, g))) return nullptr;
+  return shared_cudnn_attention(ctx.libraries(), *shape, ctx.node().describe());
+}
+
 Result<CudaPrepared> prepare_attention(CudaKernelContext& ctx) {
   auto state = std::make_unique<AttentionState>();
   FOVEA_ASSIGN_OR_RETURN(state->geometry, geometry_of(ctx));
+  state->cudnn = cudnn_plan(ctx, state->geometry);
+  if (state->cudnn != nullptr) {
+    const std::size_t workspace = state->cudnn->workspace_bytes();
+    return CudaPrepared{std::move(state), workspace};
+  }
   FOVEA_TRY(dispatch(ctx, state->geometry, false));
   return CudaPrepared{std::move(state)};
 }
 
 Status run_attention(CudaKernelContext& ctx) {
   if (ctx.output(0).numel() == 0) return Status::ok();
-  return dispatch(ctx, ctx.state<AttentionState>().geometry, true);
+  const AttentionState& state = ctx.state<AttentionState>();
+  if (state.cudnn != nullptr) {
+    const AttentionPointers p = pointers_of(ctx, state.geometry);
+    if (!aligned16(p)) return ctx.error(StatusCode::kInternal, "cuDNN's plan needs 16-byte aligned operands");
+    return state.cudnn->run(ctx.libraries().cudnn, p.q, p.kt, p.v, p.y, ctx.workspace());
+  }
+  return dispatch(ctx, state.geometry, true);
 }
 
 }  // namespace

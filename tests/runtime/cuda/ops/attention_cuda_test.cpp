@@ -7,13 +7,17 @@
 // 64 and keys across chunks of 64, a single key. Both: head dims past the 48 KiB of shared memory a
 // kernel gets by default, and biases that broadcast over the batch, the heads or the query rows.
 // Both again reading Q, K (as key rows) and V as views of one packed QKV projection and writing the
-// heads merged (fold_attention_views), with rows 16-byte aligned and not.
+// heads merged (fold_attention_views), with rows 16-byte aligned and not. Every case runs twice:
+// with cuDNN's fused attention allowed (float16 without a bias where cuDNN takes the operands' form)
+// and with fovea's kernels only.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <vector>
 
+#include "runtime/cuda/cuda_libraries.h"
 #include "runtime/cuda/cuda_op_test_util.h"
+#include "runtime/cuda/cudnn_attention.h"
 #include "runtime/op_test_util.h"
 
 namespace fovea::runtime::testing {
@@ -51,7 +55,17 @@ std::vector<Tensor> inputs_of(const Case& c, std::uint32_t seed) {
   return inputs;
 }
 
-TEST(Cudafovea_Attention, MatchesTheCpuChain) {
+// Runs the test with cuDNN's attention allowed or not, and allows it again after.
+class AttentionKernels : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override { runtime::cuda::allow_cudnn_attention(GetParam()); }
+  void TearDown() override { runtime::cuda::allow_cudnn_attention(true); }
+};
+
+INSTANTIATE_TEST_SUITE_P(Cudafovea_Attention, AttentionKernels, ::testing::Values(true, false),
+                         [](const auto& p) { return p.param ? "CudnnAllowed" : "FoveaOnly"; });
+
+TEST_P(AttentionKernels, MatchesTheCpuChain) {
   FOVEA_REQUIRE_GPU();
   std::uint32_t seed = 1;
   for (const Case& c : kCases) {
@@ -77,11 +91,13 @@ Node head_split_attention(std::int64_t t, std::int64_t b, std::int64_t h, std::i
       .build();
 }
 
-TEST(Cudafovea_Attention, ReadsHeadSplitViewsAndWritesMergedHeads) {
+TEST_P(AttentionKernels, ReadsHeadSplitViewsAndWritesMergedHeads) {
   FOVEA_REQUIRE_GPU();
   // {T, B, H, D}: ViT-like rows (aligned), head dims that pad with rows of odd length, the
-  // CUDA-core kernel's head dim.
-  const std::vector<std::int64_t> shapes[] = {{197, 2, 3, 64}, {70, 3, 2, 33}, {9, 2, 3, 6}, {5, 1, 2, 160}};
+  // CUDA-core kernel's head dim, DETR's and Swin's head dim with one batch (cuDNN's B of 1) and a
+  // single head (its H of 1).
+  const std::vector<std::int64_t> shapes[] = {{197, 2, 3, 64}, {70, 3, 2, 33}, {9, 2, 3, 6},
+                                              {5, 1, 2, 160},  {50, 1, 4, 32}, {33, 3, 1, 64}};
   std::uint32_t seed = 90;
   for (const std::vector<std::int64_t>& s : shapes) {
     const Tensor p = random_tensor(kF32, {s[0], s[1], 3, s[2], s[3]}, seed++);
@@ -92,6 +108,32 @@ TEST(Cudafovea_Attention, ReadsHeadSplitViewsAndWritesMergedHeads) {
           << precision_name(precision);
     }
   }
+}
+
+// ViT-B's attention in float16 (197 tokens, 12 heads of 64, read from the packed projection)
+// takes cuDNN's kernel where the library has it (9.13.1 and later), and matches the CPU.
+TEST(Cudafovea_Attention, VitHeadsRunOnCudnnWhereItHasTheKernel) {
+  FOVEA_REQUIRE_GPU();
+  if (cudnnGetVersion() < 91301) GTEST_SKIP() << "cuDNN " << cudnnGetVersion() << " has no SDPA operation";
+  const std::int64_t t = 197, b = 3, h = 12, d = 64;
+  // The plan cuDNN makes for the shape, to name its reason if it refuses.
+  Result<std::unique_ptr<runtime::cuda::CudaLibraries>> libraries = runtime::cuda::CudaLibraries::create();
+  ASSERT_TRUE(libraries.is_ok()) << libraries.status().message();
+  runtime::cuda::CudnnAttentionShape shape;
+  const std::int64_t row = b * 3 * h * d;
+  shape.q = {{b, h, t, d}, {3 * h * d, d, row, 1}};
+  shape.k = shape.q;
+  shape.v = shape.q;
+  shape.o = {{b, h, t, d}, {h * d, d, b * h * d, 1}};
+  shape.scale = 0.125f;
+  const auto plan = runtime::cuda::CudnnAttention::create((*libraries)->cudnn, shape);
+  ASSERT_TRUE(plan.is_ok()) << plan.status().message();
+
+  const int before = runtime::cuda::cudnn_attention_plans_built();
+  const Tensor p = random_tensor(kF32, {t, b, 3, h, d}, 77);
+  EXPECT_TRUE(
+      cuda_matches_cpu(head_split_attention(t, b, h, d), {p, p, p}, accumulating(Precision::kFloat16)));
+  EXPECT_GT(runtime::cuda::cudnn_attention_plans_built(), before);
 }
 
 TEST(Cudafovea_Attention, HeadDimsPastTheKernelsAreRefusedByName) {
