@@ -5,6 +5,7 @@
 #include <cudnn.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "runtime/cpu_executor.h"
 #include "runtime/cuda/conv_algorithm_cache.h"
@@ -123,18 +124,24 @@ TEST(CudaExecutor, RejectsInputsThatDoNotMatchThePlan) {
 }
 
 // A strided 1x1 convolution (a ResNet shortcut's) can run as a dense copy of the pixels it reads and
-// a stride-1 convolution on it, or a cuBLASLt GEMM on it (conv.cu); the search picks the fastest
-// form, so each is forced here through the algorithm cache, under the keys the op computes (with
-// "|gemm" where cuBLASLt has a plan for the product). Odd sizes; 24 channels copy in 16-byte units,
-// 5 in 2-byte ones. The executor's workspace, which holds the dense copy and any scratch, is what
-// `workspace` gets: the proof that the forced entry was found.
-void run_strided_pointwise(std::int64_t channels, const cuda::ConvAlgorithm& forced, std::size_t* workspace) {
-  constexpr std::int64_t kBatch = 3, kHeight = 13, kWidth = 127, kOut = 7;
+// a stride-1 convolution on it, or a cuBLASLt GEMM on it (conv.cu); a patch convolution (kernel ==
+// stride, ViT's patch embedding) as a GEMM on a dense copy of its patches. The search picks the
+// fastest form, so each is forced here through the algorithm cache, under the keys the op computes
+// (with "|gemm" where cuBLASLt has a plan for the product). Odd sizes, the input's last rows and
+// columns outside every patch; 24 channels copy in 16-byte units, 5 in 2-byte ones, patches of
+// 2x2 pixels of 8 channels in 16-byte units, of 3 channels in 2-byte ones. The executor's workspace, which
+// holds the dense copy and any scratch, is what `workspace` gets: the proof that the forced entry was found.
+void run_strided_conv(std::int64_t channels, std::int64_t kernel, const cuda::ConvAlgorithm& forced,
+                      std::size_t* workspace) {
+  constexpr std::int64_t kBatch = 3, kHeight = 13, kWidth = 127, kOut = 7, kStride = 2;
+  const std::int64_t stride = std::max(kernel, kStride);
+  const std::int64_t out_h = (kHeight - kernel) / stride + 1, out_w = (kWidth - kernel) / stride + 1;
   ModelBuilder m(17);
-  m.input("x", kF32, {-1, channels, kHeight, kWidth}).output("y", kF32, {-1, kOut, 7, 64});
-  m.initializer("w", random_tensor(kF32, {kOut, channels, 1, 1}, 1));
+  m.input("x", kF32, {-1, channels, kHeight, kWidth}).output("y", kF32, {-1, kOut, out_h, out_w});
+  m.initializer("w", random_tensor(kF32, {kOut, channels, kernel, kernel}, 1));
   m.initializer("b", random_tensor(kF32, {kOut}, 2));
-  m.attr(m.node("Conv", {"x", "w", "b"}, {"y"}, "shortcut"), "strides", std::vector<std::int64_t>{2, 2});
+  m.attr(m.node("Conv", {"x", "w", "b"}, {"y"}, "shortcut"), "strides",
+         std::vector<std::int64_t>{stride, stride});
   auto model = parse_onnx(m.serialize(), "shortcut.onnx", ".");
   ASSERT_TRUE(model.is_ok()) << model.status().to_string();
   const InputShapes shapes = {{"x", {kBatch, channels, kHeight, kWidth}}};
@@ -145,10 +152,11 @@ void run_strided_pointwise(std::int64_t channels, const cuda::ConvAlgorithm& for
   ASSERT_NE(conv, plan->graph.nodes.end());
   auto limit = cuda::algorithm_workspace_limit();
   ASSERT_TRUE(limit.is_ok());
-  const ops::WindowDim h{.in = kHeight, .out = 7, .stride = 2}, w{.in = kWidth, .out = 64, .stride = 2};
+  const ops::WindowDim h{.in = kHeight, .out = out_h, .kernel = kernel, .stride = stride};
+  const ops::WindowDim w{.in = kWidth, .out = out_w, .kernel = kernel, .stride = stride};
   const std::string key =
       cuda::conv_problem_key(*conv, DataType::kFloat16, {kBatch, channels, kHeight, kWidth},
-                             {kOut, channels, 1, 1}, {h, w}, 1, *limit) +
+                             {kOut, channels, kernel, kernel}, {h, w}, 1, *limit) +
       "|nhwc";
   cuda::ConvAlgorithmCache::instance().insert(key, forced);
   cuda::ConvAlgorithmCache::instance().insert(key + "|gemm", forced);
@@ -162,7 +170,8 @@ void run_strided_pointwise(std::int64_t channels, const cuda::ConvAlgorithm& for
   auto expected = cpu.run({x});
   auto got = (*executor)->run_host({x}, stream->get());
   ASSERT_TRUE(expected.is_ok() && got.is_ok()) << got.status().to_string();
-  EXPECT_TRUE(outputs_within((*got)[0], (*expected)[0], kModelFloat16Tolerance)) << channels << " channels";
+  EXPECT_TRUE(outputs_within((*got)[0], (*expected)[0], kModelFloat16Tolerance))
+      << channels << " channels, kernel " << kernel;
 }
 
 TEST(CudaExecutor, StridedOneByOneConvolutionRunsOnADenseCopy) {
@@ -170,11 +179,11 @@ TEST(CudaExecutor, StridedOneByOneConvolutionRunsOnADenseCopy) {
   for (std::int64_t channels : {24, 5}) {
     std::size_t workspace = 0;
     // Implicit GEMM needs no scratch: the workspace is the dense copy's.
-    run_strided_pointwise(channels,
-                          {.algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
-                           .math_type = CUDNN_DEFAULT_MATH,
-                           .subsampled = true},
-                          &workspace);
+    run_strided_conv(channels, 1,
+                     {.algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
+                      .math_type = CUDNN_DEFAULT_MATH,
+                      .subsampled = true},
+                     &workspace);
     EXPECT_GE(workspace, static_cast<std::size_t>(3 * 7 * 64 * channels * 2)) << channels << " channels";
   }
 }
@@ -183,9 +192,25 @@ TEST(CudaExecutor, StridedOneByOneConvolutionRunsOnADenseCopy) {
 TEST(CudaExecutor, StridedOneByOneConvolutionRunsAsAProduct) {
   FOVEA_REQUIRE_GPU();
   std::size_t workspace = 0;
-  run_strided_pointwise(24, {.workspace_bytes = cuda::kLtWorkspaceBytes, .subsampled = true, .gemm = true},
-                        &workspace);
+  run_strided_conv(24, 1, {.workspace_bytes = cuda::kLtWorkspaceBytes, .subsampled = true, .gemm = true},
+                   &workspace);
   EXPECT_GE(workspace, cuda::kLtWorkspaceBytes + 3 * 7 * 64 * 24 * 2);
+}
+
+// Patch convolutions (kernel == stride: 4x4 and 3x3 patches of 3 channels, as ViT's and Swin's
+// patch embeddings, and 2x2 of 8) as a product on their patches, the copy [N, out_h, out_w, k, k, C].
+TEST(CudaExecutor, PatchConvolutionRunsAsAProductOnItsPatches) {
+  FOVEA_REQUIRE_GPU();
+  for (const auto& [channels, kernel] : {std::pair<std::int64_t, std::int64_t>{3, 4}, {3, 3}, {8, 2}}) {
+    std::size_t workspace = 0;
+    run_strided_conv(channels, kernel,
+                     {.workspace_bytes = cuda::kLtWorkspaceBytes, .subsampled = true, .gemm = true},
+                     &workspace);
+    const std::int64_t pixels = 3 * ((13 - kernel) / kernel + 1) * ((127 - kernel) / kernel + 1);
+    EXPECT_GE(workspace,
+              cuda::kLtWorkspaceBytes + static_cast<std::size_t>(pixels * kernel * kernel * channels * 2))
+        << channels << " channels, kernel " << kernel;
+  }
 }
 
 // boxes [1, 40, 4] and scores [1, 3, 40] into NonMaxSuppression (parameters as initializers, so

@@ -18,7 +18,9 @@
 // cuDNN takes symmetric pads only; asymmetric ones (SAME_UPPER with even kernels) are applied by
 // copying the input into a padded workspace first. A depthwise convolution in NHWC with constant
 // weights is also timed on fovea's own kernel (depthwise_conv.h), epilogue included, and a 1x1
-// convolution in NHWC as a cuBLASLt GEMM (ConvState::describe_gemm says why).
+// convolution in NHWC as a cuBLASLt GEMM (ConvState::describe_gemm says why), as is a patch
+// convolution (kernel == stride) on a dense copy of its patches: cuDNN ran ViT-B's 16x16 patch
+// embedding of 3 channels at 0.46 ms a batch of 64 (padding the channels to 8 first), 30 TFLOPS.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -73,15 +75,21 @@ __global__ void pad_input_kernel(const T* x, T* padded, PadGeometry g) {
   }
 }
 
-// A strided 1x1 convolution's input pixels, copied densely: [N, out_h, out_w, C] from every
-// stride-th pixel of [N, H, W, C] (NHWC). Copied in units of up to 16 bytes (a pixel's channels
-// are whole units), one row of output pixels per grid row.
+// The input pixels a convolution without overlap reads, copied densely (NHWC): a strided 1x1
+// convolution's every stride-th pixel, [N, out_h, out_w, C]; a patch convolution's (kernel ==
+// stride: ViT's and Swin's patch embedding, ConvNeXt's stem) kH x kW patches, [N, out_h, out_w, kH,
+// kW, C], which makes it a product with its weights [M, kH, kW, C]. Each of a patch's kH rows is a
+// run of kW pixels contiguous in the input. Copied in units of up to 16 bytes (runs, pixel steps and
+// input rows are whole units), one row of output pixels per grid row.
 struct SubsampleGeometry {
   std::int64_t rows = 0;  // N * out_h
-  int out_h = 1, in_h = 1, in_w = 1;
-  int pixel_units = 0;  // units per pixel
-  int row_units = 0;    // out_w * pixel_units
-  int stride_h = 1, stride_w = 1;
+  int out_h = 1, in_h = 1;
+  int kernel_h = 1, stride_h = 1;
+  int input_row_units = 0;  // one row of the input
+  int step_units = 0;       // from one output pixel's patch to the next: stride_w pixels
+  int run_units = 0;        // one of a patch's rows: kernel_w pixels
+  int patch_units = 0;      // kernel_h * run_units
+  int row_units = 0;        // out_w * patch_units: one row of the copy
   int unit_bytes = 1;
 };
 
@@ -89,12 +97,15 @@ template <typename Unit>
 __global__ void subsample_kernel(const Unit* x, Unit* dense, SubsampleGeometry g) {
   for (std::int64_t row = blockIdx.y; row < g.rows; row += gridDim.y) {
     const std::int64_t n = row / g.out_h, h = row % g.out_h;
-    const Unit* in = x + (n * g.in_h + h * g.stride_h) * g.in_w * g.pixel_units;
+    const Unit* in = x + (n * g.in_h + h * g.stride_h) * g.input_row_units;
     Unit* out = dense + row * g.row_units;
     for (int j = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); j < g.row_units;
          j += static_cast<int>(gridDim.x * blockDim.x)) {
-      const int w = j / g.pixel_units;
-      out[j] = in[static_cast<std::int64_t>(w) * g.stride_w * g.pixel_units + (j - w * g.pixel_units)];
+      const int w = j / g.patch_units;
+      const int in_patch = j - w * g.patch_units;
+      const int patch_row = in_patch / g.run_units;
+      out[j] = in[static_cast<std::int64_t>(patch_row) * g.input_row_units +
+                  static_cast<std::int64_t>(w) * g.step_units + (in_patch - patch_row * g.run_units)];
     }
   }
 }
@@ -178,6 +189,9 @@ class ConvState final : public CudaNodeState {
                              cudnnDataType_t type);
   Status subsample(CudaKernelContext& ctx, void* dense) const;
   // What the current algorithm convolves: the strided problem, or the stride-1 one on the dense copy.
+  // Whether cuDNN is also searched on the dense copy (a strided 1x1 convolution's; a patch
+  // convolution's copy runs as a product only).
+  bool cudnn_on_dense() const { return can_subsample_ && !patches_; }
   cudnnTensorDescriptor_t x_desc() const { return algorithm_.subsampled ? dense_x_ : x_; }
   cudnnConvolutionDescriptor_t conv_desc() const { return algorithm_.subsampled ? dense_conv_ : conv_; }
   // The bytes at the front of the workspace that the current algorithm's input copy takes.
@@ -233,6 +247,7 @@ class ConvState final : public CudaNodeState {
   // off at large batches: ResNet-34's first shortcut at 544x960, batch 32, ran a kernel without
   // tensor cores, 8x the time per image of batch 16's (issue 25). The search times both forms.
   bool can_subsample_ = false;
+  bool patches_ = false;  // the copy holds patches (kernel == stride > 1) rather than pixels
   SubsampleGeometry subsample_;
   std::size_t subsampled_bytes_ = 0;  // the dense copy, rounded up to keep the scratch after it aligned
   cudnnTensorDescriptor_t dense_x_ = nullptr;
@@ -301,33 +316,47 @@ Status ConvState::describe(CudaKernelContext& ctx, const Shape& x, const Shape& 
 
 Status ConvState::describe_subsampled(const Shape& x, const std::vector<ops::WindowDim>& window,
                                       std::int64_t groups, cudnnDataType_t type) {
+  // Patches that neither overlap nor leave gaps, or single pixels at strides.
   const auto plain = [](const ops::WindowDim& d) {
-    return d.kernel == 1 && d.dilation == 1 && d.pad_begin == 0 && d.pad_end == 0;
+    return (d.kernel == 1 || d.kernel == d.stride) && d.dilation == 1 && d.pad_begin == 0 && d.pad_end == 0;
   };
+  patches_ = window.size() == 2 && (window[0].kernel > 1 || window[1].kernel > 1);
   can_subsample_ =
       channels_last_ && window.size() == 2 && std::all_of(window.begin(), window.end(), plain) &&
-      std::any_of(window.begin(), window.end(), [](const ops::WindowDim& d) { return d.stride > 1; });
-  if (!can_subsample_) return Status::ok();
-  const std::size_t element = data_type_size(dtype_);
-  const std::size_t pixel_bytes = static_cast<std::size_t>(x[1]) * element;
-  subsample_.unit_bytes = pixel_bytes % 16 == 0  ? 16
-                          : pixel_bytes % 8 == 0 ? 8
-                          : pixel_bytes % 4 == 0 ? 4
-                                                 : 2;
-  if (pixel_bytes % static_cast<std::size_t>(subsample_.unit_bytes) != 0) subsample_.unit_bytes = 1;
-  subsample_.pixel_units = static_cast<int>(pixel_bytes / static_cast<std::size_t>(subsample_.unit_bytes));
+      std::any_of(window.begin(), window.end(), [](const ops::WindowDim& d) { return d.stride > 1; }) &&
+      (!patches_ || groups == 1);  // patches run as a product only, which takes no groups
+  if (!can_subsample_) {
+    patches_ = false;
+    return Status::ok();
+  }
+  const std::size_t pixel_bytes = static_cast<std::size_t>(x[1]) * data_type_size(dtype_);
+  const std::size_t run_bytes = pixel_bytes * static_cast<std::size_t>(window[1].kernel);
+  const std::size_t step_bytes = pixel_bytes * static_cast<std::size_t>(window[1].stride);
+  const std::size_t input_row_bytes = pixel_bytes * static_cast<std::size_t>(window[1].in);
+  subsample_.unit_bytes = 16;
+  while (subsample_.unit_bytes > 1 &&
+         (run_bytes | step_bytes | input_row_bytes) % static_cast<std::size_t>(subsample_.unit_bytes) != 0) {
+    subsample_.unit_bytes /= 2;
+  }
+  const auto units = [&](std::size_t bytes) {
+    return static_cast<int>(bytes / static_cast<std::size_t>(subsample_.unit_bytes));
+  };
   subsample_.in_h = static_cast<int>(window[0].in);
-  subsample_.in_w = static_cast<int>(window[1].in);
   subsample_.out_h = static_cast<int>(window[0].out);
-  subsample_.row_units = static_cast<int>(window[1].out) * subsample_.pixel_units;
+  subsample_.kernel_h = static_cast<int>(window[0].kernel);
   subsample_.stride_h = static_cast<int>(window[0].stride);
-  subsample_.stride_w = static_cast<int>(window[1].stride);
+  subsample_.input_row_units = units(input_row_bytes);
+  subsample_.step_units = units(step_bytes);
+  subsample_.run_units = units(run_bytes);
+  subsample_.patch_units = subsample_.kernel_h * subsample_.run_units;
+  subsample_.row_units = static_cast<int>(window[1].out) * subsample_.patch_units;
   subsample_.rows = x[0] * window[0].out;
   subsampled_bytes_ =
       (static_cast<std::size_t>(subsample_.rows) * static_cast<std::size_t>(subsample_.row_units) *
            static_cast<std::size_t>(subsample_.unit_bytes) +
        255) /
       256 * 256;
+  if (patches_) return Status::ok();
   const auto i = [](std::int64_t v) { return static_cast<int>(v); };
   FOVEA_CUDNN_TRY(cudnnCreateTensorDescriptor(&dense_x_));
   FOVEA_CUDNN_TRY(cudnnSetTensor4dDescriptor(dense_x_, CUDNN_TENSOR_NHWC, type, i(x[0]), i(x[1]),
@@ -392,17 +421,17 @@ Status ConvState::run_depthwise(CudaKernelContext& ctx) const {
 void ConvState::describe_gemm(CudaKernelContext& ctx, const Shape& x,
                               const std::vector<ops::WindowDim>& window, std::int64_t groups) {
   const auto pointwise = [](const ops::WindowDim& d) {
-    return d.kernel == 1 && d.dilation == 1 && d.pad_begin == 0 && d.pad_end == 0;
+    return d.kernel == 1 && d.stride == 1 && d.dilation == 1 && d.pad_begin == 0 && d.pad_end == 0;
   };
-  const bool strided =
-      std::any_of(window.begin(), window.end(), [](const ops::WindowDim& d) { return d.stride > 1; });
   if (!channels_last_ || padded_ || window.size() != 2 || groups != 1 ||
-      !std::all_of(window.begin(), window.end(), pointwise) || (strided && !can_subsample_) ||
+      !(can_subsample_ || std::all_of(window.begin(), window.end(), pointwise)) ||
       (dtype_ != DataType::kFloat16 && dtype_ != DataType::kFloat32)) {
     return;
   }
   const Shape y = nchw(ctx.output(0).shape());
-  const MatmulShape shape{.m = y[0] * y[2] * y[3], .n = y[1], .k = x[1], .trans_b = true};
+  // A patch convolution's reduction runs over the patch: [kH, kW, C], the weights' own order.
+  const MatmulShape shape{
+      .m = y[0] * y[2] * y[3], .n = y[1], .k = x[1] * window[0].kernel * window[1].kernel, .trans_b = true};
   const LtEpilogue epilogue{.bias = ctx.has_input(kB) ? ctx.input(kB).raw() : nullptr,
                             .relu = activation_.kind == ops::Activation::Kind::kRelu};
   auto gemm = std::make_unique<LtMatmul>();
@@ -432,11 +461,12 @@ bool acceptable(const cudnnConvolutionFwdAlgoPerf_t& perf, DataType dtype, std::
 }
 
 // The most scratch any of cuDNN's algorithms for this problem (or its stride-1 form on the dense
-// copy) needs, in the descriptor's math type (tensor cores for float16), within `limit`.
+// copy, a strided 1x1 convolution's) needs, in the descriptor's math type (tensor cores for float16), within
+// `limit`.
 Result<std::size_t> ConvState::largest_workspace(CudaKernelContext& ctx, std::size_t limit) const {
   std::size_t largest = 0;
   for (const bool subsampled : {false, true}) {
-    if (subsampled && !can_subsample_) continue;
+    if (subsampled && !cudnn_on_dense()) continue;
     for (int algo = 0; algo < CUDNN_CONVOLUTION_FWD_ALGO_COUNT; ++algo) {
       std::size_t bytes = 0;
       const cudnnStatus_t status = cudnnGetConvolutionForwardWorkspaceSize(
@@ -499,7 +529,7 @@ Status ConvState::choose_algorithm(CudaKernelContext& ctx, const std::string& ke
       complete = scratch.complete;
       if (padded_) FOVEA_TRY(pad(ctx, ctx.workspace()));
       FOVEA_TRY(find(ctx, false, scratch.bytes, results, candidates, report));
-      if (can_subsample_) {
+      if (cudnn_on_dense()) {
         FOVEA_TRY(subsample(ctx, ctx.workspace()));
         FOVEA_TRY(find(ctx, true, scratch.bytes, dense_results, candidates, report));
       }
