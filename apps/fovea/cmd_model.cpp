@@ -47,6 +47,7 @@ struct ModelArgs {
   double min_seconds = 1.0;  // model bench: the shortest warm-up and back-to-back loop per batch
   int repeat = 1;
   bool json = false;
+  bool graph = false;     // model info --graph: print the planned graph
   std::string trace_dir;  // --trace: profile the runs into this folder
 };
 
@@ -186,6 +187,43 @@ Result<std::map<std::string, std::string>> layer_precisions(const runtime::Graph
   return layers;
 }
 
+// One operand of a node for --graph: its name and type, or "(const)" for a plan-time constant.
+std::string operand_text(const runtime::Graph& graph, runtime::ValueId id) {
+  if (id == runtime::kNoValue) return "-";
+  const runtime::Value& value = graph.value(id);
+  if (graph.is_constant(id)) return value.name + " (const " + type_text(value.type) + ")";
+  return value.name + " " + type_text(value.type);
+}
+
+// --graph: the plan the session would run, a node a line in execution order.
+int print_planned_graph(const runtime::Graph& graph, const runtime::InputShapes& shapes,
+                        const ModelArgs& args) {
+  auto options = session_options(args);
+  if (!options.is_ok()) {
+    log_error("{}", options.status().to_string());
+    return kExitUsage;
+  }
+  options->engine_cache.clear();
+  auto plan = runtime::plan_session(graph, shapes, *options);
+  if (!plan.is_ok()) {
+    log_error("{}", plan.status().to_string());
+    return kExitFailure;
+  }
+  const runtime::Graph& planned = plan->graph;
+  std::printf("%s: %zu nodes planned for %s %s\n", args.model.c_str(), planned.nodes.size(),
+              args.device.c_str(), args.precision.c_str());
+  for (const runtime::Node& node : planned.nodes) {
+    std::vector<std::string> inputs, outputs;
+    for (runtime::ValueId id : node.inputs) inputs.push_back(operand_text(planned, id));
+    for (runtime::ValueId id : node.outputs) outputs.push_back(operand_text(planned, id));
+    std::printf("%s  %s%s  %s -> %s\n", node.name.c_str(),
+                node.domain.empty() ? "" : (node.domain + ".").c_str(), node.op_type.c_str(),
+                fmt::format("{}", fmt::join(inputs, ", ")).c_str(),
+                fmt::format("{}", fmt::join(outputs, ", ")).c_str());
+  }
+  return kExitOk;
+}
+
 int run_info(const ModelArgs& args) {
   auto model = runtime::load_onnx(args.model);
   if (!model.is_ok()) {
@@ -204,6 +242,7 @@ int run_info(const ModelArgs& args) {
     log_error("{}", shapes.status().with_context("--shape").to_string());
     return kExitUsage;
   }
+  if (args.graph) return print_planned_graph(graph, *shapes, args);
   auto plan = runtime::plan_graph(graph, *shapes);
   if (!plan.is_ok()) {
     log_error("{}", plan.status().to_string());
@@ -548,6 +587,9 @@ void add_model_command(CLI::App& app, Action* action) {
   info->add_option("--shape", args->shapes,
                    "Input shape for planning, NAME=1x3x224x224 (unknown dims default to 1)");
   info->add_flag("--json", args->json, "Print JSON");
+  info->add_flag("--graph", args->graph,
+                 "Print the planned graph instead, a node a line (after folding and fusion, as --device and "
+                 "--precision plan it): name, op, inputs -> outputs with their types");
   add_device_options(info, args.get(), "cpu");
   info->callback([args, action] { *action = [args] { return run_info(*args); }; });
 

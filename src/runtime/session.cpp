@@ -75,9 +75,9 @@ std::string device_signature_for(Device device) {
 }
 
 Result<ExecutionPlan> plan_for(const Graph& graph, const InputShapes& shapes, const SessionOptions& options) {
+  if (options.engine_cache.empty()) return plan_session(graph, shapes, options);
   PlanOptions plan_options = plan_options_for(options);
   FOVEA_TRY(load_calibration(graph, options, plan_options));
-  if (options.engine_cache.empty()) return plan_graph(graph, shapes, plan_options);
   // The engine is keyed by the model file's bytes: a graph that did not come from a file cannot be
   // told apart from another one.
   if (graph.model_path.empty() || !std::filesystem::is_regular_file(graph.model_path)) {
@@ -135,6 +135,13 @@ std::string cuda_device_description() {
 #endif
 
 }  // namespace
+
+Result<ExecutionPlan> plan_session(const Graph& graph, const InputShapes& shapes,
+                                   const SessionOptions& options) {
+  PlanOptions plan_options = plan_options_for(options);
+  FOVEA_TRY(load_calibration(graph, options, plan_options));
+  return plan_graph(graph, shapes, plan_options);
+}
 
 std::string_view device_name(Device device) {
   return device == Device::kCuda ? "cuda" : "cpu";

@@ -96,6 +96,11 @@ struct SessionMemory {
   std::size_t total() const { return weights + arena + io + workspace; }
 };
 
+// The plan a session with `options` would run (its passes, precision and layouts), made without an
+// executor or an engine cache: no device needed. `fovea model info --graph` prints it.
+Result<ExecutionPlan> plan_session(const Graph& graph, const InputShapes& shapes,
+                                   const SessionOptions& options);
+
 class InferenceSession {
  public:
   // Loads `model` (onnx_loader.h) and creates the session for it.
