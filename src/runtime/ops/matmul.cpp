@@ -1,5 +1,10 @@
 // MatMul (numpy semantics: 1-D operands promoted, batch dims broadcast) and Gemm (transA, transB,
-// alpha, beta, optional C broadcast to [M, N]), both on the shared gemm kernel.
+// alpha, beta, optional C broadcast to [M, N]), both on the shared gemm kernel. fovea.Gemm is Gemm
+// with a fourth, optional input R of the output's shape added last, Y = alpha A B + beta C + R: a
+// linear layer and the residual Add after it (fuse_gemm_residual, passes.h), which the CUDA
+// executor adds inside the product (cuBLASLt's C) where it was a pass of its own.
+#include <optional>
+
 #include <fmt/format.h>
 
 #include "runtime/ops/gemm_kernel.h"
@@ -157,6 +162,22 @@ Status infer_gemm(InferContext& ctx) {
   return Status::ok();
 }
 
+constexpr int kResidual = 3;  // fovea.Gemm's R
+
+Status infer_gemm_residual(InferContext& ctx) {
+  FOVEA_TRY(infer_gemm(ctx));
+  if (!ctx.has_input(kResidual)) return Status::ok();
+  FOVEA_TRY(ctx.require_same_dtype(0, kResidual));
+  const Dims* r = ctx.input_dims(kResidual);
+  const std::optional<Dims>& out = ctx.outputs()[0].dims;
+  if (r != nullptr && out && *r != *out) {
+    return ctx.error(
+        StatusCode::kInvalidArgument,
+        fmt::format("the residual R {} is not the output's shape {}", dims_string(*r), dims_string(*out)));
+  }
+  return Status::ok();
+}
+
 template <typename T>
 void run_gemm_typed(KernelContext& ctx, const GemmAttributes& g) {
   const Tensor& a = ctx.input(0);
@@ -181,6 +202,11 @@ void run_gemm_typed(KernelContext& ctx, const GemmAttributes& g) {
   const MatrixView<T> b_view =
       g.trans_b ? MatrixView<T>{b.data<T>(), 1, k} : MatrixView<T>{b.data<T>(), n, 1};
   gemm(m, n, k, T(g.alpha), a_view, b_view, beta, y.data<T>(), n);
+  if (ctx.input_count() > kResidual && ctx.has_input(kResidual)) {
+    const T* r = ctx.input(kResidual).data<T>();
+    T* out = y.data<T>();
+    for (std::int64_t i = 0; i < m * n; ++i) out[i] += r[i];
+  }
 }
 
 Status run_gemm(KernelContext& ctx) {
@@ -209,6 +235,13 @@ FOVEA_REGISTER_OP({.op_type = "Gemm",
                    .min_inputs = 2,
                    .max_inputs = 3,
                    .infer = infer_gemm,
+                   .run = run_gemm,
+                   .flops = gemm_flops});
+FOVEA_REGISTER_OP({.domain = "fovea",
+                   .op_type = "Gemm",
+                   .min_inputs = 2,
+                   .max_inputs = 4,
+                   .infer = infer_gemm_residual,
                    .run = run_gemm,
                    .flops = gemm_flops});
 

@@ -33,6 +33,7 @@ Status optimize(Graph& graph) {
   fuse_attention(graph);
   sink_transposes(graph);
   fuse_matmul_bias(graph);
+  fuse_gemm_residual(graph);
   fold_attention_views(graph);
   eliminate_dead_nodes(graph);
   graph.compact();

@@ -66,6 +66,12 @@ void sink_transposes(Graph& graph);
 // is folded into W and the bias.
 void fuse_matmul_bias(Graph& graph);
 
+// A Gemm read only by an Add (through the Reshape fuse_matmul_bias puts after it, if any) whose
+// other operand has the sum's shape, a residual, becomes fovea.Gemm(A, B, C, R) with the residual
+// as R, read as [M, N] through a Reshape (free: it aliases); the CUDA executor adds it as
+// cuBLASLt's C operand, inside the product.
+void fuse_gemm_residual(Graph& graph);
+
 // Whether fuse_int8_convolutions keeps residual streams in int8 (below).
 enum class Int8Residuals { kInt8, kFloat };
 

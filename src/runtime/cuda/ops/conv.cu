@@ -192,8 +192,9 @@ class ConvState final : public CudaNodeState {
   // Whether cuDNN is also searched on the dense copy (a strided 1x1 convolution's; a patch
   // convolution's copy runs as a product only).
   bool cudnn_on_dense() const { return can_subsample_ && !patches_; }
-  cudnnTensorDescriptor_t x_desc() const { return algorithm_.subsampled ? dense_x_ : x_; }
-  cudnnConvolutionDescriptor_t conv_desc() const { return algorithm_.subsampled ? dense_conv_ : conv_; }
+  bool cudnn_runs_dense() const { return algorithm_.subsampled && cudnn_on_dense(); }
+  cudnnTensorDescriptor_t x_desc() const { return cudnn_runs_dense() ? dense_x_ : x_; }
+  cudnnConvolutionDescriptor_t conv_desc() const { return cudnn_runs_dense() ? dense_conv_ : conv_; }
   // The bytes at the front of the workspace that the current algorithm's input copy takes.
   std::size_t front_bytes() const { return algorithm_.subsampled ? subsampled_bytes_ : padded_bytes_; }
   // The input cuDNN reads with the current algorithm (the tensor, or its padded or subsampled copy
@@ -508,7 +509,9 @@ Status ConvState::find(CudaKernelContext& ctx, bool subsampled, std::size_t scra
 Status ConvState::choose_algorithm(CudaKernelContext& ctx, const std::string& key, std::size_t limit) {
   ConvAlgorithmCache& cache = ConvAlgorithmCache::instance();
   // (A cached product whose plan cuBLASLt now refuses is searched again.)
-  if (auto cached = cache.find(key); cached && (!cached->gemm || can_gemm_)) {
+  // (A cached cuDNN algorithm on a dense copy cuDNN is not given, a patch convolution's, too.)
+  if (auto cached = cache.find(key);
+      cached && (!cached->gemm || can_gemm_) && (cached->gemm || !cached->subsampled || cudnn_on_dense())) {
     algorithm_ = *cached;
   } else {
     int count = 0;

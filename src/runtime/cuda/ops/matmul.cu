@@ -1,6 +1,7 @@
 // MatMul and Gemm on cuBLASLt (lt_matmul.h: row-major products as their column-major transposes,
 // float16 on tensor cores, float32 never on TF32, the algorithm chosen once at plan time).
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "runtime/cuda/cuda_libraries.h"
@@ -72,34 +73,50 @@ Status run_matmul(CudaKernelContext& ctx) {
   return Status::ok();
 }
 
-// ---- Gemm --------------------------------------------------------------------------------------
+// ---- Gemm and fovea.Gemm ----------------------------------------------------------------------
+
+constexpr int kC = 2, kResidual = 3;  // fovea.Gemm's R: the output's shape, added last
 
 struct GemmState final : public CudaNodeState {
   std::unique_ptr<LtMatmul> product;
   float alpha = 1;
-  float beta = 0;  // 0 when there is no C, or when the epilogue adds it
+  // beta * C (broadcast) + R written into Y before the product, which then adds Y; false where C
+  // is cuBLASLt's bias epilogue and R its C operand, or where there are neither.
+  bool prefill = false;
+  float beta = 0;  // C's factor in the prefill
 };
+
+bool has_residual(const CudaKernelContext& ctx) {
+  return ctx.input_count() > kResidual && ctx.has_input(kResidual);
+}
 
 // C as cuBLASLt's bias epilogue takes it: a row of N values (shape [N] or [1, N]) added with
 // beta 1, in float32 or float16, so Y = alpha A B + C needs no pass to broadcast C first (a
 // classifier's bias; a linear layer's, which fuse_matmul_bias turns into a Gemm).
 bool bias_epilogue(const CudaKernelContext& ctx, float beta, std::int64_t n) {
-  if (!ctx.has_input(2) || beta != 1.0f) return false;
-  const Tensor& c = ctx.input(2);
+  if (!ctx.has_input(kC) || beta != 1.0f) return false;
+  const Tensor& c = ctx.input(kC);
   const DataType dtype = c.dtype();
   const bool row = c.rank() == 1 || (c.rank() == 2 && c.dim(0) == 1);
   return row && c.dim(c.rank() - 1) == n && n > 1 &&
          (dtype == DataType::kFloat32 || dtype == DataType::kFloat16);
 }
 
-// Y[M,N] = C broadcast (C is [M or 1, N or 1] after padding its rank to 2).
+// Y[M,N] = beta * C broadcast (C is [M or 1, N or 1] after padding its rank to 2; null: none)
+// + R (null: none), summed in float (double for double).
 template <typename T>
-__global__ void broadcast_c_kernel(const T* c, T* y, std::int64_t m, std::int64_t n, std::int64_t c_rows,
-                                   std::int64_t c_cols) {
+__global__ void prefill_kernel(const T* c, float beta, const T* r, T* y, std::int64_t m, std::int64_t n,
+                               std::int64_t c_rows, std::int64_t c_cols) {
+  using Sum = std::conditional_t<std::is_same_v<T, double>, double, float>;
   FOVEA_GRID_STRIDE_LOOP(i, m * n) {
     const std::int64_t row = i / n;
     const std::int64_t col = i - row * n;
-    y[i] = c[(c_rows == 1 ? 0 : row) * c_cols + (c_cols == 1 ? 0 : col)];
+    Sum sum = r != nullptr ? static_cast<Sum>(r[i]) : Sum(0);
+    if (c != nullptr) {
+      sum += static_cast<Sum>(beta) *
+             static_cast<Sum>(c[(c_rows == 1 ? 0 : row) * c_cols + (c_cols == 1 ? 0 : col)]);
+    }
+    y[i] = static_cast<T>(sum);
   }
 }
 
@@ -110,7 +127,7 @@ Result<CudaPrepared> prepare_gemm(CudaKernelContext& ctx) {
   auto state = std::make_unique<GemmState>();
   FOVEA_ASSIGN_OR_RETURN(state->alpha, node.attr_float("alpha", 1.0f));
   FOVEA_ASSIGN_OR_RETURN(float beta, node.attr_float("beta", 1.0f));
-  state->beta = ctx.has_input(2) ? beta : 0.0f;
+  state->beta = ctx.has_input(kC) ? beta : 0.0f;
   const Tensor& y = ctx.output(0);
   MatmulShape shape;
   shape.m = y.dim(0);
@@ -120,42 +137,56 @@ Result<CudaPrepared> prepare_gemm(CudaKernelContext& ctx) {
   shape.trans_b = trans_b != 0;
   if (bias_epilogue(ctx, state->beta, shape.n)) {
     auto fused = std::make_unique<LtMatmul>();
-    if (fused->create(ctx, ctx.input(0).dtype(), shape, LtEpilogue{.bias = ctx.input(2).raw()}).is_ok()) {
+    if (fused->create(ctx, ctx.input(0).dtype(), shape, LtEpilogue{.bias = ctx.input(kC).raw()}).is_ok()) {
       state->product = std::move(fused);
-      state->beta = 0.0f;  // the epilogue adds C
-      return CudaPrepared{std::move(state), kLtWorkspaceBytes};
+      return CudaPrepared{std::move(state), kLtWorkspaceBytes};  // R, if any, is cuBLASLt's C
     }
     // No algorithm with the epilogue for this product: C is broadcast into Y first, as any C is.
   }
+  state->prefill = state->beta != 0.0f || has_residual(ctx);
   state->product = std::make_unique<LtMatmul>();
   FOVEA_TRY(state->product->create(ctx, ctx.input(0).dtype(), shape));
   return CudaPrepared{std::move(state), kLtWorkspaceBytes};
 }
 
+Status prefill(CudaKernelContext& ctx, const GemmState& state) {
+  Tensor& y = ctx.output(0);
+  const Tensor* c = state.beta != 0.0f ? &ctx.input(kC) : nullptr;
+  const void* r = has_residual(ctx) ? ctx.input(kResidual).raw() : nullptr;
+  const std::int64_t c_rows = c != nullptr && c->rank() == 2 ? c->dim(0) : 1;
+  const std::int64_t c_cols = c != nullptr && c->rank() >= 1 ? c->dim(c->rank() - 1) : 1;
+  const std::int64_t m = y.dim(0);
+  const std::int64_t n = y.dim(1);
+  const bool ok =
+      dispatch_device<DataType::kFloat32, DataType::kFloat16, DataType::kFloat64>(y.dtype(), [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        prefill_kernel<T><<<grid_for(m * n), kBlockSize, 0, ctx.stream()>>>(
+            c != nullptr ? static_cast<const T*>(c->raw()) : nullptr, state.beta, static_cast<const T*>(r),
+            static_cast<T*>(y.raw()), m, n, c_rows, c_cols);
+      });
+  FOVEA_CHECK(ok);
+  FOVEA_CUDA_TRY_LAUNCH();
+  return Status::ok();
+}
+
 Status run_gemm(CudaKernelContext& ctx) {
   const auto& state = ctx.state<GemmState>();
   Tensor& y = ctx.output(0);
-  if (state.beta != 0.0f) {
-    const Tensor& c = ctx.input(2);
-    const std::int64_t c_rows = c.rank() == 2 ? c.dim(0) : 1;
-    const std::int64_t c_cols = c.rank() >= 1 ? c.dim(c.rank() - 1) : 1;
-    const std::int64_t m = y.dim(0);
-    const std::int64_t n = y.dim(1);
-    const bool ok =
-        dispatch_device<DataType::kFloat32, DataType::kFloat16, DataType::kFloat64>(y.dtype(), [&](auto tag) {
-          using T = typename decltype(tag)::type;
-          broadcast_c_kernel<T><<<grid_for(m * n), kBlockSize, 0, ctx.stream()>>>(
-              static_cast<const T*>(c.raw()), static_cast<T*>(y.raw()), m, n, c_rows, c_cols);
-        });
-    FOVEA_CHECK(ok);
-    FOVEA_CUDA_TRY_LAUNCH();
+  LtCall call{.a = ctx.input(0).raw(), .b = ctx.input(1).raw(), .y = y.raw(), .alpha = state.alpha};
+  if (state.prefill) {
+    FOVEA_TRY(prefill(ctx, state));
+    call.beta = 1.0f;  // C is Y itself
+  } else if (has_residual(ctx)) {
+    call.beta = 1.0f;
+    call.c = ctx.input(kResidual).raw();
   }
-  return state.product->run(ctx, ctx.input(0).raw(), ctx.input(1).raw(), y.raw(), state.alpha, state.beta);
+  return state.product->run(ctx, call);
 }
 
 }  // namespace
 
 FOVEA_REGISTER_CUDA_OP({.op_type = "MatMul", .prepare = prepare_matmul, .run = run_matmul});
 FOVEA_REGISTER_CUDA_OP({.op_type = "Gemm", .prepare = prepare_gemm, .run = run_gemm});
+FOVEA_REGISTER_CUDA_OP({.domain = "fovea", .op_type = "Gemm", .prepare = prepare_gemm, .run = run_gemm});
 
 }  // namespace fovea::runtime::cuda
