@@ -33,8 +33,11 @@ Status optimize(Graph& graph) {
   fuse_attention(graph);
   sink_transposes(graph);
   fuse_matmul_bias(graph);
-  fuse_gemm_residual(graph);
+  move_transposes_to_attention(graph, AttentionSide::kInputs);
   fold_attention_views(graph);
+  move_transposes_to_attention(graph, AttentionSide::kOutputs);
+  fold_attention_views(graph);  // the outputs' moved Transposes (the operands are folded already)
+  fuse_gemm_residual(graph);
   eliminate_dead_nodes(graph);
   graph.compact();
   // Fused nodes get their types from their own inference, which also checks the rewrite.

@@ -199,25 +199,93 @@ void fold_inputs(Graph& graph, Node& attention) {
   }
 }
 
-// An output read only by a Transpose that keeps the last axis: the node writes the transposed
-// tensor itself.
+// How a Reshape regroups the dims of `from` into `to` without splitting any: for each dim of `to`,
+// the dims of `from` it merges (dims of 1 join a neighbour); nullopt when a dim is split.
+std::optional<std::vector<std::vector<std::int64_t>>> merged_groups(const Shape& from, const Shape& to) {
+  std::vector<std::vector<std::int64_t>> groups(to.size());
+  std::size_t axis = 0;
+  for (std::size_t d = 0; d < to.size(); ++d) {
+    std::int64_t size = 1;
+    while (axis < from.size() && size * from[axis] <= to[d] && (size < to[d] || from[axis] == 1)) {
+      size *= from[axis];
+      groups[d].push_back(static_cast<std::int64_t>(axis++));
+    }
+    if (size != to[d]) return std::nullopt;
+  }
+  for (; axis < from.size(); ++axis) {
+    if (from[axis] != 1 || groups.empty()) return std::nullopt;
+    groups.back().push_back(static_cast<std::int64_t>(axis));
+  }
+  return groups;
+}
+
+// An output read (through Reshapes that only merge dims, each the sole reader of the last) only by
+// a Transpose that keeps the last axis: the node writes the transposed tensor itself, and a
+// Reshape gives it the Transpose's shape (free: it aliases).
 void fold_output(Graph& graph, Node& attention, std::vector<bool>& removed) {
-  Node* transpose = sole_consumer(graph, attention.outputs[0]);
-  if (transpose == nullptr || !is_op(*transpose, "Transpose")) return;
-  const std::optional<Shape> shape = known_shape(graph, attention.outputs[0]);
-  // Without perm a Transpose reverses every axis, the last included.
-  const Result<std::vector<std::int64_t>> perm = transpose->attr_ints("perm", std::vector<std::int64_t>{});
-  if (!shape || !perm.is_ok() || perm->size() != shape->size() ||
-      perm->back() != static_cast<std::int64_t>(shape->size()) - 1)
+  const ValueId written = attention.outputs[0];
+  const std::optional<Shape> shape = known_shape(graph, written);
+  if (!shape || shape->empty()) return;
+  std::vector<Node*> reshapes;
+  ValueId value = written;
+  Node* next = sole_consumer(graph, value);
+  while (next != nullptr && is_op(*next, "Reshape")) {
+    reshapes.push_back(next);
+    value = next->outputs[0];
+    next = sole_consumer(graph, value);
+  }
+  Node* transpose = next;
+  const std::optional<Shape> merged = known_shape(graph, value);
+  if (transpose == nullptr || !is_op(*transpose, "Transpose") || !merged) return;
+  const std::optional<std::vector<std::int64_t>> perm = transpose_perm(*transpose, merged->size());
+  const std::optional<std::vector<std::vector<std::int64_t>>> groups = merged_groups(*shape, *merged);
+  if (!perm || perm->empty() || perm->back() != static_cast<std::int64_t>(merged->size()) - 1 || !groups)
     return;
-  Attribute written;
-  written.kind = Attribute::Kind::kInts;
-  written.ints = *perm;
-  attention.attributes[ops::kAttentionOutputPerm] = std::move(written);
-  attention.outputs[0] = transpose->outputs[0];
-  removed[static_cast<std::size_t>(transpose - graph.nodes.data())] = true;
-  transpose->inputs.clear();
-  transpose->outputs.clear();
+  // The written dims in their new order; the last, the product's rows, stays last.
+  std::vector<std::int64_t> order;
+  for (std::int64_t group : *perm) {
+    const std::vector<std::int64_t>& axes = (*groups)[static_cast<std::size_t>(group)];
+    order.insert(order.end(), axes.begin(), axes.end());
+  }
+  if (order.size() != shape->size() || order.back() != static_cast<std::int64_t>(shape->size()) - 1) return;
+  const Result<std::optional<std::vector<std::int64_t>>> old_perm =
+      ops::attention_output_perm(attention, shape->size());
+  if (!old_perm.is_ok()) return;
+  Attribute y_perm;
+  y_perm.kind = Attribute::Kind::kInts;
+  Shape permuted;
+  for (std::int64_t axis : order) {
+    y_perm.ints.push_back(*old_perm ? (**old_perm)[static_cast<std::size_t>(axis)] : axis);
+    permuted.push_back((*shape)[static_cast<std::size_t>(axis)]);
+  }
+  attention.attributes[ops::kAttentionOutputPerm] = std::move(y_perm);
+  if (reshapes.empty()) {  // the node writes the Transpose's output itself
+    attention.outputs[0] = transpose->outputs[0];
+    removed[static_cast<std::size_t>(transpose - graph.nodes.data())] = true;
+    transpose->inputs.clear();
+    transpose->outputs.clear();
+    return;
+  }
+  ValueType type = graph.value(written).type;  // by value: adding values may move them
+  type.dims = dims_of(permuted);
+  const ValueId permuted_value = graph.add_value(graph.value(written).name + "/permuted", type);
+  attention.outputs[0] = permuted_value;
+  // The first Reshape gives the permuted output the Transpose's shape, in the Transpose's place;
+  // the other Reshapes and the Transpose go.
+  const Shape out = *known_shape(graph, transpose->outputs[0]);
+  const ValueId out_shape = graph.add_constant(
+      graph.value(transpose->outputs[0]).name + "/shape",
+      Tensor::from_vector<std::int64_t>(DataType::kInt64, {static_cast<std::int64_t>(out.size())}, out));
+  Node reshape = *reshapes.front();
+  reshape.name = transpose->name;
+  reshape.inputs = {permuted_value, out_shape};
+  reshape.outputs = transpose->outputs;
+  for (Node* node : reshapes) {
+    removed[static_cast<std::size_t>(node - graph.nodes.data())] = true;
+    node->inputs.clear();
+    node->outputs.clear();
+  }
+  *transpose = std::move(reshape);
 }
 
 }  // namespace

@@ -48,8 +48,9 @@ void fuse_attention(Graph& graph);
 // fovea.Attention's operands that are strided views of a larger tensor (a packed QKV projection
 // through Reshape, Squeeze/Unsqueeze, Flatten, Transpose and Gathers of one constant index) are
 // read where they lie (q_view, kt_view, v_view: ops/attention_util.h), and an output read only by a
-// Transpose that keeps the last axis is written transposed (y_perm). The kernels need each row of
-// Q, V and KT (or K) contiguous; operands that are not stay as they are.
+// Transpose that keeps the last axis (directly, or through Reshapes that only merge dims) is
+// written transposed (y_perm). The kernels need each row of Q, V and KT (or K) contiguous; operands
+// that are not stay as they are.
 void fold_attention_views(Graph& graph);
 
 // A Transpose whose output only an Add, Sub, Mul or Div with a constant reads (and that the op does
@@ -65,6 +66,16 @@ void sink_transposes(Graph& graph);
 // in cuBLASLt's epilogue. A Mul of the sum by a constant row (a scale per column) that alone reads it
 // is folded into W and the bias.
 void fuse_matmul_bias(Graph& graph);
+
+// Transposes that keep the last axis move across row-wise linear layers (Gemm, transA 0) to the
+// attention on their other side, for fold_attention_views to absorb: torch's batch-first multi-head
+// attention transposes its input and output around the projections. kInputs (before the views are
+// folded): Transpose -> Reshape [R, K] -> Gemm whose product only attentions read (through view
+// ops) becomes Reshape -> Gemm -> Reshape, Transpose, Reshape. kOutputs (after: the attention then
+// writes its output where the Gemm reads it): a Gemm on an attention's output (through Reshapes)
+// followed by Reshape -> Transpose reads the transposed input instead.
+enum class AttentionSide { kInputs, kOutputs };
+void move_transposes_to_attention(Graph& graph, AttentionSide side);
 
 // A Gemm read only by an Add (through the Reshape fuse_matmul_bias puts after it, if any) whose
 // other operand has the sum's shape, a residual, becomes fovea.Gemm(A, B, C, R) with the residual
