@@ -181,6 +181,17 @@ TEST_F(CliUx, ModelInfoSaysWhichDimsItAssumed) {
   EXPECT_EQ(output_.find("taken as 1"), std::string::npos) << output_;
 }
 
+// --graph prints the planned graph a node a line: the demo segmenter's convolutions fused with
+// their epilogues, each with its operands' types; a bad --shape is still a usage error.
+TEST_F(CliUx, ModelInfoGraphPrintsThePlannedNodes) {
+  ASSERT_EQ(fovea({"model", "info", model().string(), "--graph", "--shape", "input=2x3x48x64"}), 0)
+      << output_;
+  EXPECT_NE(output_.find("nodes planned for cpu fp32"), std::string::npos) << output_;
+  EXPECT_NE(output_.find("fovea.FusedConv  input float32 [2, 3, 48, 64], "), std::string::npos) << output_;
+  EXPECT_NE(output_.find(" (const float32 ["), std::string::npos) << output_;
+  EXPECT_EQ(fovea({"model", "info", model().string(), "--graph", "--shape", "input=2xQ"}), 2) << output_;
+}
+
 // After Ctrl-C a looping source did not end: the table says it was interrupted.
 TEST_F(CliUx, StatsTableSaysInterruptedAfterCtrlC) {
   const pid_t pid = start_cli(FOVEA_CLI_PATH, segment({"--device", "cpu", "--loop"}), dir_ / "log.txt");

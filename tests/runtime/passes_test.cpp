@@ -556,15 +556,14 @@ Tensor int64_constant(std::vector<std::int64_t> dims, std::vector<std::int64_t> 
 // heads of 4) through Reshape, Unsqueeze, Transpose, Squeeze and a Gather per operand, each then
 // Reshape -> Transpose -> Reshape to [B, H, T, D]; the output Transposed back to [T, B, H, D] and
 // flattened to [T * B, E].
-Graph head_split_graph() {
-  ModelBuilder m;
-  m.input("p", DataType::kFloat32, {6, 2, 36}).output("y", DataType::kFloat32, {12, 12});
-  m.initializer("packed", int64_constant({4}, {6, 2, 3, 12}));
+// Adds the head split of `p` [6, b, 36], the attention, and the head merge into `y` [6 * b, 12].
+void add_head_split(ModelBuilder& m, std::int64_t b) {
+  m.initializer("packed", int64_constant({4}, {6, b, 3, 12}));
   m.initializer("axis0", int64_constant({1}, {0}));
   m.initializer("axis3", int64_constant({1}, {3}));
-  m.initializer("heads", int64_constant({3}, {6, 6, 4}));
-  m.initializer("split", int64_constant({4}, {2, 3, 6, 4}));
-  m.initializer("merged", int64_constant({2}, {12, 12}));
+  m.initializer("heads", int64_constant({3}, {6, 3 * b, 4}));
+  m.initializer("split", int64_constant({4}, {b, 3, 6, 4}));
+  m.initializer("merged", int64_constant({2}, {6 * b, 12}));
   m.node("Reshape", {"p", "packed"}, {"p4"});
   m.node("Unsqueeze", {"p4", "axis0"}, {"p5"});
   m.attr(m.node("Transpose", {"p5"}, {"p5t"}), "perm", std::vector<std::int64_t>{3, 1, 2, 0, 4});
@@ -586,6 +585,12 @@ Graph head_split_graph() {
   m.node("MatMul", {"w", "v"}, {"o"});
   m.attr(m.node("Transpose", {"o"}, {"ot"}), "perm", std::vector<std::int64_t>{2, 0, 1, 3});
   m.node("Reshape", {"ot", "merged"}, {"y"});
+}
+
+Graph head_split_graph() {
+  ModelBuilder m;
+  m.input("p", DataType::kFloat32, {6, 2, 36}).output("y", DataType::kFloat32, {12, 12});
+  add_head_split(m, 2);
   return load_graph(m);
 }
 
@@ -725,6 +730,126 @@ TEST(PassFuseMatmulBias, OtherAddsStayAsTheyAre) {
     if (variant == 0) inputs.push_back(random_tensor(DataType::kFloat32, {6}, 4));
     const ExecutionPlan plan = plan_for(graph, inputs);
     EXPECT_EQ(count_ops(plan.graph, "Gemm"), 0) << variant;
+    expect_same_results(graph, plan, inputs);
+  }
+}
+
+// torch's batch-first multi-head attention block as exported: x [B, 6, 12] transposed to [6, B,
+// 12] for the QKV projection (MatMul + bias), the head split, attention and merge, the output
+// projection on [6 * B, 12], back to [6, B, 12] and transposed to [B, 6, 12], then x added back.
+Graph batch_first_attention_graph(std::int64_t b) {
+  ModelBuilder m;
+  m.input("x", DataType::kFloat32, {b, 6, 12}).output("out", DataType::kFloat32, {b, 6, 12});
+  m.attr(m.node("Transpose", {"x"}, {"xt"}), "perm", std::vector<std::int64_t>{1, 0, 2});
+  m.initializer("w_qkv", random_tensor(DataType::kFloat32, {12, 36}, 1));
+  m.initializer("b_qkv", random_tensor(DataType::kFloat32, {36}, 2));
+  m.node("MatMul", {"xt", "w_qkv"}, {"pw"});
+  m.node("Add", {"pw", "b_qkv"}, {"p"});
+  add_head_split(m, b);
+  m.initializer("w_out", random_tensor(DataType::kFloat32, {12, 12}, 3));
+  m.initializer("b_out", random_tensor(DataType::kFloat32, {12}, 4));
+  m.initializer("unflat", int64_constant({3}, {6, b, 12}));
+  m.attr(m.node("Gemm", {"y", "w_out", "b_out"}, {"proj"}), "transB", std::int64_t{1});
+  m.node("Reshape", {"proj", "unflat"}, {"proj3"});
+  m.attr(m.node("Transpose", {"proj3"}, {"projt"}), "perm", std::vector<std::int64_t>{1, 0, 2});
+  m.node("Add", {"projt", "x"}, {"out"});
+  return load_graph(m);
+}
+
+// Both Transposes go: the QKV projection reads x's rows as they are and the attention reads its
+// product through views; the attention writes its output in [B, T, H, D] order for the output
+// projection, which adds x back inside the product (fovea.Gemm). At a batch of 1 too, where the
+// merging Reshapes meet dims of 1.
+TEST(PassMoveTransposesToAttention, BatchFirstAttentionRunsWithoutCopies) {
+  for (std::int64_t b : {2, 1}) {
+    const Graph graph = batch_first_attention_graph(b);
+    const std::vector<Tensor> inputs = {random_tensor(DataType::kFloat32, {b, 6, 12}, 5)};
+    const ExecutionPlan plan = plan_for(graph, inputs);
+    EXPECT_EQ(count_ops(plan.graph, "Attention"), 1) << "batch " << b;
+    EXPECT_EQ(count_ops(plan.graph, "Transpose"), 0) << "batch " << b;
+    EXPECT_EQ(count_ops(plan.graph, "Add"), 0) << "batch " << b;
+    const Node* attention = attention_node_of(plan.graph);
+    ASSERT_NE(attention, nullptr);
+    // (At a batch of 1 the Transpose moves no element: [T, 1, H, D] is [1, T, H, D] in memory.)
+    if (b > 1) {
+      EXPECT_EQ(attention->attr_ints("y_perm").value(), (std::vector<std::int64_t>{0, 2, 1, 3}));
+    }
+    expect_same_results(graph, plan, inputs);
+  }
+}
+
+// A projection whose product something else than an attention reads keeps its Transpose before it
+// (moved after, it would copy the wider product).
+TEST(PassMoveTransposesToAttention, AProductReadElsewhereKeepsItsTranspose) {
+  ModelBuilder m;
+  m.input("x", DataType::kFloat32, {2, 6, 12}).output("y", DataType::kFloat32, {12, 12});
+  m.output("p", DataType::kFloat32, {6, 2, 36});
+  m.attr(m.node("Transpose", {"x"}, {"xt"}), "perm", std::vector<std::int64_t>{1, 0, 2});
+  m.initializer("w_qkv", random_tensor(DataType::kFloat32, {12, 36}, 1));
+  m.initializer("b_qkv", random_tensor(DataType::kFloat32, {36}, 2));
+  m.node("MatMul", {"xt", "w_qkv"}, {"pw"});
+  m.node("Add", {"pw", "b_qkv"}, {"p"});
+  add_head_split(m, 2);
+  const Graph graph = load_graph(m);
+  const std::vector<Tensor> inputs = {random_tensor(DataType::kFloat32, {2, 6, 12}, 5)};
+  const ExecutionPlan plan = plan_for(graph, inputs);
+  EXPECT_EQ(count_ops(plan.graph, "Transpose"), 1);
+  expect_same_results(graph, plan, inputs);
+}
+
+// A linear layer's residual Add (either operand order, at rank 3 through the Reshapes and at rank 2)
+// becomes fovea.Gemm's R.
+TEST(PassFuseGemmResidual, TheResidualAddJoinsTheLinearLayer) {
+  for (const bool rank3 : {true, false}) {
+    for (const bool residual_first : {true, false}) {
+      const Shape x_shape = rank3 ? Shape{2, 7, 5} : Shape{4, 5};
+      Shape y_shape = x_shape;
+      y_shape.back() = 6;
+      ModelBuilder m;
+      m.input("x", DataType::kFloat32, x_shape).input("r", DataType::kFloat32, y_shape);
+      m.output("y", DataType::kFloat32, y_shape);
+      m.initializer("w", random_tensor(DataType::kFloat32, {5, 6}, 1));
+      m.initializer("b", random_tensor(DataType::kFloat32, {6}, 2));
+      m.node("MatMul", {"x", "w"}, {"xw"});
+      m.node("Add", {"xw", "b"}, {"xwb"});
+      m.node("Add",
+             residual_first ? std::vector<std::string>{"r", "xwb"} : std::vector<std::string>{"xwb", "r"},
+             {"y"});
+      const Graph graph = load_graph(m);
+      const std::vector<Tensor> inputs = {random_tensor(DataType::kFloat32, x_shape, 3),
+                                          random_tensor(DataType::kFloat32, y_shape, 4)};
+      const ExecutionPlan plan = plan_for(graph, inputs);
+      EXPECT_EQ(count_ops(plan.graph, "Add"), 0) << rank3 << residual_first;
+      ASSERT_EQ(count_ops(plan.graph, "Gemm"), 1);
+      for (const Node& node : plan.graph.nodes) {
+        if (node.op_type == "Gemm") {
+          EXPECT_EQ(node.domain, "fovea");
+        }
+      }
+      expect_same_results(graph, plan, inputs);
+    }
+  }
+}
+
+// A residual that broadcasts, or a product read elsewhere, leaves the Add as it is.
+TEST(PassFuseGemmResidual, BroadcastsAndSharedProductsStay) {
+  for (const bool broadcast : {true, false}) {
+    ModelBuilder m;
+    m.input("x", DataType::kFloat32, {4, 5})
+        .input("r", DataType::kFloat32, broadcast ? Shape{1, 6} : Shape{4, 6});
+    m.output("y", DataType::kFloat32, {4, 6});
+    if (!broadcast) m.output("xwb", DataType::kFloat32, {4, 6});
+    m.initializer("w", random_tensor(DataType::kFloat32, {5, 6}, 1));
+    m.initializer("b", random_tensor(DataType::kFloat32, {6}, 2));
+    m.node("MatMul", {"x", "w"}, {"xw"});
+    m.node("Add", {"xw", "b"}, {"xwb"});
+    m.node("Add", {"xwb", "r"}, {"y"});
+    const Graph graph = load_graph(m);
+    const std::vector<Tensor> inputs = {
+        random_tensor(DataType::kFloat32, {4, 5}, 3),
+        random_tensor(DataType::kFloat32, broadcast ? Shape{1, 6} : Shape{4, 6}, 4)};
+    const ExecutionPlan plan = plan_for(graph, inputs);
+    EXPECT_EQ(count_ops(plan.graph, "Add"), 1) << broadcast;
     expect_same_results(graph, plan, inputs);
   }
 }

@@ -182,5 +182,35 @@ TEST(OpGemm, RejectsBadShapes) {
   EXPECT_NE(status.message().find("rank"), std::string::npos) << status.message();
 }
 
+// fovea.Gemm: Gemm with the residual R added last (fuse_gemm_residual), with and without C, and R of
+// another shape refused by name.
+TEST(Opfovea_Gemm, AddsTheResidualAfterTheProductAndC) {
+  const std::int64_t m = 9, n = 7, k = 5;
+  const Tensor a = random_tensor(DataType::kFloat32, {m, k}, 1);
+  const Tensor bt = random_tensor(DataType::kFloat32, {n, k}, 2);
+  const Tensor c = random_tensor(DataType::kFloat32, {n}, 3);
+  const Tensor r = random_tensor(DataType::kFloat32, {m, n}, 4);
+  const Node plain = NodeBuilder("Gemm").inputs(3).attr("transB", 1).attr("alpha", 0.5f).build();
+  const Node fused =
+      NodeBuilder("Gemm").domain("fovea").inputs(4).attr("transB", 1).attr("alpha", 0.5f).build();
+  Tensor expected = run_node(plain, {a, bt, c})[0];
+  for (std::int64_t i = 0; i < m * n; ++i) expected.data<float>()[i] += r.data<float>()[i];
+  EXPECT_TRUE(tensors_near(run_node(fused, {a, bt, c, r})[0], expected, kTolerance, kTolerance));
+  const Node without_c = NodeBuilder("Gemm")
+                             .domain("fovea")
+                             .inputs(4)
+                             .attr("transB", 1)
+                             .attr("alpha", 0.5f)
+                             .omit_input(2)
+                             .build();
+  Tensor product =
+      run_node(NodeBuilder("Gemm").inputs(2).attr("transB", 1).attr("alpha", 0.5f).build(), {a, bt})[0];
+  for (std::int64_t i = 0; i < m * n; ++i) product.data<float>()[i] += r.data<float>()[i];
+  EXPECT_TRUE(tensors_near(run_node(without_c, {a, bt, Tensor(), r})[0], product, kTolerance, kTolerance));
+  const Status status = run_node_status(fused, {a, bt, c, random_tensor(DataType::kFloat32, {1, n}, 5)});
+  EXPECT_NE(status.message().find("residual R [1, 7] is not the output's shape [9, 7]"), std::string::npos)
+      << status.message();
+}
+
 }  // namespace
 }  // namespace fovea::runtime::testing

@@ -71,5 +71,27 @@ TEST(CudaGemm, ARowOfBiasAddsInTheEpilogue) {
   }
 }
 
+// fovea.Gemm's residual: cuBLASLt's C beside the bias epilogue (a bias row), added after a C
+// broadcast into Y first (a column, beta 0.5), or alone; float32 and float16, odd sizes.
+TEST(Cudafovea_Gemm, TheResidualIsAddedInsideTheProduct) {
+  FOVEA_REQUIRE_GPU();
+  const std::int64_t m = 37, k = 29, n = 95;
+  const Tensor a = random_tensor(kF32, {m, k}, 1);
+  const Tensor b = random_tensor(kF32, {k, n}, 2);
+  const Tensor r = random_tensor(kF32, {m, n}, 3);
+  for (Precision p : kPrecisions) {
+    const CudaCheck check{.precision = p, .constant_inputs = {1, 2}, .accuracy = Accuracy::kAccumulating};
+    EXPECT_TRUE(cuda_matches_cpu(NodeBuilder("Gemm").domain("fovea").inputs(4).build(),
+                                 {a, b, random_tensor(kF32, {n}, 4), r}, check))
+        << precision_name(p);
+    EXPECT_TRUE(cuda_matches_cpu(NodeBuilder("Gemm").domain("fovea").inputs(4).attr("beta", 0.5f).build(),
+                                 {a, b, random_tensor(kF32, {m, 1}, 5), r}, accumulating(p)))
+        << precision_name(p);
+    EXPECT_TRUE(cuda_matches_cpu(NodeBuilder("Gemm").domain("fovea").inputs(4).omit_input(2).build(),
+                                 {a, b, Tensor(), r}, accumulating(p)))
+        << precision_name(p);
+  }
+}
+
 }  // namespace
 }  // namespace fovea::runtime::testing
