@@ -100,19 +100,10 @@ void fuse_gemm_residual(Graph& graph) {
   std::vector<bool> dropped(graph.nodes.size(), false);
   for (const Match& match : matches) {
     replacing[match.add] = fused_nodes(graph, match);
-    dropped[match.gemm] = true;
+    dropped[match.gemm] = dropped[match.add] = true;
     if (match.unflatten) dropped[*match.unflatten] = true;
   }
-  std::vector<Node> nodes;
-  for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
-    if (!replacing[n].empty()) {
-      for (Node& node : replacing[n]) nodes.push_back(std::move(node));
-    } else if (!dropped[n]) {
-      nodes.push_back(std::move(graph.nodes[n]));
-    }
-  }
-  graph.nodes = std::move(nodes);
-  graph.index_producers();
+  splice_nodes(graph, std::move(replacing), dropped);
 }
 
 }  // namespace fovea::runtime

@@ -138,20 +138,11 @@ void fuse_matmul_bias(Graph& graph) {
   std::vector<bool> dropped(graph.nodes.size(), false);
   for (Rewrite& rewrite : rewrites) {
     replacing[rewrite.matmul] = std::move(rewrite.nodes);
+    dropped[rewrite.matmul] = true;
     for (std::size_t gone : rewrite.gone) dropped[gone] = true;
   }
   // The new nodes read what the MatMul read and a constant, so they stand where the MatMul stood.
-  std::vector<Node> nodes;
-  for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
-    if (dropped[n]) continue;
-    if (replacing[n].empty()) {
-      nodes.push_back(std::move(graph.nodes[n]));
-    } else {
-      for (Node& node : replacing[n]) nodes.push_back(std::move(node));
-    }
-  }
-  graph.nodes = std::move(nodes);
-  graph.index_producers();
+  splice_nodes(graph, std::move(replacing), dropped);
 }
 
 }  // namespace fovea::runtime

@@ -80,4 +80,14 @@ void erase_nodes(Graph& graph, const std::vector<bool>& removed) {
   graph.index_producers();
 }
 
+void splice_nodes(Graph& graph, std::vector<std::vector<Node>> inserted, const std::vector<bool>& removed) {
+  std::vector<Node> nodes;
+  for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
+    for (Node& node : inserted[n]) nodes.push_back(std::move(node));
+    if (!removed[n]) nodes.push_back(std::move(graph.nodes[n]));
+  }
+  graph.nodes = std::move(nodes);
+  graph.index_producers();
+}
+
 }  // namespace fovea::runtime

@@ -32,5 +32,9 @@ std::optional<Shape> known_shape(const Graph& graph, ValueId value);
 
 // Drops the nodes flagged in `removed` (indexed like graph.nodes) and reindexes producers.
 void erase_nodes(Graph& graph, const std::vector<bool>& removed);
+// Rebuilds graph.nodes: at each index n, the nodes of inserted[n] in their order, then node n unless
+// removed[n] (both indexed like graph.nodes); reindexes producers. Nodes inserted at n may read
+// what the nodes before n produce.
+void splice_nodes(Graph& graph, std::vector<std::vector<Node>> inserted, const std::vector<bool>& removed);
 
 }  // namespace fovea::runtime

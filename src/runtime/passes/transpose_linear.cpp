@@ -231,13 +231,7 @@ void move_transposes_to_attention(Graph& graph, AttentionSide side) {
     for (std::size_t gone : rewrite.gone) dropped[gone] = true;
     replacing[rewrite.at] = std::move(rewrite.nodes);
   }
-  std::vector<Node> nodes;
-  for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
-    for (Node& node : replacing[n]) nodes.push_back(std::move(node));
-    if (!dropped[n]) nodes.push_back(std::move(graph.nodes[n]));
-  }
-  graph.nodes = std::move(nodes);
-  graph.index_producers();
+  splice_nodes(graph, std::move(replacing), dropped);
 }
 
 }  // namespace fovea::runtime

@@ -193,6 +193,30 @@ TEST(QuantizeGraph, GemmAndMatMulWeightsQuantizeAlongTheirOutputAxisAndActivatio
   EXPECT_EQ(quant::node_precision(graph, *consumer_of(graph, "MatMul")), "int8");
 }
 
+// A linear layer with its residual Add (fovea.Gemm, fuse_gemm_residual) quantizes as a Gemm does:
+// its activation and weights through pairs, the bias and the residual R in float.
+TEST(QuantizeGraph, ALinearLayerWithItsResidualQuantizesAsAGemm) {
+  ModelBuilder m(17);
+  m.input("x", kF32, {4, 6}).input("r", kF32, {4, 3}).output("y", kF32, {4, 3});
+  m.initializer("w", random_tensor(kF32, {6, 3}, 5));
+  m.initializer("b", random_tensor(kF32, {3}, 6));
+  m.node("Gemm", {"x", "w", "b"}, {"xw"}, "linear");
+  m.node("Add", {"xw", "r"}, {"y"}, "residual");
+  Graph graph = optimized(m);
+  const Node* fused = consumer_of(graph, "Gemm");
+  ASSERT_NE(fused, nullptr);
+  EXPECT_EQ(fused->domain, "fovea");
+  auto report = quant::quantize_graph(graph, table_with({{"x", 1.0f}}), {});
+  ASSERT_TRUE(report.is_ok()) << report.status().to_string();
+  ASSERT_NE(report_of(*report, "linear"), nullptr);
+  EXPECT_TRUE(report_of(*report, "linear")->int8);
+  const Node* quantized = consumer_of(graph, "Gemm");
+  ASSERT_NE(quantized, nullptr);
+  EXPECT_EQ(quant::node_precision(graph, *quantized), "int8");
+  ASSERT_EQ(quantized->inputs.size(), 4u);
+  EXPECT_EQ(graph.value(quantized->inputs[3]).name, "r");
+}
+
 // A linear layer on x [2, 7, 5] becomes a Gemm reading x through a Reshape (fuse_matmul_bias),
 // a tensor calibration never sees: the Gemm takes x's range, and x's keep_float names x.
 TEST(QuantizeGraph, AViewOfACalibratedTensorTakesItsRange) {
