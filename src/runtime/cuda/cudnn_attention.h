@@ -11,12 +11,15 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <vector>
 
 #include "core/status.h"
 #include "runtime/cuda/cuda_libraries.h"
 
 namespace fovea::runtime::cuda {
+
+namespace backend {
+class Plan;  // cudnn_backend.h
+}
 
 // One operand [B, H, T, D] in elements: its sizes and strides (D's stride must be 1).
 struct AttentionOperand {
@@ -42,11 +45,10 @@ class CudnnAttention {
   // no engine takes the shape; the caller then runs fovea's kernel.
   static Result<std::shared_ptr<const CudnnAttention>> create(cudnnHandle_t handle,
                                                               const CudnnAttentionShape& shape);
-  ~CudnnAttention();
   CudnnAttention(const CudnnAttention&) = delete;
   CudnnAttention& operator=(const CudnnAttention&) = delete;
 
-  std::size_t workspace_bytes() const { return workspace_bytes_; }
+  std::size_t workspace_bytes() const;
   // Enqueues the product on the handle's stream. Pointers 16-byte aligned.
   Status run(cudnnHandle_t handle, const void* q, const void* k, const void* v, void* o,
              void* workspace) const;
@@ -54,9 +56,7 @@ class CudnnAttention {
  private:
   CudnnAttention() = default;
 
-  cudnnBackendDescriptor_t plan_ = nullptr;
-  std::vector<cudnnBackendDescriptor_t> kept_;
-  std::size_t workspace_bytes_ = 0;
+  std::shared_ptr<const backend::Plan> plan_;
   float scale_ = 1.0f;
 };
 
