@@ -1,5 +1,6 @@
 // cuDNN's backend (graph) API in RAII form, for the fused operations fovea plans through it
-// (cudnn_attention.h, cudnn_matmul.h): descriptors and their attributes, an operation graph, the
+// (cudnn_attention.h; cuDNN's fused matmul + GELU was tried through it and was slower than cuBLASLt
+// and a GELU pass, docs/perf.md): descriptors and their attributes, an operation graph, the
 // heuristic's engine configurations and the execution plans they finalize into. Every failure is
 // kUnsupported naming the step and cuDNN's reason: a graph cuDNN does not take means running
 // fovea's own kernels instead, not an error.

@@ -1,20 +1,13 @@
 // MatMul and Gemm on cuBLASLt (lt_matmul.h: row-major products as their column-major transposes,
 // float16 on tensor cores, float32 never on TF32, the algorithm chosen once at plan time).
-#include <cstdint>
 #include <memory>
-#include <optional>
-#include <string>
 #include <type_traits>
 #include <vector>
 
 #include "runtime/cuda/cuda_libraries.h"
 #include "runtime/cuda/cuda_op.h"
-#include "runtime/cuda/cudnn_backend.h"
-#include "runtime/cuda/cudnn_matmul.h"
-#include "runtime/cuda/gelu.cuh"
 #include "runtime/cuda/kernel_util.cuh"
 #include "runtime/cuda/lt_matmul.h"
-#include "runtime/cuda/plan_timing.h"
 #include "runtime/ops/op_util.h"
 
 namespace fovea::runtime::cuda {
@@ -90,10 +83,7 @@ struct GemmState final : public CudaNodeState {
   // beta * C (broadcast) + R written into Y before the product, which then adds Y; false where C
   // is cuBLASLt's bias epilogue and R its C operand, or where there are neither.
   bool prefill = false;
-  float beta = 0;              // C's factor in the prefill
-  std::optional<GeluOp> gelu;  // fovea.Gemm's activation, a pass over Y after the product
-  // cuDNN's fused product with the bias and the GELU in its epilogue, where it was chosen.
-  std::shared_ptr<const backend::Plan> fused;
+  float beta = 0;  // C's factor in the prefill
 };
 
 bool has_residual(const CudaKernelContext& ctx) {
@@ -130,117 +120,6 @@ __global__ void prefill_kernel(const T* c, float beta, const T* r, T* y, std::in
   }
 }
 
-// cuBLASLt's product, with C as its bias epilogue where C is a bias row (R, if any, then is its C
-// operand), else C broadcast into Y first (prefill).
-Status plan_product(CudaKernelContext& ctx, GemmState& state, const MatmulShape& shape) {
-  if (bias_epilogue(ctx, state.beta, shape.n)) {
-    auto fused = std::make_unique<LtMatmul>();
-    if (fused->create(ctx, ctx.input(0).dtype(), shape, LtEpilogue{.bias = ctx.input(kC).raw()}).is_ok()) {
-      state.product = std::move(fused);
-      return Status::ok();
-    }
-    // No algorithm with the epilogue for this product: C is broadcast into Y first, as any C is.
-  }
-  state.prefill = state.beta != 0.0f || has_residual(ctx);
-  state.product = std::make_unique<LtMatmul>();
-  return state.product->create(ctx, ctx.input(0).dtype(), shape);
-}
-
-// fovea.Gemm's GELU, if it has one (shape inference refused other activations).
-Result<std::optional<GeluOp>> gelu_of(const Node& node) {
-  if (node.domain != "fovea") return std::optional<GeluOp>();
-  FOVEA_ASSIGN_OR_RETURN(const std::string activation, node.attr_string("activation", ""));
-  if (activation.empty()) return std::optional<GeluOp>();
-  FOVEA_ASSIGN_OR_RETURN(const GeluOp gelu, GeluOp::make(node));
-  return std::optional<GeluOp>(gelu);
-}
-
-Status prefill(CudaKernelContext& ctx, const GemmState& state);
-
-// cuBLASLt's product (after the prefill, if any), then the GELU pass, if any.
-Status run_unfused(CudaKernelContext& ctx, const GemmState& state) {
-  Tensor& y = ctx.output(0);
-  LtCall call{.a = ctx.input(0).raw(), .b = ctx.input(1).raw(), .y = y.raw(), .alpha = state.alpha};
-  if (state.prefill) {
-    FOVEA_TRY(prefill(ctx, state));
-    call.beta = 1.0f;  // C is Y itself
-  } else if (has_residual(ctx)) {
-    call.beta = 1.0f;
-    call.c = ctx.input(kResidual).raw();
-  }
-  FOVEA_TRY(state.product->run(ctx, call));
-  if (!state.gelu) return Status::ok();
-  return launch_gelu(ctx, *state.gelu, y, y);
-}
-
-Status run_fused(CudaKernelContext& ctx, const GemmState& state, const backend::Plan& plan) {
-  const void* bias = ctx.has_input(kC) ? ctx.input(kC).raw() : nullptr;
-  return run_fused_matmul(plan, ctx.libraries().cudnn, ctx.input(0).raw(), ctx.input(1).raw(), bias,
-                          ctx.output(0).raw(), ctx.workspace());
-}
-
-bool aligned16(const void* pointer) {
-  return reinterpret_cast<std::uintptr_t>(pointer) % 16 == 0;
-}
-
-// Up to this many of cuDNN's plans (best first by its heuristic) are timed.
-constexpr std::size_t kFusedPlansTimed = 4;
-
-// cuDNN's fused product for a GELU Gemm in float16 (no residual, alpha 1, A not transposed, C a bias
-// row or none), where one of its plans runs faster than cuBLASLt and the GELU pass, each timed as
-// the plan runs it (FusedGemmPolicy: or always, for tests).
-Status choose_fused_product(CudaKernelContext& ctx, GemmState& state, const MatmulShape& shape) {
-  const FusedGemmPolicy policy = fused_gemm_policy();
-  const bool bias = ctx.has_input(kC);
-  if (policy == FusedGemmPolicy::kNever || ctx.input(0).dtype() != DataType::kFloat16 || has_residual(ctx) ||
-      state.alpha != 1.0f || shape.trans_a || (bias && !bias_epilogue(ctx, state.beta, shape.n)) ||
-      !aligned16(ctx.input(0).raw()) || !aligned16(ctx.input(1).raw()) ||
-      (bias && !aligned16(ctx.input(kC).raw())) || !aligned16(ctx.output(0).raw())) {
-    return Status::ok();
-  }
-  Result<std::vector<std::shared_ptr<const backend::Plan>>> plans =
-      fused_matmul_plans(ctx.libraries().cudnn,
-                         FusedMatmulShape{.m = shape.m,
-                                          .n = shape.n,
-                                          .k = shape.k,
-                                          .trans_b = shape.trans_b,
-                                          .bias = bias,
-                                          .gelu_tanh = state.gelu->tanh_form},
-                         kFusedPlansTimed);
-  if (!plans.is_ok()) return Status::ok();  // cuDNN fuses none: cuBLASLt and the pass
-  if (policy == FusedGemmPolicy::kAlways) {
-    for (const auto& plan : *plans) {
-      if (ctx.reserve_workspace(plan->workspace_bytes()) && run_fused(ctx, state, *plan).is_ok()) {
-        state.fused = plan;
-        log_fused_gemm_timings(ctx.node().describe(), 0.0f, {}, 0);
-        return Status::ok();
-      }
-    }
-    return Status::ok();
-  }
-  FOVEA_TRY(run_unfused(ctx, state));  // warm
-  FOVEA_ASSIGN_OR_RETURN(const float unfused_ms,
-                         shortest_run_ms(ctx, [&] { return run_unfused(ctx, state); }));
-  float best_ms = unfused_ms;
-  int chosen = -1;
-  std::vector<float> plan_ms;
-  for (std::size_t i = 0; i < plans->size(); ++i) {
-    const backend::Plan& plan = *(*plans)[i];
-    const auto run = [&] { return run_fused(ctx, state, plan); };
-    Result<float> ms = ctx.reserve_workspace(plan.workspace_bytes()) && run().is_ok()
-                           ? shortest_run_ms(ctx, run)
-                           : Result<float>(Status(StatusCode::kUnsupported, "does not run"));
-    plan_ms.push_back(ms.is_ok() ? *ms : -1.0f);
-    if (ms.is_ok() && *ms < best_ms) {
-      best_ms = *ms;
-      chosen = static_cast<int>(i);
-    }
-  }
-  log_fused_gemm_timings(ctx.node().describe(), unfused_ms, plan_ms, chosen);
-  if (chosen >= 0) state.fused = (*plans)[static_cast<std::size_t>(chosen)];
-  return Status::ok();
-}
-
 Result<CudaPrepared> prepare_gemm(CudaKernelContext& ctx) {
   const Node& node = ctx.node();
   FOVEA_ASSIGN_OR_RETURN(std::int64_t trans_a, node.attr_int("transA", 0));
@@ -256,12 +135,18 @@ Result<CudaPrepared> prepare_gemm(CudaKernelContext& ctx) {
   shape.k = ctx.input(0).dim(trans_a != 0 ? 0 : 1);
   shape.trans_a = trans_a != 0;
   shape.trans_b = trans_b != 0;
-  FOVEA_TRY(plan_product(ctx, *state, shape));
-  FOVEA_ASSIGN_OR_RETURN(state->gelu, gelu_of(node));
-  if (!state->gelu) return CudaPrepared{std::move(state), kLtWorkspaceBytes};
-  FOVEA_TRY(choose_fused_product(ctx, *state, shape));
-  const std::size_t workspace = state->fused != nullptr ? state->fused->workspace_bytes() : kLtWorkspaceBytes;
-  return CudaPrepared{std::move(state), workspace};
+  if (bias_epilogue(ctx, state->beta, shape.n)) {
+    auto fused = std::make_unique<LtMatmul>();
+    if (fused->create(ctx, ctx.input(0).dtype(), shape, LtEpilogue{.bias = ctx.input(kC).raw()}).is_ok()) {
+      state->product = std::move(fused);
+      return CudaPrepared{std::move(state), kLtWorkspaceBytes};  // R, if any, is cuBLASLt's C
+    }
+    // No algorithm with the epilogue for this product: C is broadcast into Y first, as any C is.
+  }
+  state->prefill = state->beta != 0.0f || has_residual(ctx);
+  state->product = std::make_unique<LtMatmul>();
+  FOVEA_TRY(state->product->create(ctx, ctx.input(0).dtype(), shape));
+  return CudaPrepared{std::move(state), kLtWorkspaceBytes};
 }
 
 Status prefill(CudaKernelContext& ctx, const GemmState& state) {
@@ -286,8 +171,16 @@ Status prefill(CudaKernelContext& ctx, const GemmState& state) {
 
 Status run_gemm(CudaKernelContext& ctx) {
   const auto& state = ctx.state<GemmState>();
-  if (state.fused != nullptr) return run_fused(ctx, state, *state.fused);
-  return run_unfused(ctx, state);
+  Tensor& y = ctx.output(0);
+  LtCall call{.a = ctx.input(0).raw(), .b = ctx.input(1).raw(), .y = y.raw(), .alpha = state.alpha};
+  if (state.prefill) {
+    FOVEA_TRY(prefill(ctx, state));
+    call.beta = 1.0f;  // C is Y itself
+  } else if (has_residual(ctx)) {
+    call.beta = 1.0f;
+    call.c = ctx.input(kResidual).raw();
+  }
+  return state.product->run(ctx, call);
 }
 
 }  // namespace

@@ -1,9 +1,7 @@
 // MatMul and Gemm on cuBLASLt against the CPU reference, in float32 and float16.
 #include <tuple>
 
-#include "runtime/cuda/cuda_libraries.h"
 #include "runtime/cuda/cuda_op_test_util.h"
-#include "runtime/cuda/cudnn_matmul.h"
 
 namespace fovea::runtime::testing {
 namespace {
@@ -93,73 +91,6 @@ TEST(Cudafovea_Gemm, TheResidualIsAddedInsideTheProduct) {
                                  {a, b, Tensor(), r}, accumulating(p)))
         << precision_name(p);
   }
-}
-
-// Runs the test under a fused-product policy, and restores the default after.
-class FusedGemm : public ::testing::TestWithParam<runtime::cuda::FusedGemmPolicy> {
- protected:
-  void SetUp() override { runtime::cuda::set_fused_gemm_policy(GetParam()); }
-  void TearDown() override {
-    runtime::cuda::set_fused_gemm_policy(runtime::cuda::FusedGemmPolicy::kWhenFaster);
-  }
-};
-
-INSTANTIATE_TEST_SUITE_P(Cudafovea_Gemm, FusedGemm,
-                         ::testing::Values(runtime::cuda::FusedGemmPolicy::kAlways,
-                                           runtime::cuda::FusedGemmPolicy::kNever,
-                                           runtime::cuda::FusedGemmPolicy::kWhenFaster),
-                         [](const auto& p) {
-                           return p.param == runtime::cuda::FusedGemmPolicy::kAlways  ? "CudnnFused"
-                                  : p.param == runtime::cuda::FusedGemmPolicy::kNever ? "CublasLtAndPass"
-                                                                                      : "Timed";
-                         });
-
-// fovea.Gemm's GELU (erf and tanh forms) with a bias row, without C, with B transposed, float32 (the
-// pass only) and float16; ViT's MLP width among odd ones.
-TEST_P(FusedGemm, TheGeluRunsAfterTheProduct) {
-  FOVEA_REQUIRE_GPU();
-  for (const auto& [m, k, n] : {std::tuple{37, 32, 96}, std::tuple{394, 768, 3072}}) {
-    const Tensor a = random_tensor(kF32, {m, k}, 1);
-    const Tensor b = random_tensor(kF32, {k, n}, 2);
-    const Tensor bt = random_tensor(kF32, {n, k}, 3);
-    const Tensor c = random_tensor(kF32, {n}, 4);
-    for (const char* approximate : {"none", "tanh"}) {
-      const auto gelu = [&](int inputs) {
-        return NodeBuilder("Gemm")
-            .domain("fovea")
-            .inputs(inputs)
-            .attr("activation", "Gelu")
-            .attr("approximate", approximate);
-      };
-      for (Precision p : kPrecisions) {
-        const CudaCheck check{.precision = p, .constant_inputs = {1, 2}, .accuracy = Accuracy::kAccumulating};
-        EXPECT_TRUE(cuda_matches_cpu(gelu(3).build(), {a, b, c}, check)) << m << " " << approximate;
-        EXPECT_TRUE(cuda_matches_cpu(gelu(2).build(), {a, b}, check)) << m << " " << approximate;
-        EXPECT_TRUE(cuda_matches_cpu(gelu(3).attr("transB", 1).build(), {a, bt, c}, check))
-            << m << " " << approximate;
-      }
-    }
-  }
-}
-
-// In float16 at ViT's MLP shape, cuDNN fuses the product with the bias and the GELU where the
-// library has the engines; forced, the plan is taken (and matches the CPU, above).
-TEST(Cudafovea_Gemm, CudnnFusesTheProductWithItsGelu) {
-  FOVEA_REQUIRE_GPU();
-  Result<std::unique_ptr<runtime::cuda::CudaLibraries>> libraries = runtime::cuda::CudaLibraries::create();
-  ASSERT_TRUE(libraries.is_ok()) << libraries.status().message();
-  const auto plans = runtime::cuda::fused_matmul_plans(
-      (*libraries)->cudnn, {.m = 394, .n = 3072, .k = 768, .trans_b = false, .bias = true}, 4);
-  ASSERT_TRUE(plans.is_ok()) << plans.status().message();
-  runtime::cuda::set_fused_gemm_policy(runtime::cuda::FusedGemmPolicy::kAlways);
-  const int before = runtime::cuda::fused_gemms_chosen();
-  EXPECT_TRUE(cuda_matches_cpu(
-      NodeBuilder("Gemm").domain("fovea").inputs(3).attr("activation", "Gelu").build(),
-      {random_tensor(kF32, {394, 768}, 1), random_tensor(kF32, {768, 3072}, 2),
-       random_tensor(kF32, {3072}, 3)},
-      {.precision = Precision::kFloat16, .constant_inputs = {1, 2}, .accuracy = Accuracy::kAccumulating}));
-  runtime::cuda::set_fused_gemm_policy(runtime::cuda::FusedGemmPolicy::kWhenFaster);
-  EXPECT_GT(runtime::cuda::fused_gemms_chosen(), before);
 }
 
 }  // namespace
