@@ -2,6 +2,7 @@
 // (folded, optimized, arena) agrees with a node-by-node evaluation of the loaded graph.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 
 #include "runtime/graph_test_util.h"
@@ -794,6 +795,42 @@ TEST(PassMoveTransposesToAttention, AProductReadElsewhereKeepsItsTranspose) {
   const std::vector<Tensor> inputs = {random_tensor(DataType::kFloat32, {2, 6, 12}, 5)};
   const ExecutionPlan plan = plan_for(graph, inputs);
   EXPECT_EQ(count_ops(plan.graph, "Transpose"), 1);
+  expect_same_results(graph, plan, inputs);
+}
+
+// Heads split as [B * H, T, D] (an older exporter's form) are no strided view of the projection: the
+// attention copies its operands either way, so the Transpose stays on the projection's narrower
+// input instead of moving onto its product.
+TEST(PassMoveTransposesToAttention, OperandsThatAreNoViewKeepTheTransposeOnTheInput) {
+  ModelBuilder m;
+  m.input("x", DataType::kFloat32, {2, 6, 12}).output("y", DataType::kFloat32, {6, 6, 4});
+  m.attr(m.node("Transpose", {"x"}, {"xt"}), "perm", std::vector<std::int64_t>{1, 0, 2});
+  m.initializer("w_qkv", random_tensor(DataType::kFloat32, {12, 36}, 1));
+  m.initializer("b_qkv", random_tensor(DataType::kFloat32, {36}, 2));
+  m.node("MatMul", {"xt", "w_qkv"}, {"pw"});
+  m.node("Add", {"pw", "b_qkv"}, {"p"});
+  m.initializer("packed", int64_constant({4}, {6, 2, 3, 12}));
+  m.initializer("heads", int64_constant({3}, {6, 6, 4}));
+  m.node("Reshape", {"p", "packed"}, {"p4"});
+  for (int i = 0; i < 3; ++i) {
+    const std::string name(1, "qkv"[i]);
+    m.initializer("index" + name, int64_constant({}, {i}));
+    m.attr(m.node("Gather", {"p4", "index" + name}, {name + "_rows"}), "axis", std::int64_t{2});
+    m.node("Reshape", {name + "_rows", "heads"}, {name + "_heads"});
+    m.attr(m.node("Transpose", {name + "_heads"}, {name}), "perm", std::vector<std::int64_t>{1, 0, 2});
+  }
+  m.attr(m.node("Transpose", {"k"}, {"kt"}), "perm", std::vector<std::int64_t>{0, 2, 1});
+  m.node("MatMul", {"q", "kt"}, {"s"});
+  m.attr(m.node("Softmax", {"s"}, {"w"}), "axis", std::int64_t{-1});
+  m.node("MatMul", {"w", "v"}, {"y"});
+  const Graph graph = load_graph(m);
+  const std::vector<Tensor> inputs = {random_tensor(DataType::kFloat32, {2, 6, 12}, 5)};
+  const ExecutionPlan plan = plan_for(graph, inputs);
+  EXPECT_EQ(count_ops(plan.graph, "Attention"), 1);
+  const auto reads_x = [&](const Node& node) {
+    return node.op_type == "Transpose" && plan.graph.value(node.inputs[0]).name == "x";
+  };
+  EXPECT_TRUE(std::any_of(plan.graph.nodes.begin(), plan.graph.nodes.end(), reads_x));
   expect_same_results(graph, plan, inputs);
 }
 

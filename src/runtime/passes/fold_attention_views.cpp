@@ -188,6 +188,9 @@ std::optional<Folded> fold_operand(Graph& graph, int input, ValueId operand) {
 
 void fold_inputs(Graph& graph, Node& attention) {
   for (int input : {ops::kAttentionQ, ops::kAttentionKt, ops::kAttentionV}) {
+    // Folded already (the pass runs again after move_transposes_to_attention): the view is of
+    // the operand, not of the operand read whole, so the chain above it cannot be composed anew.
+    if (attention.has_attribute(ops::attention_view_attribute(input))) continue;
     const ValueId operand = attention.inputs[static_cast<std::size_t>(input)];
     const std::optional<Folded> folded = fold_operand(graph, input, operand);
     if (!folded) continue;

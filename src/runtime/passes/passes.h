@@ -73,7 +73,8 @@ void fuse_matmul_bias(Graph& graph);
 // folded): Transpose -> Reshape [R, K] -> Gemm whose product only attentions read (through view
 // ops) becomes Reshape -> Gemm -> Reshape, Transpose, Reshape. kOutputs (after: the attention then
 // writes its output where the Gemm reads it): a Gemm on an attention's output (through Reshapes)
-// followed by Reshape -> Transpose reads the transposed input instead.
+// followed by Reshape -> Transpose reads the transposed input instead. The rewrites are kept only
+// where fold_attention_views (which the pass runs to check) absorbs every Transpose they move.
 enum class AttentionSide { kInputs, kOutputs };
 void move_transposes_to_attention(Graph& graph, AttentionSide side);
 

@@ -5,7 +5,9 @@
 // batch of 64 on the H200, docs/perf.md). A linear layer treats each row alone, so
 // Gemm(Transpose(x)) = Transpose(Gemm(x)) for a Transpose that keeps the last axis; moved to the
 // attention side, fold_attention_views makes each a strided read or a permuted write.
+#include <algorithm>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -225,13 +227,30 @@ void move_transposes_to_attention(Graph& graph, AttentionSide side) {
     rewrites.push_back(std::move(*rewrite));
   }
   if (rewrites.empty()) return;
+  std::set<std::string> moved;  // the Transposes the rewrites add, which the fold must absorb
   std::vector<std::vector<Node>> replacing(graph.nodes.size());
   std::vector<bool> dropped(graph.nodes.size(), false);
   for (Rewrite& rewrite : rewrites) {
     for (std::size_t gone : rewrite.gone) dropped[gone] = true;
+    for (const Node& node : rewrite.nodes) {
+      if (is_op(node, "Transpose")) moved.insert(node.name);
+    }
     replacing[rewrite.at] = std::move(rewrite.nodes);
   }
+  // Where the attention cannot read the moved Transpose as a view (its operands' dims are no strided
+  // view of the product: an older exporter's [B * H, T, D] heads), the Transpose would stay a copy,
+  // of the wider side for the QKV projection. The fold is tried on the rewritten graph, and the graph
+  // as it was comes back unless it absorbed every moved Transpose.
+  std::vector<Node> before = graph.nodes;
   splice_nodes(graph, std::move(replacing), dropped);
+  fold_attention_views(graph);
+  eliminate_dead_nodes(graph);
+  const bool absorbed = std::none_of(graph.nodes.begin(), graph.nodes.end(), [&](const Node& node) {
+    return is_op(node, "Transpose") && moved.count(node.name) > 0;
+  });
+  if (absorbed) return;
+  graph.nodes = std::move(before);
+  graph.index_producers();
 }
 
 }  // namespace fovea::runtime
