@@ -1,7 +1,6 @@
 // Label files: reading, the line rules and the class-count check (label_file.h).
 #include "post/label_file.h"
 
-
 #include <fmt/format.h>
 
 #include "core/input_file.h"
