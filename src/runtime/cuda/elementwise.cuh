@@ -110,10 +110,6 @@ BroadcastIndexer<kInputs> chunk_indexer(const ElementwiseLayout& layout, std::in
   return indexer;
 }
 
-inline bool aligned_to(const void* p, std::size_t bytes) {
-  return reinterpret_cast<std::uintptr_t>(p) % bytes == 0;
-}
-
 // out = op(in...) elementwise, `in` broadcast to out's shape. Out and In are device storage types
 // (element types of out and in); op maps ComputeType<In>... to a value store_compute turns into
 // Out. An input may alias out when it has out's shape (the variadic ops fold in place).

@@ -19,6 +19,11 @@
 
 namespace fovea::runtime::cuda {
 
+// Whether `p` is a multiple of `bytes` (vector accesses, libraries' alignment requirements).
+inline bool aligned_to(const void* p, std::size_t bytes) {
+  return reinterpret_cast<std::uintptr_t>(p) % bytes == 0;
+}
+
 // The device type that stores a DataType's elements (float16 is __half, bool one byte).
 template <DataType D>
 struct DeviceStorageOf;

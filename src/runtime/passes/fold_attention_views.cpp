@@ -135,15 +135,6 @@ std::optional<AttentionView> strided(const ComposedView& view) {
   return out;
 }
 
-bool is_reshape(const Node& node) {
-  return is_op(node, "Reshape") || is_op(node, "Squeeze") || is_op(node, "Unsqueeze") ||
-         is_op(node, "Flatten") || is_op(node, "Identity");
-}
-
-bool is_view_op(const Node& node) {
-  return !node.inputs.empty() && (is_reshape(node) || is_op(node, "Transpose") || is_op(node, "Gather"));
-}
-
 // `node`'s output as a view of what `from` views; nullopt when it is none.
 std::optional<ComposedView> through(const Graph& graph, const Node& node, const ComposedView& from) {
   if (is_op(node, "Transpose")) return transposed(node, from);
@@ -275,14 +266,8 @@ void fold_output(Graph& graph, Node& attention, std::vector<bool>& removed) {
   attention.outputs[0] = permuted_value;
   // The first Reshape gives the permuted output the Transpose's shape, in the Transpose's place;
   // the other Reshapes and the Transpose go.
-  const Shape out = *known_shape(graph, transpose->outputs[0]);
-  const ValueId out_shape = graph.add_constant(
-      graph.value(transpose->outputs[0]).name + "/shape",
-      Tensor::from_vector<std::int64_t>(DataType::kInt64, {static_cast<std::int64_t>(out.size())}, out));
-  Node reshape = *reshapes.front();
-  reshape.name = transpose->name;
-  reshape.inputs = {permuted_value, out_shape};
-  reshape.outputs = transpose->outputs;
+  Node reshape = reshape_like(graph, *reshapes.front(), transpose->name, permuted_value,
+                              *known_shape(graph, transpose->outputs[0]), transpose->outputs[0]);
   for (Node* node : reshapes) {
     removed[static_cast<std::size_t>(node - graph.nodes.data())] = true;
     node->inputs.clear();

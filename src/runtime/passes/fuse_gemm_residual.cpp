@@ -54,16 +54,11 @@ std::vector<Node> fused_nodes(Graph& graph, const Match& match) {
   ValueId residual = match.residual;
   if (*known_shape(graph, residual) != matrix) {
     const std::string base = graph.value(residual).name + "/rows";
-    const ValueId shape = graph.add_constant(
-        base + "_shape", Tensor::from_vector<std::int64_t>(DataType::kInt64, {2}, {matrix[0], matrix[1]}));
     ValueType type = graph.value(match.residual).type;  // by value: adding values may move them
     type.dims = dims_of(matrix);
     residual = graph.add_value(base, type);
-    Node reshape = graph.nodes[*match.unflatten];  // its opset and kind, new operands
-    reshape.name = base;
-    reshape.inputs = {match.residual, shape};
-    reshape.outputs = {residual};
-    nodes.push_back(std::move(reshape));
+    nodes.push_back(
+        reshape_like(graph, graph.nodes[*match.unflatten], base, match.residual, matrix, residual));
   }
   Node fused = graph.nodes[match.gemm];
   fused.domain = "fovea";

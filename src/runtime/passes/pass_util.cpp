@@ -80,6 +80,25 @@ void erase_nodes(Graph& graph, const std::vector<bool>& removed) {
   graph.index_producers();
 }
 
+bool is_view_op(const Node& node) {
+  return !node.inputs.empty() &&
+         (is_op(node, "Reshape") || is_op(node, "Squeeze") || is_op(node, "Unsqueeze") ||
+          is_op(node, "Flatten") || is_op(node, "Identity") || is_op(node, "Transpose") ||
+          is_op(node, "Gather"));
+}
+
+Node reshape_like(Graph& graph, const Node& like, const std::string& name, ValueId from, const Shape& shape,
+                  ValueId out) {
+  Node node = like;  // copied first: `like` may be a node of graph.nodes
+  const ValueId shape_value = graph.add_constant(
+      name + "/shape",
+      Tensor::from_vector<std::int64_t>(DataType::kInt64, {static_cast<std::int64_t>(shape.size())}, shape));
+  node.name = name;
+  node.inputs = {from, shape_value};
+  node.outputs = {out};
+  return node;
+}
+
 void splice_nodes(Graph& graph, std::vector<std::vector<Node>> inserted, const std::vector<bool>& removed) {
   std::vector<Node> nodes;
   for (std::size_t n = 0; n < graph.nodes.size(); ++n) {

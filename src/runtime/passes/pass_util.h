@@ -2,6 +2,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -29,6 +30,14 @@ std::optional<float> scalar_of(const Graph& graph, ValueId id);
 std::optional<std::vector<std::int64_t>> transpose_perm(const Node& node, std::size_t rank);
 // `value`'s shape when its rank and every dim are known.
 std::optional<Shape> known_shape(const Graph& graph, ValueId value);
+// A node whose output only reinterprets or moves its first input's elements (Reshape, Squeeze,
+// Unsqueeze, Flatten, Identity, Transpose, Gather of a constant index): what fold_attention_views
+// turns into strided reads.
+bool is_view_op(const Node& node);
+// A Reshape of `from` to `shape` writing `out`, made from `like` (an existing Reshape: its opset
+// and attributes) and named `name`, its shape a new constant named after it.
+Node reshape_like(Graph& graph, const Node& like, const std::string& name, ValueId from, const Shape& shape,
+                  ValueId out);
 
 // Drops the nodes flagged in `removed` (indexed like graph.nodes) and reindexes producers.
 void erase_nodes(Graph& graph, const std::vector<bool>& removed);

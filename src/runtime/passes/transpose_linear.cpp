@@ -11,18 +11,13 @@
 #include <string>
 #include <vector>
 
+#include "runtime/ops/conv_util.h"
 #include "runtime/passes/pass_util.h"
 #include "runtime/passes/passes.h"
 
 namespace fovea::runtime {
 
 namespace {
-
-bool is_view_op(const Node& node) {
-  return is_op(node, "Reshape") || is_op(node, "Squeeze") || is_op(node, "Unsqueeze") ||
-         is_op(node, "Flatten") || is_op(node, "Transpose") || is_op(node, "Gather") ||
-         is_op(node, "Identity");
-}
 
 bool is_attention(const Node& node) {
   return node.domain == "fovea" && node.op_type == "Attention";
@@ -67,12 +62,6 @@ std::optional<std::vector<std::int64_t>> row_perm(const Node& transpose, std::si
   return perm;
 }
 
-Shape permuted(const Shape& shape, const std::vector<std::int64_t>& perm) {
-  Shape out;
-  for (std::int64_t axis : perm) out.push_back(shape[static_cast<std::size_t>(axis)]);
-  return out;
-}
-
 // Builds the replacement nodes, each a copy of a template node of its kind (opset, attributes).
 // New values and nodes are named after the Gemm (`base`), which is rewritten once.
 class Builder {
@@ -86,21 +75,14 @@ class Builder {
   // `from` as `shape`, into `out` (a new value when kNoValue).
   ValueId reshape(ValueId from, const Shape& shape, ValueId out = kNoValue) {
     const std::string name = next_name("reshape");
-    const ValueId shape_value = graph_.add_constant(
-        name + "_shape", Tensor::from_vector<std::int64_t>(DataType::kInt64,
-                                                           {static_cast<std::int64_t>(shape.size())}, shape));
     if (out == kNoValue) out = new_value(from, name, shape);
-    Node node = reshape_;
-    node.name = name;
-    node.inputs = {from, shape_value};
-    node.outputs = {out};
-    nodes.push_back(std::move(node));
+    nodes.push_back(reshape_like(graph_, reshape_, name, from, shape, out));
     return out;
   }
 
   ValueId transpose(ValueId from, const std::vector<std::int64_t>& perm) {
     const std::string name = next_name("transpose");
-    const ValueId out = new_value(from, name, permuted(*known_shape(graph_, from), perm));
+    const ValueId out = new_value(from, name, ops::permute_tensor_shape(*known_shape(graph_, from), perm));
     Node node = transpose_;
     node.name = name;
     node.inputs = {from};
@@ -203,7 +185,7 @@ std::optional<Rewrite> hoist_above(Graph& graph, std::size_t index) {
   a_shape.back() = rows->back();
   const ValueId a = build.transpose(build.reshape(gemm.inputs[0], a_shape), *perm);
   const ValueId product = build.gemm(gemm, build.reshape(a, *rows));
-  build.reshape(product, permuted(*unflat, *perm), transpose->outputs[0]);
+  build.reshape(product, ops::permute_tensor_shape(*unflat, *perm), transpose->outputs[0]);
   return Rewrite{.at = index,
                  .gone = {index, static_cast<std::size_t>(unflatten - graph.nodes.data()),
                           static_cast<std::size_t>(transpose - graph.nodes.data())},

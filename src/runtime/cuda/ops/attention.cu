@@ -743,7 +743,7 @@ AttentionPointers pointers_of(CudaKernelContext& ctx, const AttentionGeometry& g
 
 bool aligned16(const AttentionPointers& p) {
   for (const void* pointer : {p.q, p.kt, p.v, static_cast<const void*>(p.y)}) {
-    if (reinterpret_cast<std::uintptr_t>(pointer) % 16 != 0) return false;
+    if (!aligned_to(pointer, 16)) return false;
   }
   return true;
 }

@@ -113,10 +113,6 @@ __global__ void __launch_bounds__(kBlockSize)
   *zero_point = params.zero_point;
 }
 
-bool aligned_to(const void* p, std::size_t bytes) {
-  return reinterpret_cast<std::uintptr_t>(p) % bytes == 0;
-}
-
 template <typename T, typename S, typename Q>
 void launch_quantize(const CudaKernelContext& ctx, const Tensor& x, const S* scale, const Q* zero_point,
                      const QuantLayout& layout, Tensor& y) {
