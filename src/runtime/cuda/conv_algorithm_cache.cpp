@@ -12,6 +12,7 @@
 #include <fmt/ranges.h>
 
 #include "core/cuda_check.h"
+#include "core/cuda_raii.h"
 #include "core/log.h"
 
 namespace fovea::runtime::cuda {
@@ -86,13 +87,30 @@ Result<SearchScratch> reserve_search_scratch(CudaKernelContext& ctx, std::size_t
   return scratch;
 }
 
+Result<float> shortest_run_ms(CudaKernelContext& ctx, const std::function<Status()>& work) {
+  FOVEA_ASSIGN_OR_RETURN(CudaGraph graph, CudaGraph::capture(ctx.stream(), work));
+  FOVEA_ASSIGN_OR_RETURN(CudaEvent begin, CudaEvent::create(true));
+  FOVEA_ASSIGN_OR_RETURN(CudaEvent end, CudaEvent::create(true));
+  FOVEA_TRY(graph.launch(ctx.stream()));
+  float shortest = 0.0f;
+  for (int run = 0; run < 3; ++run) {
+    FOVEA_TRY(begin.record(ctx.stream()));
+    FOVEA_TRY(graph.launch(ctx.stream()));
+    FOVEA_TRY(end.record(ctx.stream()));
+    FOVEA_TRY(end.synchronize());
+    FOVEA_ASSIGN_OR_RETURN(const float ms, end.elapsed_ms_since(begin));
+    shortest = run == 0 ? ms : std::min(shortest, ms);
+  }
+  return shortest;
+}
+
 ConvAlgorithmCache& ConvAlgorithmCache::instance() {
   static ConvAlgorithmCache cache;
   return cache;
 }
 
 void log_conv_search(const std::string& node, const std::string& key, const std::string& report) {
-  log_debug("cuDNN search for {} ({}):\n{}", node, key, report);
+  log_debug("algorithm search for {} ({}):\n{}", node, key, report);
 }
 
 ConvAlgorithmCache::ConvAlgorithmCache() : file_(cache_directory() / "cudnn_conv_algorithms.tsv") {

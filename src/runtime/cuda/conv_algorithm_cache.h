@@ -6,12 +6,14 @@
 // The file is <cache dir>/cudnn_conv_algorithms.tsv, where the cache dir is $FOVEA_CACHE_DIR, else
 // $XDG_CACHE_HOME/fovea, else ~/.cache/fovea. One line per problem: key, algo, math type, bytes,
 // fused (0 or 1), subsampled (0 or 1), depthwise and gemm (0 or 1; a line written before they existed
-// reads 0).
+// reads 0). cuBLASLt's products (lt_matmul.h) keep their timed choices here too: the key names the
+// product and cuBLASLt's version, `algo` the chosen algorithm's rank in cuBLASLt's heuristic list.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -67,6 +69,12 @@ struct SearchScratch {
 // within algorithm_workspace_limit()). Where the device cannot spare that much, the search makes
 // do with what there is and a warning names the node.
 Result<SearchScratch> reserve_search_scratch(CudaKernelContext& ctx, std::size_t own, std::size_t wanted);
+
+// The shortest of three replays of `work` captured as a CUDA graph, on the node's stream (`work`
+// has run once eagerly: warm). A graph, as the plan runs it: timed eagerly, cuDNN's host-side work
+// per call (tens of microseconds) lies between the events and swamps small problems; at batch 1 it
+// made every ResNet-50 convolution look 30-90 us long and ranked cuDNN's legacy kernels first.
+Result<float> shortest_run_ms(CudaKernelContext& ctx, const std::function<Status()>& work);
 
 // Logs at debug level what the search for `node` measured (`report`: a line per timing).
 void log_conv_search(const std::string& node, const std::string& key, const std::string& report);

@@ -31,6 +31,7 @@ Status resolve_all(void* library, CublasLt& api) {
   FOVEA_TRY(resolve(library, "cublasLtCreate", api.Create));
   FOVEA_TRY(resolve(library, "cublasLtDestroy", api.Destroy));
   FOVEA_TRY(resolve(library, "cublasLtGetStatusString", api.GetStatusString));
+  FOVEA_TRY(resolve(library, "cublasLtGetVersion", api.GetVersion));
   FOVEA_TRY(resolve(library, "cublasLtMatmul", api.Matmul));
   FOVEA_TRY(resolve(library, "cublasLtMatmulAlgoGetHeuristic", api.MatmulAlgoGetHeuristic));
   FOVEA_TRY(resolve(library, "cublasLtMatmulDescCreate", api.MatmulDescCreate));

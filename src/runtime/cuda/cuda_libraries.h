@@ -23,6 +23,7 @@ struct CublasLt {
   decltype(&::cublasLtCreate) Create = nullptr;
   decltype(&::cublasLtDestroy) Destroy = nullptr;
   decltype(&::cublasLtGetStatusString) GetStatusString = nullptr;
+  decltype(&::cublasLtGetVersion) GetVersion = nullptr;
   decltype(&::cublasLtMatmul) Matmul = nullptr;
   decltype(&::cublasLtMatmulAlgoGetHeuristic) MatmulAlgoGetHeuristic = nullptr;
   decltype(&::cublasLtMatmulDescCreate) MatmulDescCreate = nullptr;

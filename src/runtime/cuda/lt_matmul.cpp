@@ -1,5 +1,12 @@
 #include "runtime/cuda/lt_matmul.h"
 
+#include <chrono>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "runtime/cuda/conv_algorithm_cache.h"
+
 namespace fovea::runtime::cuda {
 
 namespace {
@@ -72,16 +79,69 @@ Status LtMatmul::create(CudaKernelContext& ctx, DataType dtype, const MatmulShap
   const std::size_t workspace = kLtWorkspaceBytes;
   const cublasStatus_t set = cublaslt().MatmulPreferenceSetAttribute(
       preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof(workspace));
-  cublasLtMatmulHeuristicResult_t result{};
+  std::vector<cublasLtMatmulHeuristicResult_t> results(kLtCandidates);
   int found = 0;
-  const cublasStatus_t heuristic = set != CUBLAS_STATUS_SUCCESS ? set
-                                                                : cublaslt().MatmulAlgoGetHeuristic(
-                                                                      ctx.libraries().cublaslt, desc_, a_, b_,
-                                                                      y_, y_, preference, 1, &result, &found);
+  const cublasStatus_t heuristic =
+      set != CUBLAS_STATUS_SUCCESS
+          ? set
+          : cublaslt().MatmulAlgoGetHeuristic(ctx.libraries().cublaslt, desc_, a_, b_, y_, y_, preference,
+                                              kLtCandidates, results.data(), &found);
   cublaslt().MatmulPreferenceDestroy(preference);
   FOVEA_CUBLAS_TRY(heuristic);
   if (found == 0) return ctx.error(StatusCode::kUnsupported, "cuBLASLt has no algorithm for this product");
-  algo_ = result.algo;
+  epilogue_ = kind;
+  for (int i = 0; i < found; ++i) candidates_.push_back(results[static_cast<std::size_t>(i)].algo);
+  algo_ = candidates_.front();
+  return Status::ok();
+}
+
+std::string lt_problem_key(DataType dtype, const MatmulShape& shape, cublasLtEpilogue_t epilogue,
+                           bool reads_c) {
+  static const std::string device = device_signature();
+  const MatmulShape& s = shape;
+  return fmt::format("{}|cublasLt {}|Matmul|{}|m{}n{}k{}|t{}{}|b{}s{},{},{}|e{}|c{}", device,
+                     cublaslt().GetVersion(), data_type_name(dtype), s.m, s.n, s.k, int{s.trans_a},
+                     int{s.trans_b}, s.batch, s.stride_a, s.stride_b, s.stride_y, static_cast<int>(epilogue),
+                     int{reads_c});
+}
+
+Status LtMatmul::choose_fastest(CudaKernelContext& ctx, const LtCall& call) {
+  if (candidates_.size() < 2) {
+    candidates_.clear();
+    return Status::ok();
+  }
+  ConvAlgorithmCache& cache = ConvAlgorithmCache::instance();
+  const std::string key = lt_problem_key(dtype_, shape_, epilogue_, call.beta != 0.0f);
+  const std::optional<ConvAlgorithm> cached = cache.find(key);
+  if (cached && cached->gemm && static_cast<std::size_t>(cached->algo) < candidates_.size()) {
+    algo_ = candidates_[static_cast<std::size_t>(cached->algo)];
+  } else if (cache.search_allowed()) {
+    const auto started = std::chrono::steady_clock::now();
+    if (call.scratch == nullptr) ctx.reserve_workspace(kLtWorkspaceBytes);
+    std::string report;
+    std::optional<std::size_t> best;
+    float best_ms = 0.0f;
+    for (std::size_t i = 0; i < candidates_.size(); ++i) {
+      algo_ = candidates_[i];
+      report += fmt::format("cuBLASLt pick {}: ", i);
+      if (!run(ctx, call).is_ok()) {  // e.g. more scratch than the search could reserve
+        report += "does not run\n";
+        continue;
+      }
+      FOVEA_ASSIGN_OR_RETURN(const float ms, shortest_run_ms(ctx, [&] { return run(ctx, call); }));
+      report += fmt::format("measured {} ms\n", ms);
+      if (!best || ms < best_ms) {
+        best = i;
+        best_ms = ms;
+      }
+    }
+    cache.charge_search(std::chrono::steady_clock::now() - started);
+    log_conv_search(ctx.node().name, key, report);
+    if (!best) return ctx.error(StatusCode::kUnsupported, "cuBLASLt runs none of its algorithms here");
+    algo_ = candidates_[*best];
+    cache.insert(key, ConvAlgorithm{.algo = static_cast<int>(*best), .gemm = true});
+  }
+  candidates_.clear();
   return Status::ok();
 }
 

@@ -182,6 +182,8 @@ class ConvState final : public CudaNodeState {
   // Whether the convolution is a product cuBLASLt can run, and that product, planned.
   void describe_gemm(CudaKernelContext& ctx, const Shape& x, const std::vector<ops::WindowDim>& window,
                      std::int64_t groups);
+  // The product's operands: the input (or its dense copy), the weights, the residual as C.
+  LtCall gemm_call(CudaKernelContext& ctx) const;
   Status run_gemm(CudaKernelContext& ctx) const;
   // y = act(y + bias + residual) in one pass; bias and residual may be null.
   Status launch_epilogue(CudaKernelContext& ctx, const void* bias, const void* residual) const;
@@ -441,16 +443,20 @@ void ConvState::describe_gemm(CudaKernelContext& ctx, const Shape& x,
   can_gemm_ = true;
 }
 
-Status ConvState::run_gemm(CudaKernelContext& ctx) const {
+LtCall ConvState::gemm_call(CudaKernelContext& ctx) const {
   const auto [x, scratch] = operands(ctx);
   const bool residual = ctx.input_count() > kZ && ctx.has_input(kZ);
-  FOVEA_TRY(gemm_->run(ctx, LtCall{.a = x,
-                                   .b = ctx.input(kW).raw(),
-                                   .y = ctx.output(0).raw(),
-                                   .beta = residual ? 1.0f : 0.0f,
-                                   .c = residual ? ctx.input(kZ).raw() : nullptr,
-                                   .scratch = scratch,
-                                   .scratch_bytes = kLtWorkspaceBytes}));
+  return LtCall{.a = x,
+                .b = ctx.input(kW).raw(),
+                .y = ctx.output(0).raw(),
+                .beta = residual ? 1.0f : 0.0f,
+                .c = residual ? ctx.input(kZ).raw() : nullptr,
+                .scratch = scratch,
+                .scratch_bytes = kLtWorkspaceBytes};
+}
+
+Status ConvState::run_gemm(CudaKernelContext& ctx) const {
+  FOVEA_TRY(gemm_->run(ctx, gemm_call(ctx)));
   const ops::Activation::Kind kind = activation_.kind;
   if (kind == ops::Activation::Kind::kNone || kind == ops::Activation::Kind::kRelu) return Status::ok();
   return launch_epilogue(ctx, nullptr, nullptr);
@@ -571,28 +577,6 @@ Status ConvState::choose_algorithm(CudaKernelContext& ctx, const std::string& ke
   return Status::ok();
 }
 
-// The shortest of three replays of `work` captured as a CUDA graph, on the node's stream (`work`
-// has run once eagerly: warm). A graph, as the plan runs it: timed eagerly, cuDNN's host-side work
-// per call (tens of microseconds) lies between the events and swamps small problems; at batch 1 it
-// made every ResNet-50 convolution look 30-90 us long and ranked cuDNN's legacy kernels first.
-template <typename Work>
-Result<float> shortest_run_ms(CudaKernelContext& ctx, Work&& work) {
-  FOVEA_ASSIGN_OR_RETURN(CudaGraph graph, CudaGraph::capture(ctx.stream(), work));
-  FOVEA_ASSIGN_OR_RETURN(CudaEvent begin, CudaEvent::create(true));
-  FOVEA_ASSIGN_OR_RETURN(CudaEvent end, CudaEvent::create(true));
-  FOVEA_TRY(graph.launch(ctx.stream()));
-  float shortest = 0.0f;
-  for (int run = 0; run < 3; ++run) {
-    FOVEA_TRY(begin.record(ctx.stream()));
-    FOVEA_TRY(graph.launch(ctx.stream()));
-    FOVEA_TRY(end.record(ctx.stream()));
-    FOVEA_TRY(end.synchronize());
-    FOVEA_ASSIGN_OR_RETURN(const float ms, end.elapsed_ms_since(begin));
-    shortest = run == 0 ? ms : std::min(shortest, ms);
-  }
-  return shortest;
-}
-
 Result<ConvAlgorithm> ConvState::fastest_form(CudaKernelContext& ctx,
                                               const std::vector<Candidate>& candidates, std::string& report) {
   // As run() does, but for the padding (the same for every candidate): the dense copy is part of the
@@ -629,7 +613,7 @@ Result<ConvAlgorithm> ConvState::fastest_form(CudaKernelContext& ctx,
     algorithm_ =
         ConvAlgorithm{.workspace_bytes = kLtWorkspaceBytes, .subsampled = can_subsample_, .gemm = true};
     report += std::string("cuBLASLt GEMM") + (can_subsample_ ? " subsampled" : "") + ": ";
-    if (run_form().is_ok()) {
+    if (gemm_->choose_fastest(ctx, gemm_call(ctx)).is_ok() && run_form().is_ok()) {
       FOVEA_ASSIGN_OR_RETURN(const float ms, shortest_run_ms(ctx, run_form));
       report += "measured " + std::to_string(ms) + " ms\n";
       if (!best || ms < best_ms) {
@@ -703,6 +687,11 @@ Result<std::size_t> ConvState::prepare(CudaKernelContext& ctx, const ops::Activa
                           (can_depthwise_ ? "|depthwise" : "") + (can_gemm_ ? "|gemm" : "");
   FOVEA_TRY(choose_algorithm(ctx, key, limit));
   if (!algorithm_.gemm) gemm_.reset();  // timed, not chosen
+  // A product chosen from the cache (or without a search) takes its algorithm from the cache's entry
+  // for the product, or times it now: in scratch that holds the dense copy and cuBLASLt's own.
+  if (algorithm_.gemm && ctx.reserve_workspace(front_bytes() + kLtWorkspaceBytes)) {
+    FOVEA_TRY(gemm_->choose_fastest(ctx, gemm_call(ctx)));
+  }
   if (!algorithm_.depthwise) {
     depthwise_weights_ = DeviceMemory();  // timed, not chosen
     return front_bytes() + algorithm_.workspace_bytes;

@@ -53,6 +53,9 @@ Result<CudaPrepared> prepare_matmul(CudaKernelContext& ctx) {
                             });
   }
   FOVEA_TRY(state->product.create(ctx, ctx.input(0).dtype(), shape));
+  // Timed on the first of the products where there are several.
+  FOVEA_TRY(state->product.choose_fastest(
+      ctx, LtCall{.a = ctx.input(0).raw(), .b = ctx.input(1).raw(), .y = ctx.output(0).raw()}));
   return CudaPrepared{std::move(state), kLtWorkspaceBytes};
 }
 
@@ -120,6 +123,19 @@ __global__ void prefill_kernel(const T* c, float beta, const T* r, T* y, std::in
   }
 }
 
+// The product's operands as run_gemm passes them, after its prefill (if any) of Y.
+LtCall gemm_call(CudaKernelContext& ctx, const GemmState& state) {
+  LtCall call{
+      .a = ctx.input(0).raw(), .b = ctx.input(1).raw(), .y = ctx.output(0).raw(), .alpha = state.alpha};
+  if (state.prefill) {
+    call.beta = 1.0f;  // C is Y itself
+  } else if (has_residual(ctx)) {
+    call.beta = 1.0f;
+    call.c = ctx.input(kResidual).raw();
+  }
+  return call;
+}
+
 Result<CudaPrepared> prepare_gemm(CudaKernelContext& ctx) {
   const Node& node = ctx.node();
   FOVEA_ASSIGN_OR_RETURN(std::int64_t trans_a, node.attr_int("transA", 0));
@@ -138,14 +154,16 @@ Result<CudaPrepared> prepare_gemm(CudaKernelContext& ctx) {
   if (bias_epilogue(ctx, state->beta, shape.n)) {
     auto fused = std::make_unique<LtMatmul>();
     if (fused->create(ctx, ctx.input(0).dtype(), shape, LtEpilogue{.bias = ctx.input(kC).raw()}).is_ok()) {
-      state->product = std::move(fused);
-      return CudaPrepared{std::move(state), kLtWorkspaceBytes};  // R, if any, is cuBLASLt's C
+      state->product = std::move(fused);  // R, if any, is cuBLASLt's C
     }
     // No algorithm with the epilogue for this product: C is broadcast into Y first, as any C is.
   }
-  state->prefill = state->beta != 0.0f || has_residual(ctx);
-  state->product = std::make_unique<LtMatmul>();
-  FOVEA_TRY(state->product->create(ctx, ctx.input(0).dtype(), shape));
+  if (state->product == nullptr) {
+    state->prefill = state->beta != 0.0f || has_residual(ctx);
+    state->product = std::make_unique<LtMatmul>();
+    FOVEA_TRY(state->product->create(ctx, ctx.input(0).dtype(), shape));
+  }
+  FOVEA_TRY(state->product->choose_fastest(ctx, gemm_call(ctx, *state)));
   return CudaPrepared{std::move(state), kLtWorkspaceBytes};
 }
 
@@ -171,16 +189,8 @@ Status prefill(CudaKernelContext& ctx, const GemmState& state) {
 
 Status run_gemm(CudaKernelContext& ctx) {
   const auto& state = ctx.state<GemmState>();
-  Tensor& y = ctx.output(0);
-  LtCall call{.a = ctx.input(0).raw(), .b = ctx.input(1).raw(), .y = y.raw(), .alpha = state.alpha};
-  if (state.prefill) {
-    FOVEA_TRY(prefill(ctx, state));
-    call.beta = 1.0f;  // C is Y itself
-  } else if (has_residual(ctx)) {
-    call.beta = 1.0f;
-    call.c = ctx.input(kResidual).raw();
-  }
-  return state.product->run(ctx, call);
+  if (state.prefill) FOVEA_TRY(prefill(ctx, state));
+  return state.product->run(ctx, gemm_call(ctx, state));
 }
 
 }  // namespace

@@ -1,7 +1,9 @@
 // MatMul and Gemm on cuBLASLt against the CPU reference, in float32 and float16.
 #include <tuple>
 
+#include "runtime/cuda/conv_algorithm_cache.h"
 #include "runtime/cuda/cuda_op_test_util.h"
+#include "runtime/cuda/lt_matmul.h"
 
 namespace fovea::runtime::testing {
 namespace {
@@ -49,6 +51,26 @@ TEST(CudaGemm, TransposesScalesAndBroadcastC) {
         {at, bt, random_tensor(kF32, {5}, 6)}, accumulating(p)));
     EXPECT_TRUE(
         cuda_matches_cpu(NodeBuilder("Gemm").inputs(2).attr("transB", 1).build(), {a, bt}, accumulating(p)));
+  }
+}
+
+// The plan times cuBLASLt's first picks and keeps the fastest; every pick it could keep computes the
+// same product. Each rank is put in the algorithm cache in turn (a linear layer: bias in the
+// epilogue), and the plan takes it from there.
+TEST(CudaGemm, EachPickOfTheHeuristicMatchesTheReference) {
+  FOVEA_REQUIRE_GPU();
+  constexpr std::int64_t kM = 197, kK = 96, kN = 72;
+  const Tensor a = random_tensor(kF32, {kM, kK}, 1);
+  const Tensor b = random_tensor(kF32, {kK, kN}, 2);
+  const Tensor c = random_tensor(kF32, {kN}, 3);
+  const Node gemm = NodeBuilder("Gemm").inputs(3).build();
+  const CudaCheck check = accumulating(Precision::kFloat16);
+  ASSERT_TRUE(cuda_matches_cpu(gemm, {a, b, c}, check));  // timed: the search's own choice
+  const std::string key = cuda::lt_problem_key(DataType::kFloat16, {.m = kM, .n = kN, .k = kK},
+                                               CUBLASLT_EPILOGUE_BIAS, /*reads_c=*/false);
+  for (int rank = 0; rank < cuda::kLtCandidates; ++rank) {
+    cuda::ConvAlgorithmCache::instance().insert(key, {.algo = rank, .gemm = true});
+    EXPECT_TRUE(cuda_matches_cpu(gemm, {a, b, c}, check)) << "cuBLASLt pick " << rank;
   }
 }
 
