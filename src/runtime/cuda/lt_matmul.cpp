@@ -98,11 +98,10 @@ Status LtMatmul::create(CudaKernelContext& ctx, DataType dtype, const MatmulShap
 std::string lt_problem_key(DataType dtype, const MatmulShape& shape, cublasLtEpilogue_t epilogue,
                            bool reads_c) {
   static const std::string device = device_signature();
-  const MatmulShape& s = shape;
   return fmt::format("{}|cublasLt {}|Matmul|{}|m{}n{}k{}|t{}{}|b{}s{},{},{}|e{}|c{}", device,
-                     cublaslt().GetVersion(), data_type_name(dtype), s.m, s.n, s.k, int{s.trans_a},
-                     int{s.trans_b}, s.batch, s.stride_a, s.stride_b, s.stride_y, static_cast<int>(epilogue),
-                     int{reads_c});
+                     cublaslt().GetVersion(), data_type_name(dtype), shape.m, shape.n, shape.k,
+                     int{shape.trans_a}, int{shape.trans_b}, shape.batch, shape.stride_a, shape.stride_b,
+                     shape.stride_y, static_cast<int>(epilogue), int{reads_c});
 }
 
 Status LtMatmul::choose_fastest(CudaKernelContext& ctx, const LtCall& call) {
@@ -117,6 +116,7 @@ Status LtMatmul::choose_fastest(CudaKernelContext& ctx, const LtCall& call) {
     algo_ = candidates_[static_cast<std::size_t>(cached->algo)];
   } else if (cache.search_allowed()) {
     const auto started = std::chrono::steady_clock::now();
+    // Where the device cannot spare cuBLASLt's scratch, the picks that need it do not run.
     if (call.scratch == nullptr) ctx.reserve_workspace(kLtWorkspaceBytes);
     std::string report;
     std::optional<std::size_t> best;

@@ -1,4 +1,5 @@
 // MatMul and Gemm on cuBLASLt against the CPU reference, in float32 and float16.
+#include <optional>
 #include <tuple>
 
 #include "runtime/cuda/conv_algorithm_cache.h"
@@ -65,11 +66,18 @@ TEST(CudaGemm, EachPickOfTheHeuristicMatchesTheReference) {
   const Tensor c = random_tensor(kF32, {kN}, 3);
   const Node gemm = NodeBuilder("Gemm").inputs(3).build();
   const CudaCheck check = accumulating(Precision::kFloat16);
-  ASSERT_TRUE(cuda_matches_cpu(gemm, {a, b, c}, check));  // timed: the search's own choice
+  ASSERT_TRUE(cuda_matches_cpu(gemm, {a, b, c}, check));  // loads cuBLASLt, which the key names
   const std::string key = cuda::lt_problem_key(DataType::kFloat16, {.m = kM, .n = kN, .k = kK},
                                                CUBLASLT_EPILOGUE_BIAS, /*reads_c=*/false);
+  // The plan reads this very key: a rank past the heuristic's list is searched again and replaced.
+  cuda::ConvAlgorithmCache& cache = cuda::ConvAlgorithmCache::instance();
+  cache.insert(key, {.algo = 1000, .gemm = true});
+  ASSERT_TRUE(cuda_matches_cpu(gemm, {a, b, c}, check));
+  const std::optional<cuda::ConvAlgorithm> searched = cache.find(key);
+  ASSERT_TRUE(searched.has_value());
+  EXPECT_LT(searched->algo, cuda::kLtCandidates) << key;
   for (int rank = 0; rank < cuda::kLtCandidates; ++rank) {
-    cuda::ConvAlgorithmCache::instance().insert(key, {.algo = rank, .gemm = true});
+    cache.insert(key, {.algo = rank, .gemm = true});
     EXPECT_TRUE(cuda_matches_cpu(gemm, {a, b, c}, check)) << "cuBLASLt pick " << rank;
   }
 }
