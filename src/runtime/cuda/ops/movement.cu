@@ -182,13 +182,11 @@ Result<CudaPrepared> finish_gather_plan(CudaKernelContext& ctx, std::unique_ptr<
 }
 
 // A batched 2-D transpose [B, R, C] -> [B, C, R]: two or three affine axes where the output's last
-// axis walks the input's rows and the one before it the input's columns. Below 16 rows or columns
-// (NCHW -> NHWC of 3-channel images) most of a tile would idle: the gather serves those.
+// axis walks the input's rows and the one before it the input's columns.
 struct Transpose2d {
   std::int64_t batch = 1, rows = 0, cols = 0;
 };
 std::optional<Transpose2d> as_transpose_2d(const GatherPlan& plan) {
-  constexpr std::int64_t kMinSide = 16;
   const std::size_t rank = plan.axes.size();
   if (rank < 2 || rank > 3) return std::nullopt;
   for (const AxisMap& a : plan.axes) {
@@ -202,9 +200,14 @@ std::optional<Transpose2d> as_transpose_2d(const GatherPlan& plan) {
     if (plan.axes[0].stride != t.rows * t.cols) return std::nullopt;
     t.batch = plan.axes[0].out_dim;
   }
-  // gridDim.y (at most 65535) holds the row tiles, of 32 rows at least.
-  if (t.rows < kMinSide || t.cols < kMinSide || (t.rows + 31) / 32 > 65535) return std::nullopt;
   return t;
+}
+
+// The tiled kernel serves 16 rows and columns and more (below, most of a tile would idle); gridDim.y
+// (at most 65535) holds the row tiles, of 32 rows at least.
+bool tiles_serve(const Transpose2d& t) {
+  constexpr std::int64_t kMinSide = 16;
+  return t.rows >= kMinSide && t.cols >= kMinSide && (t.rows + 31) / 32 <= 65535;
 }
 
 template <typename T>
@@ -215,6 +218,51 @@ void launch_transpose(const T* in, T* out, const Transpose2d& t, cudaStream_t st
                   static_cast<unsigned>((t.rows + kDim - 1) / kDim),
                   static_cast<unsigned>(std::min<std::int64_t>(t.batch, 65535)));
   transpose_tiles<T><<<grid, block, 0, stream>>>(in, out, t.batch, t.rows, t.cols);
+}
+
+// NCHW -> NHWC of images of 2 to 4 channels (a network's RGB input): [B, R, C] -> [B, C, R] with
+// R = kRows planes. A thread reads one 16-byte vector of each plane (kGroup consecutive pixels)
+// and writes their kGroup * kRows interleaved elements as kRows vectors, where the gather moved
+// them one element at a time.
+constexpr int kMaxInterleavedRows = 4;
+
+template <typename T, int kRows>
+__global__ void interleave_rows(const T* __restrict__ in, T* __restrict__ out, std::int64_t batch,
+                                std::int64_t cols) {
+  constexpr int kGroup = static_cast<int>(kVectorBytes / sizeof(T));
+  using V = Vector<T, kGroup>;
+  const std::int64_t groups = cols / kGroup;
+  FOVEA_GRID_STRIDE_LOOP(i, batch * groups) {
+    const std::int64_t b = i / groups;
+    const std::int64_t col = (i - b * groups) * kGroup;
+    V planes[kRows];
+#pragma unroll
+    for (int r = 0; r < kRows; ++r)
+      planes[r] = *reinterpret_cast<const V*>(in + (b * kRows + r) * cols + col);
+    V pixels[kRows];
+#pragma unroll
+    for (int e = 0; e < kGroup * kRows; ++e)
+      pixels[e / kGroup].v[e % kGroup] = planes[e % kRows].v[e / kRows];
+    V* dst = reinterpret_cast<V*>(out + (b * cols + col) * kRows);
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) dst[r] = pixels[r];
+  }
+}
+
+// Whether interleave_rows serves `t`: 2 to 4 rows, whole vectors of columns, aligned pointers.
+bool interleave_serves(const Transpose2d& t, std::size_t element_bytes, const void* in, const void* out) {
+  const auto group = static_cast<std::int64_t>(kVectorBytes / element_bytes);
+  return t.rows >= 2 && t.rows <= kMaxInterleavedRows && t.cols % group == 0 &&
+         vector_elements(element_bytes, {group}, {in, out}) == group;
+}
+
+template <typename T>
+void launch_interleave(const T* in, T* out, const Transpose2d& t, cudaStream_t stream) {
+  const std::int64_t vectors = t.batch * (t.cols / static_cast<std::int64_t>(kVectorBytes / sizeof(T)));
+  const unsigned grid = grid_for(vectors);
+  if (t.rows == 2) interleave_rows<T, 2><<<grid, kBlockSize, 0, stream>>>(in, out, t.batch, t.cols);
+  if (t.rows == 3) interleave_rows<T, 3><<<grid, kBlockSize, 0, stream>>>(in, out, t.batch, t.cols);
+  if (t.rows == 4) interleave_rows<T, 4><<<grid, kBlockSize, 0, stream>>>(in, out, t.batch, t.cols);
 }
 
 // Moves k elements as one where the innermost axis reads runs of k contiguous, aligned elements
@@ -256,10 +304,17 @@ Status run_gather_plan(CudaKernelContext& ctx) {
   Tensor& output = ctx.output(0);
   const std::size_t size = data_type_size(output.dtype());
   const auto* in = static_cast<const std::byte*>(input.raw()) + plan.base * static_cast<std::int64_t>(size);
-  if (const auto t = as_transpose_2d(plan)) {
+  if (const auto t = as_transpose_2d(plan);
+      t && (tiles_serve(*t) || interleave_serves(*t, size, in, output.raw()))) {
     dispatch_by_bytes(size, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      launch_transpose(reinterpret_cast<const T*>(in), static_cast<T*>(output.raw()), *t, ctx.stream());
+      const T* from = reinterpret_cast<const T*>(in);
+      T* to = static_cast<T*>(output.raw());
+      if (tiles_serve(*t)) {
+        launch_transpose(from, to, *t, ctx.stream());
+      } else {
+        launch_interleave(from, to, *t, ctx.stream());
+      }
     });
     FOVEA_CUDA_TRY_LAUNCH();
     return Status::ok();

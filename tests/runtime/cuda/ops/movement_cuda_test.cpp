@@ -178,6 +178,18 @@ TEST(CudaTranspose, LayoutChangesUseTheTiledPath) {
   expect_all_dtypes(NodeBuilder("Transpose").build(), {127, 13}, {});  // 2-D, reversed by default
 }
 
+// NCHW -> NHWC of 2- to 4-channel images (a network's RGB input) interleaves whole vectors of each
+// plane where the pixels per image fill vectors of every dtype's width (16 bytes); the others (221
+// pixels, or 24 of one byte) take the gather.
+TEST(CudaTranspose, FewChannelImagesInterleaveWholeVectors) {
+  FOVEA_REQUIRE_GPU();
+  const std::vector<std::int64_t> to_nhwc = {0, 2, 3, 1};
+  for (const Shape& shape : {Shape{2, 3, 16, 24}, Shape{3, 4, 8, 9}, Shape{2, 2, 5, 16}, Shape{1, 3, 4, 6},
+                             Shape{3, 3, 13, 17}, Shape{5, 3, 32, 32}}) {
+    expect_all_dtypes(NodeBuilder("Transpose").attr("perm", to_nhwc).build(), shape, {});
+  }
+}
+
 TEST(CudaTranspose, GeneralPermutations) {
   FOVEA_REQUIRE_GPU();
   expect_all_dtypes(NodeBuilder("Transpose").attr("perm", std::vector<std::int64_t>{0, 2, 1, 3}).build(),
