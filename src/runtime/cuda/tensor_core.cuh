@@ -144,6 +144,147 @@ __device__ __forceinline__ void warpgroup_mma_s8_n128(int* d, std::uint64_t a, s
 }
 
 #undef FOVEA_ACC8
+
+// The descriptor of a K-major operand tile whose rows are 128 bytes, stored with the 128-byte
+// swizzle that TMA's CU_TENSOR_MAP_SWIZZLE_128B writes (16-byte chunk c of row r at chunk c ^ (r %
+// 8); the tile 1024-byte aligned): 8-row groups 1024 bytes apart. As with the 64-byte form,
+// starting 32 * s bytes into the rows selects the instruction's K step s.
+__device__ __forceinline__ std::uint64_t swizzled128_descriptor(const void* tile) {
+  constexpr std::uint64_t kLeadingOffset = 1, kStrideOffset = 1024 >> 4, kSwizzle128Bytes = 1;
+  return ((shared_address(tile) & 0x3FFFF) >> 4) | (kLeadingOffset << 16) | (kStrideOffset << 32) |
+         (kSwizzle128Bytes << 62);
+}
+
+template <int kCount>
+__device__ __forceinline__ void warpgroup_fence_accumulators(float* d) {
+#pragma unroll
+  for (int i = 0; i < kCount; ++i) asm volatile("" : "+f"(d[i])::"memory");  // emits nothing
+}
+
+#define FOVEA_FACC8(d, i)                                                                     \
+  "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
+      "+f"(d[i + 6]), "+f"(d[i + 7])
+
+// D (64 x 128, float32) = A (64 x 16, float16, K-major) x B (16 x 128, float16, K-major), plus D
+// where `accumulate` (64 accumulators per thread).
+__device__ __forceinline__ void warpgroup_mma_f16_n128(float* d, std::uint64_t a, std::uint64_t b,
+                                                       bool accumulate) {
+  FOVEA_SM90A_ASM(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+      "%64, %65, p, 1, 1, 0, 0;\n}\n"
+      : FOVEA_FACC8(d, 0), FOVEA_FACC8(d, 8), FOVEA_FACC8(d, 16), FOVEA_FACC8(d, 24), FOVEA_FACC8(d, 32),
+        FOVEA_FACC8(d, 40), FOVEA_FACC8(d, 48), FOVEA_FACC8(d, 56)
+      : "l"(a), "l"(b), "r"(static_cast<int>(accumulate)));
+}
+
+// The same for 256 columns (128 accumulators per thread).
+__device__ __forceinline__ void warpgroup_mma_f16_n256(float* d, std::uint64_t a, std::uint64_t b,
+                                                       bool accumulate) {
+  FOVEA_SM90A_ASM(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
+      "%128, %129, p, 1, 1, 0, 0;\n}\n"
+      : FOVEA_FACC8(d, 0), FOVEA_FACC8(d, 8), FOVEA_FACC8(d, 16), FOVEA_FACC8(d, 24), FOVEA_FACC8(d, 32),
+        FOVEA_FACC8(d, 40), FOVEA_FACC8(d, 48), FOVEA_FACC8(d, 56), FOVEA_FACC8(d, 64), FOVEA_FACC8(d, 72),
+        FOVEA_FACC8(d, 80), FOVEA_FACC8(d, 88), FOVEA_FACC8(d, 96), FOVEA_FACC8(d, 104), FOVEA_FACC8(d, 112),
+        FOVEA_FACC8(d, 120)
+      : "l"(a), "l"(b), "r"(static_cast<int>(accumulate)));
+}
+
+// Hopper's transaction barriers (mbarrier) in shared memory: a TMA load completes its bytes on
+// one, and warps wait for a phase of it to complete.
+__device__ __forceinline__ void barrier_init(std::uint64_t* barrier, int arrivals) {
+  FOVEA_SM90A_ASM("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(shared_address(barrier)), "r"(arrivals)
+                  : "memory");
+}
+
+// Makes the barriers' initialization visible to the async proxy (TMA) before any use.
+__device__ __forceinline__ void fence_barrier_init() {
+  FOVEA_SM90A_ASM("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+
+// Arrives, and announces `bytes` of TMA transfers that the current phase also waits for.
+__device__ __forceinline__ void barrier_arrive_expecting(std::uint64_t* barrier, std::uint32_t bytes) {
+  FOVEA_SM90A_ASM("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(shared_address(barrier)),
+                  "r"(bytes)
+                  : "memory");
+}
+
+__device__ __forceinline__ void barrier_arrive(std::uint64_t* barrier) {
+  FOVEA_SM90A_ASM("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(shared_address(barrier)) : "memory");
+}
+
+// Waits until the phase of parity `parity` has completed (a fresh barrier is in phase 0, and the
+// phase before it, of parity 1, counts as completed).
+__device__ __forceinline__ void barrier_wait(std::uint64_t* barrier, std::uint32_t parity) {
+  std::uint32_t done = 0;
+  do {
+    FOVEA_SM90A_ASM(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(shared_address(barrier)), "r"(parity)
+        : "memory");
+  } while (done == 0);
+}
+
+// TMA: the box at (x, y) (elements along the rows, rows) of the tensor `map` describes, into shared
+// memory at `destination`, completing its bytes on `barrier`. `map` lives in kernel parameter
+// space (__grid_constant__).
+__device__ __forceinline__ void tma_load_2d(void* destination, const void* map, int x, int y,
+                                            std::uint64_t* barrier) {
+  FOVEA_SM90A_ASM(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], "
+      "[%4];\n" ::"r"(shared_address(destination)),
+      "l"(reinterpret_cast<std::uint64_t>(map)), "r"(x), "r"(y), "r"(shared_address(barrier))
+      : "memory");
+}
+
+// TMA store: the box at (x, y) of `map` from shared memory at `source`, as one bulk group of the
+// issuing thread.
+__device__ __forceinline__ void tma_store_2d(const void* map, int x, int y, const void* source) {
+  FOVEA_SM90A_ASM("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(
+                      reinterpret_cast<std::uint64_t>(map)),
+                  "r"(x), "r"(y), "r"(shared_address(source))
+                  : "memory");
+  FOVEA_SM90A_ASM("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+
+// Waits until this thread's TMA stores have read their shared memory (it may be written again).
+__device__ __forceinline__ void tma_store_wait_read() {
+  FOVEA_SM90A_ASM("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+}
+
+// A barrier among `threads` threads (a multiple of 32) on hardware barrier `id` (0 is __syncthreads').
+__device__ __forceinline__ void named_barrier_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+// Warp specialization: a warpgroup that only issues loads gives registers back, so that the
+// warpgroups that hold accumulators can take more (the block's total stays within the file).
+template <int kRegisters>
+__device__ __forceinline__ void warpgroup_release_registers() {
+  FOVEA_SM90A_ASM("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegisters));
+}
+
+template <int kRegisters>
+__device__ __forceinline__ void warpgroup_take_registers() {
+  FOVEA_SM90A_ASM("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegisters));
+}
+
+#undef FOVEA_FACC8
 #undef FOVEA_SM90A_ASM
 
 }  // namespace fovea::runtime::cuda
