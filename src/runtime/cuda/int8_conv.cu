@@ -4,15 +4,11 @@
 
 #include <algorithm>
 #include <atomic>
-#include <climits>
 #include <string>
 #include <type_traits>
 
 #include "core/cuda_check.h"
 #include "runtime/cuda/conv_epilogue.cuh"
-#include "runtime/cuda/hopper_gemm.cuh"
-#include "runtime/cuda/hopper_gemm.h"
-#include "runtime/cuda/kernel_util.cuh"
 #include "runtime/cuda/tensor_core.cuh"
 
 namespace fovea::runtime::cuda {
@@ -494,100 +490,6 @@ __global__ void __launch_bounds__(kThreads, T::kBlocksPerSM)
 }
 
 std::atomic<bool> warpgroup_allowed{true};
-std::atomic<bool> gemm_allowed{true};
-
-// ---- 1x1 layers on the Hopper GEMM ---------------------------------------------------------------
-// A 1x1 convolution with stride 1 and no pads reads output pixel p's input at pixel p: it is the
-// product of the NHWC pixels [P, C] and the weights [M, C], which TMA loads as whole tiles with no
-// window to gather, on the Hopper GEMM (hopper_gemm.cuh: a loader thread, two consumer warpgroups
-// taking tiles in turn, so that one's epilogue runs while the other multiplies). ResNet's 1x1 layers
-// have 1 to 16 k-tiles: the gathering kernels above spend most of their time on loads and an
-// epilogue that nothing overlaps. This epilogue computes what store_tile does, in the same order
-// and roundings, so the outputs are bit for bit the other kernels' (and the CPU reference's).
-template <typename Out>
-struct Int8GemmEpilogue {
-  Int8ConvOperands o;
-  int pixels = 0, channels = 0;  // the product's rows and columns (the output channels)
-  ops::Activation activation;
-
-  // The scalars in device memory, read once.
-  struct Loaded {
-    float x_scale, inverse_y_scale, z_scale;
-  };
-  __device__ Loaded load() const {
-    return {*o.x_scale, o.y_scale != nullptr ? div_rn(1.0f, *o.y_scale) : 0.0f,
-            o.residual_scale != nullptr ? *o.residual_scale : 0.0f};
-  }
-
-  __device__ float value(const Loaded& s, int sum, int channel) const {
-    return ops::int8_conv_value(sum, ops::int8_conv_scale(s.x_scale, o.w_scale[channel]),
-                                o.bias != nullptr ? o.bias[channel] : 0.0f);
-  }
-
-  // The residual of channels at..at+1 (`at` even: the pair is one aligned load).
-  __device__ void add_residual_pair(float (&v)[2], std::int64_t at, float z_scale) const {
-    if (o.residual_dtype == DataType::kInt8) {
-      const std::uint32_t bytes =
-          *reinterpret_cast<const std::uint16_t*>(static_cast<const std::int8_t*>(o.residual) + at);
-      for (int e = 0; e < 2; ++e) v[e] = add_rn(v[e], mul_rn(signed_byte_as_float(bytes, e), z_scale));
-    } else if (o.residual_dtype == DataType::kFloat16) {
-      const float2 z =
-          __half22float2(*reinterpret_cast<const __half2*>(static_cast<const __half*>(o.residual) + at));
-      v[0] = add_rn(v[0], z.x);
-      v[1] = add_rn(v[1], z.y);
-    } else {
-      const float* z = static_cast<const float*>(o.residual) + at;
-      v[0] = add_rn(v[0], z[0]);
-      v[1] = add_rn(v[1], z[1]);
-    }
-  }
-
-  __device__ OutPair<Out> pair(const Loaded& s, int row, int col, int s0, int s1) const {
-    if (row >= pixels || col >= channels) return {};  // past the output: the store drops it
-    float v[2] = {value(s, s0, col), value(s, s1, col + 1)};
-    if (o.residual != nullptr)
-      add_residual_pair(v, static_cast<std::int64_t>(row) * channels + col, s.z_scale);
-    v[0] = activate(v[0], activation);
-    v[1] = activate(v[1], activation);
-    if constexpr (std::is_same_v<Out, std::int8_t>) {
-      return static_cast<std::uint16_t>((requantized_bits(v[0], s.inverse_y_scale) & 0xFF) |
-                                        ((requantized_bits(v[1], s.inverse_y_scale) & 0xFF) << 8));
-    } else {
-      return __floats2half2_rn(v[0], v[1]);
-    }
-  }
-};
-
-// Whether the layer runs on the Hopper GEMM: 1x1, stride 1, no pads; int8 or float16 out in whole
-// 16-byte rows (float32 out stays on the gathering kernels); operands 16-byte aligned.
-bool runs_as_gemm(const Int8ConvOperands& o, const ops::Int8ConvGeometry& g) {
-  const bool plain = g.kernel_h == 1 && g.kernel_w == 1 && g.stride_h == 1 && g.stride_w == 1 &&
-                     g.pad_top == 0 && g.pad_left == 0 && g.out_h == g.in_h && g.out_w == g.in_w;
-  const int out_bytes = o.y_dtype == DataType::kInt8 ? 1 : o.y_dtype == DataType::kFloat16 ? 2 : 0;
-  return plain && out_bytes != 0 && g.channels % 16 == 0 && g.out_channels * out_bytes % 16 == 0 &&
-         g.pixels() <= INT_MAX && aligned_to(o.x, 16) && aligned_to(o.weights, 16) && aligned_to(o.y, 16) &&
-         gemm_allowed.load(std::memory_order_relaxed) && warpgroup_int8_conv_runs() &&
-         hopper_gemm_supported();
-}
-
-template <typename Out>
-Status launch_as_gemm(const Int8ConvOperands& o, const ops::Int8ConvGeometry& g,
-                      const ops::Activation& activation, cudaStream_t stream) {
-  // 64 x 128 a consumer: the int8 epilogue's loads and conversions do not fit in registers beside
-  // 128 accumulators a thread (ptxas spilled 160 bytes at 128 x 128).
-  using Tile = HopperGemmTile<std::int8_t, 64, 128, 6, Out>;
-  const int pixels = static_cast<int>(g.pixels());
-  constexpr int kOutBytes = static_cast<int>(sizeof(Out));
-  FOVEA_ASSIGN_OR_RETURN(const CUtensorMap a, hopper_row_boxes(o.x, 1, pixels, g.channels, Tile::kBM));
-  FOVEA_ASSIGN_OR_RETURN(const CUtensorMap b,
-                         hopper_row_boxes(o.weights, 1, g.out_channels, g.channels, Tile::kBN));
-  FOVEA_ASSIGN_OR_RETURN(const CUtensorMap y,
-                         hopper_row_boxes(o.y, kOutBytes, pixels, g.out_channels, Tile::kBM));
-  const Int8GemmEpilogue<Out> epilogue{
-      .o = o, .pixels = pixels, .channels = g.out_channels, .activation = activation};
-  return launch_hopper_gemm<Tile>(a, b, y, HopperGemmShape{pixels, g.out_channels, g.channels}, epilogue,
-                                  stream);
-}
 
 template <class T, typename Out>
 constexpr auto kernel_of() {
@@ -658,20 +560,11 @@ void allow_warpgroup_int8_conv(bool allowed) {
   warpgroup_allowed.store(allowed, std::memory_order_relaxed);
 }
 
-void allow_int8_conv_gemm(bool allowed) {
-  gemm_allowed.store(allowed, std::memory_order_relaxed);
-}
-
 Status launch_int8_conv(const Int8ConvOperands& operands, const ops::Int8ConvGeometry& geometry,
                         const ops::Activation& activation, cudaStream_t stream) {
   if (geometry.pixels() == 0 || geometry.out_channels == 0) return Status::ok();
   if (const std::string why = ops::int8_conv_unsupported(geometry); !why.empty()) {
     return make_error(StatusCode::kUnsupported, "int8 convolution: ", why);
-  }
-  if (runs_as_gemm(operands, geometry)) {
-    return operands.y_dtype == DataType::kInt8
-               ? launch_as_gemm<std::int8_t>(operands, geometry, activation, stream)
-               : launch_as_gemm<__half>(operands, geometry, activation, stream);
   }
   switch (operands.y_dtype) {
     case DataType::kInt8: return launch_for_width<std::int8_t>(operands, geometry, activation, stream);

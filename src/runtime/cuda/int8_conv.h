@@ -7,9 +7,7 @@
 // bias, residual, activation, requantization) applied to the accumulators. The products run on
 // Hopper's warpgroup instructions (wgmma, twice mma.sync's int8 rate) where the binary holds sm_90a
 // code (CMAKE_CUDA_ARCHITECTURES 90a, the default) and the device is compute capability 9.0, and on
-// mma.sync's m16n8k32 elsewhere; both read the same tiles and share the epilogue. On Hopper, 1x1
-// stride-1 layers (plain products) run on fovea's Hopper GEMM instead: TMA loads, a warp-specialized
-// pipeline, the same epilogue arithmetic.
+// mma.sync's m16n8k32 elsewhere; both read the same tiles and share the epilogue.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -50,9 +48,5 @@ bool warpgroup_int8_conv_runs();
 // Lets (the default) or keeps the wgmma kernel from running, so that tests and benchmarks can run
 // the mma.sync kernel on Hopper too.
 void allow_warpgroup_int8_conv(bool allowed);
-
-// Lets (the default) or keeps 1x1 stride-1 layers from running as products on the Hopper GEMM
-// (hopper_gemm.cuh) where the wgmma kernel runs, so that tests and benchmarks can compare the two.
-void allow_int8_conv_gemm(bool allowed);
 
 }  // namespace fovea::runtime::cuda
