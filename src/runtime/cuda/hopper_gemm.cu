@@ -20,7 +20,7 @@ namespace {
 
 // 128 x 128 a consumer, 4 stages: on ViT-B's MLP (H200) the fastest of 128 x 128 at 4 to 6 stages
 // and 64 x 256 at 3 to 5; the output tiles take the shared memory more stages would.
-using Tile = HopperGemmTile<__half, 128, 128, 4>;
+using Tile = HopperGemmTile<128, 128, 4>;
 
 std::atomic<HopperGemmPolicy> policy{HopperGemmPolicy::kTimed};
 std::atomic<int> plans_chosen{0};
@@ -34,9 +34,7 @@ struct BiasGelu {
   float alpha;
   HalfGeluOp gelu;
 
-  struct Loaded {};
-  __device__ Loaded load() const { return {}; }
-  __device__ __half2 pair(Loaded, int, int col, float v0, float v1) const {
+  __device__ __half2 operator()(int, int col, float v0, float v1) const {
     float2 b = make_float2(0.0f, 0.0f);
     if (bias != nullptr && col < n) b = __half22float2(*reinterpret_cast<const __half2*>(bias + col));
     return __floats2half2_rn(gelu(fmaf(alpha, v0, b.x)), gelu(fmaf(alpha, v1, b.y)));

@@ -1,8 +1,7 @@
-// fovea's own Hopper GEMM (sm_90a): Y[M, N] = epilogue(A[M, K] . B[N, K]^T), both operands
-// K-major in global memory, float16 or int8, for the products whose epilogue no library runs: an
-// exact, erf-form GELU after a linear layer (hopper_gemm.h), an int8 convolution's requantizing
-// epilogue with per-channel scales and an int8 residual (int8_conv.cu's 1x1 layers). The design of
-// CUTLASS's "ping-pong" Hopper kernels:
+// fovea's own Hopper GEMM (sm_90a): Y[M, N] = epilogue(A[M, K] . B[N, K]^T) in float16, both
+// operands K-major in global memory, for the products whose epilogue no library runs (an exact,
+// erf-form GELU after a linear layer: hopper_gemm.h). The design of CUTLASS's "ping-pong" Hopper
+// kernels:
 // - one producer thread issues TMA loads of A and B k-tiles (128 bytes of K per row, the 128-byte
 //   swizzle wgmma reads) into a ring of pipeline stages, each guarded by a "full" and an "empty"
 //   transaction barrier;
@@ -15,12 +14,10 @@
 //   products (0.133 against 0.081 ms on ViT-B's first MLP layer, H200);
 // - the loader gives up registers (setmaxnreg) so that the consumers can hold their 128 x 128 or
 //   64 x 256 float32 accumulator tile.
-// The epilogue is a functor that stays in the kernel's parameter space (its fields cost no
-// registers): `epilogue.load()` reads once what a consumer keeps in registers (scalars in device
-// memory, say), and `epilogue.pair(loaded, row, col, v0, v1)` gives the outputs at (row, col) and
-// (row, col + 1) from the sums v0 and v1, as one Out pair (OutPair). The tiles are whole, so rows
-// and columns past M and N reach it too: it must not read past its operands there (the TMA store
-// drops those outputs).
+// The epilogue is a functor, kept in the kernel's parameter space (its fields cost no registers):
+// `epilogue(row, col, v0, v1)` gives the outputs at (row, col) and (row, col + 1) from the sums v0
+// and v1. The tiles are whole, so rows and columns past M and N reach it too: it must not read past
+// its operands there (the TMA store drops those outputs).
 #pragma once
 
 #include <cuda.h>
@@ -28,7 +25,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <type_traits>
 
 #include "core/cuda_check.h"
 #include "core/status.h"
@@ -39,35 +35,24 @@ namespace fovea::runtime::cuda {
 constexpr int kHopperGemmThreads = 384;  // the loader's warpgroup and two consumer warpgroups
 constexpr int kHopperRowBytes = 128;     // one k-tile row: the 128-byte swizzle's span
 
-// Two adjacent outputs as the epilogue gives them and shared memory takes them.
-template <typename Out>
-using OutPair = std::conditional_t<std::is_same_v<Out, __half>, __half2, std::uint16_t>;
-
-// A consumer's BM x BN tile of products of Element (float16 or int8; float32 or int32 sums) written
-// as Out (float16 or int8), with BM 64 or 128, BN 128 or 256 (int8: 128), Stages deep.
-template <typename Element, int BM, int BN, int Stages, typename Out = __half>
+// A consumer's BM x BN tile of float16 products (BM 64 or 128, BN 128 or 256), Stages deep.
+template <int BM, int BN, int Stages>
 struct HopperGemmTile {
-  using Operand = Element;
-  using Output = Out;
-  static constexpr bool kInt8 = std::is_same_v<Element, std::int8_t>;
-  using Accumulator = std::conditional_t<kInt8, int, float>;
   static constexpr int kBM = BM, kBN = BN, kStages = Stages;
   static constexpr int kSlabs = BM / 64;                 // wgmma's m64 steps
   static constexpr int kAccumulators = kSlabs * BN / 2;  // per thread: 64 x BN over 128 threads a slab
   static constexpr int kABytes = BM * kHopperRowBytes, kBBytes = BN * kHopperRowBytes;
   static constexpr int kStageBytes = kABytes + kBBytes;
-  // A consumer's output tile, as boxes of BM rows by 128 bytes.
-  static constexpr int kOutColumnsPerBox = kHopperRowBytes / static_cast<int>(sizeof(Out));
-  static constexpr int kOutBoxes = BN / kOutColumnsPerBox;
-  static constexpr int kOutBytes = BM * BN * static_cast<int>(sizeof(Out));
-  static constexpr int kKPerTile = kHopperRowBytes / static_cast<int>(sizeof(Element));
-  static constexpr int kKSteps =
-      kHopperRowBytes / 32;  // wgmma's steps (k16 float16, k32 int8): 32 bytes each
+  // A consumer's output tile, as boxes of BM rows by 128 bytes (64 columns).
+  static constexpr int kOutColumnsPerBox = kHopperRowBytes / 2;
+  static constexpr int kOutBoxes = BN / kOutColumnsPerBox, kOutBytes = BM * BN * 2;
+  static constexpr int kKPerTile = kHopperRowBytes / 2;  // float16 elements
+  static constexpr int kKSteps = kKPerTile / 16;         // wgmma's k16 steps a tile
   // The stages, the consumers' output tiles, the stages' barriers and the consumers' two turn
   // barriers, and slack to align the dynamic shared memory to 1024 bytes.
   static constexpr int kSharedBytes = Stages * kStageBytes + 2 * kOutBytes + (2 * Stages + 2) * 8 + 1024;
   static_assert(BM == 64 || BM == 128, "wgmma m64 slabs");
-  static_assert(BN == 128 || (BN == 256 && !kInt8), "wgmma n128 or (float16) n256 steps");
+  static_assert(BN == 128 || BN == 256, "wgmma n128 or n256 steps");
   static_assert(kAccumulators <= 128, "a consumer holds at most 128 accumulators");
 };
 
@@ -130,8 +115,8 @@ __device__ void load_tiles(const Ring<T>& ring, const TileWalk& walk, const CUte
 
 // One k-tile's products for a consumer: kKSteps k16 steps over its slabs, committed as one group.
 template <class T>
-__device__ __forceinline__ void multiply_tile(typename T::Accumulator (&acc)[T::kAccumulators],
-                                              const std::uint8_t* a, const std::uint8_t* b, bool first) {
+__device__ __forceinline__ void multiply_tile(float (&acc)[T::kAccumulators], const std::uint8_t* a,
+                                              const std::uint8_t* b, bool first) {
   warpgroup_fence_accumulators<T::kAccumulators>(acc);
   warpgroup_fence();
 #pragma unroll
@@ -140,10 +125,8 @@ __device__ __forceinline__ void multiply_tile(typename T::Accumulator (&acc)[T::
 #pragma unroll
     for (int slab = 0; slab < T::kSlabs; ++slab) {
       const std::uint64_t a_desc = swizzled128_descriptor(a + slab * 64 * kHopperRowBytes + step * 32);
-      typename T::Accumulator* d = acc + slab * (T::kBN / 2);
-      if constexpr (T::kInt8) {
-        warpgroup_mma_s8_n128(d, a_desc, b_desc, step > 0 || !first);
-      } else if constexpr (T::kBN == 256) {
+      float* d = acc + slab * (T::kBN / 2);
+      if constexpr (T::kBN == 256) {
         warpgroup_mma_f16_n256(d, a_desc, b_desc, step > 0 || !first);
       } else {
         warpgroup_mma_f16_n128(d, a_desc, b_desc, step > 0 || !first);
@@ -158,8 +141,7 @@ __device__ __forceinline__ void multiply_tile(typename T::Accumulator (&acc)[T::
 // columns, each BM rows with the 128-byte swizzle that the TMA store undoes.
 template <class T>
 __device__ __forceinline__ int out_offset(int row, int col) {
-  const int box = col / T::kOutColumnsPerBox;
-  const int byte = col % T::kOutColumnsPerBox * static_cast<int>(sizeof(typename T::Output));
+  const int box = col / T::kOutColumnsPerBox, byte = col % T::kOutColumnsPerBox * 2;
   return box * T::kBM * kHopperRowBytes + row * kHopperRowBytes + (((byte >> 4) ^ (row & 7)) << 4) +
          (byte & 15);
 }
@@ -168,11 +150,10 @@ __device__ __forceinline__ int out_offset(int row, int col) {
 // Thread t of the warpgroup holds, per slab and 8-column group j, rows 16 (t / 32) + (t % 32) / 4 and
 // 8 below, columns 8j + 2 (t % 4) and the next. The tile's shared memory is reused once the previous
 // tile's store has read it.
-template <class T, class Epilogue, class Loaded>
-__device__ __forceinline__ void finish_tile(const typename T::Accumulator (&acc)[T::kAccumulators],
-                                            std::uint8_t* out, int m0, int n0, int consumer,
-                                            const CUtensorMap* y_map, const Epilogue& epilogue,
-                                            const Loaded& loaded) {
+template <class T, class Epilogue>
+__device__ __forceinline__ void finish_tile(const float (&acc)[T::kAccumulators], std::uint8_t* out, int m0,
+                                            int n0, int consumer, const CUtensorMap* y_map,
+                                            const Epilogue& epilogue) {
   const int t = static_cast<int>(threadIdx.x) % 128;
   const bool leader = t == 0;
   const int barrier = 1 + consumer;  // 0 is __syncthreads'
@@ -184,13 +165,12 @@ __device__ __forceinline__ void finish_tile(const typename T::Accumulator (&acc)
   for (int slab = 0; slab < T::kSlabs; ++slab) {
 #pragma unroll
     for (int j = 0; j < T::kBN / 8; ++j) {
-      const typename T::Accumulator* v = acc + slab * (T::kBN / 2) + j * 4;
+      const float* v = acc + slab * (T::kBN / 2) + j * 4;
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         const int r = row + slab * 64 + half * 8, c = col + j * 8;
-        const OutPair<typename T::Output> y =
-            epilogue.pair(loaded, m0 + r, n0 + c, v[2 * half], v[2 * half + 1]);
-        *reinterpret_cast<OutPair<typename T::Output>*>(out + out_offset<T>(r, c)) = y;
+        const __half2 y = epilogue(m0 + r, n0 + c, v[2 * half], v[2 * half + 1]);
+        *reinterpret_cast<__half2*>(out + out_offset<T>(r, c)) = y;
       }
     }
   }
@@ -211,14 +191,13 @@ template <class T, class Epilogue>
 __device__ void multiply_tiles(const Ring<T>& ring, const TileWalk& walk, int consumer,
                                const CUtensorMap* y_map, const Epilogue& epilogue) {
   const bool leader = threadIdx.x % 128 == 0;
-  const auto loaded = epilogue.load();
   int ordinal = 0;  // the tile's place in this block's walk; consumers take alternate ones
   int waits = 0;    // for its turn, so far
   for (int tile = static_cast<int>(blockIdx.x); tile < walk.tiles;
        tile += static_cast<int>(gridDim.x), ++ordinal) {
     if (ordinal % 2 != consumer) continue;
     if (ordinal > 0) barrier_wait(&ring.turn[consumer], waits++ & 1);
-    typename T::Accumulator acc[T::kAccumulators];  // set by the tile's first products (K is never empty)
+    float acc[T::kAccumulators];  // set by the tile's first products (K is never empty)
     int slot = ordinal * walk.k_tiles;
     for (int kt = 0; kt < walk.k_tiles; ++kt, ++slot) {
       const int stage = slot % T::kStages;
@@ -231,7 +210,7 @@ __device__ void multiply_tiles(const Ring<T>& ring, const TileWalk& walk, int co
     warpgroup_wait<0>();
     if (leader) barrier_arrive(&ring.empty[(slot - 1) % T::kStages]);
     finish_tile<T>(acc, ring.out + consumer * T::kOutBytes, walk.row(tile, T::kBM), walk.col(tile, T::kBN),
-                   consumer, y_map, epilogue, loaded);
+                   consumer, y_map, epilogue);
   }
   if (leader) tma_store_wait_read();  // the block's shared memory outlives the last store's reads
 }
