@@ -204,16 +204,6 @@ Status run_softmax(KernelContext& ctx) {
 
 }  // namespace
 
-Status gelu_in_place(const Node& node, Tensor& values) {
-  FOVEA_ASSIGN_OR_RETURN(const GeluOp op, GeluOp::make(node));
-  dispatch<FOVEA_FLOAT_TYPES>(values.dtype(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    T* data = values.data<T>();
-    for (std::int64_t i = 0; i < values.numel(); ++i) data[i] = op(data[i]);
-  });
-  return Status::ok();
-}
-
 FOVEA_REGISTER_OP({.op_type = "Relu",
                    .infer = infer_unary<SignedTypes, ReluOp>,
                    .run = run_unary<SignedTypes, ReluOp>});

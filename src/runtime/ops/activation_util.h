@@ -26,9 +26,6 @@ inline constexpr double kGeluTanhCubic = 0.044715;
 // Gelu's `approximate` (opset 20): false for "none", the exact x * Phi(x) through erf; true for
 // "tanh", 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))). Another value is refused by name.
 Result<bool> gelu_uses_tanh(const Node& node);
-// GELU of every element of a float tensor, in place, in the form `node`'s `approximate` names (the
-// CPU reference of fovea.Gemm's activation).
-Status gelu_in_place(const Node& node, Tensor& values);
 
 // A Clip bound as T: from the scalar `bound` (input 1 or 2, opset 11+; nullptr when omitted) or
 // from the float attribute `attribute` (before opset 11), else T's own `limit`. `bound` may have

@@ -1,16 +1,12 @@
 // MatMul (numpy semantics: 1-D operands promoted, batch dims broadcast) and Gemm (transA, transB,
 // alpha, beta, optional C broadcast to [M, N]), both on the shared gemm kernel. fovea.Gemm is Gemm
-// with a fourth, optional input R of the output's shape and an optional activation,
-// Y = act(alpha A B + beta C + R): a linear layer and the residual Add or the
-// GELU after it (fuse_gemm_epilogues, passes.h), which the CUDA executor runs inside the product
-// (cuBLASLt's C; cuDNN's fused epilogue) where each was a pass of its own. "activation" is "" or
-// "Gelu", with Gelu's "approximate" ("none" or "tanh").
+// with a fourth, optional input R of the output's shape added last, Y = alpha A B + beta C + R: a
+// linear layer and the residual Add after it (fuse_gemm_residual, passes.h), which the CUDA
+// executor adds inside the product (cuBLASLt's C) where it was a pass of its own.
 #include <optional>
-#include <string>
 
 #include <fmt/format.h>
 
-#include "runtime/ops/activation_util.h"
 #include "runtime/ops/gemm_kernel.h"
 #include "runtime/ops/op_util.h"
 #include "runtime/parallel.h"
@@ -168,20 +164,7 @@ Status infer_gemm(InferContext& ctx) {
 
 constexpr int kResidual = 3;  // fovea.Gemm's R
 
-// fovea.Gemm's activation: whether it has one (only Gelu is fused), refusing others by name.
-Result<bool> gemm_activation(const Node& node) {
-  FOVEA_ASSIGN_OR_RETURN(const std::string activation, node.attr_string("activation", ""));
-  if (activation.empty()) return false;
-  if (activation != "Gelu") {
-    return make_error(StatusCode::kUnsupported, node.describe(), ": activation '", activation,
-                      "' is not one fovea.Gemm runs (\"\" or \"Gelu\")");
-  }
-  FOVEA_TRY(gelu_uses_tanh(node).status());
-  return true;
-}
-
 Status infer_gemm_residual(InferContext& ctx) {
-  FOVEA_TRY(gemm_activation(ctx.node()).status());
   FOVEA_TRY(infer_gemm(ctx));
   if (!ctx.has_input(kResidual)) return Status::ok();
   FOVEA_TRY(ctx.require_same_dtype(0, kResidual));
@@ -233,13 +216,6 @@ Status run_gemm(KernelContext& ctx) {
   return Status::ok();
 }
 
-Status run_gemm_residual(KernelContext& ctx) {
-  FOVEA_TRY(run_gemm(ctx));
-  FOVEA_ASSIGN_OR_RETURN(const bool activation, gemm_activation(ctx.node()));
-  if (activation) FOVEA_TRY(gelu_in_place(ctx.node(), ctx.output(0)));
-  return Status::ok();
-}
-
 double gemm_flops(const Node& node, const std::vector<Shape>& inputs, const std::vector<Shape>& outputs) {
   const Result<std::int64_t> trans_a_attr = node.attr_int("transA", 0);
   const bool trans_a = trans_a_attr.is_ok() && trans_a_attr.value() != 0;
@@ -266,7 +242,7 @@ FOVEA_REGISTER_OP({.domain = "fovea",
                    .min_inputs = 2,
                    .max_inputs = 4,
                    .infer = infer_gemm_residual,
-                   .run = run_gemm_residual,
+                   .run = run_gemm,
                    .flops = gemm_flops});
 
 }  // namespace fovea::runtime::ops

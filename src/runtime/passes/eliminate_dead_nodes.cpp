@@ -37,7 +37,7 @@ Status optimize(Graph& graph) {
   fold_attention_views(graph);
   move_transposes_to_attention(graph, AttentionSide::kOutputs);
   fold_attention_views(graph);  // the outputs' moved Transposes (the operands are folded already)
-  fuse_gemm_epilogues(graph);
+  fuse_gemm_residual(graph);
   eliminate_dead_nodes(graph);
   graph.compact();
   // Fused nodes get their types from their own inference, which also checks the rewrite.

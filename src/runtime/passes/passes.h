@@ -81,10 +81,8 @@ void move_transposes_to_attention(Graph& graph, AttentionSide side);
 // A Gemm read only by an Add (through the Reshape fuse_matmul_bias puts after it, if any) whose
 // other operand has the sum's shape, a residual, becomes fovea.Gemm(A, B, C, R) with the residual
 // as R, read as [M, N] through a Reshape (free: it aliases); the CUDA executor adds it as
-// cuBLASLt's C operand, inside the product. A Gemm read only by a Gelu (the same way) becomes
-// fovea.Gemm with activation "Gelu" (and the Gelu's approximate), which the CUDA executor runs as
-// cuDNN's fused product where that is faster than cuBLASLt and a GELU pass.
-void fuse_gemm_epilogues(Graph& graph);
+// cuBLASLt's C operand, inside the product.
+void fuse_gemm_residual(Graph& graph);
 
 // Whether fuse_int8_convolutions keeps residual streams in int8 (below).
 enum class Int8Residuals { kInt8, kFloat };

@@ -293,7 +293,7 @@ Result<std::vector<QuantizedNode>> quantize_graph(Graph& graph, const Calibratio
 }
 
 bool is_quantizable_op(const Node& node) {
-  // fovea.Gemm: a linear layer with its residual Add (fuse_gemm_epilogues).
+  // fovea.Gemm: a linear layer with its residual Add (fuse_gemm_residual).
   if (node.domain == "fovea") return node.op_type == "FusedConv" || node.op_type == "Gemm";
   return node.domain.empty() &&
          (node.op_type == "Conv" || node.op_type == "Gemm" || node.op_type == "MatMul");

@@ -182,7 +182,7 @@ TEST(OpGemm, RejectsBadShapes) {
   EXPECT_NE(status.message().find("rank"), std::string::npos) << status.message();
 }
 
-// fovea.Gemm: Gemm with the residual R added last (fuse_gemm_epilogues), with and without C, and R of
+// fovea.Gemm: Gemm with the residual R added last (fuse_gemm_residual), with and without C, and R of
 // another shape refused by name.
 TEST(Opfovea_Gemm, AddsTheResidualAfterTheProductAndC) {
   const std::int64_t m = 9, n = 7, k = 5;
@@ -209,30 +209,6 @@ TEST(Opfovea_Gemm, AddsTheResidualAfterTheProductAndC) {
   EXPECT_TRUE(tensors_near(run_node(without_c, {a, bt, Tensor(), r})[0], product, kTolerance, kTolerance));
   const Status status = run_node_status(fused, {a, bt, c, random_tensor(DataType::kFloat32, {1, n}, 5)});
   EXPECT_NE(status.message().find("residual R [1, 7] is not the output's shape [9, 7]"), std::string::npos)
-      << status.message();
-}
-
-// fovea.Gemm's GELU (fuse_gemm_epilogues): Gelu of the Gemm, in either form; an activation it does
-// not run is refused by name.
-TEST(Opfovea_Gemm, AppliesItsGeluAfterTheProduct) {
-  const Tensor a = random_tensor(DataType::kFloat32, {6, 5}, 1);
-  const Tensor b = random_tensor(DataType::kFloat32, {5, 7}, 2);
-  const Tensor c = random_tensor(DataType::kFloat32, {7}, 3);
-  for (const char* approximate : {"none", "tanh"}) {
-    const Tensor product = run_node(NodeBuilder("Gemm").inputs(3).build(), {a, b, c})[0];
-    const Tensor expected =
-        run_node(NodeBuilder("Gelu", 20).attr("approximate", approximate).build(), {product})[0];
-    const Node fused = NodeBuilder("Gemm")
-                           .domain("fovea")
-                           .inputs(3)
-                           .attr("activation", "Gelu")
-                           .attr("approximate", approximate)
-                           .build();
-    EXPECT_TRUE(tensors_near(run_node(fused, {a, b, c})[0], expected, kTolerance, kTolerance)) << approximate;
-  }
-  const Status status = run_node_status(
-      NodeBuilder("Gemm").domain("fovea").inputs(3).attr("activation", "Swish").build(), {a, b, c});
-  EXPECT_NE(status.message().find("activation 'Swish' is not one fovea.Gemm runs"), std::string::npos)
       << status.message();
 }
 

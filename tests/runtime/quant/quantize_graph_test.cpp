@@ -193,7 +193,7 @@ TEST(QuantizeGraph, GemmAndMatMulWeightsQuantizeAlongTheirOutputAxisAndActivatio
   EXPECT_EQ(quant::node_precision(graph, *consumer_of(graph, "MatMul")), "int8");
 }
 
-// A linear layer with its residual Add (fovea.Gemm, fuse_gemm_epilogues) quantizes as a Gemm does:
+// A linear layer with its residual Add (fovea.Gemm, fuse_gemm_residual) quantizes as a Gemm does:
 // its activation and weights through pairs, the bias and the residual R in float.
 TEST(QuantizeGraph, ALinearLayerWithItsResidualQuantizesAsAGemm) {
   ModelBuilder m(17);

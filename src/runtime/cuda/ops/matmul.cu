@@ -1,19 +1,11 @@
 // MatMul and Gemm on cuBLASLt (lt_matmul.h: row-major products as their column-major transposes,
 // float16 on tensor cores, float32 never on TF32, the algorithm chosen once at plan time).
-// fovea.Gemm's GELU runs as a pass after the product, or inside fovea's own Hopper GEMM
-// (hopper_gemm.h) where that was timed faster.
-#include <climits>
 #include <memory>
-#include <optional>
-#include <string>
 #include <type_traits>
 #include <vector>
 
-#include "runtime/cuda/conv_algorithm_cache.h"
 #include "runtime/cuda/cuda_libraries.h"
 #include "runtime/cuda/cuda_op.h"
-#include "runtime/cuda/gelu.cuh"
-#include "runtime/cuda/hopper_gemm.h"
 #include "runtime/cuda/kernel_util.cuh"
 #include "runtime/cuda/lt_matmul.h"
 #include "runtime/ops/op_util.h"
@@ -94,11 +86,7 @@ struct GemmState final : public CudaNodeState {
   // beta * C (broadcast) + R written into Y before the product, which then adds Y; false where C
   // is cuBLASLt's bias epilogue and R its C operand, or where there are neither.
   bool prefill = false;
-  float beta = 0;              // C's factor in the prefill
-  std::optional<GeluOp> gelu;  // fovea.Gemm's activation: a pass over Y after the product
-  // The Hopper GEMM's problem (its operands bound at each run), where it runs the node instead,
-  // GELU included.
-  std::optional<HopperGemmGelu> own;
+  float beta = 0;  // C's factor in the prefill
 };
 
 bool has_residual(const CudaKernelContext& ctx) {
@@ -148,83 +136,6 @@ LtCall gemm_call(CudaKernelContext& ctx, const GemmState& state) {
   return call;
 }
 
-// fovea.Gemm's GELU, if it has one (shape inference refused other activations).
-Result<std::optional<GeluOp>> gelu_of(const Node& node) {
-  if (node.domain != "fovea") return std::optional<GeluOp>();
-  FOVEA_ASSIGN_OR_RETURN(const std::string activation, node.attr_string("activation", ""));
-  if (activation.empty()) return std::optional<GeluOp>();
-  FOVEA_ASSIGN_OR_RETURN(const GeluOp gelu, GeluOp::make(node));
-  return std::optional<GeluOp>(gelu);
-}
-
-// The Hopper GEMM's operands as bound now.
-HopperGemmGelu bind(CudaKernelContext& ctx, HopperGemmGelu problem) {
-  problem.a = ctx.input(0).raw();
-  problem.b = ctx.input(1).raw();
-  problem.bias = ctx.has_input(kC) ? ctx.input(kC).raw() : nullptr;
-  problem.y = ctx.output(0).raw();
-  return problem;
-}
-
-// The node as the Hopper GEMM's problem, where it takes it: a float16 GELU Gemm with A not
-// transposed, B K-major (transB), C a float16 bias row or none, no residual.
-std::optional<HopperGemmGelu> hopper_problem(CudaKernelContext& ctx, const GemmState& state,
-                                             const MatmulShape& shape) {
-  const bool bias = ctx.has_input(kC);
-  if (!state.gelu || ctx.input(0).dtype() != DataType::kFloat16 || has_residual(ctx) || shape.trans_a ||
-      !shape.trans_b ||
-      (bias && (!bias_epilogue(ctx, state.beta, shape.n) || ctx.input(kC).dtype() != DataType::kFloat16)) ||
-      shape.m > INT_MAX || shape.n > INT_MAX || shape.k > INT_MAX) {
-    return std::nullopt;
-  }
-  const HopperGemmGelu problem = bind(ctx, HopperGemmGelu{.m = static_cast<int>(shape.m),
-                                                          .n = static_cast<int>(shape.n),
-                                                          .k = static_cast<int>(shape.k),
-                                                          .alpha = state.alpha,
-                                                          .tanh_form = state.gelu->tanh_form});
-  if (!hopper_gemm_takes(problem)) return std::nullopt;
-  return problem;
-}
-
-Status prefill(CudaKernelContext& ctx, const GemmState& state);
-
-// cuBLASLt's product (after the prefill, if any), then the GELU pass, if any.
-Status run_library(CudaKernelContext& ctx, const GemmState& state) {
-  if (state.prefill) FOVEA_TRY(prefill(ctx, state));
-  FOVEA_TRY(state.product->run(ctx, gemm_call(ctx, state)));
-  if (!state.gelu) return Status::ok();
-  return launch_gelu(ctx, *state.gelu, ctx.output(0), ctx.output(0));
-}
-
-// The Hopper GEMM for a GELU Gemm it takes, where it runs faster than cuBLASLt and the GELU pass,
-// each timed as the plan runs it (HopperGemmPolicy: or always, for tests).
-Status choose_own_gemm(CudaKernelContext& ctx, GemmState& state, const MatmulShape& shape) {
-  if (!state.gelu || hopper_gemm_policy() == HopperGemmPolicy::kNever || !hopper_gemm_supported()) {
-    return Status::ok();
-  }
-  const std::optional<HopperGemmGelu> problem = hopper_problem(ctx, state, shape);
-  if (!problem) return Status::ok();
-  if (hopper_gemm_policy() == HopperGemmPolicy::kAlways) {
-    state.own = problem;
-    count_hopper_gemm_plan();
-    return Status::ok();
-  }
-  const auto own = [&] { return launch_hopper_gemm_gelu(*problem, ctx.stream()); };
-  const auto library = [&] { return run_library(ctx, state); };
-  if (!own().is_ok()) return Status::ok();  // warm; a problem TMA cannot describe stays on cuBLASLt
-  FOVEA_ASSIGN_OR_RETURN(const float own_ms, shortest_run_ms(ctx, own));
-  FOVEA_TRY(library());
-  FOVEA_ASSIGN_OR_RETURN(const float library_ms, shortest_run_ms(ctx, library));
-  if (own_ms < library_ms) {
-    state.own = problem;
-    count_hopper_gemm_plan();
-  }
-  log_conv_search(ctx.node().name, "Hopper GEMM with its GELU",
-                  "Hopper GEMM " + std::to_string(own_ms) + " ms, cuBLASLt and the GELU pass " +
-                      std::to_string(library_ms) + " ms\n");
-  return Status::ok();
-}
-
 Result<CudaPrepared> prepare_gemm(CudaKernelContext& ctx) {
   const Node& node = ctx.node();
   FOVEA_ASSIGN_OR_RETURN(std::int64_t trans_a, node.attr_int("transA", 0));
@@ -233,7 +144,6 @@ Result<CudaPrepared> prepare_gemm(CudaKernelContext& ctx) {
   FOVEA_ASSIGN_OR_RETURN(state->alpha, node.attr_float("alpha", 1.0f));
   FOVEA_ASSIGN_OR_RETURN(float beta, node.attr_float("beta", 1.0f));
   state->beta = ctx.has_input(kC) ? beta : 0.0f;
-  FOVEA_ASSIGN_OR_RETURN(state->gelu, gelu_of(node));
   const Tensor& y = ctx.output(0);
   MatmulShape shape;
   shape.m = y.dim(0);
@@ -254,7 +164,6 @@ Result<CudaPrepared> prepare_gemm(CudaKernelContext& ctx) {
     FOVEA_TRY(state->product->create(ctx, ctx.input(0).dtype(), shape));
   }
   FOVEA_TRY(state->product->choose_fastest(ctx, gemm_call(ctx, *state)));
-  FOVEA_TRY(choose_own_gemm(ctx, *state, shape));
   return CudaPrepared{std::move(state), kLtWorkspaceBytes};
 }
 
@@ -280,8 +189,8 @@ Status prefill(CudaKernelContext& ctx, const GemmState& state) {
 
 Status run_gemm(CudaKernelContext& ctx) {
   const auto& state = ctx.state<GemmState>();
-  if (state.own) return launch_hopper_gemm_gelu(bind(ctx, *state.own), ctx.stream());
-  return run_library(ctx, state);
+  if (state.prefill) FOVEA_TRY(prefill(ctx, state));
+  return state.product->run(ctx, gemm_call(ctx, state));
 }
 
 }  // namespace

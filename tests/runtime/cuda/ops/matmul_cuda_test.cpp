@@ -4,7 +4,6 @@
 
 #include "runtime/cuda/conv_algorithm_cache.h"
 #include "runtime/cuda/cuda_op_test_util.h"
-#include "runtime/cuda/hopper_gemm.h"
 #include "runtime/cuda/lt_matmul.h"
 
 namespace fovea::runtime::testing {
@@ -122,77 +121,6 @@ TEST(Cudafovea_Gemm, TheResidualIsAddedInsideTheProduct) {
                                  {a, b, Tensor(), r}, accumulating(p)))
         << precision_name(p);
   }
-}
-
-using runtime::cuda::HopperGemmPolicy;
-
-// Runs the test under a Hopper GEMM policy, and restores the default after.
-class HopperGemm : public ::testing::TestWithParam<HopperGemmPolicy> {
- protected:
-  void SetUp() override { runtime::cuda::set_hopper_gemm_policy(GetParam()); }
-  void TearDown() override { runtime::cuda::set_hopper_gemm_policy(HopperGemmPolicy::kTimed); }
-};
-
-INSTANTIATE_TEST_SUITE_P(Cudafovea_Gemm, HopperGemm,
-                         ::testing::Values(HopperGemmPolicy::kAlways, HopperGemmPolicy::kNever,
-                                           HopperGemmPolicy::kTimed),
-                         [](const auto& p) {
-                           return p.param == HopperGemmPolicy::kAlways  ? "HopperGemm"
-                                  : p.param == HopperGemmPolicy::kNever ? "CublasLtAndPass"
-                                                                        : "Timed";
-                         });
-
-// fovea.Gemm's GELU (erf and tanh forms) against the CPU reference: with a bias row and without C,
-// with B K-major (transB, the Hopper GEMM's layout) and not, float32 (cuBLASLt and the pass only)
-// and float16; rows, columns and reductions that end inside a tile (M 37, 130; N 264 = 2 tiles and
-// 8 columns; K 200 = 3 k-tiles and 8 elements), ViT-B's MLP width, and a width (N 100) and a
-// reduction (K 30) that TMA's whole 16-byte rows cannot take, which stay on cuBLASLt.
-TEST_P(HopperGemm, TheGeluRunsAfterTheProduct) {
-  FOVEA_REQUIRE_GPU();
-  for (const auto& [m, k, n] : {std::tuple{37, 32, 96}, std::tuple{130, 200, 264}, std::tuple{394, 768, 3072},
-                                std::tuple{21, 30, 100}}) {
-    const Tensor a = random_tensor(kF32, {m, k}, 1);
-    const Tensor b = random_tensor(kF32, {k, n}, 2);
-    const Tensor bt = random_tensor(kF32, {n, k}, 3);
-    const Tensor c = random_tensor(kF32, {n}, 4);
-    for (const char* approximate : {"none", "tanh"}) {
-      const auto gelu = [&](int inputs) {
-        return NodeBuilder("Gemm")
-            .domain("fovea")
-            .inputs(inputs)
-            .attr("activation", "Gelu")
-            .attr("approximate", approximate);
-      };
-      for (Precision p : kPrecisions) {
-        const CudaCheck check{.precision = p, .constant_inputs = {1, 2}, .accuracy = Accuracy::kAccumulating};
-        EXPECT_TRUE(cuda_matches_cpu(gelu(3).attr("transB", 1).build(), {a, bt, c}, check))
-            << m << " " << approximate;
-        EXPECT_TRUE(cuda_matches_cpu(gelu(2).attr("transB", 1).build(), {a, bt}, check))
-            << m << " " << approximate;
-        EXPECT_TRUE(
-            cuda_matches_cpu(gelu(3).attr("alpha", 0.5f).attr("transB", 1).build(), {a, bt, c}, check))
-            << m << " " << approximate;
-        EXPECT_TRUE(cuda_matches_cpu(gelu(3).build(), {a, b, c}, check)) << m << " " << approximate;
-      }
-    }
-  }
-}
-
-// Forced, the float16 plans of the cases above take the Hopper GEMM where it serves (an H100 or
-// H200 with an sm_90a build).
-TEST(Cudafovea_Gemm, HopperTakesItsOwnGemmForTheGelu) {
-  FOVEA_REQUIRE_GPU();
-  runtime::cuda::set_hopper_gemm_policy(HopperGemmPolicy::kAlways);
-  const bool runs = runtime::cuda::hopper_gemm_supported();
-  const int before = runtime::cuda::hopper_gemm_plans();
-  EXPECT_TRUE(cuda_matches_cpu(
-      NodeBuilder("Gemm").domain("fovea").inputs(3).attr("activation", "Gelu").attr("transB", 1).build(),
-      {random_tensor(kF32, {394, 768}, 1), random_tensor(kF32, {3072, 768}, 2),
-       random_tensor(kF32, {3072}, 3)},
-      {.precision = Precision::kFloat16, .constant_inputs = {1, 2}, .accuracy = Accuracy::kAccumulating}));
-  runtime::cuda::set_hopper_gemm_policy(HopperGemmPolicy::kTimed);
-  if (!runs) GTEST_SKIP() << "no Hopper GPU or no sm_90a code in this build";
-  EXPECT_GT(runtime::cuda::hopper_gemm_plans(), before);
 }
 
 }  // namespace
