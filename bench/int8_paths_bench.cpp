@@ -11,6 +11,11 @@
 //   lt8raw   the same int8 GEMM with a scalar scale and no epilogue (int8 out)
 //   lt16     the same GEMM in float16 (what a 1x1 convolution is to cuBLASLt)
 //   fp8      1x1 stride-1 only: cuBLASLt E4M3 x E4M3 GEMM, float16 out, bias + ReLU
+//   g16      cuDNN's graph API: the float16 convolution, a per-output-channel scale, bias and ReLU
+//            fused after it (the same epilogue as the 8-bit graphs below, for a like comparison)
+//   g8h      the same graph on E4M3 input and weights (float accumulation), float16 out
+//   g8       the same graph with E4M3 out (the scale folding in the next layer's)
+//   g8r      g8 with a float16 residual added before the ReLU (a bottleneck's last convolution)
 //   fovea8   fovea's own int8 tensor-core kernel (runtime/cuda/int8_conv.h), per-channel scales,
 //            bias + ReLU, int8 out: what fovea.Int8Conv runs between two quantized layers (wgmma
 //            on Hopper with a 90a build)
@@ -37,6 +42,7 @@
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
+#include "runtime/cuda/cudnn_backend.h"
 #include "runtime/cuda/int8_conv.h"
 
 namespace {
@@ -100,7 +106,11 @@ struct Buffers {
   // depends on the bits it multiplies; on the H200, call 35, the times matched `fill`'s small values).
   void* x8 = nullptr;
   void* w8 = nullptr;
+  // E4M3 values of either sign up to 1.9 (0xbf masks out the exponents past 2^0 and so NaN).
+  void* x_e4m3 = nullptr;
+  void* w_e4m3 = nullptr;
   void* y = nullptr;
+  void* z = nullptr;  // a float16 residual
   void* bias = nullptr;
   void* scale = nullptr;
   void* workspace = nullptr;
@@ -184,6 +194,151 @@ float best_cudnn(cudnnHandle_t handle, const ConvShape& s, int batch, const Cudn
   cudnnDestroyTensorDescriptor(y);
   cudnnDestroyFilterDescriptor(w);
   cudnnDestroyConvolutionDescriptor(conv);
+  return best;
+}
+
+// A convolution with a fused epilogue through cuDNN's graph API: Y = relu(conv(X, W) * scale + bias
+// [+ Z]), scale and bias one float per output channel, everything NHWC.
+struct GraphPath {
+  cudnnDataType_t xw, y;
+  bool residual;
+};
+
+namespace be = fovea::runtime::cuda::backend;
+
+// The descriptor or an abort naming the failure: a probe, as CHECK_CUDNN.
+template <typename T>
+T must(fovea::Result<T> result) {
+  check(!result.is_ok(), "cuDNN graph", result.is_ok() ? "" : result.status().message().c_str());
+  return std::move(result).value();
+}
+
+std::vector<std::int64_t> nhwc_strides(std::int64_t c, std::int64_t h, std::int64_t w) {
+  return {c * h * w, 1, w * c, c};
+}
+
+fovea::Result<be::Descriptor> pointwise(cudnnPointwiseMode_t mode, const be::Descriptor& x,
+                                        const be::Descriptor* b, const be::Descriptor& y,
+                                        std::vector<be::Descriptor>& kept) {
+  FOVEA_ASSIGN_OR_RETURN(be::Descriptor desc, be::make(CUDNN_BACKEND_POINTWISE_DESCRIPTOR, "pointwise"));
+  const cudnnDataType_t precision = CUDNN_DATA_FLOAT;
+  FOVEA_TRY(be::set(desc, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode, "mode"));
+  FOVEA_TRY(be::set(desc, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &precision, "precision"));
+  FOVEA_TRY(be::finalize(desc, "pointwise"));
+  FOVEA_ASSIGN_OR_RETURN(be::Descriptor op,
+                         be::make(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, "pointwise operation"));
+  FOVEA_TRY(be::set_descriptor(op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, desc, "pointwise"));
+  FOVEA_TRY(be::set_descriptor(op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x, "pointwise x"));
+  if (b) FOVEA_TRY(be::set_descriptor(op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, *b, "pointwise b"));
+  FOVEA_TRY(be::set_descriptor(op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y, "pointwise y"));
+  FOVEA_TRY(be::finalize(op, "pointwise operation"));
+  kept.push_back(std::move(desc));
+  return op;
+}
+
+enum GraphUid : std::int64_t { kX = 1, kW, kScale, kBias, kZ, kY, kConvOut, kScaled, kBiased, kSummed };
+
+// The graph's plans (the heuristic's first eight that finalize), or the reason there are none.
+fovea::Result<std::vector<std::shared_ptr<be::Plan>>> graph_plans(cudnnHandle_t handle, const ConvShape& s,
+                                                                  int batch, const GraphPath& p) {
+  const std::int64_t n = batch, c = s.in_c, h = s.in_hw, k = s.out_c, r = s.kernel, o = s.out_hw();
+  std::vector<be::Descriptor> kept, ops;
+  const auto tensor = [&](cudnnDataType_t type, std::vector<std::int64_t> sizes,
+                          std::vector<std::int64_t> strides, std::int64_t uid,
+                          bool is_virtual) -> fovea::Result<be::Descriptor> {
+    return be::tensor(
+        {.type = type, .sizes = sizes, .strides = strides, .uid = uid, .is_virtual = is_virtual}, "tensor");
+  };
+  const std::vector<std::int64_t> out_sizes = {n, k, o, o}, out_strides = nhwc_strides(k, o, o);
+  const std::vector<std::int64_t> channel_sizes = {1, k, 1, 1}, channel_strides = {k, 1, k, k};
+  FOVEA_ASSIGN_OR_RETURN(be::Descriptor x, tensor(p.xw, {n, c, h, h}, nhwc_strides(c, h, h), kX, false));
+  FOVEA_ASSIGN_OR_RETURN(be::Descriptor w, tensor(p.xw, {k, c, r, r}, nhwc_strides(c, r, r), kW, false));
+  FOVEA_ASSIGN_OR_RETURN(be::Descriptor acc,
+                         tensor(CUDNN_DATA_FLOAT, out_sizes, out_strides, kConvOut, true));
+  FOVEA_ASSIGN_OR_RETURN(be::Descriptor scale,
+                         tensor(CUDNN_DATA_FLOAT, channel_sizes, channel_strides, kScale, false));
+  FOVEA_ASSIGN_OR_RETURN(be::Descriptor bias,
+                         tensor(CUDNN_DATA_FLOAT, channel_sizes, channel_strides, kBias, false));
+  FOVEA_ASSIGN_OR_RETURN(be::Descriptor scaled,
+                         tensor(CUDNN_DATA_FLOAT, out_sizes, out_strides, kScaled, true));
+  FOVEA_ASSIGN_OR_RETURN(be::Descriptor biased,
+                         tensor(CUDNN_DATA_FLOAT, out_sizes, out_strides, kBiased, true));
+  FOVEA_ASSIGN_OR_RETURN(be::Descriptor z, tensor(CUDNN_DATA_HALF, out_sizes, out_strides, kZ, false));
+  FOVEA_ASSIGN_OR_RETURN(be::Descriptor summed,
+                         tensor(CUDNN_DATA_FLOAT, out_sizes, out_strides, kSummed, true));
+  FOVEA_ASSIGN_OR_RETURN(be::Descriptor y, tensor(p.y, out_sizes, out_strides, kY, false));
+
+  FOVEA_ASSIGN_OR_RETURN(be::Descriptor conv, be::make(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, "convolution"));
+  const cudnnDataType_t compute = CUDNN_DATA_FLOAT;
+  const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+  const std::int64_t dims = 2, pad = s.kernel / 2;
+  const std::int64_t ones[] = {1, 1}, strides[] = {s.stride, s.stride}, pads[] = {pad, pad};
+  FOVEA_TRY(be::set(conv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &compute, "compute"));
+  FOVEA_TRY(be::set(conv, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode, "mode"));
+  FOVEA_TRY(be::set(conv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &dims, "dims"));
+  FOVEA_TRY(be::set(conv, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, ones, "dilations"));
+  FOVEA_TRY(be::set(conv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, strides, "strides"));
+  FOVEA_TRY(be::set(conv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, pads, "pads"));
+  FOVEA_TRY(be::set(conv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, pads, "pads"));
+  FOVEA_TRY(be::finalize(conv, "convolution"));
+  FOVEA_ASSIGN_OR_RETURN(
+      be::Descriptor fprop,
+      be::make(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, "convolution operation"));
+  const float alpha = 1.0f, beta = 0.0f;
+  FOVEA_TRY(be::set_descriptor(fprop, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, x, "x"));
+  FOVEA_TRY(be::set_descriptor(fprop, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, w, "w"));
+  FOVEA_TRY(be::set_descriptor(fprop, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, acc, "y"));
+  FOVEA_TRY(be::set_descriptor(fprop, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, conv, "conv"));
+  FOVEA_TRY(
+      be::set(fprop, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha, "alpha"));
+  FOVEA_TRY(
+      be::set(fprop, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta, "beta"));
+  FOVEA_TRY(be::finalize(fprop, "convolution operation"));
+  ops.push_back(std::move(fprop));
+  FOVEA_ASSIGN_OR_RETURN(be::Descriptor mul, pointwise(CUDNN_POINTWISE_MUL, acc, &scale, scaled, kept));
+  ops.push_back(std::move(mul));
+  FOVEA_ASSIGN_OR_RETURN(be::Descriptor add, pointwise(CUDNN_POINTWISE_ADD, scaled, &bias, biased, kept));
+  ops.push_back(std::move(add));
+  if (p.residual) {
+    FOVEA_ASSIGN_OR_RETURN(be::Descriptor sum, pointwise(CUDNN_POINTWISE_ADD, biased, &z, summed, kept));
+    ops.push_back(std::move(sum));
+  }
+  FOVEA_ASSIGN_OR_RETURN(be::Descriptor relu,
+                         pointwise(CUDNN_POINTWISE_RELU_FWD, p.residual ? summed : biased, nullptr, y, kept));
+  ops.push_back(std::move(relu));
+  for (be::Descriptor* d : {&x, &w, &acc, &scale, &bias, &scaled, &biased, &z, &summed, &y, &conv})
+    kept.push_back(std::move(*d));
+  return be::plans(handle, std::move(ops), std::move(kept), 8);
+}
+
+// The best time over the graph's plans; -1 (with cuDNN's reason on stderr) where none builds.
+float best_graph(cudnnHandle_t handle, const ConvShape& s, int batch, const GraphPath& p, Buffers& b,
+                 int iters) {
+  auto plans = graph_plans(handle, s, batch, p);
+  if (!plans.is_ok()) {
+    std::fprintf(stderr, "  no plan: %s\n", plans.status().message().c_str());
+    return -1.0f;
+  }
+  float best = -1.0f;
+  for (const auto& plan : plans.value()) {
+    if (plan->workspace_bytes() > b.workspace_bytes) continue;
+    const bool eight = p.xw == CUDNN_DATA_FP8_E4M3;
+    // The variant pack names exactly the graph's tensors: cuDNN refuses a pack with one more.
+    std::vector<std::int64_t> uids = {kX, kW, kScale, kBias, kY};
+    std::vector<void*> pointers = {eight ? b.x_e4m3 : b.x, eight ? b.w_e4m3 : b.w, b.scale, b.bias, b.y};
+    if (p.residual) {
+      uids.push_back(kZ);
+      pointers.push_back(b.z);
+    }
+    const auto run = [&] {
+      const fovea::Status status = plan->execute(handle, uids, pointers, b.workspace);
+      if (!status.is_ok()) std::fprintf(stderr, "  plan failed: %s\n", status.message().c_str());
+      return status.is_ok();
+    };
+    const float ms = time_ms(iters, run);
+    if (ms > 0 && (best < 0 || ms < best)) best = ms;
+  }
+  cudaGetLastError();
   return best;
 }
 
@@ -324,13 +479,17 @@ int main(int argc, char** argv) {
     largest = std::max({largest, in, out, static_cast<std::size_t>(s.in_c) * s.out_c * s.kernel * s.kernel});
   }
   Buffers b;
-  for (void** p : {&b.x, &b.w, &b.y}) {
+  for (void** p : {&b.x, &b.w, &b.y, &b.z}) {
     CHECK_CUDA(cudaMalloc(p, largest * 4));  // float out is the widest
     fill(*p, largest * 4, 0x1f);
   }
   for (void** p : {&b.x8, &b.w8}) {
     CHECK_CUDA(cudaMalloc(p, largest));
     fill(*p, largest, 0xff);
+  }
+  for (void** p : {&b.x_e4m3, &b.w_e4m3}) {
+    CHECK_CUDA(cudaMalloc(p, largest));
+    fill(*p, largest, 0xbf);
   }
   CHECK_CUDA(cudaMalloc(&b.bias, 2048 * 4));
   CHECK_CUDA(cudaMalloc(&b.scale, 2048 * 4));
@@ -353,11 +512,15 @@ int main(int argc, char** argv) {
                       false,     false,     CUBLASLT_EPILOGUE_DEFAULT};
   const LtPath lt16{CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_32F, CUDA_R_32F, false, false, relu_bias};
   const LtPath fp8{CUDA_R_8F_E4M3, CUDA_R_16F, CUBLAS_COMPUTE_32F, CUDA_R_32F, false, true, relu_bias};
+  const GraphPath g16{CUDNN_DATA_HALF, CUDNN_DATA_HALF, false};
+  const GraphPath g8h{CUDNN_DATA_FP8_E4M3, CUDNN_DATA_HALF, false};
+  const GraphPath g8{CUDNN_DATA_FP8_E4M3, CUDNN_DATA_FP8_E4M3, false};
+  const GraphPath g8r{CUDNN_DATA_FP8_E4M3, CUDNN_DATA_FP8_E4M3, true};
 
   std::printf("%s, cuDNN %zu, cuBLASLt %zu, batch %d, ms per call (best algorithm)\n", prop.name,
               cudnnGetVersion(), cublasLtGetVersion(), batch);
-  const char* names[] = {"fp16", "int8", "int8f",  "i8x32",   "lt8",    "lt8raw",
-                         "lt16", "fp8",  "fovea8", "fovea8h", "fovea8s"};
+  const char* names[] = {"fp16",   "int8",    "int8f",   "i8x32", "lt8", "lt8raw", "lt16", "fp8",
+                         "fovea8", "fovea8h", "fovea8s", "g16",   "g8h", "g8",     "g8r"};
   constexpr int kPaths = sizeof(names) / sizeof(names[0]);
   std::printf("%-22s %5s", "layer", "runs");
   for (const char* n : names) std::printf(" %8s", n);
@@ -380,7 +543,11 @@ int main(int argc, char** argv) {
         case 7: return gemm ? best_lt(lt, s, batch, fp8, b, iters) : -1.0f;
         case 8: return time_fovea(s, batch, fovea::DataType::kInt8, b, iters);
         case 9: return time_fovea(s, batch, fovea::DataType::kFloat16, b, iters);
-        default: return time_fovea(s, batch, fovea::DataType::kInt8, b, iters, false);
+        case 10: return time_fovea(s, batch, fovea::DataType::kInt8, b, iters, false);
+        case 11: return best_graph(handle, s, batch, g16, b, iters);
+        case 12: return best_graph(handle, s, batch, g8h, b, iters);
+        case 13: return best_graph(handle, s, batch, g8, b, iters);
+        default: return best_graph(handle, s, batch, g8r, b, iters);
       }
     };
     float ms[kPaths];
