@@ -17,7 +17,9 @@ namespace fovea::runtime {
 void remove_identities(Graph& graph);
 
 // BatchNormalization right after a Conv (its only consumer) becomes part of the Conv's weights and
-// bias, when all of them are constants.
+// bias, when all of them are constants; so do a frozen batch norm's Mul by and Add (or Sub) of
+// per-channel constants, as exporters write torchvision's FrozenBatchNorm2d (pretrained detectors'
+// backbones, DETR's), one after the other.
 Status fold_batchnorm_into_conv(Graph& graph);
 
 // Conv + (residual Add of a same-shape tensor) + (Relu, LeakyRelu, Clip, Sigmoid, HardSwish, or
