@@ -59,6 +59,104 @@ TEST(PassFoldBatchNorm, FoldsIntoTheConvAndFusesTheEpilogue) {
   expect_same_results(graph, plan, inputs);
 }
 
+// A frozen batch norm (torchvision's FrozenBatchNorm2d, DETR's backbone) is exported as a Mul by a
+// per-channel scale and an Add of a per-channel shift: both fold into the Conv, whose ReLU then
+// fuses. Constants that vary along another axis, a Sub of the conv's output from a constant, and a
+// product of two computed values stay as they are.
+TEST(PassFoldBatchNorm, AFrozenBatchNormsMulAndAddFoldIntoTheConv) {
+  const std::vector<std::int64_t> shape = {2, 5, 9, 11};
+  const std::vector<Tensor> inputs = {random_tensor(DataType::kFloat32, shape, 8)};
+  for (const Shape& scale_shape : {Shape{5, 1, 1}, Shape{1, 5, 1, 1}, Shape{1}}) {
+    ModelBuilder m;
+    m.input("x", DataType::kFloat32, shape).output("y", DataType::kFloat32, shape);
+    m.initializer("w", random_tensor(DataType::kFloat32, {5, 5, 3, 3}, 1));
+    m.initializer("scale", random_tensor(DataType::kFloat32, scale_shape, 3, 0.5, 2.0));
+    m.initializer("shift", random_tensor(DataType::kFloat32, {1, 5, 1, 1}, 4));
+    m.initializer("offset", random_tensor(DataType::kFloat32, {5, 1, 1}, 5));
+    auto& conv = m.node("Conv", {"x", "w"}, {"c"}, "conv");
+    m.attr(conv, "pads", std::vector<std::int64_t>{1, 1, 1, 1});
+    m.node("Mul", {"scale", "c"}, {"scaled"});
+    m.node("Add", {"scaled", "shift"}, {"shifted"});
+    m.node("Sub", {"shifted", "offset"}, {"n"});
+    m.node("Relu", {"n"}, {"y"});
+    const Graph graph = load_graph(m);
+    const ExecutionPlan plan = plan_for(graph, inputs);
+    ASSERT_EQ(plan.graph.nodes.size(), 1u) << shape_string(scale_shape);
+    EXPECT_EQ(plan.graph.nodes[0].op_type, "FusedConv");
+    EXPECT_EQ(*plan.graph.nodes[0].attr_string("activation"), "Relu");
+    expect_same_results(graph, plan, inputs);
+  }
+  ModelBuilder m;
+  m.input("x", DataType::kFloat32, shape).output("y", DataType::kFloat32, shape);
+  m.initializer("w", random_tensor(DataType::kFloat32, {5, 5, 3, 3}, 1));
+  m.initializer("rows", random_tensor(DataType::kFloat32, {1, 1, 9, 1}, 3, 0.5, 2.0));
+  m.initializer("offset", random_tensor(DataType::kFloat32, {5, 1, 1}, 5));
+  auto& conv = m.node("Conv", {"x", "w"}, {"c"}, "conv");
+  m.attr(conv, "pads", std::vector<std::int64_t>{1, 1, 1, 1});
+  m.node("Mul", {"c", "rows"}, {"a"});
+  m.node("Sub", {"offset", "a"}, {"b"});
+  m.node("Mul", {"b", "x"}, {"y"});
+  const Graph graph = load_graph(m);
+  const ExecutionPlan plan = plan_for(graph, inputs);
+  EXPECT_EQ(count_ops(plan.graph, "Mul"), 2);
+  EXPECT_EQ(count_ops(plan.graph, "Sub"), 1);
+  expect_same_results(graph, plan, inputs);
+}
+
+// SegFormer's round trips between a convolution's map and tokens: NCHW -> [N, C, HW] -> tokens
+// [N, HW, C] -> LayerNorm -> back to [N, C, H, W] -> the next convolution. In NHWC both trips keep
+// the memory order and become Reshapes: only the chain's two ends transpose.
+TEST(PassFoldLayoutRoundTrips, TokenTripsBetweenNhwcConvolutionsAreReshapes) {
+  ModelBuilder m;
+  m.input("x", DataType::kFloat32, {2, 4, 6, 5}).output("y", DataType::kFloat32, {2, 8, 6, 5});
+  m.initializer("w1", random_tensor(DataType::kFloat32, {8, 4, 3, 3}, 1));
+  m.initializer("w2", random_tensor(DataType::kFloat32, {8, 1, 3, 3}, 2));
+  m.initializer("gamma", random_tensor(DataType::kFloat32, {8}, 3, 0.5, 1.5));
+  m.initializer("beta", random_tensor(DataType::kFloat32, {8}, 4));
+  m.initializer("flat", Tensor::from_vector<std::int64_t>(DataType::kInt64, {3}, {2, 8, 30}));
+  m.initializer("map", Tensor::from_vector<std::int64_t>(DataType::kInt64, {4}, {2, 8, 6, 5}));
+  auto& embed = m.node("Conv", {"x", "w1"}, {"c"}, "embed");
+  m.attr(embed, "pads", std::vector<std::int64_t>{1, 1, 1, 1});
+  m.node("Reshape", {"c", "flat"}, {"f"});
+  auto& to_tokens = m.node("Transpose", {"f"}, {"tokens"});
+  m.attr(to_tokens, "perm", std::vector<std::int64_t>{0, 2, 1});
+  auto& norm = m.node("LayerNormalization", {"tokens", "gamma", "beta"}, {"n"});
+  m.attr(norm, "axis", std::int64_t{-1});
+  auto& to_map = m.node("Transpose", {"n"}, {"nt"});
+  m.attr(to_map, "perm", std::vector<std::int64_t>{0, 2, 1});
+  m.node("Reshape", {"nt", "map"}, {"n_map"});
+  auto& depthwise = m.node("Conv", {"n_map", "w2"}, {"y"}, "depthwise");
+  m.attr(depthwise, "pads", std::vector<std::int64_t>{1, 1, 1, 1});
+  m.attr(depthwise, "group", std::int64_t{8});
+  const Graph graph = load_graph(m);
+  const std::vector<Tensor> inputs = {random_tensor(DataType::kFloat32, {2, 4, 6, 5}, 9)};
+  auto plan = plan_graph(graph, {{"x", {2, 4, 6, 5}}}, {.channels_last = true});
+  ASSERT_TRUE(plan.is_ok()) << plan.status().to_string();
+  EXPECT_EQ(count_ops(plan->graph, "Transpose"), 2);  // into NHWC at x, back to NCHW at y
+  expect_same_results(graph, *plan, inputs);
+}
+
+// A Transpose that moves only dims of 1 (one attention head's split) is a Reshape; chains that do
+// move elements (tokens transposed and then flattened) keep their Transposes.
+TEST(PassFoldLayoutRoundTrips, OnlyChainsThatKeepTheMemoryOrderChange) {
+  for (const bool moves_elements : {false, true}) {
+    ModelBuilder m;
+    const std::int64_t heads = moves_elements ? 2 : 1;
+    m.input("x", DataType::kFloat32, {2, heads, 7, 3}).output("y", DataType::kFloat32, {2, 7, heads * 3});
+    m.initializer("merged", Tensor::from_vector<std::int64_t>(DataType::kInt64, {3}, {2, 7, heads * 3}));
+    auto& t = m.node("Transpose", {"x"}, {"t"});
+    m.attr(t, "perm", std::vector<std::int64_t>{0, 2, 1, 3});
+    m.node("Reshape", {"t", "merged"}, {"r"});
+    m.node("Relu", {"r"}, {"y"});
+    const Graph graph = load_graph(m);
+    const std::vector<Tensor> inputs = {random_tensor(DataType::kFloat32, {2, heads, 7, 3}, 9)};
+    auto plan = plan_graph(graph, {{"x", {2, heads, 7, 3}}}, {.channels_last = true});
+    ASSERT_TRUE(plan.is_ok()) << plan.status().to_string();
+    EXPECT_EQ(count_ops(plan->graph, "Transpose"), moves_elements ? 1 : 0) << heads;
+    expect_same_results(graph, *plan, inputs);
+  }
+}
+
 TEST(PassChannelsLast, ConvolutionChainsTransposeOnlyAtTheirEnds) {
   ModelBuilder m;
   const Graph graph = load_graph(conv_chain(m));

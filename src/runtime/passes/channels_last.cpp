@@ -181,6 +181,7 @@ class ChannelsLast {
 void convert_to_channels_last(Graph& graph) {
   ChannelsLast(graph).run();
   eliminate_dead_nodes(graph);  // the Transposes back to NCHW that only fed converted nodes
+  fold_layout_round_trips(graph);
 }
 
 }  // namespace fovea::runtime

@@ -126,7 +126,15 @@ struct Float16Options {
 void convert_to_float16(Graph& graph, const Float16Options& options);
 
 // 2-D convolutions (fovea.FusedConv) in NHWC for tensor cores, with Transposes at the edges of each
-// convolution chain only (channels_last.cpp).
+// convolution chain only (channels_last.cpp), then fold_layout_round_trips.
 void convert_to_channels_last(Graph& graph);
+
+// A chain of Transposes and Reshapes (Flatten, Squeeze, Unsqueeze), each intermediate read by the
+// next alone, whose composite leaves every element where it was in memory becomes one Reshape of
+// the chain's input: a view instead of copies. What channels_last leaves around token-major models
+// (SegFormer, DETR): a convolution's NHWC output transposed to NCHW, flattened to [N, C, HW] and
+// transposed to tokens [N, HW, C] is that NHWC output; and a Transpose that only moves dims of size
+// 1 (one attention head's split) is a Reshape.
+void fold_layout_round_trips(Graph& graph);
 
 }  // namespace fovea::runtime
