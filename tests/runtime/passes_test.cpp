@@ -555,8 +555,10 @@ TEST(PassEliminateDeadNodes, DropsBranchesNoOutputNeeds) {
 }
 
 // q, k, v [2, 3, 5, 8] in, y [2, 3, 5, 8] out; `scores` builds the chain from q and k to the
-// Softmax's input, named "s".
-Graph attention_graph(const std::function<void(ModelBuilder&)>& scores, bool extra_reader = false) {
+// Softmax's input, named "s". With `nan_guard`, the probabilities go through Hugging Face's
+// Where(IsNaN(p), 0, p) before the product with v.
+Graph attention_graph(const std::function<void(ModelBuilder&)>& scores, bool extra_reader = false,
+                      bool nan_guard = false) {
   ModelBuilder m;
   for (const char* name : {"q", "k", "v"}) m.input(name, DataType::kFloat32, {2, 3, 5, 8});
   m.output("y", DataType::kFloat32, {2, 3, 5, 8});
@@ -566,7 +568,12 @@ Graph attention_graph(const std::function<void(ModelBuilder&)>& scores, bool ext
   scores(m);
   auto& softmax = m.node("Softmax", {"s"}, {"p"});
   m.attr(softmax, "axis", std::int64_t{-1});
-  m.node("MatMul", {"p", "v"}, {"y"});
+  if (nan_guard) {
+    m.initializer("zero", scalar(0.0f));
+    m.node("IsNaN", {"p"}, {"nan"});
+    m.node("Where", {"nan", "zero", "p"}, {"guarded"});
+  }
+  m.node("MatMul", {nan_guard ? "guarded" : "p", "v"}, {"y"});
   return load_graph(m);
 }
 
@@ -590,6 +597,37 @@ TEST(PassFuseAttention, ScaledQAndKtBecomeOneNode) {
   EXPECT_EQ(count_ops(plan.graph, "MatMul"), 0);
   EXPECT_EQ(count_ops(plan.graph, "Transpose"), 0);  // the node reads k's rows: fold_attention_views
   expect_same_results(graph, plan, attention_inputs());
+}
+
+// Hugging Face's attention (DETR, ViT) guards its softmax with Where(IsNaN(p), 0, p). With no
+// bias, or a constant one every row of which keeps a float16-finite value, finite scores give no NaN
+// and the guard goes with the rest of the chain; with a bias computed at run time, or a row masked
+// entirely, it stays and so do the ops.
+TEST(PassFuseAttention, HuggingFacesNanGuardGoesWhereItCannotFire) {
+  const Tensor masked_row = Tensor::from_vector<float>(
+      DataType::kFloat32, {1, 1, 5, 5},
+      {0, -1e30f, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1e30f, 0, 0, 0, 0, 0, -1e30f, 0, 0, 0, 0});
+  Tensor masked_entirely = masked_row.clone();
+  for (int i = 5; i < 10; ++i) masked_entirely.data<float>()[i] = -3e38f;
+  for (int variant = 0; variant < 4; ++variant) {
+    const Graph graph = attention_graph(
+        [&](ModelBuilder& m) {
+          m.node("MatMul", {"q", "kt"}, {variant == 0 ? "s" : "qk"});
+          if (variant == 0) return;
+          if (variant == 3) {
+            m.node("MatMul", {"v", "kt"}, {"bias"});  // computed at run time
+          } else {
+            m.initializer("bias", variant == 1 ? masked_row : masked_entirely);
+          }
+          m.node("Add", {"qk", "bias"}, {"s"});
+        },
+        false, true);
+    const ExecutionPlan plan = plan_for(graph, attention_inputs());
+    const bool fused = variant < 2;
+    EXPECT_EQ(count_ops(plan.graph, "Attention"), fused ? 1 : 0) << variant;
+    EXPECT_EQ(count_ops(plan.graph, "Where"), fused ? 0 : 1) << variant;
+    expect_same_results(graph, plan, attention_inputs());
+  }
 }
 
 // Swin: the scores divided after the product, plus a relative-position bias that broadcasts over

@@ -1,7 +1,9 @@
 // Scaled dot-product attention written out in ops becomes one fovea.Attention node (passes.h says
 // which forms): the scores, their scaling, softmax and the product with V are one kernel on the
 // GPU, where they were two batched GEMMs with the scores written out and read back twice between.
+#include <cmath>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "runtime/passes/pass_util.h"
@@ -84,21 +86,11 @@ bool match_scores(Graph& graph, ValueId scores, Match& match) {
   return true;
 }
 
-// From a Softmax back to its MatMul, and forward to the MatMul with V.
-std::optional<Match> match_at(Graph& graph, Node& softmax) {
-  if (!last_axis_softmax(graph, softmax)) return std::nullopt;
-  Match match;
-  Node* product = sole_consumer(graph, softmax.outputs[0]);
-  if (product == nullptr || !is_op(*product, "MatMul") || product->inputs[0] != softmax.outputs[0] ||
-      product->inputs[1] == softmax.outputs[0])
-    return std::nullopt;
-  match.last = product;
-  match.v = product->inputs[1];
-  match.nodes.push_back(&softmax);
+// The chain before `softmax`: the scores' MatMul and scalings, and an additive bias (relative
+// positions, a mask) as Add(scores, bias) either way round, where the scores side leads to the first
+// MatMul and the sum has the scores' shape (the bias broadcasts into them, not they into it).
+std::optional<Match> match_scores_and_bias(Graph& graph, const Node& softmax, Match match) {
   const ValueId softmax_input = softmax.inputs[0];
-  // An additive bias (relative positions, a mask): Add(scores, bias) either way round, where the
-  // scores side leads to the first MatMul and the sum has the scores' shape (the bias broadcasts
-  // into them, not they into it).
   if (Node* add = producer_of(graph, softmax_input); add != nullptr && is_op(*add, "Add") &&
                                                      add->inputs.size() == 2 &&
                                                      sole_consumer(graph, softmax_input) != nullptr) {
@@ -116,6 +108,64 @@ std::optional<Match> match_at(Graph& graph, Node& softmax) {
   if (!match_scores(graph, softmax_input, match)) return std::nullopt;
   if (!shapes_fit(graph, match)) return std::nullopt;
   return match;
+}
+
+// The guard Hugging Face's attention exports after its softmax, Where(IsNaN(p), 0, p) (rows that a
+// mask took entirely come out zero instead of NaN): its two nodes, if `softmax` is followed by it.
+std::optional<std::pair<Node*, Node*>> nan_guard(Graph& graph, const Node& softmax) {
+  const ValueId p = softmax.outputs[0];
+  const std::vector<Node*> users = readers(graph, p);
+  if (users.size() != 2 || graph.is_graph_output(p)) return std::nullopt;
+  Node* is_nan = is_op(*users[0], "IsNaN") ? users[0] : users[1];
+  Node* where = is_nan == users[0] ? users[1] : users[0];
+  if (!is_op(*is_nan, "IsNaN") || !is_op(*where, "Where") || where->inputs.size() != 3 ||
+      where->inputs[0] != is_nan->outputs[0] || where->inputs[2] != p ||
+      sole_consumer(graph, is_nan->outputs[0]) != where || scalar_of(graph, where->inputs[1]) != 0.0f) {
+    return std::nullopt;
+  }
+  return std::pair{is_nan, where};
+}
+
+// Whether the guard can go: without a bias, or with a constant one whose every row (last axis)
+// holds a value that stays finite in float16, finite scores give a softmax without NaN. (NaN or
+// infinite activations are the one case where the fused node's output differs from the guarded
+// ops'.)
+bool guard_is_idle(const Graph& graph, ValueId bias) {
+  if (bias == kNoValue) return true;
+  if (!graph.is_constant(bias) || graph.value(bias).constant->dtype() != DataType::kFloat32) return false;
+  const Tensor& t = *graph.value(bias).constant;
+  const std::int64_t row = t.rank() == 0 ? 1 : t.dim(t.rank() - 1);
+  const float* v = t.data<float>();
+  constexpr float kFloat16Max = 65504.0f;
+  for (std::int64_t start = 0; start < t.numel(); start += row) {
+    bool finite_in_row = false;
+    for (std::int64_t i = start; i < start + row; ++i) {
+      if (!std::isfinite(v[i])) return false;
+      finite_in_row = finite_in_row || std::abs(v[i]) <= kFloat16Max;
+    }
+    if (!finite_in_row) return false;
+  }
+  return true;
+}
+
+// From a Softmax back to its MatMul, and forward (through a NaN guard that cannot fire) to the
+// MatMul with V.
+std::optional<Match> match_at(Graph& graph, Node& softmax) {
+  if (!last_axis_softmax(graph, softmax)) return std::nullopt;
+  Match match;
+  const std::optional<std::pair<Node*, Node*>> guard = nan_guard(graph, softmax);
+  const ValueId probabilities = guard ? guard->second->outputs[0] : softmax.outputs[0];
+  Node* product = sole_consumer(graph, probabilities);
+  if (product == nullptr || !is_op(*product, "MatMul") || product->inputs[0] != probabilities ||
+      product->inputs[1] == probabilities)
+    return std::nullopt;
+  match.last = product;
+  match.v = product->inputs[1];
+  match.nodes.push_back(&softmax);
+  if (guard) match.nodes.insert(match.nodes.end(), {guard->first, guard->second});
+  const std::optional<Match> found = match_scores_and_bias(graph, softmax, match);
+  if (!found || (guard && !guard_is_idle(graph, found->bias))) return std::nullopt;
+  return found;
 }
 
 // The last MatMul becomes the Attention node; the rest of the chain goes.

@@ -39,12 +39,14 @@ void fuse_conv_epilogues(Graph& graph);
 void fuse_gelu(Graph& graph);
 
 // Scaled dot-product attention becomes one fovea.Attention node (ops/attention.cpp):
-//   MatMul(Softmax(scale * MatMul(Q, KT) [+ B], last axis), V)
+//   MatMul(Softmax(scale * MatMul(Q, KT) [+ B], last axis) [guarded], V)
 // where the scale is any product of scalar constants multiplying (Mul) or dividing (Div) Q, KT or
 // the scores (PyTorch's exports of scaled_dot_product_attention scale Q and KT by sqrt(scale) each;
 // Swin scales Q and adds its relative-position bias), B is added either way round and broadcasts
 // into the scores' shape, and Q, KT, V have one rank (>= 3), known dims and the same leading dims.
-// Every intermediate must be read by the pattern alone.
+// Every intermediate must be read by the pattern alone. [guarded] is Hugging Face's Where(IsNaN(p),
+// 0, p) (DETR, ViT), taken only where it cannot fire: no bias, or a constant one each row of which
+// keeps a value finite in float16 (finite scores then give no NaN).
 void fuse_attention(Graph& graph);
 
 // fovea.Attention's operands that are strided views of a larger tensor (a packed QKV projection
