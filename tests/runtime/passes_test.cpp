@@ -609,13 +609,16 @@ TEST(PassFuseAttention, HuggingFacesNanGuardGoesWhereItCannotFire) {
       {0, -1e30f, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1e30f, 0, 0, 0, 0, 0, -1e30f, 0, 0, 0, 0});
   Tensor masked_entirely = masked_row.clone();
   for (int i = 5; i < 10; ++i) masked_entirely.data<float>()[i] = -3e38f;
-  for (int variant = 0; variant < 4; ++variant) {
+  for (int variant = 0; variant < 5; ++variant) {
     const Graph graph = attention_graph(
         [&](ModelBuilder& m) {
           m.node("MatMul", {"q", "kt"}, {variant == 0 ? "s" : "qk"});
           if (variant == 0) return;
           if (variant == 3) {
             m.node("MatMul", {"v", "kt"}, {"bias"});  // computed at run time
+          } else if (variant == 4) {
+            m.initializer("bias", Tensor::from_vector<float>(DataType::kFloat32, {2, 1, 5, 5},
+                                                             std::vector<float>(50, 0.0f)));  // adds nothing
           } else {
             m.initializer("bias", variant == 1 ? masked_row : masked_entirely);
           }
@@ -623,9 +626,12 @@ TEST(PassFuseAttention, HuggingFacesNanGuardGoesWhereItCannotFire) {
         },
         false, true);
     const ExecutionPlan plan = plan_for(graph, attention_inputs());
-    const bool fused = variant < 2;
+    const bool fused = variant < 2 || variant == 4;
     EXPECT_EQ(count_ops(plan.graph, "Attention"), fused ? 1 : 0) << variant;
     EXPECT_EQ(count_ops(plan.graph, "Where"), fused ? 0 : 1) << variant;
+    if (variant == 4) {
+      EXPECT_EQ(plan.graph.nodes.back().inputs.size(), 3u) << "the zero mask is dropped";
+    }
     expect_same_results(graph, plan, attention_inputs());
   }
 }

@@ -1,6 +1,7 @@
 // Scaled dot-product attention written out in ops becomes one fovea.Attention node (passes.h says
 // which forms): the scores, their scaling, softmax and the product with V are one kernel on the
 // GPU, where they were two batched GEMMs with the scores written out and read back twice between.
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <utility>
@@ -86,6 +87,13 @@ bool match_scores(Graph& graph, ValueId scores, Match& match) {
   return true;
 }
 
+bool all_zero(const Graph& graph, ValueId id) {
+  if (!graph.is_constant(id) || graph.value(id).constant->dtype() != DataType::kFloat32) return false;
+  const Tensor& t = *graph.value(id).constant;
+  const float* v = t.data<float>();
+  return std::all_of(v, v + t.numel(), [](float x) { return x == 0.0f; });
+}
+
 // The chain before `softmax`: the scores' MatMul and scalings, and an additive bias (relative
 // positions, a mask) as Add(scores, bias) either way round, where the scores side leads to the first
 // MatMul and the sum has the scores' shape (the bias broadcasts into them, not they into it).
@@ -101,6 +109,9 @@ std::optional<Match> match_scores_and_bias(Graph& graph, const Node& softmax, Ma
       const ValueId scores = add->inputs[static_cast<std::size_t>(i)];
       if (graph.value(scores).type.dims == graph.value(softmax_input).type.dims &&
           sole_consumer(graph, scores) == add && match_scores(graph, scores, tried)) {
+        // A mask of zeros (Hugging Face's ViT builds one for a batch without padding) adds nothing;
+        // without it the node can run on cuDNN's fused attention.
+        if (all_zero(graph, tried.bias)) tried.bias = kNoValue;
         return shapes_fit(graph, tried) ? std::optional(tried) : std::nullopt;
       }
     }
