@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <functional>
+#include <numeric>
+#include <random>
 
 #include "runtime/graph_test_util.h"
 #include "runtime/op_test_util.h"
@@ -155,6 +157,58 @@ TEST(PassFoldLayoutRoundTrips, OnlyChainsThatKeepTheMemoryOrderChange) {
     EXPECT_EQ(count_ops(plan->graph, "Transpose"), moves_elements ? 1 : 0) << heads;
     expect_same_results(graph, *plan, inputs);
   }
+}
+
+// Random chains Transpose -> Reshape (a merge or a split of dims) -> Transpose over shapes with
+// dims of 1: whatever the pass folds, the planned run gives the unoptimized graph's elements in
+// their places; and some chains of them do keep the memory order, so the pass is exercised.
+TEST(PassFoldLayoutRoundTrips, RandomChainsKeepTheirResults) {
+  std::mt19937 random(7);
+  const auto pick = [&](std::size_t n) { return static_cast<std::size_t>(random() % n); };
+  const auto permutation = [&](std::size_t rank) {
+    std::vector<std::int64_t> perm(rank);
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), random);
+    return perm;
+  };
+  int folded = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    const std::int64_t sizes[] = {1, 1, 2, 3, 4, 6};
+    Shape x(3 + pick(2));
+    for (std::int64_t& d : x) d = sizes[pick(6)];
+    const std::vector<std::int64_t> first = permutation(x.size());
+    Shape mid;
+    for (std::int64_t p : first) mid.push_back(x[static_cast<std::size_t>(p)]);
+    // Merge two neighbouring dims, or split one of 4 or 6 into 2 x (d / 2).
+    Shape reshaped = mid;
+    const std::size_t at = pick(mid.size() - 1);
+    if (trial % 2 == 0) {
+      reshaped[at] *= reshaped[at + 1];
+      reshaped.erase(reshaped.begin() + static_cast<std::ptrdiff_t>(at) + 1);
+    } else if (mid[at] % 2 == 0 && mid[at] > 2) {
+      reshaped[at] = 2;
+      reshaped.insert(reshaped.begin() + static_cast<std::ptrdiff_t>(at) + 1, mid[at] / 2);
+    }
+    const std::vector<std::int64_t> second = permutation(reshaped.size());
+    Shape y;
+    for (std::int64_t p : second) y.push_back(reshaped[static_cast<std::size_t>(p)]);
+    ModelBuilder m;
+    m.input("x", DataType::kFloat32, x).output("y", DataType::kFloat32, y);
+    m.initializer("shape", Tensor::from_vector<std::int64_t>(
+                               DataType::kInt64, {static_cast<std::int64_t>(reshaped.size())}, reshaped));
+    m.attr(m.node("Transpose", {"x"}, {"a"}), "perm", first);
+    m.node("Reshape", {"a", "shape"}, {"b"});
+    m.attr(m.node("Transpose", {"b"}, {"c"}), "perm", second);
+    m.node("Relu", {"c"}, {"y"});
+    const Graph graph = load_graph(m);
+    const std::vector<Tensor> inputs = {
+        random_tensor(DataType::kFloat32, x, static_cast<std::uint32_t>(trial))};
+    auto plan = plan_graph(graph, {{"x", x}}, {.channels_last = true});
+    ASSERT_TRUE(plan.is_ok()) << plan.status().to_string();
+    folded += count_ops(plan->graph, "Transpose") < 2;
+    expect_same_results(graph, *plan, inputs);
+  }
+  EXPECT_GT(folded, 0);
 }
 
 TEST(PassChannelsLast, ConvolutionChainsTransposeOnlyAtTheirEnds) {
