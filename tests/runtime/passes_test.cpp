@@ -29,6 +29,34 @@ TEST(PassRemoveIdentities, BypassesIdentityAndDropout) {
   expect_same_results(graph, plan, inputs);
 }
 
+// A Resize to its input's own size is an identity in every mode (SegFormer's decode head resizes
+// its first stage to its own size); one to another size, and tf_crop_and_resize, stay.
+TEST(PassRemoveIdentities, AResizeToItsOwnSizeGoes) {
+  const Shape shape = {2, 3, 6, 5};
+  const std::vector<Tensor> inputs = {random_tensor(DataType::kFloat32, shape, 7)};
+  const std::pair<const char*, const char*> kept_modes[] = {{"linear", "half_pixel"},
+                                                            {"nearest", "asymmetric"},
+                                                            {"cubic", "align_corners"},
+                                                            {"linear", "tf_crop_and_resize"}};
+  for (const auto& [mode, transform] : kept_modes) {
+    for (const std::int64_t side : {6, 9}) {
+      ModelBuilder m;
+      m.input("x", DataType::kFloat32, shape).output("y", DataType::kFloat32, {2, 3, side, 5});
+      m.initializer("roi", Tensor::from_vector<float>(DataType::kFloat32, {8}, {0, 0, 0, 0, 1, 1, 1, 1}));
+      m.initializer("sizes", Tensor::from_vector<std::int64_t>(DataType::kInt64, {4}, {2, 3, side, 5}));
+      auto& resize = m.node("Resize", {"x", "roi", "", "sizes"}, {"r"});
+      m.attr(resize, "mode", std::string(mode));
+      m.attr(resize, "coordinate_transformation_mode", std::string(transform));
+      m.node("Relu", {"r"}, {"y"});
+      const Graph graph = load_graph(m);
+      const ExecutionPlan plan = plan_for(graph, inputs);
+      const bool identity = side == 6 && std::string(transform) != "tf_crop_and_resize";
+      EXPECT_EQ(count_ops(plan.graph, "Resize"), identity ? 0 : 1) << mode << " " << transform << " " << side;
+      expect_same_results(graph, plan, inputs);
+    }
+  }
+}
+
 ModelBuilder& conv_bn_relu_residual(ModelBuilder& m, std::int64_t channels) {
   const std::vector<std::int64_t> shape = {2, channels, 9, 11};
   m.input("x", DataType::kFloat32, shape).output("y", DataType::kFloat32, shape);

@@ -13,7 +13,8 @@ namespace fovea::runtime {
 // Constant folding is infer_shapes(graph, FoldConstants::kYes) (shape_inference.h): it needs the
 // op kernels and the shapes, which inference has at hand.
 
-// Identity, and Dropout whose mask nobody reads, are bypassed: consumers read the input directly.
+// Identity, Dropout whose mask nobody reads, and a Resize to its input's own size (any mode but
+// tf_crop_and_resize) are bypassed: consumers read the input directly.
 void remove_identities(Graph& graph);
 
 // BatchNormalization right after a Conv (its only consumer) becomes part of the Conv's weights and

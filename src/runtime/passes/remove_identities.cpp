@@ -1,3 +1,5 @@
+#include <string>
+
 #include "runtime/passes/pass_util.h"
 #include "runtime/passes/passes.h"
 
@@ -5,8 +7,20 @@ namespace fovea::runtime {
 
 namespace {
 
+// A Resize to its input's own size samples every input element at its own place, whatever the mode
+// (Hugging Face's SegFormer resizes all four stages to the first one's size, the first included);
+// tf_crop_and_resize, which samples a region of interest, is the exception.
+bool resize_to_own_size(const Graph& graph, const Node& node) {
+  if (node.op_type != "Resize" || node.inputs.empty() || node.outputs.size() != 1) return false;
+  const Result<std::string> mode = node.attr_string("coordinate_transformation_mode", "half_pixel");
+  if (!mode.is_ok() || *mode == "tf_crop_and_resize") return false;
+  const auto& in = graph.value(node.inputs[0]).type.dims;
+  const auto& out = graph.value(node.outputs[0]).type.dims;
+  return in && out && all_known(*in) && *in == *out;
+}
+
 bool bypassable(const Graph& graph, const Node& node, const std::vector<int>& uses) {
-  if (node.op_type == "Identity") return true;
+  if (node.op_type == "Identity" || resize_to_own_size(graph, node)) return true;
   if (node.op_type != "Dropout") return false;
   // Dropout with a mask output someone reads, or an explicit training_mode, stays.
   const bool mask_read = node.outputs.size() > 1 && node.outputs[1] != kNoValue &&
