@@ -206,13 +206,6 @@ struct GraphPath {
 
 namespace be = fovea::runtime::cuda::backend;
 
-// The descriptor or an abort naming the failure: a probe, as CHECK_CUDNN.
-template <typename T>
-T must(fovea::Result<T> result) {
-  check(!result.is_ok(), "cuDNN graph", result.is_ok() ? "" : result.status().message().c_str());
-  return std::move(result).value();
-}
-
 std::vector<std::int64_t> nhwc_strides(std::int64_t c, std::int64_t h, std::int64_t w) {
   return {c * h * w, 1, w * c, c};
 }
