@@ -13,7 +13,6 @@
 // atom where a new dim ends inside it (or give up where the sizes do not divide). The chain keeps
 // the memory order exactly when its output's atoms, read major to minor, are in the input's order.
 #include <optional>
-#include <string>
 #include <vector>
 
 #include "runtime/passes/pass_util.h"
@@ -142,20 +141,6 @@ std::vector<std::size_t> order_keeping_chain(Graph& graph, std::size_t start,
   return chain;
 }
 
-Node reshape_node(Graph& graph, const std::string& name, ValueId from, ValueId to) {
-  const Shape shape = *known_shape(graph, to);
-  Node node;
-  node.name = name;
-  node.op_type = "Reshape";
-  node.opset = graph.opsets.count("") ? graph.opsets.at("") : 14;
-  node.inputs = {from,
-                 graph.add_constant(name + "/shape",
-                                    Tensor::from_vector<std::int64_t>(
-                                        DataType::kInt64, {static_cast<std::int64_t>(shape.size())}, shape))};
-  node.outputs = {to};
-  return node;
-}
-
 }  // namespace
 
 void fold_layout_round_trips(Graph& graph) {
@@ -167,8 +152,8 @@ void fold_layout_round_trips(Graph& graph) {
     const std::vector<std::size_t> chain = order_keeping_chain(graph, n, removed);
     if (chain.empty()) continue;
     const Node& last = graph.nodes[chain.back()];
-    inserted[chain.back()].push_back(
-        reshape_node(graph, last.name + "/as_reshape", graph.nodes[n].inputs[0], last.outputs[0]));
+    inserted[chain.back()].push_back(reshape_node(graph, last.name + "/as_reshape", graph.nodes[n].inputs[0],
+                                                  *known_shape(graph, last.outputs[0]), last.outputs[0]));
     for (std::size_t index : chain) removed[index] = true;
     changed = true;
   }

@@ -87,15 +87,26 @@ bool is_view_op(const Node& node) {
           is_op(node, "Gather"));
 }
 
+Node reshape_node(Graph& graph, const std::string& name, ValueId from, const Shape& shape, ValueId out) {
+  Node node;
+  node.op_type = "Reshape";
+  node.opset = graph.opsets.count("") ? graph.opsets.at("") : 14;
+  node.name = name;
+  node.inputs = {from,
+                 graph.add_constant(name + "/shape",
+                                    Tensor::from_vector<std::int64_t>(
+                                        DataType::kInt64, {static_cast<std::int64_t>(shape.size())}, shape))};
+  node.outputs = {out};
+  return node;
+}
+
 Node reshape_like(Graph& graph, const Node& like, const std::string& name, ValueId from, const Shape& shape,
                   ValueId out) {
   Node node = like;  // copied first: `like` may be a node of graph.nodes
-  const ValueId shape_value = graph.add_constant(
-      name + "/shape",
-      Tensor::from_vector<std::int64_t>(DataType::kInt64, {static_cast<std::int64_t>(shape.size())}, shape));
-  node.name = name;
-  node.inputs = {from, shape_value};
-  node.outputs = {out};
+  Node made = reshape_node(graph, name, from, shape, out);
+  node.name = std::move(made.name);
+  node.inputs = std::move(made.inputs);
+  node.outputs = std::move(made.outputs);
   return node;
 }
 

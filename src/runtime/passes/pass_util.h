@@ -34,8 +34,10 @@ std::optional<Shape> known_shape(const Graph& graph, ValueId value);
 // Unsqueeze, Flatten, Identity, Transpose, Gather of a constant index): what fold_attention_views
 // turns into strided reads.
 bool is_view_op(const Node& node);
-// A Reshape of `from` to `shape` writing `out`, made from `like` (an existing Reshape: its opset
-// and attributes) and named `name`, its shape a new constant named after it.
+// A Reshape of `from` to `shape` writing `out`, named `name`, its shape a new constant named after
+// it, at the graph's default-domain opset.
+Node reshape_node(Graph& graph, const std::string& name, ValueId from, const Shape& shape, ValueId out);
+// The same, made from `like` (an existing Reshape: its opset and attributes).
 Node reshape_like(Graph& graph, const Node& like, const std::string& name, ValueId from, const Shape& shape,
                   ValueId out);
 
