@@ -22,13 +22,9 @@ namespace fovea::runtime {
 
 namespace {
 
+// The view ops that keep every element (a Gather picks some).
 bool is_layout_op(const Node& node) {
-  static const char* const kOps[] = {"Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze"};
-  if (!node.domain.empty() || node.outputs.size() != 1 || node.inputs.empty()) return false;
-  for (const char* op : kOps) {
-    if (node.op_type == op) return true;
-  }
-  return false;
+  return is_view_op(node) && node.op_type != "Gather";
 }
 
 class AtomOrder {

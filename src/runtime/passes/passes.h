@@ -132,7 +132,7 @@ void convert_to_float16(Graph& graph, const Float16Options& options);
 // convolution chain only (channels_last.cpp), then fold_layout_round_trips.
 void convert_to_channels_last(Graph& graph);
 
-// A chain of Transposes and Reshapes (Flatten, Squeeze, Unsqueeze), each intermediate read by the
+// A chain of Transposes and Reshapes (Flatten, Squeeze, Unsqueeze, Identity), each intermediate read by the
 // next alone, whose composite leaves every element where it was in memory becomes one Reshape of
 // the chain's input: a view instead of copies. What channels_last leaves around token-major models
 // (SegFormer, DETR): a convolution's NHWC output transposed to NCHW, flattened to [N, C, HW] and
