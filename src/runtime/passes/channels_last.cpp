@@ -14,11 +14,22 @@
 // stages keeps the chain in NHWC: ConvNeXt's block adds its input to the model's Permute back to
 // NCHW, which left two Transposes per block.
 //
+// A Resize of the two spatial axes that does not shrink its input, and a Concat, run in NHWC when
+// every reader of their output takes NHWC (a converted convolution, or another such Resize or
+// Concat): a decoder's upsampling and concatenation of stages in front of a convolution (SegFormer's
+// head, FPN and YOLO necks, DeepLab's ASPP). Their inputs are then transposed instead of the output,
+// which is free where a converted convolution produced them and removed by fold_layout_round_trips
+// where the model's own Transposes from tokens made them; either way no more elements move than
+// before (a Concat's inputs add up to its output, an upsampling Resize's input is smaller). They
+// are decided from the last node back, so a Resize read only by such a Concat counts as taking NHWC.
+//
 // A 2-D MaxPool that reads a value produced in NHWC (a converted convolution's or pool's output)
 // becomes fovea.MaxPool (channels_last=1) the same way, so the pools of ResNet's stem and of VGG and
 // SSD keep their chains in NHWC. A pool of any other value stays NCHW: converting it would only move
 // a Transpose, not remove one.
 #include <algorithm>
+#include <array>
+#include <cstring>
 #include <map>
 #include <set>
 #include <string>
@@ -66,17 +77,97 @@ bool same_shape_elementwise(const Graph& graph, const Node& node) {
                      [&](ValueId input) { return graph.value(input).type.dims == out; });
 }
 
+// The position each NCHW axis takes in NHWC (the inverse of kNchwToNhwc).
+constexpr std::array<std::int64_t, 4> kNhwcPosition = {0, 3, 1, 2};
+
+// An axis attribute's values, each within [-4, 4).
+bool rank4_axes(const Node& node, std::string_view key) {
+  const Result<std::vector<std::int64_t>> axes = node.attr_ints(key, std::vector<std::int64_t>{});
+  return axes.is_ok() &&
+         std::all_of(axes->begin(), axes->end(), [](std::int64_t a) { return a >= -4 && a < 4; });
+}
+
+// An optional input that is absent or empty.
+bool omitted(const Graph& graph, const Node& node, std::size_t slot) {
+  if (slot >= node.inputs.size() || node.inputs[slot] == kNoValue) return true;
+  const auto& constant = graph.value(node.inputs[slot]).constant;
+  return constant && constant->numel() == 0;
+}
+
+bool constant_of(const Graph& graph, const Node& node, std::size_t slot, std::int64_t numel) {
+  const auto& constant = graph.value(node.inputs[slot]).constant;
+  return constant && constant->numel() == numel;
+}
+
+// A Resize (opset 11+) of a rank-4 value's H and W only, to at least its input's size, with constant
+// scales or sizes and a roi that is absent or constant: the same Resize of the NHWC form, with those
+// inputs reordered, gives the NHWC output.
+bool spatial_upsample(const Graph& graph, const Node& node) {
+  if (!node.domain.empty() || node.op_type != "Resize" || node.opset < 11 || node.inputs.size() < 3)
+    return false;
+  const std::optional<Shape> in = known_shape(graph, node.inputs[0]);
+  const std::optional<Shape> out = known_shape(graph, node.outputs[0]);
+  if (!in || !out || in->size() != 4 || out->size() != 4 || (*in)[0] != (*out)[0] || (*in)[1] != (*out)[1] ||
+      element_count(*out) < element_count(*in))
+    return false;
+  if (node.has_attribute("axes") && !rank4_axes(node, "axes")) return false;
+  const bool roi_ok = omitted(graph, node, 1) || constant_of(graph, node, 1, 8) || node.has_attribute("axes");
+  const std::int64_t sized = node.has_attribute("axes") ? -1 : 4;  // with axes: whatever length they give
+  const auto resize_input_ok = [&](std::size_t slot) {
+    return omitted(graph, node, slot) ||
+           (graph.value(node.inputs[slot]).constant && (sized < 0 || constant_of(graph, node, slot, sized)));
+  };
+  return roi_ok && resize_input_ok(2) && resize_input_ok(3) &&
+         (!omitted(graph, node, 2) || !omitted(graph, node, 3));
+}
+
+// A Concat of rank-4 values.
+bool rank4_concat(const Graph& graph, const Node& node) {
+  if (!node.domain.empty() || node.op_type != "Concat" || node.outputs.size() != 1) return false;
+  const Result<std::int64_t> axis = node.attr_int("axis");
+  if (!axis.is_ok() || *axis < -4 || *axis >= 4) return false;
+  const auto rank4 = [&](ValueId id) {
+    const std::optional<Shape> shape = known_shape(graph, id);
+    return shape && shape->size() == 4;
+  };
+  return rank4(node.outputs[0]) && std::all_of(node.inputs.begin(), node.inputs.end(), rank4);
+}
+
+// A 1-D constant's elements in the order `order` names: out[d] = in[order[d]], repeated per block of
+// order.size() elements (a roi's starts, then its ends).
+Tensor reordered(const Tensor& values, const std::vector<std::int64_t>& order) {
+  Tensor out = values.clone();
+  const std::size_t size = data_type_size(values.dtype());
+  const auto* from = static_cast<const std::byte*>(values.raw());
+  auto* to = static_cast<std::byte*>(out.raw());
+  const auto block = static_cast<std::int64_t>(order.size());
+  for (std::int64_t e = 0; e < values.numel(); ++e) {
+    const std::int64_t source = e / block * block + order[static_cast<std::size_t>(e % block)];
+    std::memcpy(to + static_cast<std::size_t>(e) * size, from + static_cast<std::size_t>(source) * size,
+                size);
+  }
+  return out;
+}
+
 class ChannelsLast {
  public:
   explicit ChannelsLast(Graph& graph) : graph_(graph) {}
 
   void run() {
     const std::vector<int> uses = graph_.use_counts();
+    choose_resamplers();
     std::vector<Node> nodes;
     std::map<ValueId, ValueId> aliases;  // a model Transpose's output -> the NHWC value it equals
-    for (Node& node : graph_.nodes) {
+    for (std::size_t index = 0; index < graph_.nodes.size(); ++index) {
+      Node& node = graph_.nodes[index];
       if (convertible(graph_, node)) {
         convert_conv(node, nodes);
+      } else if (resamplers_.count(index)) {
+        if (node.op_type == "Resize") {
+          convert_resize(node, nodes);
+        } else {
+          convert_concat(node, nodes);
+        }
       } else if (two_d_max_pool(graph_, node, uses) && produced_in_nhwc_.count(node.inputs[0])) {
         convert_pool(node, nodes);
       } else if (same_shape_elementwise(graph_, node) && back_to_nhwc_.count(node.inputs[0]) &&
@@ -97,6 +188,58 @@ class ChannelsLast {
   }
 
  private:
+  // The Resizes and Concats to run in NHWC (indices into graph_.nodes): those whose output only
+  // converted convolutions and other chosen ones read, from the last node back.
+  void choose_resamplers() {
+    std::vector<std::vector<std::pair<std::size_t, std::size_t>>> readers(graph_.values.size());
+    for (std::size_t i = 0; i < graph_.nodes.size(); ++i) {
+      const std::vector<ValueId>& inputs = graph_.nodes[i].inputs;
+      for (std::size_t slot = 0; slot < inputs.size(); ++slot) {
+        if (inputs[slot] != kNoValue) readers[static_cast<std::size_t>(inputs[slot])].emplace_back(i, slot);
+      }
+    }
+    const auto reads_nhwc = [&](const std::pair<std::size_t, std::size_t>& reader) {
+      const auto [i, slot] = reader;
+      const Node& node = graph_.nodes[i];
+      if (convertible(graph_, node)) return slot == 0 || slot == 3;
+      return resamplers_.count(i) > 0 && (node.op_type == "Concat" || slot == 0);
+    };
+    for (std::size_t i = graph_.nodes.size(); i-- > 0;) {
+      const Node& node = graph_.nodes[i];
+      if (!spatial_upsample(graph_, node) && !rank4_concat(graph_, node)) continue;
+      const ValueId out = node.outputs[0];
+      const auto& out_readers = readers[static_cast<std::size_t>(out)];
+      if (!graph_.is_graph_output(out) && !out_readers.empty() &&
+          std::all_of(out_readers.begin(), out_readers.end(), reads_nhwc))
+        resamplers_.insert(i);
+    }
+  }
+
+  // The Resize reads the NHWC form: its roi, scales and sizes reordered to NHWC's axes, or with an
+  // `axes` attribute, the axes renamed.
+  void convert_resize(Node& node, std::vector<Node>& nodes) {
+    node.inputs[0] = transposed(node.inputs[0], ops::kNchwToNhwc, nodes);
+    if (node.has_attribute("axes")) {
+      for (std::int64_t& axis : node.attributes["axes"].ints)
+        axis = kNhwcPosition[static_cast<std::size_t>(axis < 0 ? axis + 4 : axis)];
+    } else {
+      for (std::size_t slot = 1; slot < node.inputs.size(); ++slot) {
+        if (omitted(graph_, node, slot)) continue;
+        const Value& value = graph_.value(node.inputs[slot]);
+        node.inputs[slot] =
+            graph_.add_constant(value.name + "/nhwc", reordered(*value.constant, ops::kNchwToNhwc));
+      }
+    }
+    write_nhwc(std::move(node), nodes);
+  }
+
+  void convert_concat(Node& node, std::vector<Node>& nodes) {
+    for (ValueId& input : node.inputs) input = transposed(input, ops::kNchwToNhwc, nodes);
+    const std::int64_t axis = *node.attr_int("axis");  // rank4_concat checked it
+    node.attributes["axis"].i = kNhwcPosition[static_cast<std::size_t>(axis < 0 ? axis + 4 : axis)];
+    write_nhwc(std::move(node), nodes);
+  }
+
   void convert_conv(Node& node, std::vector<Node>& nodes) {
     node.inputs[0] = transposed(node.inputs[0], ops::kNchwToNhwc, nodes);
     node.inputs[1] =
@@ -172,6 +315,7 @@ class ChannelsLast {
   }
 
   Graph& graph_;
+  std::set<std::size_t> resamplers_;         // from choose_resamplers
   std::map<ValueId, ValueId> back_to_nhwc_;  // NCHW value -> the same data in NHWC
   std::set<ValueId> produced_in_nhwc_;       // NCHW values that are Transposes of a converted output
 };
