@@ -4,7 +4,8 @@
 // tensor product of its axes' taps: nearest copies the one input element (any dtype, by size),
 // linear and cubic sum weighted taps in float (half and float32) or double (float64). The CPU
 // resamples one axis per pass instead; the sums agree to rounding. resize_planar serves the common
-// case (only the last two axes resized, taps in registers); resize_kernel any other.
+// case (only the last two axes resized, taps in registers), resize_interleaved the channels-last one
+// (the two axes before the last resized, the last contiguous and untouched); resize_kernel any other.
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -214,10 +215,66 @@ __global__ void resize_planar(const T* __restrict__ in, T* __restrict__ out, Pla
   }
 }
 
+// NHWC resized in H and W: output [outer, out_h, out_w, channels] from input images `plane`
+// elements apart, the channels untouched and contiguous (what the channels-last pass makes of a
+// decoder's upsampling). A thread owns kVec neighbouring channels of one output pixel: it loads the
+// pixel's column taps once and walks down the output rows as resize_planar does, and each tap is one
+// 16-byte load of kVec channels, so the kernel moves whole vectors where the general one reads an
+// element per tap and thread.
+struct InterleavedResize {
+  std::int64_t plane = 0;
+  std::int64_t channels = 0;
+  ResizeAxis y, x;
+};
+
+template <typename T, bool kInterpolate, int kWidth>
+__global__ void resize_interleaved(const T* __restrict__ in, T* __restrict__ out, InterleavedResize p,
+                                   std::int64_t rows, ComputeType<T> extrapolation) {
+  using Acc = ComputeType<T>;
+  using Weight = std::conditional_t<kInterpolate, Acc, float>;  // nearest has none
+  constexpr int kVec = static_cast<int>(kVectorBytes / sizeof(T));
+  using Chunk = Vector<T, kVec>;
+  const std::int64_t vectors = p.channels / kVec;
+  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= p.x.out_dim * vectors) return;
+  const std::int64_t x = i / vectors;
+  const std::int64_t c = (i - x * vectors) * kVec;
+  const auto column = load_taps<kWidth, Weight>(p.x, x);
+  for (std::int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    const std::int64_t y = r % p.y.out_dim;
+    const T* image = in + r / p.y.out_dim * p.plane + c;
+    const auto row = load_taps<kWidth, Weight>(p.y, y);
+    Chunk result;
+    if (row.offset[0] < 0 || column.offset[0] < 0) {  // tf_crop_and_resize outside the input
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) store_compute(result.v, j, extrapolation);
+    } else if constexpr (!kInterpolate) {
+      result = *reinterpret_cast<const Chunk*>(image + row.offset[0] + column.offset[0]);
+    } else {
+      Acc sum[kVec] = {};
+#pragma unroll
+      for (int a = 0; a < kWidth; ++a) {
+#pragma unroll
+        for (int b = 0; b < kWidth; ++b) {
+          const Acc weight = row.weight[a] * column.weight[b];
+          const Chunk taps = *reinterpret_cast<const Chunk*>(image + row.offset[a] + column.offset[b]);
+#pragma unroll
+          for (int j = 0; j < kVec; ++j) sum[j] += weight * load_compute(taps.v, j);
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) store_compute(result.v, j, sum[j]);
+    }
+    *reinterpret_cast<Chunk*>(out + (r * p.x.out_dim + x) * p.channels + c) = result;
+  }
+}
+
 struct ResizeState : CudaNodeState {
   bool interpolate = false;
   bool planar = false;
   PlanarResize planar_axes;
+  bool interleaved = false;  // the layout resize_interleaved takes, when the buffers allow vectors
+  InterleavedResize interleaved_axes;
   int width = 0;  // taps of every tapped axis, or 0 where they differ (antialias)
   ResizeAxes maps;
   DeviceMemory tables;  // every tapped axis's offsets, then its weights (interpolation)
@@ -307,6 +364,17 @@ Result<CudaPrepared> prepare_resize(CudaKernelContext& ctx) {
   const bool same_width =
       std::all_of(widths.begin(), widths.end(), [&](int w) { return w == widths.front(); });
   state->width = !widths.empty() && same_width ? widths.front() : 0;
+  // Interleaved when the last axis is untouched and contiguous and the two before it are resized with
+  // taps the kernel unrolls (fewer axes count as leading ones of size 1).
+  const std::size_t r = axes.size();
+  if (r >= 3 && r <= 4 && !has_taps[r - 1] && axes[r - 1].stride == 1 && has_taps[r - 2] && has_taps[r - 3] &&
+      (r == 3 || !has_taps[0]) && (state->width == 1 || state->width == 2 || state->width == 4)) {
+    state->interleaved = true;
+    state->interleaved_axes = InterleavedResize{.plane = r == 4 ? axes[0].stride : 0,
+                                                .channels = axes[r - 1].out_dim,
+                                                .y = axes[r - 3],
+                                                .x = axes[r - 2]};
+  }
   // Planar when at most the last two axes have taps (fewer axes count as leading axes of size 1).
   while (axes.size() < 3) {
     axes.insert(axes.begin(), ResizeAxis{});
@@ -353,10 +421,44 @@ void launch_planar(const T* in, T* out, const ResizeState& state, Index n, Compu
   }
 }
 
+// The interleaved kernel, when every 16-byte vector of channels starts on a vector boundary;
+// returns whether it ran.
+template <typename T, bool kInterpolate>
+bool launch_interleaved(const T* in, T* out, const ResizeState& state, std::int64_t n,
+                        ComputeType<T> extrapolation, cudaStream_t stream) {
+  const InterleavedResize& p = state.interleaved_axes;
+  constexpr auto kVec = static_cast<std::int64_t>(kVectorBytes / sizeof(T));
+  if (!state.interleaved || p.channels % kVec != 0 || p.plane % kVec != 0 ||
+      vector_elements(sizeof(T), {}, {in, out}) != kVec)
+    return false;
+  const auto with_width = [&](auto width) {
+    constexpr int kWidth = decltype(width)::value;
+    const std::int64_t threads = p.x.out_dim * (p.channels / kVec);
+    const std::int64_t rows = n / (p.x.out_dim * p.channels);
+    const auto block = static_cast<unsigned>(std::min<std::int64_t>(128, (threads + 31) / 32 * 32));
+    const auto blocks_x = static_cast<unsigned>((threads + block - 1) / block);
+    const auto blocks_y = static_cast<unsigned>(
+        std::clamp<std::int64_t>(kPlanarBlocks / blocks_x, 1, std::min<std::int64_t>(rows, 65535)));
+    resize_interleaved<T, kInterpolate, kWidth>
+        <<<dim3(blocks_x, blocks_y), block, 0, stream>>>(in, out, p, rows, extrapolation);
+  };
+  if constexpr (!kInterpolate) {
+    with_width(Constant<1>{});
+  } else if (state.width == 2) {
+    with_width(Constant<2>{});
+  } else {
+    with_width(Constant<4>{});
+  }
+  return true;
+}
+
 template <typename T, bool kInterpolate>
 void launch_resize(const Tensor& in, Tensor& out, const ResizeState& state, ComputeType<T> extrapolation,
                    cudaStream_t stream) {
   const std::int64_t n = out.numel();
+  if (launch_interleaved<T, kInterpolate>(static_cast<const T*>(in.raw()), static_cast<T*>(out.raw()), state,
+                                          n, extrapolation, stream))
+    return;
   dispatch_index(std::max(n, in.numel()), [&](auto index_tag) {
     using Index = typename decltype(index_tag)::type;
     const auto* src = static_cast<const T*>(in.raw());

@@ -103,6 +103,49 @@ TEST(CudaResize, PlanarRunsOfColumnsAndManyRows) {
                            Precision::kFloat32));  // 24 columns, 8 per thread
 }
 
+// Channels last (what the channels-last pass makes of a decoder's upsampling): the two axes before
+// the last resized, the last untouched. The interleaved kernel takes 16-byte vectors of channels
+// (8 in float16, 4 in float32, 2 in float64, 16 bytes) where the channels fill whole vectors; 6
+// channels do not, and fall back to the general kernel. Rank 3 and 5 (leading axes merged), more
+// rows than the grid has blocks in y (4096), and tf_crop_and_resize's extrapolation.
+TEST(CudaResize, InterleavedChannelsLast) {
+  FOVEA_REQUIRE_GPU();
+  for (const std::int64_t channels : {8, 24, 6}) {
+    const Tensor x = random_tensor(DataType::kFloat32, {2, 5, 7, channels}, 17);
+    for (Precision p : kPrecisions) {
+      for (const char* mode : {"linear", "cubic", "nearest"}) {
+        const auto builder = NodeBuilder("Resize", 19).attr("mode", mode);
+        EXPECT_TRUE(scales_match(builder, x, {1, 2, 2, 1}, p)) << mode << " " << channels;
+        EXPECT_TRUE(scales_match(builder, x, {1, 1.6f, 3, 1}, p)) << mode << " " << channels;
+        EXPECT_TRUE(sizes_match(builder, x, {2, 13, 4, channels}, p)) << mode << " " << channels;
+      }
+    }
+  }
+  const auto linear = NodeBuilder("Resize", 19).attr("mode", "linear");
+  for (Precision p : kPrecisions) {
+    EXPECT_TRUE(scales_match(linear, random_tensor(DataType::kFloat32, {5, 7, 16}, 18), {2, 3, 1}, p));
+    EXPECT_TRUE(
+        scales_match(linear, random_tensor(DataType::kFloat32, {2, 3, 5, 6, 8}, 19), {1, 1, 2, 2, 1}, p));
+    EXPECT_TRUE(
+        scales_match(linear, random_tensor(DataType::kFloat32, {2, 1100, 3, 8}, 20), {1, 2, 1.5f, 1}, p));
+  }
+  EXPECT_TRUE(scales_match(linear, random_tensor(DataType::kFloat64, {2, 4, 5, 6}, 21), {1, 2, 2, 1},
+                           Precision::kFloat32));
+  EXPECT_TRUE(scales_match(NodeBuilder("Resize", 13).attr("mode", "nearest"),
+                           random_tensor(DataType::kUInt8, {2, 4, 5, 32}, 22, 0, 255), {1, 2, 3, 1},
+                           Precision::kFloat32));
+  const Tensor roi = floats({0, -0.2f, 0.3f, 0, 1, 0.8f, 1.4f, 1});
+  for (const char* mode : {"nearest", "linear"}) {
+    const auto builder = NodeBuilder("Resize", 13)
+                             .attr("mode", mode)
+                             .attr("coordinate_transformation_mode", "tf_crop_and_resize")
+                             .attr("extrapolation_value", 3.5f);
+    EXPECT_TRUE(scales_match(builder, random_tensor(DataType::kFloat32, {1, 9, 11, 16}, 23),
+                             {1, 1.7f, 0.8f, 1}, Precision::kFloat16, roi))
+        << mode;
+  }
+}
+
 TEST(CudaResize, CubicCoefficientsAndExcludeOutside) {
   FOVEA_REQUIRE_GPU();
   const Tensor x = random_tensor(DataType::kFloat32, {2, 3, 11, 14}, 5);
