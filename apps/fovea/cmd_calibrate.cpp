@@ -549,13 +549,13 @@ void add_calibrate_command(CLI::App* model, Action* action) {
       ->capture_default_str();
   calibrate
       ->add_option("--percentile", args->percentile, "With --method percentile: the share of |x| kept, in %")
-      ->check(CLI::Range(0.0, 100.0))
+      ->check(number_in(0.0, 100.0))
       ->capture_default_str();
   calibrate
       ->add_option("--min-sqnr", args->min_sqnr_db,
                    "Layers whose input quantizes below this signal-to-noise ratio in dB stay in float "
                    "(keep_float in the cache); 0 quantizes every layer")
-      ->check(CLI::Range(0.0, 200.0))
+      ->check(number_in(0.0, 200.0))
       ->capture_default_str();
   calibrate->add_option("--samples", args->samples, "Pictures or frames to calibrate on")
       ->check(at_least(1))
@@ -584,10 +584,12 @@ void add_calibrate_command(CLI::App* model, Action* action) {
                    "Per-channel mean on the 0..1 scale, 3 values (overrides --normalize): (pixel / 255 - "
                    "mean) / std")
       ->expected(3)
+      ->check(number_in(-1e6, 1e6))
       ->excludes("--normalize");
   calibrate
       ->add_option("--std", args->std, "Per-channel std on the 0..1 scale, 3 values (overrides --normalize)")
       ->expected(3)
+      ->check(number_in(1e-6, 1e6))
       ->excludes("--normalize");
   calibrate->add_option("--color", args->color, "Channel order of the tensor: rgb or bgr")
       ->check(CLI::IsMember({"rgb", "bgr"}));

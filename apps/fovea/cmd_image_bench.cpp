@@ -30,6 +30,7 @@
 
 #include "commands.h"
 #include "core/gpu.h"
+#include "core/log.h"
 #include "core/output_file.h"
 #include "io/decoder.h"
 #include "io/image_codec.h"
@@ -117,10 +118,16 @@ std::span<const std::uint8_t> span_of(const LoadedFile& file) {
   return file.bytes;
 }
 
-// The CPU ceiling over every image; the decoded images are kept when `keep` (for --encode).
+// What --encode keeps of the decoded pictures at most: a sample, so that memory does not grow with
+// the folder (a few hundred 1080p pictures, or one 16k x 16k).
+constexpr std::size_t kEncodeSampleBytes = std::size_t{1} << 30;
+
+// The CPU ceiling over every image; the decoded images are kept when `keep` (for --encode), up to
+// kEncodeSampleBytes of them.
 Ceiling cpu_ceiling(const ImageBenchArgs& args, const std::vector<LoadedFile>& files,
                     std::vector<Failure>* failures, std::vector<io::HostImage>* keep) {
   std::vector<const LoadedFile*> good;
+  std::size_t kept_bytes = 0;
   for (const LoadedFile& file : files) {
     Result<io::DecodedImage> decoded = io::decode_image(span_of(file), file.name);
     if (!decoded.is_ok()) {
@@ -128,7 +135,11 @@ Ceiling cpu_ceiling(const ImageBenchArgs& args, const std::vector<LoadedFile>& f
       continue;
     }
     good.push_back(&file);
-    if (keep != nullptr) keep->push_back(std::move(decoded->image));
+    const std::size_t bytes = decoded->image.size_bytes();
+    if (keep != nullptr && (keep->empty() || kept_bytes + bytes <= kEncodeSampleBytes)) {
+      kept_bytes += bytes;
+      keep->push_back(std::move(decoded->image));
+    }
   }
   Ceiling ceiling;
   if (!good.empty()) {
@@ -477,7 +488,7 @@ Status write_json(const ImageBenchArgs& args, std::size_t files, const std::vect
 }
 
 int fail(const Status& status) {
-  std::fprintf(stderr, "fovea image-bench: %s\n", status.to_string().c_str());
+  log_error("image-bench: {}", status.to_string());
   return kExitFailure;
 }
 
@@ -487,7 +498,10 @@ int run_image_bench(ImageBenchArgs args) {
     return fail(io::NvjpegDecoder::create(io::NvjpegBackend::kAuto).status());
   }
   Result<io::ImageList> list = io::list_images(args.inputs, {.recursive = args.recursive});
-  if (!list.is_ok()) return fail(list.status());
+  // An input that is not there, or a folder without images, is a mistake in what was asked.
+  if (!list.is_ok())
+    return list.status().code() == StatusCode::kNotFound ? (fail(list.status()), kExitUsage)
+                                                         : fail(list.status());
   std::vector<std::string> input_paths = args.inputs;
   for (const io::ListedImage& image : list->images) input_paths.push_back(image.path.string());
   std::vector<PlannedOutput> outputs;
@@ -495,7 +509,7 @@ int run_image_bench(ImageBenchArgs args) {
   if (!args.trace_dir.empty())
     outputs.push_back({.what = "--trace", .path = args.trace_dir, .is_folder = true});
   if (Status status = check_outputs(outputs, input_paths); !status.is_ok()) {
-    std::fprintf(stderr, "fovea image-bench: %s\n", status.to_string().c_str());
+    fail(status);
     return kExitUsage;
   }
   std::vector<Failure> failures;
@@ -562,18 +576,18 @@ void add_image_bench_command(CLI::App& app, Action* action) {
       ->check(CLI::IsMember({"cpu", "nvjpeg", "nvdec", "all"}))
       ->capture_default_str();
   command->add_option("--threads", args->threads, "CPU decode/encode threads (0 = one per core)")
-      ->check(at_least(0))
+      ->check(whole_number_in(0, 1024))
       ->capture_default_str();
   command->add_option("--batch", args->batch, "nvjpeg: images per decode call")
-      ->check(at_least(1))
+      ->check(whole_number_in(1, 1024))
       ->capture_default_str();
   command->add_option("--sessions", args->sessions, "nvdec: decoders running at once, a thread each")
-      ->check(at_least(1))
+      ->check(whole_number_in(1, 256))
       ->capture_default_str();
   command->add_option("--encode", args->encode, "Also measure encoding the decoded images: png or jpeg")
       ->check(CLI::IsMember({"png", "jpeg"}));
   command->add_option("--seconds", args->seconds, "Seconds each backend decodes for (at least)")
-      ->check(CLI::PositiveNumber)
+      ->check(number_in(0.01, 3600))
       ->capture_default_str();
   command->add_option("--json", args->json_path, "Also write the results as JSON to this file");
   command->add_option("--trace", args->trace_dir,

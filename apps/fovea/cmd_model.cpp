@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
+#include <string>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -391,20 +393,30 @@ std::string file_name_for(const std::string& value_name) {
   for (char& c : name) {
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.')) c = '_';
   }
-  return name + ".npy";
+  return name;
 }
 
-std::filesystem::path output_path(const ModelArgs& args, const runtime::Graph& graph, std::size_t output) {
-  return std::filesystem::path(args.output_dir) / file_name_for(graph.value(graph.outputs[output]).name);
+// Each output's file in --output-dir: NAME.npy with NAME's unsafe characters as '_'; where two
+// names come out the same ("a/b" and "a_b"), the later one takes its output index too (a_b.2.npy),
+// so that no output overwrites another.
+std::vector<std::filesystem::path> output_paths(const ModelArgs& args, const runtime::Graph& graph) {
+  std::vector<std::filesystem::path> paths;
+  std::set<std::string> taken;
+  for (std::size_t i = 0; i < graph.outputs.size(); ++i) {
+    const std::string stem = file_name_for(graph.value(graph.outputs[i]).name);
+    std::string file = stem + ".npy";
+    for (std::size_t k = i; !taken.insert(file).second; ++k) file = stem + "." + std::to_string(k) + ".npy";
+    paths.push_back(std::filesystem::path(args.output_dir) / file);
+  }
+  return paths;
 }
 
 // Before the run: no NAME.npy it will write may be one of its inputs (an --input file, the
 // model), and --output-dir must be writable.
 Status check_run_outputs(const ModelArgs& args, const runtime::Graph& graph) {
   std::vector<PlannedOutput> outputs{{.what = "--output-dir", .path = args.output_dir, .is_folder = true}};
-  for (std::size_t i = 0; i < graph.outputs.size(); ++i) {
-    outputs.push_back({.what = "--output-dir: output", .path = output_path(args, graph, i)});
-  }
+  for (const std::filesystem::path& path : output_paths(args, graph))
+    outputs.push_back({.what = "--output-dir: output", .path = path});
   std::vector<std::string> inputs{args.model};
   for (const std::string& input : args.inputs) inputs.push_back(input.substr(input.find('=') + 1));
   return check_outputs(outputs, inputs);
@@ -413,9 +425,10 @@ Status check_run_outputs(const ModelArgs& args, const runtime::Graph& graph) {
 // Writes each output as NAME.npy into --output-dir and prints where it went.
 Status write_outputs(const ModelArgs& args, const runtime::Graph& graph,
                      const std::vector<runtime::Tensor>& outputs) {
+  const std::vector<std::filesystem::path> paths = output_paths(args, graph);
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     const std::string& name = graph.value(graph.outputs[i]).name;
-    const std::filesystem::path path = output_path(args, graph, i);
+    const std::filesystem::path& path = paths[i];
     FOVEA_TRY(runtime::write_npy(path, outputs[i]));
     std::printf("%s: %s %s -> %s\n", name.c_str(), std::string(data_type_name(outputs[i].dtype())).c_str(),
                 runtime::shape_string(outputs[i].shape()).c_str(), path.string().c_str());
@@ -631,7 +644,7 @@ void add_model_command(CLI::App& app, Action* action) {
       ->add_option("--seconds", args->min_seconds,
                    "Shortest warm-up and back-to-back loop per batch: a GPU at its power limit slows "
                    "within a second or so of full load, so every batch is timed in that state")
-      ->check(CLI::Range(0.0, 600.0))
+      ->check(number_in(0.0, 600.0))
       ->capture_default_str();
   bench->add_flag("--json", args->json, "Print JSON");
   add_device_options(bench, args.get(), "cuda");

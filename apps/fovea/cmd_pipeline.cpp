@@ -10,6 +10,7 @@
 // missing model, a class the model does not have: nothing ran), 130 on Ctrl-C (outputs finalized).
 #include <array>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
@@ -173,6 +174,32 @@ CLI::Validator at_least(long long min) {
         return value < min ? fmt::format("must be at least {}, got {}", min, text) : std::string();
       },
       fmt::format("INT>={}", min));
+}
+
+CLI::Validator whole_number_in(long long min, long long max) {
+  return CLI::Validator(
+      [min, max](const std::string& text) {
+        long long value = 0;
+        const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (error != std::errc() || end != text.data() + text.size())
+          return "expected a whole number, got " + text;
+        return value < min || value > max ? fmt::format("must be between {} and {}, got {}", min, max, text)
+                                          : std::string();
+      },
+      fmt::format("INT in [{} - {}]", min, max));
+}
+
+CLI::Validator number_in(double min, double max) {
+  return CLI::Validator(
+      [min, max](const std::string& text) {
+        double value = 0;
+        const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (error != std::errc() || end != text.data() + text.size() || !std::isfinite(value) ||
+            value < min || value > max)
+          return fmt::format("must be a finite number between {} and {}, got {}", min, max, text);
+        return std::string();
+      },
+      fmt::format("NUMBER in [{} - {}]", min, max));
 }
 
 CLI::Validator encoder_preset() {

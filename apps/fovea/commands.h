@@ -36,6 +36,11 @@ void add_detect_demo(CLI::App* demo, Action* action);
 // before any work, with exit 2 and the option named.
 // A whole number of at least `min`: "--frames: must be at least 1, got -5".
 CLI::Validator at_least(long long min);
+// A whole number within [min, max]: "--threads: must be between 0 and 1024, got 100000".
+CLI::Validator whole_number_in(long long min, long long max);
+// A finite number within [min, max]; unlike CLI::Range and CLI::PositiveNumber, NaN and infinity
+// are refused ("must be a finite number between 0 and 200, got nan").
+CLI::Validator number_in(double min, double max);
 // An encoder preset: x264's names (ultrafast .. placebo) or NVENC's p1 .. p7.
 CLI::Validator encoder_preset();
 

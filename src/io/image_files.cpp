@@ -283,21 +283,30 @@ std::vector<ListedImage> shard(const std::vector<ListedImage>& images, Shard whi
 
 Result<std::vector<fs::path>> mirrored_output_paths(const std::vector<ListedImage>& images,
                                                     const fs::path& output_dir, std::string_view extension) {
+  constexpr std::size_t kCollisionsNamed = 10;
   std::vector<fs::path> outputs;
   std::unordered_map<std::string, std::size_t> owner;
+  std::vector<std::string> collisions;
   for (std::size_t i = 0; i < images.size(); ++i) {
     fs::path out = output_dir / images[i].relative;
     out.replace_extension(extension);
     const auto [it, inserted] = owner.emplace(out.string(), i);
     if (!inserted) {
-      return make_error(
-          StatusCode::kInvalidArgument,
-          fmt::format("{} and {} would both be written to {}; rename one or list them separately",
-                      images[it->second].path.string(), images[i].path.string(), out.string()));
+      collisions.push_back(fmt::format("{} and {} would both be written to {}",
+                                       images[it->second].path.string(), images[i].path.string(),
+                                       out.string()));
     }
     outputs.push_back(std::move(out));
   }
-  return outputs;
+  if (collisions.empty()) return outputs;
+  const std::size_t more = collisions.size() > kCollisionsNamed ? collisions.size() - kCollisionsNamed : 0;
+  collisions.resize(std::min(collisions.size(), kCollisionsNamed));
+  return make_error(
+      StatusCode::kInvalidArgument,
+      fmt::format("{}{}; outputs mirror each image's path below the folder it was found in (a "
+                  "file given by name lands at the top): rename one of each pair, or give "
+                  "their folders or a list file of relative paths, whose folders are mirrored",
+                  fmt::join(collisions, "; "), more > 0 ? fmt::format("; and {} more", more) : ""));
 }
 
 }  // namespace fovea::io

@@ -1,8 +1,13 @@
 #include "pipeline/flow.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <filesystem>
+#include <optional>
 #include <set>
 #include <thread>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -359,6 +364,13 @@ Result<FlowPlan> build_plan(const PipelineConfig& config, const FlowShape& shape
   return plan;
 }
 
+// A file's device and inode, or nullopt where stat fails.
+std::optional<std::pair<dev_t, ino_t>> file_identity(const std::filesystem::path& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) return std::nullopt;
+  return std::pair{info.st_dev, info.st_ino};
+}
+
 // The image flow's files: listed, sharded, and their pictures' paths checked before anything runs
 // (two inputs onto one output, an output that is an input).
 Result<io::ImageList> list_flow_images(const PipelineConfig& config) {
@@ -385,11 +397,15 @@ Result<io::ImageList> list_flow_images(const PipelineConfig& config) {
   Result<std::vector<std::filesystem::path>> outputs =
       io::mirrored_output_paths(list.images, config.sinks.images->output_dir, extension);
   if (!outputs.is_ok()) return Status(StatusCode::kInvalidArgument, outputs.status().message());
-  std::set<std::filesystem::path> inputs;
-  for (const io::ListedImage& image : list.images)
-    inputs.insert(std::filesystem::weakly_canonical(image.path));
+  // By file identity: a symbolic or hard link to an input, or another spelling of its path, is it.
+  // An output that cannot be looked up (not there yet, or a path too long) is no input.
+  std::set<std::pair<dev_t, ino_t>> inputs;
+  for (const io::ListedImage& image : list.images) {
+    if (const auto id = file_identity(image.path)) inputs.insert(*id);
+  }
   for (std::size_t i = 0; i < outputs->size(); ++i) {
-    if (inputs.count(std::filesystem::weakly_canonical((*outputs)[i])) > 0) {
+    const auto id = file_identity((*outputs)[i]);
+    if (id && inputs.count(*id) > 0) {
       return make_error(StatusCode::kInvalidArgument, "sinks.images.output_dir ",
                         config.sinks.images->output_dir, ": the picture of ", list.images[i].path.string(),
                         " would be written over the input ", (*outputs)[i].string(),

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <set>
 
+#include <fmt/format.h>
+
 #include "io/image_files.h"
 #include "support/test_media.h"
 
@@ -185,6 +187,19 @@ TEST(ImageFiles, MirroredOutputs) {
   ASSERT_FALSE(refused.is_ok());
   EXPECT_NE(refused.status().message().find("in/a.jpg and in/a.png"), std::string::npos)
       << refused.status().to_string();
+  // Every clash is named, up to ten, then counted.
+  std::vector<ListedImage> many;
+  for (int i = 0; i < 13; ++i) {
+    many.push_back({fmt::format("in/{}.jpg", i), fmt::format("{}.jpg", i)});
+    many.push_back({fmt::format("in/{}.png", i), fmt::format("{}.png", i)});
+  }
+  const Result<std::vector<fs::path>> all = mirrored_output_paths(many, "out", ".png");
+  ASSERT_FALSE(all.is_ok());
+  const std::string& message = all.status().message();
+  EXPECT_NE(message.find("in/0.jpg and in/0.png"), std::string::npos) << message;
+  EXPECT_NE(message.find("in/9.jpg and in/9.png"), std::string::npos) << message;
+  EXPECT_EQ(message.find("in/10.jpg and"), std::string::npos) << message;
+  EXPECT_NE(message.find("and 3 more"), std::string::npos) << message;
 }
 
 }  // namespace
