@@ -83,6 +83,22 @@ TEST_F(CliImageBench, JsonOverAnInputIsRefused) {
   EXPECT_EQ(read_text(input), before);
 }
 
+// A missing input or a folder without images is the command line's mistake (exit 2), as for
+// `fovea images`; thread counts and seconds out of range, NaN included, are refused before any work.
+TEST_F(CliImageBench, BadInputsAndFlagValuesExitTwo) {
+  EXPECT_EQ(fovea({"image-bench", (dir_ / "nowhere").string(), "--backend", "cpu"}), 2) << output_;
+  fs::create_directories(dir_ / "empty");
+  EXPECT_EQ(fovea({"image-bench", (dir_ / "empty").string(), "--backend", "cpu"}), 2) << output_;
+  const std::string images = (dir_ / "images").string();
+  EXPECT_EQ(fovea({"image-bench", images, "--backend", "cpu", "--threads", "100000"}), 2) << output_;
+  EXPECT_NE(output_.find("--threads: must be between 0 and 1024, got 100000"), std::string::npos) << output_;
+  for (const char* seconds : {"nan", "inf", "0", "-1", "1e-300"}) {
+    EXPECT_EQ(fovea({"image-bench", images, "--backend", "cpu", "--seconds", seconds}), 2)
+        << seconds << output_;
+    EXPECT_NE(output_.find("--seconds: must be a finite number"), std::string::npos) << output_;
+  }
+}
+
 TEST_F(CliImageBench, NvjpegWithoutTheLibrarySaysWhy) {
   if (io::NvjpegDecoder::available()) GTEST_SKIP() << "libnvjpeg loads here";
   EXPECT_EQ(fovea({"image-bench", (dir_ / "images").string(), "--backend", "nvjpeg", "--seconds", "0.1"}), 1)
