@@ -115,7 +115,7 @@ class Lister {
   // A file found by listing a folder or a glob: kept when its name is an image's.
   void add_found_file(const fs::path& path, const fs::path& relative) {
     if (!has_extension(path, kImageExtensions)) {
-      ++list_->ignored;
+      if (++list_->ignored <= kIgnoredNamed) list_->ignored_names.push_back(path.string());
       return;
     }
     add_named_file(path, relative);

@@ -49,9 +49,11 @@ struct SkippedEntry {
 
 struct ImageList {
   std::vector<ListedImage> images;
-  std::vector<SkippedEntry> skipped;  // unreadable: reported, not fatal
-  std::size_t ignored = 0;            // not an image by name (folder and glob listings)
+  std::vector<SkippedEntry> skipped;       // unreadable: reported, not fatal
+  std::size_t ignored = 0;                 // not an image by name (folder and glob listings)
+  std::vector<std::string> ignored_names;  // the first kIgnoredNamed of them, to say which
 };
+inline constexpr std::size_t kIgnoredNamed = 5;
 
 // Errors: kNotFound for an input that does not exist (and is no glob) or when nothing is found
 // (the message names every input searched and whether folders were searched recursively);

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/log.h"
 #include "core/output_file.h"
@@ -391,7 +392,10 @@ Result<io::ImageList> list_flow_images(const PipelineConfig& config) {
     return make_error(StatusCode::kInvalidArgument, "images.shard ", images.shard, ": this shard of the ",
                       "listed images is empty");
   }
-  if (list.ignored > 0) log_info("images: {} files that are not images by name were left out", list.ignored);
+  if (list.ignored > 0) {
+    log_info("images: {} files that are not images by name were left out ({}{})", list.ignored,
+             fmt::join(list.ignored_names, ", "), list.ignored > list.ignored_names.size() ? ", ..." : "");
+  }
   if (!config.sinks.images) return list;
   const std::string extension = config.sinks.images->format == ImageOutputFormat::kPng ? ".png" : ".jpg";
   Result<std::vector<std::filesystem::path>> outputs =

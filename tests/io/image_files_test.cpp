@@ -57,6 +57,8 @@ TEST(ImageFiles, FlatFolderSortedWithReasons) {
   EXPECT_EQ(relatives(*list), (std::vector<std::string>{"a.PNG", "b.jpg"}));  // byte order: 'a' < 'b'
   EXPECT_EQ(list->images[0].path, root / "a.PNG");
   EXPECT_EQ(list->ignored, 1u);  // notes.txt
+  ASSERT_EQ(list->ignored_names.size(), 1u);
+  EXPECT_NE(list->ignored_names[0].find("notes.txt"), std::string::npos);
   EXPECT_NE(reason_for(*list, "dangling.jpg").find("dangling symbolic link"), std::string::npos);
   EXPECT_NE(reason_for(*list, "self.jpg").find("symbolic link loop"), std::string::npos);
 }
