@@ -48,11 +48,6 @@ bool jpeg_by_name(const std::filesystem::path& path) {
 constexpr std::size_t kReadBlockBytes = std::size_t{16} << 20;
 // How often an image waiting for the budget checks whether it has become the next one to push.
 constexpr std::chrono::milliseconds kBudgetPoll{20};
-// How long the image the pusher needs next waits for frames downstream to be released before it
-// passes over the budget anyway. A flow's stages release their frames without waiting for more, so
-// this only bounds the wait of a consumer that holds frames while it asks for more: the source
-// never stops for good.
-constexpr std::chrono::seconds kNextImagePatience{1};
 
 // Adds the time from its construction to its end to `total_ns`: one kind of a decode thread's work.
 class TimedWork {
@@ -397,7 +392,7 @@ struct ImageSources::State {
   }
 
   // Waits until `frames` frames of `bytes` fit the budget. The group holding the image the pusher
-  // needs next waits only while frames pushed downstream hold the budget (for kNextImagePatience at
+  // needs next waits only while frames pushed downstream hold the budget (for options.next_image_patience at
   // most): those are released once their batch has run, and the mux sends the batch it is building
   // without waiting for this image (set_starved), so a batch of large pictures is not held whole.
   // Frames decoded ahead of it are not waited for (they wait for it to be pushed): it then passes
@@ -414,7 +409,8 @@ struct ImageSources::State {
                         budget->bytes + bytes <= options.max_bytes_in_flight;
       const bool next = first == next_push_now();
       if (next && !next_since) next_since = std::chrono::steady_clock::now();
-      const bool patience_over = next && std::chrono::steady_clock::now() - *next_since >= kNextImagePatience;
+      const bool patience_over =
+          next && std::chrono::steady_clock::now() - *next_since >= options.next_image_patience;
       if (fits || (next && (budget->downstream == 0 || patience_over))) break;
       if (next != starved) {
         // The mux's lock is taken without the budget's: a frame released under the mux's lock takes

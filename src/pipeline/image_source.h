@@ -16,6 +16,7 @@
 // byte budget waits for the others to drain instead of deadlocking.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -47,6 +48,11 @@ struct ImageSourceOptions {
   // flow sizes the count as it does for a video source's pool.
   int max_frames_in_flight = 16;
   std::int64_t max_bytes_in_flight = std::int64_t{2} << 30;
+  // How long the image the pusher needs next waits for frames downstream to be released before it
+  // passes over the budget anyway. A flow's stages release their frames without waiting for more, so
+  // this only bounds the wait of a consumer that holds frames while it asks for more: the source
+  // never stops for good.
+  std::chrono::milliseconds next_image_patience{1000};
 };
 
 // The image source's name in the stats and the report.

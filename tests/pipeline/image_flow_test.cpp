@@ -513,7 +513,10 @@ TEST_F(ImageFlow, TheSourceHoldsNoMoreFramesThanItsBudget) {
     write_png(fmt::format("p{:02}.png", i), random_image(12, 6, static_cast<unsigned>(i)));
   io::ImageList list = io::list_images({(dir_ / "in").string()}).value();
   StreamMux<SourceFrame> mux(MuxOptions{.batch_size = 1}, {"images"});
-  ImageSources sources(std::move(list), "images", "in", {.threads = 4, .max_frames_in_flight = 3}, mux);
+  // The patience long past the test's pauses, so that a slow machine cannot let an image through.
+  ImageSources sources(
+      std::move(list), "images", "in",
+      {.threads = 4, .max_frames_in_flight = 3, .next_image_patience = std::chrono::minutes(5)}, mux);
   sources.start();
   std::vector<Batch<SourceFrame>> held;
   while (held.size() < 2) held.push_back(*mux.next_batch());
