@@ -4,8 +4,10 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <system_error>
 #include <utility>
 
@@ -110,18 +112,49 @@ Status write_file_atomically(const std::filesystem::path& path, std::string_view
   return committed.is_ok() ? committed : committed.with_context(what);
 }
 
-Status check_not_an_input(const PlannedOutput& output, const std::vector<std::string>& inputs) {
+namespace {
+
+// The file `path` will name once the folders it needs exist: the folders that exist resolved (links
+// followed), the rest taken as written ("new/../in.mp4" is "in.mp4": `new` is made as a folder). The
+// path itself where even that fails.
+std::filesystem::path resolved_path(const std::filesystem::path& path) {
   std::error_code error;
-  if (!std::filesystem::exists(output.path, error)) {
+  std::filesystem::path resolved = std::filesystem::weakly_canonical(path, error);
+  return error ? path : resolved;
+}
+
+}  // namespace
+
+Status check_not_an_input(const PlannedOutput& output, const std::vector<std::string>& inputs) {
+  const std::filesystem::path path = resolved_path(output.path);
+  std::error_code error;
+  if (!std::filesystem::exists(path, error)) {
     return Status::ok();  // a file that does not exist yet is no input
   }
   for (const std::string& input : inputs) {
     if (is_url(input)) continue;
-    if (std::filesystem::equivalent(output.path, input, error)) {
+    if (std::filesystem::equivalent(path, input, error)) {
+      return make_error(
+          StatusCode::kInvalidArgument,
+          fmt::format("{} {} is the input {} (the same {}); fovea never overwrites its "
+                      "inputs: choose another output",
+                      output.what, output.path.string(), input, output.is_folder ? "folder" : "file"));
+    }
+  }
+  return Status::ok();
+}
+
+Status check_distinct(const std::vector<PlannedOutput>& outputs) {
+  std::map<std::filesystem::path, const PlannedOutput*> seen;
+  for (const PlannedOutput& output : outputs) {
+    const auto [it, inserted] = seen.emplace(resolved_path(output.path), &output);
+    if (!inserted) {
+      const PlannedOutput& first = *it->second;
       return make_error(StatusCode::kInvalidArgument,
-                        fmt::format("{} {} is the input {} (the same file); fovea never overwrites its "
-                                    "inputs: choose another output",
-                                    output.what, output.path.string(), input));
+                        fmt::format("{} {} and {} {} are the same {}: one would overwrite the other; give "
+                                    "each its own path",
+                                    first.what, first.path.string(), output.what, output.path.string(),
+                                    output.is_folder ? "folder" : "file"));
     }
   }
   return Status::ok();
@@ -143,6 +176,13 @@ Status check_writable(const PlannedOutput& output) {
   if (!output.is_folder && std::filesystem::is_directory(output.path, error)) {
     return io_error(output.what, output.path, "is a folder, not a file");
   }
+  // The finished file is renamed into place, which would replace a device or a FIFO by a file.
+  const std::filesystem::file_status existing = std::filesystem::status(output.path, error);
+  if (!output.is_folder && std::filesystem::exists(existing) && !std::filesystem::is_regular_file(existing)) {
+    return io_error(output.what, output.path,
+                    "is not a regular file (a device, FIFO or socket): fovea writes its outputs as new files "
+                    "and would replace it; give a file's path");
+  }
   const std::filesystem::path probe =
       partial_path(output.is_folder ? output.path / ".fovea-check" : output.path);
   {
@@ -157,6 +197,7 @@ Status check_writable(const PlannedOutput& output) {
 }
 
 Status check_outputs(const std::vector<PlannedOutput>& outputs, const std::vector<std::string>& inputs) {
+  FOVEA_TRY(check_distinct(outputs));
   for (const PlannedOutput& output : outputs) {
     if (Status status = check_not_an_input(output, inputs); !status.is_ok()) return status;
   }

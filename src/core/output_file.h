@@ -70,7 +70,10 @@ Status check_not_an_input(const PlannedOutput& output, const std::vector<std::st
 // path and the reason. Nothing existing is touched.
 Status check_writable(const PlannedOutput& output);
 
-// Both checks for every output, in order; the first failure is returned.
+// Refuses two outputs that name the same file or folder (after resolving links and "..").
+Status check_distinct(const std::vector<PlannedOutput>& outputs);
+
+// The three checks, distinct outputs first, then each output in order; the first failure is returned.
 Status check_outputs(const std::vector<PlannedOutput>& outputs, const std::vector<std::string>& inputs);
 
 }  // namespace fovea

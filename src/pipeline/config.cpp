@@ -1080,7 +1080,20 @@ Status parse_source(const Parser& parser, const YAML::Node& node, const std::str
                               "reconnect", "reconnect_initial", "reconnect_max", "reconnect_attempts"}));
   const MapReader map(parser, node, path);
   FOVEA_TRY(map.read_required("uri", source.uri));
-  if (map.has("name") && !map.field("name").node.IsNull()) FOVEA_TRY(map.read("name", source.name));
+  if (map.has("name") && !map.field("name").node.IsNull()) {
+    FOVEA_TRY(map.read("name", source.name));
+    // The name becomes a file name (output_dir/NAME.mp4): never a path out of the folder.
+    const bool control = std::any_of(source.name.begin(), source.name.end(), [](char c) {
+      return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+    });
+    if (source.name.empty() || source.name == "." || source.name == ".." ||
+        source.name.find('/') != std::string::npos || control) {
+      return map.field("name").error(
+          fmt::format("'{}': a source's name is its output files' name (NAME.mp4 in the output folder): give "
+                      "one without '/', control characters, and other than '.' and '..'",
+                      source.name));
+    }
+  }
   FOVEA_TRY(map.read("decoder", source.decoder, kDecoderNames));
   FOVEA_TRY(map.read("loop", source.loop));
   FOVEA_TRY(map.read("start", source.start, false));
@@ -1867,6 +1880,7 @@ void resolve_from(const std::filesystem::path& folder, std::string& path) {
 Result<PipelineConfig> load_config(const std::string& path) {
   FOVEA_ASSIGN_OR_RETURN(const std::string text, read_regular_file(path, "configuration", kMaxConfigBytes));
   FOVEA_ASSIGN_OR_RETURN(PipelineConfig config, parse_config(text, path));
+  config.file = path;
   const std::filesystem::path folder = std::filesystem::path(path).parent_path();
   for (SourceConfig& source : config.sources) resolve_from(folder, source.uri);
   for (ModelConfig& model : config.models) {
@@ -1902,6 +1916,7 @@ Status apply_override(PipelineConfig& config, std::string_view assignment) {
                            }
                            return parse_tree(Parser(source, false), root);
                          }));
+  updated.file = std::move(config.file);  // not in the tree
   config = std::move(updated);
   return Status::ok();
 }
@@ -1914,7 +1929,11 @@ std::string dump_config(const PipelineConfig& config) {
 
 Result<PipelineConfig> check_config(const PipelineConfig& config, const KeyNamer& name_key) {
   // The tree the file would hold, read by the file's own parser: one set of checks for both.
-  return guarded(name_key(""), [&] { return parse_tree(Parser(name_key), to_tree(config)); });
+  FOVEA_ASSIGN_OR_RETURN(PipelineConfig checked, guarded(name_key(""), [&] {
+                           return parse_tree(Parser(name_key), to_tree(config));
+                         }));
+  checked.file = config.file;  // not in the tree
+  return checked;
 }
 
 std::span<const std::string_view> encoder_presets() {

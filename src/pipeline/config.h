@@ -348,6 +348,7 @@ struct PipelineConfig {
   OsdConfig osd;
   SinksConfig sinks;
   StatsConfig stats;
+  std::optional<std::string> file;  // the YAML file load_config read: an input, never an output
   bool operator==(const PipelineConfig&) const = default;
 };
 

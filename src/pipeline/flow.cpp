@@ -24,6 +24,7 @@
 #include "pipeline/model_ops.h"
 #include "pipeline/segment_ops.h"
 #include "pipeline/track_ops.h"
+#include "trace/report_io.h"
 
 #if defined(FOVEA_HAVE_CUDA)
 #include <cuda_runtime.h>
@@ -81,18 +82,24 @@ std::vector<PlannedOutput> planned_outputs(const PipelineConfig& config,
   if (config.stats.report) outputs.push_back({.what = "stats.report", .path = *config.stats.report});
   if (!options.trace_dir.empty()) {
     outputs.push_back({.what = "the trace folder", .path = options.trace_dir, .is_folder = true});
+    for (const char* file : {trace::kTraceFile, trace::kReportFile}) {
+      outputs.push_back({.what = "the trace", .path = std::filesystem::path(options.trace_dir) / file});
+    }
   }
   return outputs;
 }
 
-// No output may be an input (a source, a model, a label file), and each must be creatable. Both are
-// mistakes in what the user asked for: kInvalidArgument.
+// No output may be an input (the configuration file, a source, a model, its labels or
+// calibration) or another output, and each must be creatable. All are mistakes in what the user
+// asked for: kInvalidArgument.
 Status check_flow_outputs(const PipelineConfig& config, const std::vector<std::string>& names,
                           const FlowOptions& options) {
   std::vector<std::string> inputs;
+  if (config.file) inputs.push_back(*config.file);
   for (const ModelConfig& model : config.models) {
     inputs.push_back(model.path);
     if (model.labels) inputs.push_back(*model.labels);
+    if (model.calibration) inputs.push_back(*model.calibration);
   }
   for (const SourceConfig& source : config.sources) inputs.push_back(source.uri);
   if (config.images) inputs.insert(inputs.end(), config.images->inputs.begin(), config.images->inputs.end());

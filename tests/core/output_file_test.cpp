@@ -2,6 +2,7 @@
 // file that takes the final name only when complete.
 #include "core/output_file.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -98,6 +99,10 @@ TEST(OutputFile, AnOutputThatIsAnInputIsRefusedHoweverItIsSpelled) {
     EXPECT_NE(status.message().find("is the input"), std::string::npos) << status.message();
     EXPECT_NE(status.message().find("--output"), std::string::npos) << status.message();
   }
+  // Through a folder that does not exist yet: `new` will be made, so new/../clip.mp4 is clip.mp4.
+  const Status through_new =
+      check_not_an_input({.what = "--output", .path = dir / "new" / ".." / "clip.mp4"}, inputs);
+  EXPECT_EQ(through_new.code(), StatusCode::kInvalidArgument) << through_new.to_string();
   write(dir / "other.mp4", "another video");
   EXPECT_TRUE(check_not_an_input({.what = "--output", .path = dir / "other.mp4"}, inputs).is_ok());
   EXPECT_TRUE(check_not_an_input({.what = "--output", .path = dir / "new.mp4"}, inputs).is_ok());
@@ -124,6 +129,35 @@ TEST(OutputFile, UnwritableOutputsAreFoundBeforeTheRun) {
   EXPECT_TRUE(fs::is_empty(dir / "new" / "videos"));
   EXPECT_EQ(testing::read_text(dir / "out" / "r.json"), "previous");
   EXPECT_EQ(std::distance(fs::directory_iterator(dir / "out"), fs::directory_iterator()), 1);
+}
+
+// Two outputs on one path (however spelled) would lose one of them: refused before the run.
+TEST(OutputFile, TwoOutputsOnOnePathAreRefused) {
+  const fs::path dir = testing::test_temp_dir();
+  const Status same = check_distinct({{.what = "--metadata", .path = dir / "r.json"},
+                                      {.what = "--report", .path = dir / "new" / ".." / "r.json"}});
+  ASSERT_EQ(same.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(same.message().find("--metadata"), std::string::npos) << same.message();
+  EXPECT_NE(same.message().find("--report"), std::string::npos) << same.message();
+  EXPECT_TRUE(check_distinct({{.what = "--metadata", .path = dir / "m.jsonl"},
+                              {.what = "--report", .path = dir / "r.json"}})
+                  .is_ok());
+  EXPECT_EQ(
+      check_outputs({{.what = "-o", .path = dir / "a.mp4"}, {.what = "--report", .path = dir / "a.mp4"}}, {})
+          .code(),
+      StatusCode::kInvalidArgument);
+}
+
+// A device or a FIFO at an output's path would be replaced by the renamed file: refused.
+TEST(OutputFile, AnOutputThatIsNoRegularFileIsRefused) {
+  const fs::path dir = testing::test_temp_dir();
+  ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);
+  for (const fs::path& path : {fs::path("/dev/null"), dir / "fifo"}) {
+    const Status refused = check_writable({.what = "--metadata", .path = path});
+    ASSERT_FALSE(refused.is_ok()) << path;
+    EXPECT_NE(refused.message().find("not a regular file"), std::string::npos) << refused.message();
+  }
+  EXPECT_TRUE(fs::is_fifo(dir / "fifo"));
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -262,6 +264,15 @@ TEST(PipelineConfig, PathsInAFileAreTakenFromItsFolder) {
   ASSERT_TRUE(config.is_ok()) << config.status().to_string();
   EXPECT_EQ(config->models[0].path, (dir / "m.onnx").string());
   EXPECT_EQ(config->models[0].engine_cache, (dir / "engines").string());
+  // The file itself is remembered (the flow never writes over it), through overrides and checks.
+  PipelineConfig edited = *config;
+  EXPECT_EQ(edited.file, path);
+  ASSERT_TRUE(apply_override(edited, "sinks.metadata.path=out.jsonl").is_ok());
+  EXPECT_EQ(edited.file, path);
+  const Result<PipelineConfig> checked =
+      check_config(edited, [](std::string_view key) { return std::string(key); });
+  ASSERT_TRUE(checked.is_ok()) << checked.status().to_string();
+  EXPECT_EQ(checked->file, path);
 }
 
 TEST(PipelineConfig, MissingFileIsNotFound) {
@@ -311,6 +322,18 @@ TEST(PipelineConfigErrors, UnknownEnumValuesListTheChoices) {
   EXPECT_THAT(parse_error(minimal_with("task: {type: detection}\n")),
               HasSubstr("task.type: expected one of segmentation, got 'detection'"));
   EXPECT_THAT(parse_error(minimal_with("task: {type: detection}\n")), HasSubstr("test.yaml:7:14:"));
+}
+
+// A source's name becomes its output file's name: a path out of the output folder is refused.
+TEST(PipelineConfigErrors, SourceNamesThatArePathsAreRefused) {
+  for (const char* name : {"../../media/clip", "/tmp/abs", "sub/dir", "..", "."}) {
+    EXPECT_THAT(
+        parse_error(fmt::format("sources: [{{uri: a.mp4, name: '{}'}}]\nmodel: {{path: m.onnx}}\n"
+                                "sinks: {{null: true}}\n",
+                                name)),
+        HasSubstr("sources.0.name: '" + std::string(name) + "': a source's name is its output files' name"))
+        << name;
+  }
 }
 
 TEST(PipelineConfigErrors, OutOfRangeValues) {
