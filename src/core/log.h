@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <string>
 #include <string_view>
 
 namespace fovea {
@@ -15,6 +16,11 @@ void set_log_level(LogLevel level);
 LogLevel log_level();
 bool parse_log_level(std::string_view text, LogLevel* level);
 void log_line(LogLevel level, std::string_view message);
+
+// `text` with the password of every "scheme://user:password@" in it replaced by "***":
+// rtsp://user:secret@host/x -> rtsp://user:***@host/x. Works on a bare URI and on a message that
+// quotes URIs ("rtsp://u:p@cam: connection refused"). log_line applies it to every line.
+std::string redact_uri(std::string_view text);
 
 template <typename... Args>
 void log(LogLevel level, fmt::format_string<Args...> format, Args&&... args) {

@@ -98,7 +98,13 @@ class FfmpegDemuxer final : public Demuxer {
           return false;
         }
         if (received != AVERROR(EAGAIN)) {
-          return error(received, "Annex B conversion failed");
+          // A packet the container already marked corrupt is a file cut short: its read fails, as
+          // it always did. One damaged inside a whole packet (a NAL length past its end) is skipped,
+          // as a decoder skips what it cannot decode, so that the rest of the file still plays.
+          if (sent_corrupt_) return error(received, "Annex B conversion failed");
+          skip_damaged_packet(error(received, "Annex B conversion failed"));
+          av_bsf_flush(bsf_.get());
+          continue;
         }
       }
       if (input_ended_) {
@@ -117,10 +123,13 @@ class FfmpegDemuxer final : public Demuxer {
         av_packet_unref(in_packet_.get());
         return true;
       }
+      sent_corrupt_ = (in_packet_->flags & AV_PKT_FLAG_CORRUPT) != 0;
       const int sent = av_bsf_send_packet(bsf_.get(), in_packet_.get());
       av_packet_unref(in_packet_.get());
       if (sent < 0) {
-        return error(sent, "Annex B conversion rejected a packet");
+        if (sent_corrupt_) return error(sent, "Annex B conversion rejected a packet");
+        skip_damaged_packet(error(sent, "Annex B conversion rejected a packet"));
+        av_bsf_flush(bsf_.get());
       }
     }
   }
@@ -159,6 +168,18 @@ class FfmpegDemuxer final : public Demuxer {
   }
 
  private:
+  // Says which packet was left out and why: the first few as warnings, the rest at debug level.
+  void skip_damaged_packet(const Status& why) {
+    constexpr int kWarned = 5;
+    ++damaged_packets_;
+    if (damaged_packets_ <= kWarned) {
+      log_warn("{}: a damaged packet was skipped ({}){}", url_, why.message(),
+               damaged_packets_ == kWarned ? "; further ones are logged at debug level" : "");
+    } else {
+      log_debug("{}: a damaged packet was skipped ({})", url_, why.message());
+    }
+  }
+
   Status error(int code, std::string_view what) const {
     std::string message(what);
     const std::string detail = last_ffmpeg_message();
@@ -449,6 +470,8 @@ class FfmpegDemuxer final : public Demuxer {
   AVStream* stream_ = nullptr;
   int stream_index_ = -1;
   bool input_ended_ = false;
+  int damaged_packets_ = 0;    // skipped by skip_damaged_packet
+  bool sent_corrupt_ = false;  // the container marked the packet last sent to bsf_ corrupt
   StreamInfo info_;
 };
 

@@ -33,6 +33,10 @@ using Clock = std::chrono::steady_clock;
 // (curl, a Prometheus scrape) does so within this; a longer one only delays stop(), which waits for
 // idle connections too (httplib 0.11 checks for a stop between requests, not while idle).
 constexpr time_t kKeepAliveTimeoutS = 2;
+constexpr std::size_t kHttpThreads = 64;
+// How long stop() waits for the connections in hand: a client still sending its request (httplib
+// bounds each read, not the whole request) is left to the process's exit after that.
+constexpr auto kStopWait = std::chrono::seconds(3);
 
 // One answer: a status, a body (JSON unless content_type says otherwise) and extra headers.
 struct Reply {
@@ -299,8 +303,9 @@ Reply Router::add_source(const Request& request, const std::string&) const {
   nlohmann::json body;
   try {
     body = nlohmann::json::parse(request.body);
-  } catch (const nlohmann::json::parse_error& error) {
-    // what() is "[json.exception.parse_error.101] parse error at line 1, column 9: ..."
+  } catch (const nlohmann::json::exception& error) {
+    // what() is "[json.exception.parse_error.101] parse error at line 1, column 9: ...", or
+    // out_of_range.406 for a number past a double's range.
     const std::string_view what = error.what();
     return error_reply(400, fmt::format("the body is not valid JSON: {}", what.substr(what.find(']') + 2)));
   }
@@ -517,6 +522,9 @@ void HttpApi::Server::install_routes() {
     setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
   });
   http.set_keep_alive_timeout(kKeepAliveTimeoutS);
+  // A thread per connection being read: httplib's default (8 on a small machine) let eight clients
+  // that send their headers slowly hold every thread, and the API stopped answering.
+  http.new_task_queue = [] { return new httplib::ThreadPool(kHttpThreads); };
   // A declared Content-Length over the limit is a 413 without the body being kept (httplib
   // discards it); chunked or compressed bodies are bounded by the router as they arrive.
   http.set_payload_max_length(options.max_body_bytes);
@@ -561,12 +569,24 @@ int HttpApi::port() const {
 }
 
 void HttpApi::stop() {
-  if (!server_->listener.joinable()) return;
+  if (!server_ || !server_->listener.joinable()) return;
   // httplib's stop() does nothing until listen_after_bind() has marked the server running, which
   // happens on the listener thread; a stop right after start() waits for that first.
   while (!server_->http.is_running() && !server_->listener_done) std::this_thread::yield();
   server_->http.stop();
-  server_->listener.join();
+  const auto deadline = std::chrono::steady_clock::now() + kStopWait;
+  while (!server_->listener_done && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (server_->listener_done) {
+    server_->listener.join();
+    return;
+  }
+  // The listener waits for a connection a client keeps open: it and the server it runs are left
+  // to the process's exit (the flow's outputs are already final), not waited for.
+  log_warn("http: a client is still sending a request {} s after the stop; not waiting for it",
+           std::chrono::duration_cast<std::chrono::seconds>(kStopWait).count());
+  server_->listener.detach();
+  static_cast<void>(server_.release());
 }
 
 }  // namespace fovea::service

@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/log.h"
 #include "core/status.h"
 
 namespace fovea::service {
@@ -23,9 +24,7 @@ namespace fovea::service {
 // URI, one longer than 4096 bytes, one with control characters.
 Status check_source_uri(std::string_view uri);
 
-// `text` with the password of every "scheme://user:password@" in it replaced by "***":
-// rtsp://user:secret@host/x -> rtsp://user:***@host/x. Works on a bare URI and on a message that
-// quotes URIs ("rtsp://u:p@cam: connection refused").
-std::string redact_uri(std::string_view text);
+// redact_uri (core/log.h) hides the passwords in URIs the API shows.
+using fovea::redact_uri;
 
 }  // namespace fovea::service

@@ -2,6 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "support/cli_process.h"
 #include "support/test_media.h"
 
 namespace fovea::io {
@@ -82,6 +88,46 @@ TEST(Demuxer, Mp4ReportsDurationAndFrameCount) {
   EXPECT_NE((*demuxer)->info().container.find("mp4"), std::string::npos);
   // mp4 stores parameter sets in avcC; after conversion they are Annex B extradata.
   EXPECT_TRUE(has_start_code((*demuxer)->info().extradata));
+}
+
+// A packet whose NAL length prefix runs past its end (a damaged MP4) is skipped, not the end of the
+// file: the packets after it still come (before, the Annex B conversion's error ended the source).
+TEST(Demuxer, ADamagedPacketIsSkippedAndTheRestReadOn) {
+  testing::ClipSpec spec;
+  spec.frames = 24;
+  const std::string path = testing::test_temp_dir() + "/clip.mp4";
+  ASSERT_TRUE(testing::write_clip(path, spec).is_ok());
+  // Packet 10's last NAL in the file: its Annex B payload (after the start code) stands there
+  // behind a 4-byte length, which the damage makes far longer than the packet.
+  std::vector<std::uint8_t> payload;
+  {
+    Result<std::unique_ptr<Demuxer>> demuxer = Demuxer::open(path);
+    ASSERT_TRUE(demuxer.is_ok()) << demuxer.status().to_string();
+    Packet packet;
+    for (int i = 0; i <= 10; ++i) ASSERT_TRUE((*demuxer)->read(packet).value());
+    const std::vector<std::uint8_t> start = {0, 0, 1};
+    const auto last_start = std::find_end(packet.data.begin(), packet.data.end(), start.begin(), start.end());
+    ASSERT_NE(last_start, packet.data.end());
+    payload.assign(last_start + 3, packet.data.end());
+  }
+  std::string file = testing::read_text(path);
+  const std::size_t at = file.find(std::string(payload.begin(), payload.end()));
+  ASSERT_NE(at, std::string::npos);
+  ASSERT_GE(at, 4u);
+  file.replace(at - 4, 4, std::string("\x00\x00\xff\xff", 4));
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << file;
+
+  Result<std::unique_ptr<Demuxer>> demuxer = Demuxer::open(path);
+  ASSERT_TRUE(demuxer.is_ok()) << demuxer.status().to_string();
+  Packet packet;
+  int packets = 0;
+  while (true) {
+    Result<bool> got = (*demuxer)->read(packet);
+    ASSERT_TRUE(got.is_ok()) << got.status().to_string();
+    if (!*got) break;
+    ++packets;
+  }
+  EXPECT_EQ(packets, 23);  // all but the damaged one
 }
 
 TEST(Demuxer, SeekToStartReadsAgain) {
