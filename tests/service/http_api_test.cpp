@@ -254,6 +254,12 @@ TEST_F(HttpApiTest, MalformedBodiesAre400WithTheReason) {
   EXPECT_EQ(result->status, 400);
   EXPECT_NE(error_of(result).find("not valid JSON"), std::string::npos);
 
+  // A number past a double's range is the body's fault too, not the server's (it was a 500).
+  result = http.Post("/sources", "{\"uri\": \"a.mp4\", \"timeout\": 1e400}", "application/json");
+  ASSERT_TRUE(result);
+  EXPECT_EQ(result->status, 400);
+  EXPECT_NE(error_of(result).find("not valid JSON"), std::string::npos) << error_of(result);
+
   for (const char* body : {"[]", "\"rtsp://cam\"", "3", "null"}) {
     result = http.Post("/sources", body, "application/json");
     ASSERT_TRUE(result);
