@@ -193,49 +193,68 @@ Result<std::unique_ptr<MosaicOp>> MosaicOp::create(const MosaicConfig& config, c
   return op;
 }
 
+std::vector<std::size_t> mosaic_rounds(const FrameBatch& batch) {
+  std::vector<std::size_t> rounds(batch.size());
+  std::vector<std::size_t> seen;  // per source: its frames so far in the batch
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    const std::size_t source = batch.frames[i].source;
+    if (source >= seen.size()) seen.resize(source + 1, 0);
+    rounds[i] = seen[source]++;
+  }
+  return rounds;
+}
+
+std::size_t mosaic_round_count(const FrameBatch& batch) {
+  const std::vector<std::size_t> rounds = mosaic_rounds(batch);
+  return rounds.empty() ? 0 : *std::max_element(rounds.begin(), rounds.end()) + 1;
+}
+
 Status MosaicOp::declare(BufferPlan& plan) {
-  // The batch's own copy of the canvas: the next batch updates the canvas while the encoder reads
-  // this one.
+  // The batch's own copies of the canvas, one a round (so one a frame at most): the next batch
+  // updates the canvas while the encoder reads these.
   return plan.images(kMosaicHost, {.format = PixelFormat::kNV12,
                                    .width = config_.width,
                                    .height = config_.height,
-                                   .place = BufferPlace::kPinnedHost,
-                                   .count = 1});
+                                   .place = BufferPlace::kPinnedHost});
 }
 
-void MosaicOp::place(const FrameBatch& batch, image::ImageBatch& frames,
-                     std::vector<image::Roi>& destinations) const {
-  std::vector<std::size_t> newest(placements_.size(), batch.size());
-  for (std::size_t i = 0; i < batch.size(); ++i) newest[batch.frames[i].source] = i;
-  for (std::size_t s = 0; s < newest.size(); ++s) {
-    if (newest[s] == batch.size()) continue;
-    frames.images.push_back(batch.image(newest[s]));
-    destinations.push_back(placements_[s]);
+void MosaicOp::place(const FrameBatch& batch, const std::vector<std::size_t>& rounds, std::size_t round,
+                     image::ImageBatch& frames, std::vector<image::Roi>& destinations) const {
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    if (rounds[i] != round) continue;
+    frames.images.push_back(batch.image(i));
+    destinations.push_back(placements_[batch.frames[i].source]);
   }
 }
 
 Status MosaicOp::run_cpu(FrameBatch& batch) {
-  image::ImageBatch frames;
-  std::vector<image::Roi> destinations;
-  place(batch, frames, destinations);
-  FOVEA_TRY(image::run_tile_cpu(frames, destinations, canvas_));
-  const ImageView& copy = batch.slot->images(kMosaicHost)[0];
-  for (int p = 0; p < 2; ++p) {
-    const int rows = p == 0 ? canvas_.height : canvas_.height / 2;  // NV12: chroma at half height
-    for (int y = 0; y < rows; ++y)
-      std::memcpy(copy.row(p, y), canvas_.row(p, y), static_cast<std::size_t>(canvas_.width));
+  const std::vector<std::size_t> rounds = mosaic_rounds(batch);
+  for (std::size_t round = 0; round < mosaic_round_count(batch); ++round) {
+    image::ImageBatch frames;
+    std::vector<image::Roi> destinations;
+    place(batch, rounds, round, frames, destinations);
+    FOVEA_TRY(image::run_tile_cpu(frames, destinations, canvas_));
+    const ImageView& copy = batch.slot->images(kMosaicHost)[round];
+    for (int p = 0; p < 2; ++p) {
+      const int rows = p == 0 ? canvas_.height : canvas_.height / 2;  // NV12: chroma at half height
+      for (int y = 0; y < rows; ++y)
+        std::memcpy(copy.row(p, y), canvas_.row(p, y), static_cast<std::size_t>(canvas_.width));
+    }
   }
   return Status::ok();
 }
 
 Status MosaicOp::run(FrameBatch& batch, cudaStream_t stream) {
 #if defined(FOVEA_HAVE_CUDA)
-  image::ImageBatch frames;
-  std::vector<image::Roi> destinations;
-  place(batch, frames, destinations);
-  FOVEA_TRY(image::run_tile_cuda(stream, frames, destinations, canvas_));
-  const ImageView& host = batch.slot->images(kMosaicHost)[0];
-  return copy_nv12(canvas_, host, cudaMemcpyDeviceToHost, stream);
+  const std::vector<std::size_t> rounds = mosaic_rounds(batch);
+  for (std::size_t round = 0; round < mosaic_round_count(batch); ++round) {
+    image::ImageBatch frames;
+    std::vector<image::Roi> destinations;
+    place(batch, rounds, round, frames, destinations);
+    FOVEA_TRY(image::run_tile_cuda(stream, frames, destinations, canvas_));
+    FOVEA_TRY(copy_nv12(canvas_, batch.slot->images(kMosaicHost)[round], cudaMemcpyDeviceToHost, stream));
+  }
+  return Status::ok();
 #else
   static_cast<void>(batch);
   static_cast<void>(stream);

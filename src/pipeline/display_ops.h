@@ -61,6 +61,13 @@ class OsdOp final : public Op {
   std::vector<std::string> label_texts_;
 };
 
+// A batch's frames in rounds: frame i is in round mosaic_rounds(batch)[i], its source's how-manyth
+// frame in the batch. File sources batch ahead, so one batch can hold several frames of a source;
+// the mosaic draws one picture per round (each source's frame of that moment over the last), not
+// one per batch, so that no frame is skipped and the video lasts as long as its sources.
+std::vector<std::size_t> mosaic_rounds(const FrameBatch& batch);
+std::size_t mosaic_round_count(const FrameBatch& batch);
+
 class MosaicOp final : public Op {
  public:
   // The canvas (persistent: a source missing from a batch keeps its last tile) is allocated and
@@ -73,8 +80,9 @@ class MosaicOp final : public Op {
 
  private:
   MosaicOp(const MosaicConfig& config, const FlowShape& shape) : config_(config), shape_(shape) {}
-  // The batch's newest frame of each source and where it goes (destinations must be disjoint).
-  void place(const FrameBatch& batch, image::ImageBatch& frames, std::vector<image::Roi>& destinations) const;
+  // The frames of round `round` and where they go (one per source: the destinations are disjoint).
+  void place(const FrameBatch& batch, const std::vector<std::size_t>& rounds, std::size_t round,
+             image::ImageBatch& frames, std::vector<image::Roi>& destinations) const;
 
   MosaicConfig config_;
   FlowShape shape_;

@@ -143,7 +143,16 @@ void add_mosaic_sink(FlowPlan& plan, const SinkConfig& sink) {
   plan.sinks.push_back(std::make_unique<EncodingSinkType>(
       sink, std::vector<std::string>{kMosaicStreamName}, EncodingSink::Streams::kMosaic, sink.mosaic->width,
       sink.mosaic->height, encoder_threads(1), [](const FrameBatch& batch, std::vector<Picture>& pictures) {
-        pictures.push_back({.stream = 0, .image = batch.slot->images(kMosaicHost)[0]});
+        const std::vector<std::size_t> rounds = mosaic_rounds(batch);
+        for (std::size_t round = 0; round < mosaic_round_count(batch); ++round) {
+          // Timed by the round's first frame.
+          const auto first =
+              static_cast<std::size_t>(std::find(rounds.begin(), rounds.end(), round) - rounds.begin());
+          pictures.push_back({.stream = 0,
+                              .frame = first,
+                              .image = batch.slot->images(kMosaicHost)[round],
+                              .since_start = true});
+        }
       }));
 }
 

@@ -94,8 +94,10 @@ struct EncodingSink::Output {
   BoundedQueue<EncodeJob> queue;
   std::thread thread;
   std::unique_ptr<io::Encoder> encoder;
-  std::int64_t pictures = 0;                       // given to it, encoded or dropped: the mosaic's clock
-  std::chrono::steady_clock::time_point retry_at;  // a reconnecting output: when it tries again
+  std::int64_t pictures = 0;                          // given to it, encoded or dropped
+  std::vector<std::optional<std::int64_t>> first_us;  // per source: its first frame's time (since_start)
+  std::int64_t last_us = 0;                           // the last since_start picture's time
+  std::chrono::steady_clock::time_point retry_at;     // a reconnecting output: when it tries again
   mutable std::mutex mutex;  // guards the report fields below, read by reports() while it runs
   // A reconnecting output away from its server (written by the encoder thread under `mutex`).
   bool away = false;
@@ -176,11 +178,25 @@ struct EncodingSink::Output {
     if (!status.is_ok()) fail(status);
   }
 
-  // The picture's timing: its frame's, or (the mosaic) the stream's own count at its frame rate.
-  Frame timed_picture(const EncodeJob& job) const {
+  // The picture's timing: its frame's, since its source's start (the mosaic), or the stream's own
+  // count at its frame rate.
+  Frame timed_picture(const EncodeJob& job) {
     Frame frame;
     frame.image = job.picture.image;
-    if (job.picture.frame) {
+    if (job.picture.frame && job.picture.since_start) {
+      const BatchFrame& source_frame = job.batch->frames[*job.picture.frame];
+      const Rational base = source_frame.payload.time_base;
+      const auto at_us = static_cast<std::int64_t>(static_cast<double>(source_frame.payload.frame.pts) *
+                                                   base.to_double() * 1e6);
+      if (source_frame.source >= first_us.size()) first_us.resize(source_frame.source + 1);
+      std::optional<std::int64_t>& first = first_us[source_frame.source];
+      if (!first) first = at_us;
+      last_us = pictures == 0 ? at_us - *first : std::max(last_us + 1, at_us - *first);
+      frame.pts = last_us;
+      frame.has_pts = true;
+      frame.time_base = Rational{1, 1'000'000};
+      frame.index = pictures;
+    } else if (job.picture.frame) {
       const BatchFrame& source_frame = job.batch->frames[*job.picture.frame];
       frame.pts = source_frame.payload.frame.pts;
       frame.has_pts = source_frame.payload.frame.has_pts;

@@ -92,12 +92,15 @@ class Sink {
 };
 
 // One picture to encode: on output stream `stream`, with the timing of the batch's frame `frame`
-// (or, with no frame, the stream's own count at its frame rate: the mosaic). The image is host or
-// device memory the batch keeps alive (kYUV420P or kNV12).
+// (or, with no frame, the stream's own count at its frame rate). A mosaic picture (`since_start`)
+// shows several sources: it is timed by `frame`'s time since its source's first frame, kept
+// increasing, so that the mosaic lasts as long as its sources whatever their clocks' origins. The
+// image is host or device memory the batch keeps alive (kYUV420P or kNV12).
 struct Picture {
   std::size_t stream = 0;
   std::optional<std::size_t> frame;
   ImageView image;
+  bool since_start = false;
 };
 using PicturePicker = std::function<void(const FrameBatch& batch, std::vector<Picture>& pictures)>;
 
