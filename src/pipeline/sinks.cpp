@@ -1,7 +1,9 @@
 #include "pipeline/sinks.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <optional>
@@ -441,23 +443,41 @@ Status MetadataSink::start(std::span<const Rational>) {
 }
 
 Status MetadataSink::write(const std::shared_ptr<const FrameBatch>& batch) {
+  if (!error_.empty()) return Status::ok();
+  errno = 0;
   for (std::size_t i = 0; i < batch->size(); ++i) {
     file_ << frame_record_line(*batch, i, source_names_, labels_) << '\n';
   }
   if (!file_) {
-    return make_error(StatusCode::kIoError, "sinks.metadata.path ", config_.path, ": write failed");
+    fail(errno != 0 ? std::strerror(errno) : "write failed");
+    return Status::ok();
   }
+  frames_ += static_cast<std::int64_t>(batch->size());
   return Status::ok();
+}
+
+void MetadataSink::fail(std::string reason) {
+  error_ = reason + "; the partial file was removed";
+  log_error("sinks.metadata.path {}: {}; the other outputs carry on", config_.path, error_);
+  file_.close();
+  pending_->discard();
 }
 
 Status MetadataSink::finish() {
   if (!file_.is_open()) return Status::ok();
+  errno = 0;
   file_.close();
   if (file_.fail()) {
-    pending_->discard();
-    return make_error(StatusCode::kIoError, "sinks.metadata.path ", config_.path, ": close failed");
+    fail(errno != 0 ? std::strerror(errno) : "close failed");
+    return Status::ok();
   }
   return pending_->commit();
+}
+
+std::vector<SinkReport> MetadataSink::reports() const {
+  if (error_.empty()) return {};  // the summary lists the video outputs; this one only when it failed
+  return {SinkReport{
+      .source = "metadata", .path = config_.path, .encoder = "", .frames = frames_, .error = error_}};
 }
 
 MqttSink::MqttSink(MqttSinkConfig config, std::vector<std::string> source_names,

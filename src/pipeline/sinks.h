@@ -179,15 +179,22 @@ class MetadataSink final : public Sink {
   MetadataSink(MetadataSinkConfig config, std::vector<std::string> source_names,
                std::vector<std::string> labels);
   Status start(std::span<const Rational> source_frame_rates) override;
+  // A failed write (a full disk) ends this output, not the flow: the partial file is removed and the
+  // failure is in reports() (its only row), as a video output's is; the other outputs carry on.
   Status write(const std::shared_ptr<const FrameBatch>& batch) override;
   Status finish() override;
+  std::vector<SinkReport> reports() const override;
 
  private:
+  void fail(std::string reason);
+
   MetadataSinkConfig config_;
   std::vector<std::string> source_names_;
   std::vector<std::string> labels_;
   std::optional<PendingFile> pending_;
   std::ofstream file_;
+  std::int64_t frames_ = 0;
+  std::string error_;
 };
 
 // How long the run's end waits for the records the broker has not acknowledged; the rest are
