@@ -1,5 +1,7 @@
 #include "pipeline/track_ops.h"
 
+#include <algorithm>
+
 #include "core/log.h"
 
 namespace fovea::pipeline {
@@ -38,11 +40,19 @@ void TrackOp::track_detections(std::uint32_t source, std::vector<ObjectResult>& 
   }
 }
 
-void TrackOp::track_prediction(std::uint32_t source, std::vector<ObjectResult>& objects) {
+void TrackOp::track_prediction(std::uint32_t source, int width, int height,
+                               std::vector<ObjectResult>& objects) {
   tracker_->predict(source, tracked_);
   objects.clear();
   for (const track::TrackedObject& t : tracked_) {
-    objects.push_back({.box = t.box,
+    // The motion model can carry a box past the frame's edge; detections are clipped to the frame
+    // (docs/metadata.md), so are predictions. One wholly outside is not shown.
+    const Box box{.x1 = std::clamp(t.box.x1, 0.0f, static_cast<float>(width)),
+                  .y1 = std::clamp(t.box.y1, 0.0f, static_cast<float>(height)),
+                  .x2 = std::clamp(t.box.x2, 0.0f, static_cast<float>(width)),
+                  .y2 = std::clamp(t.box.y2, 0.0f, static_cast<float>(height))};
+    if (box.x2 <= box.x1 || box.y2 <= box.y1) continue;
+    objects.push_back({.box = box,
                        .class_id = t.class_id,
                        .score = t.score,
                        .track_id = static_cast<std::int64_t>(t.track_id),
@@ -63,7 +73,8 @@ Status TrackOp::run_host(FrameBatch& batch) {
     if (results.inferred) {
       track_detections(source, results.objects);
     } else {
-      track_prediction(source, results.objects);
+      const ImageView image = batch.image(i);
+      track_prediction(source, image.width, image.height, results.objects);
     }
   }
   return Status::ok();

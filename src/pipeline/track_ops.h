@@ -50,7 +50,8 @@ class TrackOp final : public HostOp {
   // Drops the source's tracks when `frame` is on another pass or does not follow its last frame.
   void reset_on_restart(const BatchFrame& frame);
   void track_detections(std::uint32_t source, std::vector<ObjectResult>& objects);
-  void track_prediction(std::uint32_t source, std::vector<ObjectResult>& objects);
+  // The tracks' predicted boxes, clipped to the frame (width x height).
+  void track_prediction(std::uint32_t source, int width, int height, std::vector<ObjectResult>& objects);
 
   std::unique_ptr<track::Tracker> tracker_;
   std::vector<std::optional<Position>> last_;  // per source

@@ -71,6 +71,11 @@ TEST_F(CascadeFlow, EveryFrameHasItsObjectsAndEachShapeKeepsOneTrackId) {
     for (const ParsedObject& object : *record.objects) {
       EXPECT_EQ(object.predicted, !inferred) << "frame " << record.frame;
       ASSERT_TRUE(object.track_id.has_value()) << "frame " << record.frame;
+      // Predictions are clipped to the frame, as detections are (docs/metadata.md).
+      EXPECT_GE(object.box[0], 0.0f) << "frame " << record.frame;
+      EXPECT_GE(object.box[1], 0.0f) << "frame " << record.frame;
+      EXPECT_LE(object.box[2], static_cast<float>(kWidth)) << "frame " << record.frame;
+      EXPECT_LE(object.box[3], static_cast<float>(kHeight)) << "frame " << record.frame;
       const int shape = shape_of(object, record.frame);
       EXPECT_GE(shape, 0) << "frame " << record.frame << ": an object that is no shape";
       if (shape >= 0) ids[{key.first, shape}].insert(*object.track_id);
