@@ -65,6 +65,10 @@ bool starts_with_start_code(const uint8_t* data, int size) {
   return size >= 4 && data[0] == 0 && data[1] == 0 && (data[2] == 1 || (data[2] == 0 && data[3] == 1));
 }
 
+// Packets skipped while waiting for a stream's first keyframe, at most: ten seconds at 60 fps, more
+// than any camera's keyframe interval; a stream that flags none is then read as it is.
+constexpr int kMaxPacketsBeforeKeyframe = 600;
+
 class FfmpegDemuxer final : public Demuxer {
  public:
   FfmpegDemuxer(std::string url, DemuxOptions options) : url_(std::move(url)), options_(options) {}
@@ -137,7 +141,12 @@ class FfmpegDemuxer final : public Demuxer {
   Status seek(double seconds) override {
     const auto timestamp = static_cast<int64_t>(seconds * AV_TIME_BASE);
     arm_deadline();
-    const int result = av_seek_frame(format_.get(), -1, timestamp, AVSEEK_FLAG_BACKWARD);
+    // To the stream's start, a byte stream (MPEG-TS/PS, raw H.264/HEVC) goes back to its first byte:
+    // its search by timestamp can land past the first keyframe, and the stream would start at the
+    // next one (or, with one keyframe, never).
+    const bool to_first_byte = seconds <= info_.start_s && is_byte_stream() && format_->pb != nullptr;
+    const int result = to_first_byte ? av_seek_frame(format_.get(), -1, 0, AVSEEK_FLAG_BYTE)
+                                     : av_seek_frame(format_.get(), -1, timestamp, AVSEEK_FLAG_BACKWARD);
     if (result < 0) {
       return error(result, "seek failed");
     }
@@ -145,7 +154,18 @@ class FfmpegDemuxer final : public Demuxer {
       av_bsf_flush(bsf_.get());
     }
     input_ended_ = false;
+    await_keyframe();
     return Status::ok();
+  }
+
+  bool is_byte_stream() const {
+    const std::string_view name = format_->iformat->name;
+    return name == "mpegts" || name == "mpeg" || name == "h264" || name == "hevc" || name == "mpegvideo";
+  }
+
+  void await_keyframe() {
+    awaiting_keyframe_ = true;
+    skipped_before_keyframe_ = 0;
   }
 
   // FFmpeg's RTSP demuxer sets start_time_realtime when the first RTCP sender report (SR) of the
@@ -363,6 +383,11 @@ class FfmpegDemuxer final : public Demuxer {
     } else if (format_->duration > 0) {
       info_.duration_s = static_cast<double>(format_->duration) / AV_TIME_BASE;
     }
+    if (stream_->start_time != AV_NOPTS_VALUE) {
+      info_.start_s = static_cast<double>(stream_->start_time) * av_q2d(stream_->time_base);
+    } else if (format_->start_time != AV_NOPTS_VALUE) {
+      info_.start_s = static_cast<double>(format_->start_time) / AV_TIME_BASE;
+    }
     info_.frame_count = stream_->nb_frames;
     info_.bit_rate = par->bit_rate > 0 ? par->bit_rate : format_->bit_rate;
     info_.rotation_deg = rotation_degrees(stream_);
@@ -430,10 +455,27 @@ class FfmpegDemuxer final : public Demuxer {
       if (result < 0) {
         return error(timed_out ? AVERROR_EXIT : result, "read failed");
       }
-      if (in_packet_->stream_index == stream_index_) {
-        return true;
+      if (in_packet_->stream_index != stream_index_) {
+        av_packet_unref(in_packet_.get());
+        continue;
       }
-      av_packet_unref(in_packet_.get());
+      if (!awaiting_keyframe_) return true;
+      // A stream joined mid-GOP (a live stream, a cut file, a seek that lands between keyframes):
+      // the packets before its first keyframe have no reference to decode against, and a decoder
+      // would make green pictures of them. They are skipped, up to a bound, past which a stream
+      // that flags no keyframe at all is taken as it is.
+      if ((in_packet_->flags & AV_PKT_FLAG_KEY) == 0 &&
+          skipped_before_keyframe_ < kMaxPacketsBeforeKeyframe) {
+        ++skipped_before_keyframe_;
+        av_packet_unref(in_packet_.get());
+        continue;
+      }
+      awaiting_keyframe_ = false;
+      if (skipped_before_keyframe_ > 0) {
+        log_info("{}: {} packets before the first keyframe skipped (nothing to decode them against)", url_,
+                 skipped_before_keyframe_);
+      }
+      return true;
     }
   }
 
@@ -470,7 +512,10 @@ class FfmpegDemuxer final : public Demuxer {
   AVStream* stream_ = nullptr;
   int stream_index_ = -1;
   bool input_ended_ = false;
-  int damaged_packets_ = 0;    // skipped by skip_damaged_packet
+  int damaged_packets_ = 0;  // skipped by skip_damaged_packet
+  // Reading after an open or a seek: the packets before the first keyframe are skipped.
+  bool awaiting_keyframe_ = true;
+  int skipped_before_keyframe_ = 0;
   bool sent_corrupt_ = false;  // the container marked the packet last sent to bsf_ corrupt
   StreamInfo info_;
 };

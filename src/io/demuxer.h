@@ -31,7 +31,10 @@ struct StreamInfo {
   int height = 0;
   Rational frame_rate;  // average; {0,1} when the container does not say
   Rational time_base;
-  double duration_s = 0.0;              // 0 when unknown (live sources)
+  double duration_s = 0.0;  // 0 when unknown (live sources)
+  // The stream's first timestamp in seconds, where the container says (MPEG-TS starts at 1.4 s or
+  // more, most MP4s at 0); 0 when it does not. A source's start and duration count from it.
+  double start_s = 0.0;
   std::int64_t frame_count = 0;         // from the container's index; 0 when unknown
   std::int64_t bit_rate = 0;            // bits per second; 0 when unknown
   int rotation_deg = 0;                 // display rotation from the display matrix, 0/90/180/270

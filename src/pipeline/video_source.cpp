@@ -78,15 +78,24 @@ Status explained(const Status& status, const std::string& uri, std::string_view 
 // more than kMaxLiveClockJump (a camera whose clock was reset or is wrong), is placed one frame
 // after the frame before, and the timeline goes on from there (counted in clock_jumps()). After a
 // reconnect the new connection's first frame follows the old connection's last one (resume_after).
+//
+// `start` and `duration` count from `origin`, the stream's first timestamp (an MPEG-TS starts at 1.4 s
+// or more): start 1.0 is one second into the video. The output pts is the source's less `start`, as
+// before a stream's own origin was known.
+// How far before a source's start its seeks aim (see the pass loop).
+constexpr double kSeekPreroll = 2.0;
+
 class Timeline {
  public:
-  Timeline(Rational time_base, Rational frame_rate, double start, std::optional<double> duration, bool live)
+  Timeline(Rational time_base, Rational frame_rate, double origin, double start,
+           std::optional<double> duration, bool live)
       : time_base_(time_base),
         frame_duration_(std::max<std::int64_t>(
             1, to_ticks(1.0 / (valid(frame_rate) ? frame_rate : kFallbackFrameRate).to_double()))),
-        start_(to_ticks(start)),
+        start_(to_ticks(origin + start)),
+        shift_(to_ticks(start)),
         has_end_(duration.has_value()),
-        end_(duration ? to_ticks(start + *duration) : 0),
+        end_(duration ? to_ticks(origin + start + *duration) : 0),
         live_(live),
         max_jump_(to_ticks(kMaxLiveClockJump)) {}
 
@@ -118,7 +127,7 @@ class Timeline {
   // Places a frame that passed the start and end checks; returns its output pts.
   std::int64_t place(std::int64_t pts) {
     if (resume_) {
-      offset_ = *resume_ - (pts - start_);
+      offset_ = *resume_ - (pts - shift_);
       resume_.reset();
     }
     const bool first_of_pass = pass_frames_++ == 0;
@@ -126,7 +135,7 @@ class Timeline {
       first_ = pts;
     }
     last_ = pts;
-    std::int64_t out = offset_ + pts - start_;
+    std::int64_t out = offset_ + pts - shift_;
     // A repeated timestamp is the stream's, not a wrong clock: FFmpeg's RTP client gives a frame
     // sent as two access units (a camera's sliced keyframe) the same pts twice.
     const bool repeated = live_ && placed_ && out == last_out_;
@@ -155,7 +164,8 @@ class Timeline {
 
   Rational time_base_;
   std::int64_t frame_duration_;
-  std::int64_t start_;
+  std::int64_t start_;  // the first pts kept: origin + start
+  std::int64_t shift_;  // taken off the output pts: start
   // A plain pair, not std::optional: GCC 12 takes the optional's value for uninitialized at -O3.
   bool has_end_;
   std::int64_t end_;
@@ -310,7 +320,11 @@ struct VideoSources::Source {
       report.expected_frames = expected_frames(info);
     }
     if (valid(info.frame_rate)) mux.set_frame_rate(index, info.frame_rate.to_double());
-    Timeline timeline(info.time_base, info.frame_rate, config.start, config.duration, live);
+    // A file's start and duration count from its first timestamp; without them nothing is cut, as
+    // before (a live stream's first timestamp says nothing of where the user wants to start).
+    const bool cut = config.start > 0.0 || config.duration.has_value();
+    const double origin = cut && !live ? info.start_s : 0.0;
+    Timeline timeline(info.time_base, info.frame_rate, origin, config.start, config.duration, live);
     if (last_pts_us) timeline.resume_after(*last_pts_us);
     const int passes_before = passes;
     const int jumps_before = clock_jumps;
@@ -334,7 +348,9 @@ struct VideoSources::Source {
     std::unique_ptr<io::Decoder> decoder;
     for (int pass = 0;; ++pass) {
       if (pass > 0 || config.start > 0.0) {
-        const Status sought = demuxer->seek(config.start);
+        // Seeking lands on a keyframe before the target, but MPEG-TS's search by timestamp can land
+        // after it: the seek aims kSeekPreroll earlier, and the Timeline drops the frames before start.
+        const Status sought = demuxer->seek(origin + std::max(0.0, config.start - kSeekPreroll));
         if (!sought.is_ok()) {
           return explained(
               sought, config.uri,

@@ -274,6 +274,27 @@ TEST_F(VideoSourcesTest, StartAndDurationSelectTheFrames) {
   EXPECT_EQ(run.reports[0].loops, 1);
 }
 
+// An MPEG-TS starts past 0 (its muxer's delay: 1.4 s from ffmpeg's command line, two frames of
+// B-frame delay here): start and duration count from the stream's first timestamp (before, they
+// counted from 0 and kept two frames too early; with ffmpeg's 1.4 s, every frame or none), and
+// its coarse seek cannot land past the start (its one keyframe: before, the frames after the seek
+// were decoded without it, green).
+TEST_F(VideoSourcesTest, StartAndDurationCountFromAStreamsFirstTimestamp) {
+  const std::string ts = testing::test_temp_dir() + "/clip.ts";
+  ASSERT_TRUE(io::write_synthetic_clip(ts, {.width = kWidth, .height = kHeight, .frames = kFrames}).is_ok());
+  Result<std::unique_ptr<io::Demuxer>> demuxer = io::Demuxer::open(ts);
+  ASSERT_TRUE(demuxer.is_ok()) << demuxer.status().to_string();
+  ASSERT_GT((*demuxer)->info().start_s, 0.05) << "the TS muxer's delay is the case under test";
+  const RunResult whole = run_sources({{.uri = ts}}, cpu_options());
+  ASSERT_EQ(whole.frames.size(), static_cast<std::size_t>(kFrames));
+  const RunResult run = run_sources({{.uri = ts, .start = 0.09, .duration = 0.15}}, cpu_options());
+  ASSERT_EQ(run.frames.size(), 5u);
+  for (std::size_t i = 0; i < run.frames.size(); ++i) {
+    EXPECT_EQ(run.frames[i].hash, whole.frames[3 + i].hash) << "frame " << i;
+  }
+  EXPECT_FALSE(run.stats[0].failed) << run.stats[0].error;
+}
+
 TEST_F(VideoSourcesTest, LoopingKeepsTimestampsIncreasing) {
   // Two whole passes and a few frames of the third, then a stop.
   const std::size_t wanted = 2 * kFrames + 3;
