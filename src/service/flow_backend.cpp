@@ -289,7 +289,9 @@ Health FlowBackend::health() const {
   }
   std::vector<std::string> reconnecting, failed, dropping;
   for (const Snapshot::Listed& listed : snapshot.sources) {
-    if (listed.info.state == "reconnecting") reconnecting.push_back(listed.info.id);
+    // Connecting again after a failed attempt is reconnecting, whatever the state says meanwhile.
+    const bool retrying = listed.info.state == "connecting" && !listed.info.error.empty();
+    if (listed.info.state == "reconnecting" || retrying) reconnecting.push_back(listed.info.id);
     if (listed.info.state == "failed") failed.push_back(listed.info.id);
     if (listed.recent_drops > 0) dropping.push_back(listed.info.id);
   }
@@ -302,6 +304,14 @@ Health FlowBackend::health() const {
     if (!output.connected) outputs_away.push_back(output.location);
   }
   if (!outputs_away.empty()) reasons.push_back("live outputs not sending: " + joined(outputs_away));
+  std::vector<std::string> brokers_away;
+  for (const pipeline::BrokerStats& broker : snapshot.stats->brokers) {
+    if (!broker.connected) brokers_away.push_back(broker.broker);
+  }
+  if (!brokers_away.empty()) {
+    reasons.push_back("metadata brokers not connected (records are buffered, then dropped): " +
+                      joined(brokers_away));
+  }
   if (reasons.empty()) return {.ready = true};
   return {.ready = true, .degraded = true, .reason = fmt::format("{}", fmt::join(reasons, "; "))};
 }

@@ -326,6 +326,29 @@ TEST_F(FlowBackendTest, SourcesJoinAndLeaveARunningFlowWithoutLosingFrames) {
   EXPECT_EQ(freed.count(*cam8.slots.begin()), 1u) << "cam8 is in slot " << *cam8.slots.begin();
 }
 
+// A metadata broker that is not there leaves the flow running (records are buffered) but /health
+// says so: degraded, naming the broker (it said "ready" before).
+TEST_F(FlowBackendTest, ABrokerThatIsDownDegradesTheHealth) {
+  pipeline::PipelineConfig config = service_config({"b.mp4"});
+  config.sources[0].loop = true;
+  // A port nothing listens on: bound, then closed.
+  int port = 0;
+  {
+    httplib::Server probe;
+    port = probe.bind_to_any_port("127.0.0.1");
+  }
+  ASSERT_GT(port, 0);
+  config.sinks.mqtt = pipeline::MqttSinkConfig{.host = "127.0.0.1", .port = port};
+  ASSERT_NO_FATAL_FAILURE(start(config, 2, 2));
+  const std::string broker = fmt::format("127.0.0.1:{}", port);
+  ASSERT_TRUE(wait_until([&] {
+    const json health = get("/health");
+    return health.value("status", "") == "degraded" &&
+           health.value("reason", "").find("metadata brokers not connected") != std::string::npos;
+  })) << get("/health").dump();
+  EXPECT_NE(get("/health")["reason"].get<std::string>().find(broker), std::string::npos) << get("/health");
+}
+
 TEST_F(FlowBackendTest, TheConfigurationsSourcesEndedAndFailedSourcesAndIds) {
   // The configuration's sources: one that ends by itself, one that fails.
   pipeline::PipelineConfig config = service_config({"b.mp4"});
