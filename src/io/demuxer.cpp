@@ -224,7 +224,7 @@ class FfmpegDemuxer final : public Demuxer {
       return Status::ok();
     }
     std::error_code ec;
-    const std::filesystem::path path(url_);
+    const std::filesystem::path path(local_path(url_));
     if (!std::filesystem::exists(path, ec)) {
       return make_error(StatusCode::kNotFound, url_, ": no such file");
     }

@@ -151,6 +151,23 @@ TEST(Demuxer, SeekToStartReadsAgain) {
   EXPECT_EQ(count_packets(), 20);
 }
 
+// file:// and file: name local files (FFmpeg's file protocol), checked as the plain path is: both
+// open, and a missing one is "no such file".
+TEST(Demuxer, FileUrlsAreLocalFiles) {
+  testing::ClipSpec spec;
+  spec.frames = 3;
+  const std::string path = testing::test_temp_dir() + "/clip.mp4";
+  ASSERT_TRUE(testing::write_clip(path, spec).is_ok());
+  for (const std::string& url : {"file://" + path, "file:" + path}) {
+    Result<std::unique_ptr<Demuxer>> demuxer = Demuxer::open(url);
+    ASSERT_TRUE(demuxer.is_ok()) << url << ": " << demuxer.status().to_string();
+    EXPECT_FALSE((*demuxer)->info().live) << url;
+  }
+  const Result<std::unique_ptr<Demuxer>> missing = Demuxer::open("file://" + path + ".missing");
+  ASSERT_FALSE(missing.is_ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound) << missing.status().to_string();
+}
+
 TEST(Demuxer, CancelFlagStopsOpen) {
   testing::ClipSpec spec;
   const std::string path = testing::test_temp_dir() + "/clip.mp4";
