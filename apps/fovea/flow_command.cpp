@@ -102,11 +102,9 @@ std::optional<pipeline::PipelineConfig> load_config_file(const std::string& path
     log_error("{}", config.status().to_string());
     return std::nullopt;
   }
-  for (const std::string& assignment : overrides) {
-    if (Status status = pipeline::apply_override(*config, assignment); !status.is_ok()) {
-      log_error("{}", status.to_string());
-      return std::nullopt;
-    }
+  if (Status status = pipeline::apply_overrides(*config, overrides); !status.is_ok()) {
+    log_error("{}", status.to_string());
+    return std::nullopt;
   }
   apply_common(common, *config);
   // As segment's --model: a model that is not there is a mistake in what was asked.

@@ -1900,25 +1900,41 @@ Result<PipelineConfig> load_config(const std::string& path) {
   return config;
 }
 
-Status apply_override(PipelineConfig& config, std::string_view assignment) {
-  const std::string source = "--set " + std::string(assignment);
-  const std::size_t equals = assignment.find('=');
-  if (equals == std::string_view::npos || equals == 0) {
-    return make_error(StatusCode::kInvalidArgument, source, ": expected key=value (e.g. mux.batch_size=4)");
-  }
-  const std::string key = with_models_path(assignment.substr(0, equals));
-  FOVEA_ASSIGN_OR_RETURN(const YAML::Node value, load_yaml(assignment.substr(equals + 1), source));
-  // The whole tree is read again, so an override is typed and checked exactly like the file.
-  FOVEA_ASSIGN_OR_RETURN(PipelineConfig updated, guarded(source, [&]() -> Result<PipelineConfig> {
-                           YAML::Node root = to_tree(config);
-                           if (Status status = set_path(root, key, value); !status.is_ok()) {
-                             return status.with_context(source);
-                           }
-                           return parse_tree(Parser(source, false), root);
-                         }));
+Status apply_overrides(PipelineConfig& config, std::span<const std::string> assignments) {
+  if (assignments.empty()) return Status::ok();
+  std::string source;
+  for (const std::string& assignment : assignments)
+    source += (source.empty() ? "--set " : " --set ") + assignment;
+  // Every override goes into the tree first and the tree is read once, so values that are only
+  // valid together (reconnect_initial with reconnect_max, a new model's path and name) can be set
+  // together; each is typed and checked exactly like the file.
+  FOVEA_ASSIGN_OR_RETURN(
+      PipelineConfig updated, guarded(source, [&]() -> Result<PipelineConfig> {
+        YAML::Node root = to_tree(config);
+        for (const std::string& assignment : assignments) {
+          const std::string one = "--set " + assignment;
+          const std::size_t equals = assignment.find('=');
+          if (equals == std::string::npos || equals == 0) {
+            return make_error(StatusCode::kInvalidArgument, one,
+                              ": expected key=value (e.g. mux.batch_size=4)");
+          }
+          const std::string key = with_models_path(std::string_view(assignment).substr(0, equals));
+          FOVEA_ASSIGN_OR_RETURN(const YAML::Node value,
+                                 load_yaml(std::string_view(assignment).substr(equals + 1), one));
+          if (Status status = set_path(root, key, value); !status.is_ok()) {
+            return status.with_context(one);
+          }
+        }
+        return parse_tree(Parser(source, false), root);
+      }));
   updated.file = std::move(config.file);  // not in the tree
   config = std::move(updated);
   return Status::ok();
+}
+
+Status apply_override(PipelineConfig& config, std::string_view assignment) {
+  const std::string one(assignment);
+  return apply_overrides(config, std::span<const std::string>(&one, 1));
 }
 
 std::string dump_config(const PipelineConfig& config) {

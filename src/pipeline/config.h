@@ -371,6 +371,10 @@ Result<SourceConfig> parse_source_config(std::string_view text, std::string_view
 // is YAML, typed and checked as in a file. `model.X`, the lone model's key, is `models.0.X`. On
 // error `config` is left unchanged.
 Status apply_override(PipelineConfig& config, std::string_view assignment);
+// Several overrides at once, read as one edit of the file: values valid only together
+// (sources.0.reconnect_initial with reconnect_max) can be given together. Errors name the key and
+// the --set that gave it; on error `config` is left unchanged.
+Status apply_overrides(PipelineConfig& config, std::span<const std::string> assignments);
 
 // The configuration as YAML, every key written (absent optionals as null): parse_config reads it
 // back to an equal PipelineConfig.

@@ -448,6 +448,28 @@ TEST(PipelineConfigOverrides, SetValuesTypedLikeTheFile) {
   EXPECT_FALSE(config.stats.report.has_value());
 }
 
+// Values valid only together are set together: one at a time, reconnect_initial 60 was refused
+// against the default reconnect_max (30), and a new model's path without its name.
+TEST(PipelineConfigOverrides, SeveralAtOnceAreCheckedTogether) {
+  PipelineConfig config = parse_ok(kMinimal);
+  const std::vector<std::string> together = {"sources.0.reconnect_initial=60", "sources.0.reconnect_max=120",
+                                             "models.1.path=c.onnx", "models.1.name=classifier"};
+  EXPECT_FALSE(apply_override(config, together[0]).is_ok());
+  const Status applied = apply_overrides(config, together);
+  ASSERT_TRUE(applied.is_ok()) << applied.to_string();
+  EXPECT_EQ(config.sources[0].reconnect_initial, 60.0);
+  EXPECT_EQ(config.sources[0].reconnect_max, 120.0);
+  ASSERT_EQ(config.models.size(), 2u);
+  EXPECT_EQ(config.models[1].name, "classifier");
+  // Still checked: the pair the other way round is refused, naming the key, and nothing changes.
+  const PipelineConfig before = config;
+  const Status refused = apply_overrides(
+      config, std::vector<std::string>{"sources.0.reconnect_initial=200", "mux.batch_size=2"});
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_THAT(refused.message(), HasSubstr("sources.0.reconnect_max"));
+  EXPECT_EQ(config, before);
+}
+
 TEST(PipelineConfigOverrides, IndexPastTheEndAppendsASource) {
   PipelineConfig config = parse_ok(kMinimal);
   ASSERT_TRUE(apply_override(config, "sources.1.uri=c.mp4").is_ok());
