@@ -235,6 +235,8 @@ Status Transcoder::open_encoder(const Frame& first) {
     options.bit_depth = 10;
     log_info("{}: {}-bit source; encoding in 10 bits", args_.input, first.bit_depth);
   }
+  // The decoders pass a full-range source's samples through: the output says they are.
+  options.full_range = info.full_range && first.bit_depth <= 8;
   options.time_base = info.time_base;
   options.frame_rate = info.frame_rate;
   if (options.frame_rate.num <= 0 || options.frame_rate.den <= 0) {

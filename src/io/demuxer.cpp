@@ -413,6 +413,10 @@ class FfmpegDemuxer final : public Demuxer {
     }
     info_.pixel_format = descriptor->name;
     info_.bit_depth = descriptor->comp[0].depth;
+    const bool four_two_zero = descriptor->nb_components == 3 && descriptor->log2_chroma_w == 1 &&
+                               descriptor->log2_chroma_h == 1 && info_.bit_depth == 8;
+    info_.full_range =
+        four_two_zero && (format == AV_PIX_FMT_YUVJ420P || par->color_range == AVCOL_RANGE_JPEG);
     if (descriptor->nb_components == 1) {
       info_.chroma_format = 0;
     } else if (descriptor->log2_chroma_w == 1 && descriptor->log2_chroma_h == 1) {

@@ -35,6 +35,9 @@ struct StreamInfo {
   // The stream's first timestamp in seconds, where the container says (MPEG-TS starts at 1.4 s or
   // more, most MP4s at 0); 0 when it does not. A source's start and duration count from it.
   double start_s = 0.0;
+  // 8-bit 4:2:0 whose samples span 0..255 (yuvj420p, or a "pc" color range): the decoders pass
+  // them through as they are, so a re-encode must say so (transcode tags its output full range).
+  bool full_range = false;
   std::int64_t frame_count = 0;         // from the container's index; 0 when unknown
   std::int64_t bit_rate = 0;            // bits per second; 0 when unknown
   int rotation_deg = 0;                 // display rotation from the display matrix, 0/90/180/270

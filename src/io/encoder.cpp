@@ -611,6 +611,7 @@ Status LibavEncoder::open_context(const AVCodec* codec, Dictionary& codec_option
   codec_->time_base = to_av(options_.time_base);
   codec_->framerate = to_av(options_.frame_rate);
   codec_->sample_aspect_ratio = AVRational{1, 1};
+  if (options_.full_range) codec_->color_range = AVCOL_RANGE_JPEG;
   if (options_.bit_rate > 0) {
     codec_->bit_rate = options_.bit_rate;
   }

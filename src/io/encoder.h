@@ -46,6 +46,9 @@ struct EncoderOptions {
   // 8, or 10 for 10-bit 4:2:0 (libx264 High 10, libx265 Main 10) from kP016 frames, which keeps a
   // 10-bit source's depth; NVENC is used for 8 bits only here, so 10 always encodes in software.
   int bit_depth = 8;
+  // The pictures' samples span 0..255 (full, JPEG range): the stream is tagged so; else the
+  // encoder's default (limited, 16..235).
+  bool full_range = false;
   Rational time_base{1, 30};      // of the frames' pts
   Rational frame_rate{30, 1};     // nominal, written to the container
   std::string preset = "medium";  // libx264/libx265 preset; mapped to p1..p7 for NVENC
