@@ -168,6 +168,21 @@ TEST(Demuxer, FileUrlsAreLocalFiles) {
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound) << missing.status().to_string();
 }
 
+// A stream tagged full range is known as such (transcode tags its output from it); an untagged
+// one is not. The encoder writes the tag, the demuxer reads it back.
+TEST(Demuxer, FullRangeIsReadFromTheStream) {
+  for (const bool full : {false, true}) {
+    testing::ClipSpec spec;
+    spec.frames = 3;
+    spec.full_range = full;
+    const std::string path = testing::test_temp_dir() + (full ? "/full.mp4" : "/limited.mp4");
+    ASSERT_TRUE(testing::write_clip(path, spec).is_ok());
+    Result<std::unique_ptr<Demuxer>> demuxer = Demuxer::open(path);
+    ASSERT_TRUE(demuxer.is_ok()) << demuxer.status().to_string();
+    EXPECT_EQ((*demuxer)->info().full_range, full);
+  }
+}
+
 TEST(Demuxer, CancelFlagStopsOpen) {
   testing::ClipSpec spec;
   const std::string path = testing::test_temp_dir() + "/clip.mp4";

@@ -178,6 +178,7 @@ Result<std::string> write_clip(const std::string& path, const ClipSpec& spec) {
   options.gop = spec.gop;
   options.max_b_frames = spec.max_b_frames;
   options.bit_depth = spec.bit_depth;
+  options.full_range = spec.full_range;
   FOVEA_ASSIGN_OR_RETURN(std::unique_ptr<io::Encoder> encoder, io::Encoder::open(path, options));
   for (int i = spec.first_index; i < spec.first_index + spec.frames; ++i) {
     Frame frame = spec.bit_depth > 8 ? synthetic_frame_p016(spec.width, spec.height, i)

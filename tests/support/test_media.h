@@ -21,8 +21,9 @@ struct ClipSpec {
   int gop = 0;            // keyframe interval; 0 = encoder default
   int max_b_frames = -1;  // -1 = encoder default
   std::string preset = "veryfast";
-  int bit_depth = 8;    // 10: synthetic_frame_p016 frames, H.264 High 10 / HEVC Main 10
-  int first_index = 0;  // of the first frame (its pts): a later segment of a longer clip
+  int bit_depth = 8;        // 10: synthetic_frame_p016 frames, H.264 High 10 / HEVC Main 10
+  int first_index = 0;      // of the first frame (its pts): a later segment of a longer clip
+  bool full_range = false;  // tagged full (JPEG) range
 };
 
 // A deterministic YUV420P host frame for `index`: moving gradients plus hashed texture, so that
