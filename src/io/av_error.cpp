@@ -4,6 +4,8 @@
 #include <cstdarg>
 #include <cstdio>
 #include <mutex>
+#include <string>
+#include <utility>
 
 #include "core/log.h"
 
@@ -55,6 +57,10 @@ Status av_error(int code, std::string_view what) {
 namespace {
 
 thread_local std::string t_last_message;
+// The line FFmpeg is writing in pieces, and whether its next piece starts a line (its prefix).
+thread_local std::string t_partial;
+thread_local int t_print_prefix = 1;
+constexpr std::size_t kMaxPartialLine = 4096;
 thread_local std::string t_last_warning;
 
 // "[libx264 @ 0x55d0c0a3c2c0] msg" -> "[libx264] msg": the address means nothing to a reader.
@@ -75,9 +81,12 @@ void ffmpeg_log_callback(void* context, int level, const char* format, va_list a
     return;
   }
   char line[1024];
-  int print_prefix = 1;
-  av_log_format_line2(context, level, format, args, line, sizeof(line), &print_prefix);
-  std::string text(line);
+  av_log_format_line2(context, level, format, args, line, sizeof(line), &t_print_prefix);
+  // FFmpeg writes some lines in pieces ("Packet corrupt (...)", then "."): one line is logged once
+  // its newline has come (or it grew past any real line's length).
+  t_partial += line;
+  if (!t_partial.ends_with('\n') && t_partial.size() < kMaxPartialLine) return;
+  std::string text = std::exchange(t_partial, {});
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) {
     text.pop_back();
   }
