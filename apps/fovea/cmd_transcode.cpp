@@ -310,13 +310,14 @@ void Transcoder::print_summary() const {
 }
 
 int run_transcode(const TranscodeArgs& args) {
-  if (Status status = check_outputs({{.what = "output", .path = args.output}}, {args.input});
-      !status.is_ok()) {
+  Status status = io::check_file_container(args.output);
+  if (status.is_ok()) status = check_outputs({{.what = "output", .path = args.output}}, {args.input});
+  if (!status.is_ok()) {
     std::fprintf(stderr, "fovea transcode: %s\n", status.to_string().c_str());
     return kExitUsage;
   }
   Transcoder transcoder(args);
-  Status status = transcoder.open();
+  status = transcoder.open();
   if (status.is_ok()) {
     status = transcoder.run();
     transcoder.print_summary();

@@ -855,6 +855,11 @@ Status LibavEncoder::flush_and_close() {
 
 }  // namespace
 
+Status check_file_container(const std::string& path) {
+  const Result<const AVOutputFormat*> format = output_format(path, EncoderTarget::kFile);
+  return format.is_ok() ? Status::ok() : format.status().with_context(path);
+}
+
 Result<std::unique_ptr<Encoder>> Encoder::open(const std::string& path, const EncoderOptions& options) {
   auto encoder = std::make_unique<LibavEncoder>(path, options);
   const Status status = encoder->open();

@@ -33,6 +33,9 @@ namespace fovea::io {
 enum class EncoderCodec { kH264, kHevc };
 enum class EncoderBackend { kAuto, kCpu, kNvenc };
 bool parse_encoder_codec(std::string_view text, EncoderCodec* codec);
+// ok when a file output's name says its container (.mp4, .mov, .mkv, .ts, ...), else
+// kInvalidArgument naming the choices: checked before anything is decoded.
+Status check_file_container(const std::string& path);
 
 // kFile: `path` is the file (container from its extension); kHls: `path` is the playlist
 // (<folder>/index.m3u8) and the segments go beside it; kRtsp: `path` is the rtsp:// URL pushed to.

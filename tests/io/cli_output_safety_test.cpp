@@ -97,6 +97,20 @@ TEST_F(CliOutputSafety, TranscodeRefusesToWriteOverItsInput) {
   EXPECT_EQ(fovea({"transcode", clip_.string(), (dir_ / "link.mp4").string(), "--decoder", "cpu"}), 2)
       << output_;
   expect_clip_untouched();
+  // Through a folder that does not exist yet ("new/.." is the clip's folder once made).
+  EXPECT_EQ(fovea({"transcode", clip_.string(), (dir_ / "new" / ".." / clip_.filename()).string(),
+                   "--decoder", "cpu"}),
+            2)
+      << output_;
+  expect_clip_untouched();
+}
+
+// An output whose name says no container is the command line's mistake, found before decoding.
+TEST_F(CliOutputSafety, TranscodeToANameWithoutAContainerIsABadCommandLine) {
+  EXPECT_EQ(fovea({"transcode", clip_.string(), (dir_ / "noext").string(), "--decoder", "cpu"}), 2)
+      << output_;
+  EXPECT_NE(output_.find("cannot tell the container"), std::string::npos) << output_;
+  EXPECT_FALSE(fs::exists(dir_ / "noext"));
 }
 
 TEST_F(CliOutputSafety, SegmentRefusesAnOutputFolderThatHoldsItsInput) {
