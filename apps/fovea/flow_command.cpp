@@ -110,7 +110,9 @@ std::optional<pipeline::PipelineConfig> load_config_file(const std::string& path
   // As segment's --model: a model that is not there is a mistake in what was asked.
   for (std::size_t i = 0; i < config->models.size(); ++i) {
     if (!std::filesystem::is_regular_file(config->models[i].path)) {
-      log_error("{}: models.{}.path '{}': no such file", path, i, config->models[i].path);
+      const bool folder = std::filesystem::is_directory(config->models[i].path);
+      log_error("{}: models.{}.path '{}': {}", path, i, config->models[i].path,
+                folder ? "is a folder, not an ONNX file" : "no such file");
       return std::nullopt;
     }
   }
@@ -130,6 +132,11 @@ int run_flow_command(const pipeline::PipelineConfig& config, const pipeline::Flo
                      ErrorNamer name_error) {
   Result<pipeline::FlowResult> result = pipeline::run_flow(config, options);
   if (!result.is_ok()) {
+    // A Ctrl-C while the flow was starting (a source that does not answer) ends it that way too.
+    if (interrupt_flag().load()) {
+      log_error("interrupted while starting: {}", name_error(result.status()).to_string());
+      return kExitInterrupted;
+    }
     log_error("{}", name_error(result.status()).to_string());
     switch (result.status().code()) {
       case StatusCode::kCancelled: return kExitInterrupted;  // before anything was written
