@@ -58,11 +58,11 @@ void expect_same_results(const Graph& graph, const ExecutionPlan& plan, const st
   }
 }
 
-ExecutionPlan plan_for(const Graph& graph, const std::vector<Tensor>& inputs) {
+ExecutionPlan plan_for(const Graph& graph, const std::vector<Tensor>& inputs, const PlanOptions& options) {
   InputShapes shapes;
   for (std::size_t i = 0; i < inputs.size(); ++i)
     shapes[graph.value(graph.inputs[i]).name] = inputs[i].shape();
-  auto plan = plan_graph(graph, shapes);
+  auto plan = plan_graph(graph, shapes, options);
   EXPECT_TRUE(plan.is_ok()) << plan.status().to_string();
   return plan.is_ok() ? std::move(plan).value() : ExecutionPlan{};
 }

@@ -16,7 +16,10 @@ Graph load_graph(const ModelBuilder& builder);
 void expect_refused_at_load(const ModelBuilder& builder, const std::string& file_name,
                             const std::vector<std::string>& fragments);
 std::vector<Tensor> run_unoptimized(const Graph& graph, const std::vector<Tensor>& inputs);
-ExecutionPlan plan_for(const Graph& graph, const std::vector<Tensor>& inputs);
+// Plans `graph` for the inputs' shapes (`options` as plan_graph takes them); a failure fails the
+// test (and gives an empty plan).
+ExecutionPlan plan_for(const Graph& graph, const std::vector<Tensor>& inputs,
+                       const PlanOptions& options = {});
 // Plans `graph` for the inputs' shapes and runs it on the CPU executor; a failure fails the test
 // (and gives no outputs).
 std::vector<Tensor> run_planned(const Graph& graph, const std::vector<Tensor>& inputs);

@@ -19,9 +19,7 @@ std::vector<Tensor> random_input() {
 }
 
 ExecutionPlan plan_channels_last(const Graph& graph) {
-  auto plan = plan_graph(graph, {{"x", kInput}}, {.channels_last = true});
-  EXPECT_TRUE(plan.is_ok()) << plan.status().to_string();
-  return plan.is_ok() ? std::move(plan).value() : ExecutionPlan{};
+  return plan_for(graph, random_input(), {.channels_last = true});
 }
 
 // x [2, 3, 13, 11] -> conv -> relu -> 3x3/2 max pool (ResNet's stem) -> p [2, 8, 7, 6] -> conv -> y.

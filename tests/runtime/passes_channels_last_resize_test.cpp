@@ -22,9 +22,7 @@ std::vector<Tensor> random_input() {
 }
 
 ExecutionPlan plan_channels_last(const Graph& graph) {
-  auto plan = plan_graph(graph, {{"x", kInput}}, {.channels_last = true});
-  EXPECT_TRUE(plan.is_ok()) << plan.status().to_string();
-  return plan.is_ok() ? std::move(plan).value() : ExecutionPlan{};
+  return plan_for(graph, random_input(), {.channels_last = true});
 }
 
 const Node* find_op(const Graph& graph, const std::string& op_type) {
