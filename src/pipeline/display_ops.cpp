@@ -204,8 +204,7 @@ std::vector<std::size_t> mosaic_rounds(const FrameBatch& batch) {
   return rounds;
 }
 
-std::size_t mosaic_round_count(const FrameBatch& batch) {
-  const std::vector<std::size_t> rounds = mosaic_rounds(batch);
+std::size_t mosaic_round_count(const std::vector<std::size_t>& rounds) {
   return rounds.empty() ? 0 : *std::max_element(rounds.begin(), rounds.end()) + 1;
 }
 
@@ -229,7 +228,7 @@ void MosaicOp::place(const FrameBatch& batch, const std::vector<std::size_t>& ro
 
 Status MosaicOp::run_cpu(FrameBatch& batch) {
   const std::vector<std::size_t> rounds = mosaic_rounds(batch);
-  for (std::size_t round = 0; round < mosaic_round_count(batch); ++round) {
+  for (std::size_t round = 0; round < mosaic_round_count(rounds); ++round) {
     image::ImageBatch frames;
     std::vector<image::Roi> destinations;
     place(batch, rounds, round, frames, destinations);
@@ -247,7 +246,7 @@ Status MosaicOp::run_cpu(FrameBatch& batch) {
 Status MosaicOp::run(FrameBatch& batch, cudaStream_t stream) {
 #if defined(FOVEA_HAVE_CUDA)
   const std::vector<std::size_t> rounds = mosaic_rounds(batch);
-  for (std::size_t round = 0; round < mosaic_round_count(batch); ++round) {
+  for (std::size_t round = 0; round < mosaic_round_count(rounds); ++round) {
     image::ImageBatch frames;
     std::vector<image::Roi> destinations;
     place(batch, rounds, round, frames, destinations);

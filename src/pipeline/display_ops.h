@@ -66,7 +66,8 @@ class OsdOp final : public Op {
 // the mosaic draws one picture per round (each source's frame of that moment over the last), not
 // one per batch, so that no frame is skipped and the video lasts as long as its sources.
 std::vector<std::size_t> mosaic_rounds(const FrameBatch& batch);
-std::size_t mosaic_round_count(const FrameBatch& batch);
+// The rounds mosaic_rounds gives: one more than the largest.
+std::size_t mosaic_round_count(const std::vector<std::size_t>& rounds);
 
 class MosaicOp final : public Op {
  public:

@@ -144,7 +144,7 @@ void add_mosaic_sink(FlowPlan& plan, const SinkConfig& sink) {
       sink, std::vector<std::string>{kMosaicStreamName}, EncodingSink::Streams::kMosaic, sink.mosaic->width,
       sink.mosaic->height, encoder_threads(1), [](const FrameBatch& batch, std::vector<Picture>& pictures) {
         const std::vector<std::size_t> rounds = mosaic_rounds(batch);
-        for (std::size_t round = 0; round < mosaic_round_count(batch); ++round) {
+        for (std::size_t round = 0; round < mosaic_round_count(rounds); ++round) {
           // Timed by the round's first frame.
           const auto first =
               static_cast<std::size_t>(std::find(rounds.begin(), rounds.end(), round) - rounds.begin());
