@@ -18,8 +18,9 @@ namespace fovea::runtime {
 namespace {
 
 // Bumped whenever what an engine holds changes meaning (passes, op attributes, the format).
-// 2: NHWC pools, residual biases moved into their readers, float16 interfaces.
-constexpr const char* kEngineFormat = "2";
+// 2: NHWC pools, residual biases moved into their readers, float16 interfaces. 3: a linear layer's
+// GELU in fovea.Gemm (an engine of format 2 still runs, without the fused GELU).
+constexpr const char* kEngineFormat = "3";
 constexpr const char* kPrefix = "fovea.engine.";
 
 std::string shapes_text(const InputShapes& shapes) {

@@ -225,6 +225,9 @@ Result<ExecutionPlan> plan_graph(const Graph& model_graph, const InputShapes& in
     FOVEA_TRY(infer_shapes(graph, FoldConstants::kNo));
     graph.compact();
   }
+  // After float16 conversion: whether an erf Gelu fuses depends on the product's dtype.
+  fuse_gemm_gelu(graph);
+  graph.compact();
   if (int8_tensor_cores) {
     fuse_int8_convolutions(graph, options.int8_residuals ? Int8Residuals::kInt8 : Int8Residuals::kFloat);
     graph.compact();

@@ -1115,5 +1115,48 @@ TEST(PassFuseGemmResidual, BroadcastsAndSharedProductsStay) {
   }
 }
 
+// x [2, 7, 5] -> MatMul -> Add(bias) -> Gelu(approximate) -> y [2, 7, 6]: ViT's MLP's first half;
+// `shared` makes the biased product a graph output too.
+Graph linear_gelu(const std::string& approximate, bool shared) {
+  ModelBuilder m(20);
+  m.input("x", DataType::kFloat32, {2, 7, 5}).output("y", DataType::kFloat32, {2, 7, 6});
+  if (shared) m.output("xwb", DataType::kFloat32, {2, 7, 6});
+  m.initializer("w", random_tensor(DataType::kFloat32, {5, 6}, 1));
+  m.initializer("b", random_tensor(DataType::kFloat32, {6}, 2));
+  m.node("MatMul", {"x", "w"}, {"xw"});
+  m.node("Add", {"xw", "b"}, {"xwb"});
+  m.attr(m.node("Gelu", {"xwb"}, {"y"}), "approximate", approximate);
+  return load_graph(m);
+}
+
+// A linear layer's GELU joins the product as fovea.Gemm's "gelu_tanh" (cuBLASLt's GELU epilogue):
+// the tanh form in any precision, the erf form only where the product is float16.
+TEST(PassFuseGemmGelu, TheGeluJoinsTheLinearLayer) {
+  for (const std::string approximate : {"tanh", "none"}) {
+    for (const Precision precision : {Precision::kFloat32, Precision::kFloat16}) {
+      const Graph graph = linear_gelu(approximate, false);
+      const std::vector<Tensor> inputs = {random_tensor(DataType::kFloat32, {2, 7, 5}, 3)};
+      const ExecutionPlan plan = plan_for(graph, inputs, {.precision = precision});
+      const bool fused = approximate == "tanh" || precision == Precision::kFloat16;
+      EXPECT_EQ(count_ops(plan.graph, "Gelu"), fused ? 0 : 1) << approximate << precision_name(precision);
+      for (const Node& node : plan.graph.nodes) {
+        if (node.op_type != "Gemm") continue;
+        EXPECT_EQ(node.attr_string("activation", "").value(), fused ? "gelu_tanh" : "");
+      }
+      if (precision == Precision::kFloat32) expect_same_results(graph, plan, inputs);
+    }
+  }
+}
+
+// A product that something else reads too keeps its Gelu (fused, the other reader would see the
+// GELU's output).
+TEST(PassFuseGemmGelu, AProductReadElsewhereKeepsItsGelu) {
+  const Graph graph = linear_gelu("tanh", true);
+  const std::vector<Tensor> inputs = {random_tensor(DataType::kFloat32, {2, 7, 5}, 3)};
+  const ExecutionPlan plan = plan_for(graph, inputs);
+  EXPECT_EQ(count_ops(plan.graph, "Gelu"), 1);
+  expect_same_results(graph, plan, inputs);
+}
+
 }  // namespace
 }  // namespace fovea::runtime::testing

@@ -27,8 +27,10 @@ Result<LtTypes> lt_types(const CudaKernelContext& ctx, DataType dtype) {
 }
 
 cublasLtEpilogue_t epilogue_of(const LtEpilogue& epilogue) {
-  if (epilogue.bias != nullptr) return epilogue.relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
-  return epilogue.relu ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT;
+  const bool bias = epilogue.bias != nullptr;
+  if (epilogue.gelu) return bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
+  if (epilogue.relu) return bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+  return bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
 }
 
 }  // namespace

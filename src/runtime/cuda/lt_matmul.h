@@ -34,10 +34,12 @@ struct MatmulShape {
 };
 
 // What cuBLASLt adds after the product, in its epilogue: a bias row (device memory, N elements of
-// the data type, fixed for the plan's life) added to every row of Y, then a ReLU.
+// the data type, fixed for the plan's life) added to every row of Y, then a ReLU or GELU's tanh form
+// (cuBLASLt's GELU; not both).
 struct LtEpilogue {
   const void* bias = nullptr;
   bool relu = false;
+  bool gelu = false;
 };
 
 // One call: Y = epilogue(alpha * op(A) op(B) + beta * C). C is laid out as Y (Y itself when null);

@@ -101,10 +101,8 @@ struct GeluOp {
   }
   template <typename T>
   T operator()(T x) const {
-    const T half = static_cast<T>(0.5);
-    if (!tanh_form) return half * x * (T{1} + std::erf(x * static_cast<T>(kGeluInvSqrt2)));
-    const T inner = static_cast<T>(kGeluTanhScale) * (x + static_cast<T>(kGeluTanhCubic) * x * x * x);
-    return half * x * (T{1} + std::tanh(inner));
+    if (tanh_form) return gelu_tanh(x);
+    return static_cast<T>(0.5) * x * (T{1} + std::erf(x * static_cast<T>(kGeluInvSqrt2)));
   }
 };
 

@@ -26,6 +26,14 @@ Result<bool> gelu_uses_tanh(const Node& node) {
                     "': use none or tanh");
 }
 
+Result<bool> gemm_applies_gelu(const Node& node) {
+  FOVEA_ASSIGN_OR_RETURN(const std::string activation, node.attr_string("activation", ""));
+  if (activation.empty()) return false;
+  if (activation == kGemmGeluTanh) return true;
+  return make_error(StatusCode::kInvalidArgument, "fovea.Gemm '", node.name, "': activation '", activation,
+                    "': the only one is ", kGemmGeluTanh);
+}
+
 template <typename T>
 Result<T> clip_bound(const Node& node, const Tensor* bound, const char* attribute, T limit) {
   if (node.opset < 11) {

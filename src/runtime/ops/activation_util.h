@@ -3,6 +3,8 @@
 // elementwise_util.h: nvcc does not compile fmt/format.h).
 #pragma once
 
+#include <cmath>
+
 #include "runtime/op.h"
 
 namespace fovea::runtime::ops {
@@ -26,6 +28,20 @@ inline constexpr double kGeluTanhCubic = 0.044715;
 // Gelu's `approximate` (opset 20): false for "none", the exact x * Phi(x) through erf; true for
 // "tanh", 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))). Another value is refused by name.
 Result<bool> gelu_uses_tanh(const Node& node);
+
+// The tanh form on the CPU: Gelu's, and fovea.Gemm's "gelu_tanh" activation.
+template <typename T>
+T gelu_tanh(T x) {
+  const T inner = static_cast<T>(kGeluTanhScale) * (x + static_cast<T>(kGeluTanhCubic) * x * x * x);
+  return static_cast<T>(0.5) * x * (T{1} + std::tanh(inner));
+}
+
+// fovea.Gemm's `activation` attribute: "gelu_tanh" applies the tanh form to alpha A B + beta C (the
+// product of a linear layer and its bias; fuse_gemm_gelu, passes.h), cuBLASLt's GELU epilogue on CUDA.
+inline constexpr const char* kGemmGeluTanh = "gelu_tanh";
+// Whether `node` (a fovea.Gemm) applies it: false without the attribute; another value is refused by
+// name.
+Result<bool> gemm_applies_gelu(const Node& node);
 
 // A Clip bound as T: from the scalar `bound` (input 1 or 2, opset 11+; nullptr when omitted) or
 // from the float attribute `attribute` (before opset 11), else T's own `limit`. `bound` may have

@@ -2,11 +2,14 @@
 // alpha, beta, optional C broadcast to [M, N]), both on the shared gemm kernel. fovea.Gemm is Gemm
 // with a fourth, optional input R of the output's shape added last, Y = alpha A B + beta C + R: a
 // linear layer and the residual Add after it (fuse_gemm_residual, passes.h), which the CUDA
-// executor adds inside the product (cuBLASLt's C) where it was a pass of its own.
+// executor adds inside the product (cuBLASLt's C) where it was a pass of its own. fovea.Gemm's
+// `activation` "gelu_tanh" applies GELU's tanh form to alpha A B + beta C, before R (a node has one or
+// the other): a linear layer and the GELU after it (fuse_gemm_gelu), cuBLASLt's GELU epilogue on CUDA.
 #include <optional>
 
 #include <fmt/format.h>
 
+#include "runtime/ops/activation_util.h"
 #include "runtime/ops/gemm_kernel.h"
 #include "runtime/ops/op_util.h"
 #include "runtime/parallel.h"
@@ -111,6 +114,7 @@ struct GemmAttributes {
   bool trans_b = false;
   float alpha = 1;
   float beta = 1;
+  bool gelu = false;  // fovea.Gemm's activation
 };
 
 Result<GemmAttributes> read_gemm_attributes(const Node& node) {
@@ -121,6 +125,9 @@ Result<GemmAttributes> read_gemm_attributes(const Node& node) {
   FOVEA_ASSIGN_OR_RETURN(g.beta, node.attr_float("beta", 1.0f));
   g.trans_a = trans_a != 0;
   g.trans_b = trans_b != 0;
+  if (node.domain == "fovea") {
+    FOVEA_ASSIGN_OR_RETURN(g.gelu, gemm_applies_gelu(node));
+  }
   return g;
 }
 
@@ -167,6 +174,11 @@ constexpr int kResidual = 3;  // fovea.Gemm's R
 Status infer_gemm_residual(InferContext& ctx) {
   FOVEA_TRY(infer_gemm(ctx));
   if (!ctx.has_input(kResidual)) return Status::ok();
+  FOVEA_ASSIGN_OR_RETURN(const bool gelu, gemm_applies_gelu(ctx.node()));
+  if (gelu) {
+    return ctx.error(StatusCode::kInvalidArgument,
+                     "an activation and a residual R in one node: the activation would come first");
+  }
   FOVEA_TRY(ctx.require_same_dtype(0, kResidual));
   const Dims* r = ctx.input_dims(kResidual);
   const std::optional<Dims>& out = ctx.outputs()[0].dims;
@@ -202,6 +214,10 @@ void run_gemm_typed(KernelContext& ctx, const GemmAttributes& g) {
   const MatrixView<T> b_view =
       g.trans_b ? MatrixView<T>{b.data<T>(), 1, k} : MatrixView<T>{b.data<T>(), n, 1};
   gemm(m, n, k, T(g.alpha), a_view, b_view, beta, y.data<T>(), n);
+  if (g.gelu) {
+    T* out = y.data<T>();
+    for (std::int64_t i = 0; i < m * n; ++i) out[i] = gelu_tanh(out[i]);
+  }
   if (ctx.input_count() > kResidual && ctx.has_input(kResidual)) {
     const T* r = ctx.input(kResidual).data<T>();
     T* out = y.data<T>();

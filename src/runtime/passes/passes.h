@@ -128,6 +128,14 @@ struct Float16Options {
 // stay float32.
 void convert_to_float16(Graph& graph, const Float16Options& options);
 
+// A Gemm (plain, or fovea.Gemm without R) whose product only a Gelu reads, directly or through the
+// Reshape fuse_matmul_bias puts after it, becomes fovea.Gemm with activation "gelu_tanh": cuBLASLt's
+// GELU epilogue, which computes the tanh form. A tanh Gelu is fused in any precision; an erf Gelu
+// only where the product is float16, where the unfused path's rounding of the product before the
+// erf already errs by more than the two forms differ (fuse_gemm_gelu.cpp). Runs after
+// convert_to_float16, whose dtypes it reads.
+void fuse_gemm_gelu(Graph& graph);
+
 // 2-D convolutions (fovea.FusedConv) in NHWC for tensor cores, with Transposes at the edges of each
 // convolution chain only (channels_last.cpp), then fold_layout_round_trips.
 void convert_to_channels_last(Graph& graph);

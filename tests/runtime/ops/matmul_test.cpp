@@ -212,5 +212,32 @@ TEST(Opfovea_Gemm, AddsTheResidualAfterTheProductAndC) {
       << status.message();
 }
 
+// fovea.Gemm's "gelu_tanh": GELU's tanh form of alpha A B + beta C, as a Gelu node after the Gemm
+// computes it; with R, or another activation, refused by name.
+TEST(Opfovea_Gemm, AppliesTheGeluAfterTheProductAndC) {
+  const std::int64_t m = 9, n = 7, k = 5;
+  const Tensor a = random_tensor(DataType::kFloat32, {m, k}, 1);
+  const Tensor bt = random_tensor(DataType::kFloat32, {n, k}, 2);
+  const Tensor c = random_tensor(DataType::kFloat32, {n}, 3);
+  const Node plain = NodeBuilder("Gemm").inputs(3).attr("transB", 1).attr("alpha", 0.5f).build();
+  const Tensor product = run_node(plain, {a, bt, c})[0];
+  const Tensor expected = run_node(NodeBuilder("Gelu").attr("approximate", "tanh").build(), {product})[0];
+  const auto fused = [](const std::string& activation, int inputs) {
+    return NodeBuilder("Gemm")
+        .domain("fovea")
+        .inputs(inputs)
+        .attr("transB", 1)
+        .attr("alpha", 0.5f)
+        .attr("activation", activation)
+        .build();
+  };
+  EXPECT_TRUE(tensors_near(run_node(fused("gelu_tanh", 3), {a, bt, c})[0], expected, kTolerance, kTolerance));
+  Status status =
+      run_node_status(fused("gelu_tanh", 4), {a, bt, c, random_tensor(DataType::kFloat32, {m, n}, 4)});
+  EXPECT_NE(status.message().find("an activation and a residual R"), std::string::npos) << status.message();
+  status = run_node_status(fused("relu", 3), {a, bt, c});
+  EXPECT_NE(status.message().find("activation 'relu'"), std::string::npos) << status.message();
+}
+
 }  // namespace
 }  // namespace fovea::runtime::testing

@@ -1,6 +1,7 @@
 // The pointwise activations and Clip on CUDA, with the CPU reference's formulas
 // (ops/activation.cpp) and parameters (ops/activation_util.h). float16 computes in float.
 #include "runtime/cuda/elementwise.cuh"
+#include "runtime/cuda/gelu.cuh"
 #include "runtime/ops/activation_util.h"
 
 namespace fovea::runtime::cuda {
@@ -83,14 +84,11 @@ struct GeluOp {
     return GeluOp{tanh_form};
   }
   __device__ float operator()(float x) const {
-    constexpr float kInvSqrt2 = ops::kGeluInvSqrt2, kScale = ops::kGeluTanhScale,
-                    kCubic = ops::kGeluTanhCubic;
-    if (!tanh_form) return 0.5f * x * (1.0f + erff(x * kInvSqrt2));
-    return 0.5f * x * (1.0f + tanhf(kScale * (x + kCubic * x * x * x)));
+    constexpr float kInvSqrt2 = ops::kGeluInvSqrt2;
+    return tanh_form ? GeluTanh{}(x) : 0.5f * x * (1.0f + erff(x * kInvSqrt2));
   }
   __device__ double operator()(double x) const {
-    if (!tanh_form) return 0.5 * x * (1.0 + erf(x * ops::kGeluInvSqrt2));
-    return 0.5 * x * (1.0 + tanh(ops::kGeluTanhScale * (x + ops::kGeluTanhCubic * x * x * x)));
+    return tanh_form ? GeluTanh{}(x) : 0.5 * x * (1.0 + erf(x * ops::kGeluInvSqrt2));
   }
 };
 

@@ -6,8 +6,11 @@
 
 #include "runtime/cuda/cuda_libraries.h"
 #include "runtime/cuda/cuda_op.h"
+#include "runtime/cuda/elementwise.cuh"
+#include "runtime/cuda/gelu.cuh"
 #include "runtime/cuda/kernel_util.cuh"
 #include "runtime/cuda/lt_matmul.h"
+#include "runtime/ops/activation_util.h"
 #include "runtime/ops/op_util.h"
 
 namespace fovea::runtime::cuda {
@@ -87,6 +90,9 @@ struct GemmState final : public CudaNodeState {
   // is cuBLASLt's bias epilogue and R its C operand, or where there are neither.
   bool prefill = false;
   float beta = 0;  // C's factor in the prefill
+  // fovea.Gemm's GELU as a pass over Y after the product: where cuBLASLt has no algorithm with its
+  // GELU epilogue for the product (none needed where it has one).
+  bool gelu_pass = false;
 };
 
 bool has_residual(const CudaKernelContext& ctx) {
@@ -151,15 +157,25 @@ Result<CudaPrepared> prepare_gemm(CudaKernelContext& ctx) {
   shape.k = ctx.input(0).dim(trans_a != 0 ? 0 : 1);
   shape.trans_a = trans_a != 0;
   shape.trans_b = trans_b != 0;
-  if (bias_epilogue(ctx, state->beta, shape.n)) {
+  bool gelu = false;
+  if (node.domain == "fovea") {
+    FOVEA_ASSIGN_OR_RETURN(gelu, ops::gemm_applies_gelu(node));
+  }
+  const bool bias = bias_epilogue(ctx, state->beta, shape.n);
+  if (bias || gelu) {
     auto fused = std::make_unique<LtMatmul>();
-    if (fused->create(ctx, ctx.input(0).dtype(), shape, LtEpilogue{.bias = ctx.input(kC).raw()}).is_ok()) {
-      state->product = std::move(fused);  // R, if any, is cuBLASLt's C
+    const LtEpilogue epilogue{.bias = bias ? ctx.input(kC).raw() : nullptr, .gelu = gelu};
+    if (fused->create(ctx, ctx.input(0).dtype(), shape, epilogue).is_ok()) {
+      state->product = std::move(fused);
+      // R, if any, is cuBLASLt's C beside a bias epilogue; without one, C and R are prefilled.
+      state->prefill = !bias && (state->beta != 0.0f || has_residual(ctx));
     }
-    // No algorithm with the epilogue for this product: C is broadcast into Y first, as any C is.
+    // No algorithm with the epilogue for this product: C is broadcast into Y first, as any C is, and
+    // the GELU is a pass of its own.
   }
   if (state->product == nullptr) {
     state->prefill = state->beta != 0.0f || has_residual(ctx);
+    state->gelu_pass = gelu;
     state->product = std::make_unique<LtMatmul>();
     FOVEA_TRY(state->product->create(ctx, ctx.input(0).dtype(), shape));
   }
@@ -190,7 +206,13 @@ Status prefill(CudaKernelContext& ctx, const GemmState& state) {
 Status run_gemm(CudaKernelContext& ctx) {
   const auto& state = ctx.state<GemmState>();
   if (state.prefill) FOVEA_TRY(prefill(ctx, state));
-  return state.product->run(ctx, gemm_call(ctx, state));
+  FOVEA_TRY(state.product->run(ctx, gemm_call(ctx, state)));
+  if (!state.gelu_pass) return Status::ok();
+  Tensor& y = ctx.output(0);
+  return dispatch_elementwise<FOVEA_CUDA_FLOAT_TYPES>(ctx, y.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    return launch_elementwise<T, T>(ctx, GeluTanh{}, y, y);
+  });
 }
 
 }  // namespace

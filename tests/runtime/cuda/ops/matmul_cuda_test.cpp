@@ -123,5 +123,36 @@ TEST(Cudafovea_Gemm, TheResidualIsAddedInsideTheProduct) {
   }
 }
 
+// fovea.Gemm's GELU (fuse_gemm_gelu): cuBLASLt's GELU epilogue with the bias row (a linear layer,
+// odd sizes), after a C broadcast into Y first (a column, beta 0.5) and without C; float64, where
+// cuBLASLt may have no GELU epilogue, through the pass after the product. Against the CPU's tanh form.
+TEST(Cudafovea_Gemm, TheGeluRunsInTheEpilogue) {
+  FOVEA_REQUIRE_GPU();
+  const std::int64_t m = 37, k = 29, n = 95;
+  const auto gemm = [](int inputs, float beta) {
+    return NodeBuilder("Gemm")
+        .domain("fovea")
+        .inputs(inputs)
+        .attr("beta", beta)
+        .attr("activation", "gelu_tanh");
+  };
+  for (const DataType dtype : {kF32, DataType::kFloat64}) {
+    // Products of about unit size, so that the GELU's negative tail is exercised.
+    const Tensor a = random_tensor(dtype, {m, k}, 1);
+    const Tensor b = random_tensor(dtype, {k, n}, 2);
+    for (Precision p : kPrecisions) {
+      if (dtype == DataType::kFloat64 && p != Precision::kFloat32) continue;
+      const CudaCheck check{.precision = p, .constant_inputs = {1, 2}, .accuracy = Accuracy::kAccumulating};
+      EXPECT_TRUE(cuda_matches_cpu(gemm(3, 1.0f).build(), {a, b, random_tensor(dtype, {n}, 4)}, check))
+          << precision_name(p) << " " << data_type_name(dtype);
+      EXPECT_TRUE(
+          cuda_matches_cpu(gemm(3, 0.5f).build(), {a, b, random_tensor(dtype, {m, 1}, 5)}, accumulating(p)))
+          << precision_name(p) << " " << data_type_name(dtype);
+      EXPECT_TRUE(cuda_matches_cpu(gemm(2, 1.0f).build(), {a, b}, accumulating(p)))
+          << precision_name(p) << " " << data_type_name(dtype);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace fovea::runtime::testing
