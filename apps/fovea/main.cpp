@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "commands.h"
+#include "core/gpu.h"
 #include "core/log.h"
 #if defined(FOVEA_HAVE_CUDA)
 #include "core/cuda_raii.h"
@@ -120,6 +121,7 @@ int main(int argc, char** argv) {
   // The one top-level handler: nothing below main lets an exception cross a library boundary,
   // but a std::bad_alloc from the standard library still ends here with a clear message.
   try {
+    fovea::widen_cuda_work_queues();  // before any CUDA call: the driver reads it once
     return fovea::app::run(argc, argv);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fovea: fatal: %s\n", e.what());
