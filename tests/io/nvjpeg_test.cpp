@@ -141,6 +141,27 @@ TEST(NvjpegProbe, TruncatedAndGarbageFilesAreNamedErrors) {
   }
 }
 
+// A sequential file whose one scan codes every component and which ends in EOI is not read past
+// its scan header (the walk would look at every byte of the data): damage inside the data is left
+// to the decoder. With bytes after the EOI, the walk reads through the data and finds it.
+TEST(NvjpegProbe, AFileEndingInEoiIsNotReadPastItsOnlyScan) {
+  std::string jpeg = shaped(64, 48, {});
+  const std::size_t sos = jpeg.find("\xFF\xDA");
+  ASSERT_NE(sos, std::string::npos);
+  const std::size_t data =
+      sos + 2 +
+      ((static_cast<unsigned char>(jpeg[sos + 2]) << 8) | static_cast<unsigned char>(jpeg[sos + 3]));
+  ASSERT_LT(data + 14, jpeg.size() - 2);
+  jpeg.replace(data + 10, 4, "\xFF\x12\x7F\xFF");  // a marker that is none, its length past the end
+  const Result<JpegInfo> info = info_of(jpeg);
+  ASSERT_TRUE(info.is_ok()) << info.status().to_string();
+  EXPECT_EQ(info->scans, 1);
+  EXPECT_TRUE(info->hardware_decodable) << info->not_hardware_reason;
+  const Result<JpegInfo> trailing = info_of(jpeg + "tail", "tail.jpg");
+  ASSERT_FALSE(trailing.is_ok());
+  EXPECT_EQ(trailing.status().message().rfind("tail.jpg: JPEG: ", 0), 0u) << trailing.status().message();
+}
+
 // Where libnvjpeg is absent: available() is false and create() says so, whatever the backend.
 TEST(NvjpegDecoderUnavailable, CreateSaysWhy) {
   if (NvjpegDecoder::available()) GTEST_SKIP() << "libnvjpeg loads here: the GPU tests cover it";
