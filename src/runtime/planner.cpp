@@ -124,6 +124,24 @@ PlanOptions device_plan_options(Precision precision, std::vector<std::string> ke
           .int8_tensor_cores = precision == Precision::kInt8};
 }
 
+namespace {
+
+// An error naming the input when `shape` is not one its declared dims (if any) allow: another rank,
+// or another size where a dim is known.
+Status check_declared_shape(const Graph& graph, const Value& input, const Shape& shape) {
+  if (!input.type.dims) return Status::ok();
+  const Dims& declared = *input.type.dims;
+  bool matches = declared.size() == shape.size();
+  for (std::size_t d = 0; matches && d < shape.size(); ++d) {
+    matches = !declared[d].known() || declared[d].value == shape[d];
+  }
+  if (matches) return Status::ok();
+  return make_error(StatusCode::kInvalidArgument, graph.where(), "input '", input.name, "' is declared ",
+                    dims_string(declared), ", which ", shape_string(shape), " does not match");
+}
+
+}  // namespace
+
 Result<InputShapes> resolve_input_shapes(const Graph& graph, const InputShapes& overrides,
                                          std::int64_t default_dim) {
   InputShapes shapes;
@@ -137,6 +155,7 @@ Result<InputShapes> resolve_input_shapes(const Graph& graph, const InputShapes& 
   for (ValueId id : graph.inputs) {
     const Value& input = graph.value(id);
     if (auto it = overrides.find(input.name); it != overrides.end()) {
+      FOVEA_TRY(check_declared_shape(graph, input, it->second));
       shapes[input.name] = it->second;
       continue;
     }
@@ -175,18 +194,7 @@ Result<ExecutionPlan> plan_graph(const Graph& model_graph, const InputShapes& in
                         "'");
     }
     const Shape& shape = it->second;
-    if (input.type.dims) {
-      const Dims& declared = *input.type.dims;
-      bool matches = declared.size() == shape.size();
-      for (std::size_t d = 0; matches && d < shape.size(); ++d) {
-        matches = !declared[d].known() || declared[d].value == shape[d];
-      }
-      if (!matches) {
-        return make_error(StatusCode::kInvalidArgument, graph.where(), "input '", input.name,
-                          "' is declared ", dims_string(declared), ", which ", shape_string(shape),
-                          " does not match");
-      }
-    }
+    FOVEA_TRY(check_declared_shape(graph, input, shape));
     input.type.dims = dims_of(shape);
   }
   FOVEA_TRY(infer_shapes(graph, FoldConstants::kYes));

@@ -77,6 +77,25 @@ TEST(Planner, ShapeThatContradictsTheModelIsAnError) {
   EXPECT_NE(plan.status().message().find("'x'"), std::string::npos) << plan.status().message();
 }
 
+// A shape given for an input (`--shape`) that its declared dims refuse is an error naming the input
+// before planning, so the command line's fault is told apart from the model's.
+TEST(Planner, GivenShapesAreCheckedAgainstTheDeclaredDims) {
+  ModelBuilder m;
+  m.input("x", DataType::kFloat32, {-1, 3, -1}).output("y", DataType::kFloat32, {-1, 3, -1});
+  m.node("Relu", {"x"}, {"y"});
+  const Graph graph = load_graph(m);
+  for (const Shape& wrong : {Shape{2, 3}, Shape{2, 4, 5}, Shape{1, 3, 5, 1}}) {
+    const Result<InputShapes> shapes = resolve_input_shapes(graph, InputShapes{{"x", wrong}}, 1);
+    ASSERT_FALSE(shapes.is_ok()) << shape_string(wrong);
+    EXPECT_EQ(shapes.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(shapes.status().message().find("input 'x' is declared [N, 3, N]"), std::string::npos)
+        << shapes.status().message();
+  }
+  const Result<InputShapes> shapes = resolve_input_shapes(graph, InputShapes{{"x", {2, 3, 5}}}, 1);
+  ASSERT_TRUE(shapes.is_ok()) << shapes.status().to_string();
+  EXPECT_EQ(shapes->at("x"), (Shape{2, 3, 5}));
+}
+
 // Found by the loader's fuzzer: folding a Shape (or Size) of a float16 input read the elements of
 // the data-less tensor folding gives it, as if widening them to float32.
 TEST(Planner, FoldsTheShapeAndSizeOfAFloat16Input) {
