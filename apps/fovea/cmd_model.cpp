@@ -556,10 +556,11 @@ int run_bench(const ModelArgs& args) {
 
 // --device, --precision, --calib, --keep-fp16, --keep-fp32 and --no-cuda-graph, for the subcommands that
 // run on CUDA.
-void add_device_options(CLI::App* command, ModelArgs* args, const char* default_device) {
-  args->device = default_device;
-  command->add_option("--device", args->device, "cpu or cuda")
-      ->check(CLI::IsMember({"cpu", "cuda"}))
+// `devices` lists what --device accepts ("cpu" and "cuda", or "cuda" alone where only CUDA is timed).
+void add_device_options(CLI::App* command, ModelArgs* args, const std::vector<std::string>& devices) {
+  args->device = devices.front();
+  command->add_option("--device", args->device, fmt::format("{}", fmt::join(devices, " or ")))
+      ->check(CLI::IsMember(devices))
       ->capture_default_str();
   command
       ->add_option("--precision", args->precision,
@@ -603,7 +604,7 @@ void add_model_command(CLI::App& app, Action* action) {
   info->add_flag("--graph", args->graph,
                  "Print the planned graph instead, a node a line (after folding and fusion, as --device and "
                  "--precision plan it): name, op, inputs -> outputs with their types");
-  add_device_options(info, args.get(), "cpu");
+  add_device_options(info, args.get(), {"cpu", "cuda"});
   info->callback([args, action] { *action = [args] { return run_info(*args); }; });
 
   args = std::make_shared<ModelArgs>();
@@ -616,7 +617,7 @@ void add_model_command(CLI::App& app, Action* action) {
   run->add_option("--repeat", args->repeat, "Run N times and report the median time")
       ->check(CLI::Range(1, 10000))
       ->capture_default_str();
-  add_device_options(run, args.get(), "cpu");
+  add_device_options(run, args.get(), {"cpu", "cuda"});
   run->add_option("--trace", args->trace_dir,
                   "Profile the runs into DIR (trace.json, report.json; see fovea report)");
   run->callback([args, action] { *action = [args] { return run_model(*args); }; });
@@ -647,16 +648,8 @@ void add_model_command(CLI::App& app, Action* action) {
       ->check(number_in(0.0, 600.0))
       ->capture_default_str();
   bench->add_flag("--json", args->json, "Print JSON");
-  add_device_options(bench, args.get(), "cuda");
-  bench->callback([args, action] {
-    *action = [args] {
-      if (args->device != "cuda") {
-        log_error("model bench times the CUDA executor; use --device cuda");
-        return kExitUsage;
-      }
-      return run_bench(*args);
-    };
-  });
+  add_device_options(bench, args.get(), {"cuda"});
+  bench->callback([args, action] { *action = [args] { return run_bench(*args); }; });
 
   add_calibrate_command(model, action);
 }
