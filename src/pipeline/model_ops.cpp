@@ -3,12 +3,15 @@
 #include <fmt/format.h>
 
 #include "core/log.h"
+#include "post/non_finite.h"
 #include "runtime/onnx_loader.h"
 
 #if defined(FOVEA_HAVE_CUDA)
 #include <cuda_runtime.h>
 
 #include "core/cuda_check.h"
+#include "core/cuda_raii.h"
+#include "core/pool.h"
 #endif
 
 namespace fovea::pipeline {
@@ -190,15 +193,79 @@ Status PreprocessOp::run(FrameBatch& batch, cudaStream_t stream) {
 #endif
 }
 
+// The GPU path's count: the device counter the kernels add to, and the pinned word it is copied to
+// after each batch (read by counters(), a batch behind at most while the flow runs).
+struct InferenceOp::DeviceCount {
+#if defined(FOVEA_HAVE_CUDA)
+  DeviceMemory counter;
+  BufferPool pinned_pool;
+  PooledBuffer pinned;
+
+  static Result<std::unique_ptr<DeviceCount>> create(cudaStream_t stream) {
+    FOVEA_ASSIGN_OR_RETURN(DeviceMemory counter, DeviceMemory::allocate(sizeof(unsigned long long)));
+    FOVEA_ASSIGN_OR_RETURN(BufferPool pool,
+                           BufferPool::create("inference: non-finite count", MemoryKind::kPinnedHost,
+                                              sizeof(unsigned long long)));
+    FOVEA_ASSIGN_OR_RETURN(PooledBuffer pinned, pool.acquire());
+    auto count =
+        std::make_unique<DeviceCount>(DeviceCount{std::move(counter), std::move(pool), std::move(pinned)});
+    *count->seen() = 0;
+    FOVEA_CUDA_TRY(cudaMemsetAsync(count->counter.get(), 0, sizeof(unsigned long long), stream));
+    return count;
+  }
+  unsigned long long* device() const {
+    return static_cast<unsigned long long*>(counter.get());
+  }
+  // Written by the copies, read here: volatile, so each read goes to memory.
+  volatile unsigned long long* seen() const {
+    return static_cast<volatile unsigned long long*>(pinned.data());
+  }
+#endif
+};
+
+InferenceOp::InferenceOp(FlowModel& model) : model_(model) {}
+InferenceOp::~InferenceOp() = default;
+
+std::vector<TensorView> InferenceOp::float_outputs(std::size_t items) const {
+  std::vector<TensorView> views = outputs(items);
+  std::erase_if(views, [](const TensorView& view) {
+    return (view.dtype != DataType::kFloat32 && view.dtype != DataType::kFloat16) || view.num_elements() == 0;
+  });
+  return views;
+}
+
+void InferenceOp::warn_non_finite(std::uint64_t found) {
+  if (warned_ || found == 0) return;
+  warned_ = true;
+  log_warn(
+      "{}: the model's outputs hold NaN or infinite values ({} so far): the results from them are wrong; "
+      "a float16 plan that overflows does this (try precision fp32); the summary counts them",
+      model_.config.path, found);
+}
+
+std::vector<StageCounter> InferenceOp::counters() const {
+  std::uint64_t found = host_non_finite_.load();
+#if defined(FOVEA_HAVE_CUDA)
+  if (device_count_) found += *device_count_->seen();
+#endif
+  return {{"non-finite output values", found}};
+}
+
 Status InferenceOp::run_cpu(FrameBatch& batch) {
   host_outputs_.clear();
-  if (inferred_frames(batch).empty()) return Status::ok();
+  const std::size_t n = inferred_frames(batch).size();
+  if (n == 0) return Status::ok();
   const runtime::TensorSpec& input = model_.session->input_spec(0);
   // The slot's tensor itself, borrowed: the CPU executor reads it in place.
   FOVEA_ASSIGN_OR_RETURN(
       host_outputs_,
       model_.session->run_host(nullptr, {runtime::Tensor::borrow(input.dtype, *input.shape,
                                                                  batch.slot->bytes(model_.tensor_buffer))}));
+  for (const TensorView& output : float_outputs(n)) {
+    FOVEA_ASSIGN_OR_RETURN(const std::uint64_t found, post::count_non_finite_cpu(output));
+    host_non_finite_ += found;
+  }
+  warn_non_finite(host_non_finite_.load());
   return Status::ok();
 }
 
@@ -206,11 +273,22 @@ Status InferenceOp::run(FrameBatch& batch, cudaStream_t stream) {
 #if defined(FOVEA_HAVE_CUDA)
   const std::size_t n = inferred_frames(batch).size();
   if (n == 0) return Status::ok();
+  if (!device_count_) {
+    FOVEA_ASSIGN_OR_RETURN(device_count_, DeviceCount::create(stream));
+  }
+  warn_non_finite(*device_count_->seen());  // as of the batches whose copies have landed
   // The session's input lives at a fixed address (its CUDA graph reads it there); the slot's tensor
   // is copied in so that preprocess can fill the next batch's slot meanwhile.
   FOVEA_TRY(model_.session->copy_input(stream, 0, batch.slot->bytes(model_.tensor_buffer),
                                        static_cast<std::int64_t>(n)));
-  return model_.session->run(stream);
+  FOVEA_TRY(model_.session->run(stream));
+  for (const TensorView& output : float_outputs(n)) {
+    FOVEA_TRY(post::count_non_finite_cuda(stream, output, device_count_->device()));
+  }
+  FOVEA_CUDA_TRY(cudaMemcpyAsync(const_cast<unsigned long long*>(device_count_->seen()),
+                                 device_count_->device(), sizeof(unsigned long long), cudaMemcpyDeviceToHost,
+                                 stream));
+  return Status::ok();
 #else
   static_cast<void>(batch);
   static_cast<void>(stream);

@@ -9,6 +9,8 @@
 //                 same stage, on the same stream, right after it (ClassMapOp, DetectOp).
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -69,13 +71,19 @@ class PreprocessOp final : public Op {
   FlowModel& model_;
 };
 
+// Also counts the non-finite values (NaN, infinities) among the inferred items' float outputs
+// (post/non_finite.h): a model that overflows (float16 past 65504) gives them, and every head turns
+// them silently into no boxes, one class or black pictures. The count is a stage counter ("counted" in
+// the summary and the report) and the log says so the first time it sees one.
 class InferenceOp final : public Op {
  public:
-  explicit InferenceOp(FlowModel& model) : model_(model) {}
+  explicit InferenceOp(FlowModel& model);
+  ~InferenceOp() override;
   std::string name() const override { return "inference"; }
   Status declare(BufferPlan&) override { return Status::ok(); }
   Status run(FrameBatch& batch, cudaStream_t stream) override;
   Status run_cpu(FrameBatch& batch) override;
+  std::vector<StageCounter> counters() const override;
 
   // The outputs of the last run, trimmed to its first `items` entries: device tensors on the GPU,
   // host tensors on the CPU. Valid until the next run.
@@ -83,8 +91,17 @@ class InferenceOp final : public Op {
   const FlowModel& model() const { return model_; }
 
  private:
+  // The float outputs of the last run's first `items` entries, as outputs() gives them.
+  std::vector<TensorView> float_outputs(std::size_t items) const;
+  // Says once that the outputs held `found` non-finite values so far.
+  void warn_non_finite(std::uint64_t found);
+
   FlowModel& model_;
-  std::vector<runtime::Tensor> host_outputs_;  // CPU path: the last run's
+  std::vector<runtime::Tensor> host_outputs_;      // CPU path: the last run's
+  std::atomic<std::uint64_t> host_non_finite_{0};  // CPU path: counted so far
+  struct DeviceCount;  // GPU path: the counter on the device and its copy in pinned memory
+  std::unique_ptr<DeviceCount> device_count_;
+  bool warned_ = false;
 };
 
 }  // namespace fovea::pipeline

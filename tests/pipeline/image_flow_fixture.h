@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -14,6 +15,7 @@
 
 #include "io/image_codec.h"
 #include "pipeline/config.h"
+#include "pipeline/stats.h"
 #include "runtime/graph_builder.h"
 #include "runtime/onnx_writer.h"
 
@@ -23,16 +25,44 @@ namespace fs = std::filesystem;
 
 // An image-to-image model that gives its input back: with the symmetric normalization and its
 // inverse, every picture is its input's pixels exactly (preprocess at scale 1, no resampling).
-inline Status write_identity_model(const fs::path& path) {
-  runtime::GraphBuilder builder(17);
-  const runtime::ValueId input = builder.input("input", runtime::image_type(3));
-  const runtime::ValueId output = builder.node("Identity", {input}, "output");
-  builder.output(output, runtime::image_type(3));
+// Writes `builder`'s graph to `path` as an ONNX file.
+inline Status write_model(const fs::path& path, runtime::GraphBuilder&& builder) {
   FOVEA_ASSIGN_OR_RETURN(const std::string bytes,
                          runtime::serialize_onnx(std::move(builder).take_graph(), {}));
   std::ofstream file(path, std::ios::binary);
   file << bytes;
   return file ? Status::ok() : make_error(StatusCode::kIoError, path.string(), ": cannot write");
+}
+
+inline Status write_identity_model(const fs::path& path) {
+  runtime::GraphBuilder builder(17);
+  const runtime::ValueId input = builder.input("input", runtime::image_type(3));
+  const runtime::ValueId output = builder.node("Identity", {input}, "output");
+  builder.output(output, runtime::image_type(3));
+  return write_model(path, std::move(builder));
+}
+
+// An image-to-image model whose every output value is NaN (0 / 0): a model that overflows, as the
+// flows' count of non-finite outputs sees it.
+inline Status write_nan_model(const fs::path& path) {
+  runtime::GraphBuilder builder(17);
+  const runtime::ValueId input = builder.input("input", runtime::image_type(3));
+  const runtime::ValueId zero = builder.node("Sub", {input, input}, "zero");
+  const runtime::ValueId output = builder.node("Div", {zero, zero}, "output");
+  builder.output(output, runtime::image_type(3));
+  return write_model(path, std::move(builder));
+}
+
+// What the stage `stage` of a run counted as `counter` (0 when it counted nothing of that name).
+inline std::uint64_t stage_count(const PipelineStats& stats, const std::string& stage,
+                                 const std::string& counter) {
+  for (const StageStats& s : stats.stages) {
+    if (s.name != stage) continue;
+    for (const StageCounter& c : s.counters) {
+      if (c.name == counter) return c.value;
+    }
+  }
+  return 0;
 }
 
 inline io::HostImage random_image(int width, int height, unsigned seed) {

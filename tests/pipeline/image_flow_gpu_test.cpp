@@ -123,6 +123,25 @@ TEST_F(ImageFlowGpu, JpegsThroughNvjpegMatchTheCpuDecoder) {
   EXPECT_LT(total_difference / static_cast<double>(samples), 1.0);
 }
 
+// The GPU path counts a model's non-finite outputs as the CPU path does (float32 and float16 plans:
+// 0 / 0 is NaN in both), over the inferred items only.
+TEST_F(ImageFlowGpu, NonFiniteModelOutputsAreCounted) {
+  ASSERT_TRUE(write_nan_model(dir_ / "nan.onnx").is_ok());
+  for (int i = 0; i < 5; ++i)
+    write_png(fmt::format("pair{}.png", i), random_image(16, 8, static_cast<unsigned>(i)));
+  for (const runtime::Precision precision : {runtime::Precision::kFloat32, runtime::Precision::kFloat16}) {
+    PipelineConfig config = image2image_config();
+    config.models[0].path = (dir_ / "nan.onnx").string();
+    config.models[0].precision = precision;
+    config.sinks.images->output_dir = (dir_ / runtime::precision_name(precision)).string();
+    Result<FlowResult> result = run_flow(config, {.device = DeviceChoice::kGpu, .progress = nullptr});
+    ASSERT_TRUE(result.is_ok()) << result.status().to_string();
+    EXPECT_EQ(result->stats.total_frames(), 5u);
+    EXPECT_EQ(stage_count(result->stats, "inference", "non-finite output values"), 5u * 3 * 8 * 8)
+        << runtime::precision_name(precision);
+  }
+}
+
 // JPEG pictures encoded on the GPU (sinks.images.encoder: nvjpeg) against the writers' libjpeg-turbo:
 // files of the same pictures, within the two encoders' loss of each other (io/nvjpeg_encoder.h:
 // same tables and quality scale, rounding and chroma filter apart), and the summary says which

@@ -34,6 +34,27 @@ namespace {
 using namespace image_flow_test;
 namespace fs = std::filesystem;
 
+// A model whose outputs are NaN runs to the end (its pictures black, as the tensor-to-image op maps
+// NaN), and the inference stage counts every non-finite value of the inferred items; a finite model
+// counts none.
+TEST_F(ImageFlow, NonFiniteModelOutputsAreCounted) {
+  ASSERT_TRUE(write_nan_model(dir_ / "nan.onnx").is_ok());
+  ASSERT_TRUE(write_identity_model(dir_ / "identity.onnx").is_ok());
+  for (int i = 0; i < 4; ++i)
+    write_png(fmt::format("pair{}.png", i), random_image(16, 8, static_cast<unsigned>(i)));
+  PipelineConfig config = image2image_config();
+  config.models[0].path = (dir_ / "nan.onnx").string();
+  Result<FlowResult> result = run_flow(config, {.device = DeviceChoice::kCpu});
+  ASSERT_TRUE(result.is_ok()) << result.status().to_string();
+  EXPECT_EQ(result->stats.total_frames(), 4u);
+  EXPECT_EQ(stage_count(result->stats, "inference", "non-finite output values"), 4u * 3 * 8 * 8);
+  fs::remove_all(dir_ / "out");
+  config = image2image_config();
+  result = run_flow(config, {.device = DeviceChoice::kCpu});
+  ASSERT_TRUE(result.is_ok()) << result.status().to_string();
+  EXPECT_EQ(stage_count(result->stats, "inference", "non-finite output values"), 0u);
+}
+
 TEST_F(ImageFlow, Image2ImageWritesEachPictureAtItsMirroredPathAndSkipsBadFiles) {
   ASSERT_TRUE(write_identity_model(dir_ / "identity.onnx").is_ok());
   // AB pairs: 16x8, whose A half is the model's 8x8 input exactly.
