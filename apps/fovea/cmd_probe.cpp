@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <string>
 
 #include "commands.h"
 #include "io/demuxer.h"
@@ -20,6 +21,13 @@ std::string rational_text(Rational r) {
   return std::to_string(r.num) + "/" + std::to_string(r.den);
 }
 
+// The container's figure, or null where it does not say (a raw .h264 stream has no duration, a live
+// one no frame count): 0 would read as a measured zero.
+template <typename T>
+nlohmann::json known(T value) {
+  return value > 0 ? nlohmann::json(value) : nlohmann::json(nullptr);
+}
+
 nlohmann::json to_json(const io::StreamInfo& info) {
   return {{"url", info.url},
           {"container", info.container},
@@ -29,12 +37,20 @@ nlohmann::json to_json(const io::StreamInfo& info) {
           {"pixel_format", info.pixel_format},
           {"width", info.width},
           {"height", info.height},
-          {"frame_rate", info.frame_rate.to_double()},
+          {"frame_rate", known(info.frame_rate.to_double())},
           {"time_base", rational_text(info.time_base)},
-          {"duration_s", info.duration_s},
-          {"frame_count", info.frame_count},
-          {"bit_rate", info.bit_rate},
+          {"duration_s", known(info.duration_s)},
+          {"frame_count", known(info.frame_count)},
+          {"bit_rate", known(info.bit_rate)},
           {"rotation_deg", info.rotation_deg}};
+}
+
+// "unknown" where the container does not say, else the figure as `format` prints it.
+std::string known_text(double value, const char* format) {
+  if (value <= 0) return "unknown";
+  char text[64];
+  std::snprintf(text, sizeof(text), format, value);
+  return text;
 }
 
 void print_text(const io::StreamInfo& info) {
@@ -44,11 +60,13 @@ void print_text(const io::StreamInfo& info) {
               info.profile.c_str(), info.bit_depth, info.pixel_format.c_str());
   std::printf("  size        %dx%d%s\n", info.width, info.height,
               info.rotation_deg ? (", rotated " + std::to_string(info.rotation_deg) + " deg").c_str() : "");
-  std::printf("  frame rate  %.3f fps (time base %s)\n", info.frame_rate.to_double(),
+  std::printf("  frame rate  %s (time base %s)\n",
+              known_text(info.frame_rate.to_double(), "%.3f fps").c_str(),
               rational_text(info.time_base).c_str());
-  std::printf("  duration    %.3f s%s\n", info.duration_s,
+  std::printf("  duration    %s%s\n", known_text(info.duration_s, "%.3f s").c_str(),
               info.frame_count > 0 ? (", " + std::to_string(info.frame_count) + " frames").c_str() : "");
-  std::printf("  bit rate    %.2f Mb/s\n", static_cast<double>(info.bit_rate) / 1e6);
+  std::printf("  bit rate    %s\n",
+              known_text(static_cast<double>(info.bit_rate) / 1e6, "%.2f Mb/s").c_str());
 }
 
 int run_probe(const ProbeArgs& args) {
@@ -61,6 +79,8 @@ int run_probe(const ProbeArgs& args) {
     Result<std::unique_ptr<io::Demuxer>> demuxer = io::Demuxer::open(input, options);
     if (!demuxer.is_ok()) {
       std::fprintf(stderr, "fovea probe: %s\n", demuxer.status().to_string().c_str());
+      // In the JSON too, in its place: a script reads every input's outcome from one array.
+      if (args.json) all.push_back({{"url", input}, {"error", demuxer.status().to_string()}});
       ++failures;
       continue;
     }

@@ -314,7 +314,7 @@ class FfmpegDemuxer final : public Demuxer {
   Status select_video_stream() {
     stream_index_ = av_find_best_stream(format_.get(), AVMEDIA_TYPE_VIDEO, -1, -1, nullptr, 0);
     if (stream_index_ < 0) {
-      return make_error(StatusCode::kNotFound, url_, ": no video stream (",
+      return make_error(StatusCode::kUnsupported, url_, ": no video stream (",
                         std::to_string(format_->nb_streams), " streams of other kinds)");
     }
     stream_ = format_->streams[stream_index_];

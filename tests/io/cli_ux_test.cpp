@@ -82,6 +82,24 @@ TEST_F(CliUx, QuietAndVerboseWorkAfterTheSubcommand) {
   ASSERT_EQ(fovea({"-q", "probe", clip().string()}), 0) << output_;
 }
 
+// probe says "unknown" (null in JSON) for what the container does not give (a raw .h264 stream has
+// no duration or bit rate), and the JSON array holds a failed input in its place with the reason: a
+// missing file, and a file with no video stream, which is an unsupported input, not a missing one.
+TEST_F(CliUx, ProbeSaysWhatItDoesNotKnowAndListsFailures) {
+  const fs::path raw = dir_ / "clip.h264";
+  ASSERT_TRUE(io::write_synthetic_clip(raw.string(), {.width = 64, .height = 48, .frames = 4}).is_ok());
+  ASSERT_EQ(fovea({"probe", raw.string()}), 0) << output_;
+  EXPECT_NE(output_.find("duration    unknown"), std::string::npos) << output_;
+  const fs::path text = dir_ / "notes.mp4";
+  std::ofstream(text) << "not a video";
+  ASSERT_EQ(fovea({"probe", "--json", raw.string(), (dir_ / "missing.mp4").string(), text.string()}), 3)
+      << output_;
+  EXPECT_NE(output_.find("\"duration_s\": null"), std::string::npos) << output_;
+  EXPECT_NE(output_.find("\"error\": \"not found: " + (dir_ / "missing.mp4").string()), std::string::npos)
+      << output_;
+  EXPECT_NE(output_.find("\"url\": \"" + text.string() + "\""), std::string::npos) << output_;
+}
+
 // Two runs of the same clip are labelled by their folders, not both by the clip's name; on the CPU
 // the HTML page still charts where the time went.
 TEST_F(CliUx, ReportLabelsRunsByTheirFolders) {
