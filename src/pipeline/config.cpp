@@ -1564,6 +1564,19 @@ Status check_skip_untracked(const Parser& parser, const YAML::Node& root, const 
   return Status::ok();
 }
 
+// Blurred classes are the osd's to blur: without it drawing, the boxes the key asks to hide would be
+// written as they are, with nothing said.
+Status check_blur_needs_osd(const Parser& parser, const YAML::Node& root, const PipelineConfig& config) {
+  if (config.osd.blur_classes.empty() || (runs(config, StageKind::kOsd) && config.osd.enabled)) {
+    return Status::ok();
+  }
+  const std::optional<YAML::Node> osd = lookup(root, "osd");
+  const std::optional<YAML::Node> key = osd ? lookup(*osd, "blur_classes") : std::nullopt;
+  return parser.error(key ? *key : root, "osd.blur_classes",
+                      "needs the osd to draw (osd.enabled: true with an osd stage; `fovea detect --osd`): "
+                      "without it nothing is blurred");
+}
+
 Status check_classify_has_models(const Parser& parser, const YAML::Node& root, const PipelineConfig& config) {
   if (!runs(config, StageKind::kClassify) || !config.secondary.empty()) return Status::ok();
   const std::optional<YAML::Node> stages = lookup(root, "stages");
@@ -1605,6 +1618,7 @@ Result<PipelineConfig> parse_tree(const Parser& parser, const YAML::Node& root) 
   FOVEA_TRY(check_classify_has_models(parser, root, config));
   FOVEA_TRY(check_skip_untracked(parser, root, config));
   FOVEA_TRY(parse_table_section<OsdConfig>(parser, root, "osd", kOsdKeys, config.osd));
+  FOVEA_TRY(check_blur_needs_osd(parser, root, config));
   FOVEA_TRY(parse_section(
       parser, root, "sinks", {"video", "metadata", "mqtt", "stream", "images", "null"}, config.sinks,
       [&parser](const MapReader& map, SinksConfig& sinks) { return parse_sinks(parser, map, sinks); }));

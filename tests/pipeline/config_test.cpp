@@ -790,6 +790,13 @@ TEST(PipelineConfigOverrides, SetReachesTheNewKeys) {
   EXPECT_TRUE(config.osd.enabled);
   set("osd.blur_classes=[1, 2]");
   EXPECT_EQ(config.osd.blur_classes, (std::vector<int>{1, 2}));
+  // Blurring is the osd's: a configuration that turns it off while classes are to be blurred is
+  // refused (nothing would be blurred), and left as it was.
+  const Status off = apply_override(config, "osd.enabled=false");
+  EXPECT_NE(off.message().find("osd.blur_classes: needs the osd to draw"), std::string::npos)
+      << off.to_string();
+  EXPECT_TRUE(config.osd.enabled);
+  set("osd.blur_classes=[]");
   set("stages=[detect]");
   EXPECT_EQ(config.stages, std::vector<StageKind>{StageKind::kDetect});
   set("sinks.video.output_dir=out");
