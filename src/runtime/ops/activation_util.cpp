@@ -27,6 +27,7 @@ Result<bool> gelu_uses_tanh(const Node& node) {
 }
 
 Result<bool> gemm_applies_gelu(const Node& node) {
+  if (node.domain != "fovea") return false;  // ONNX's Gemm has no activation
   FOVEA_ASSIGN_OR_RETURN(const std::string activation, node.attr_string("activation", ""));
   if (activation.empty()) return false;
   if (activation == kGemmGeluTanh) return true;

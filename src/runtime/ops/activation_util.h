@@ -39,8 +39,8 @@ T gelu_tanh(T x) {
 // fovea.Gemm's `activation` attribute: "gelu_tanh" applies the tanh form to alpha A B + beta C (the
 // product of a linear layer and its bias; fuse_gemm_gelu, passes.h), cuBLASLt's GELU epilogue on CUDA.
 inline constexpr const char* kGemmGeluTanh = "gelu_tanh";
-// Whether `node` (a fovea.Gemm) applies it: false without the attribute; another value is refused by
-// name.
+// Whether `node` (a Gemm) applies it: false for ONNX's Gemm and without the attribute; another value
+// is refused by name.
 Result<bool> gemm_applies_gelu(const Node& node);
 
 // A Clip bound as T: from the scalar `bound` (input 1 or 2, opset 11+; nullptr when omitted) or

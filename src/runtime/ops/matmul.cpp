@@ -125,9 +125,7 @@ Result<GemmAttributes> read_gemm_attributes(const Node& node) {
   FOVEA_ASSIGN_OR_RETURN(g.beta, node.attr_float("beta", 1.0f));
   g.trans_a = trans_a != 0;
   g.trans_b = trans_b != 0;
-  if (node.domain == "fovea") {
-    FOVEA_ASSIGN_OR_RETURN(g.gelu, gemm_applies_gelu(node));
-  }
+  FOVEA_ASSIGN_OR_RETURN(g.gelu, gemm_applies_gelu(node));
   return g;
 }
 

@@ -157,10 +157,7 @@ Result<CudaPrepared> prepare_gemm(CudaKernelContext& ctx) {
   shape.k = ctx.input(0).dim(trans_a != 0 ? 0 : 1);
   shape.trans_a = trans_a != 0;
   shape.trans_b = trans_b != 0;
-  bool gelu = false;
-  if (node.domain == "fovea") {
-    FOVEA_ASSIGN_OR_RETURN(gelu, ops::gemm_applies_gelu(node));
-  }
+  FOVEA_ASSIGN_OR_RETURN(const bool gelu, ops::gemm_applies_gelu(node));
   const bool bias = bias_epilogue(ctx, state->beta, shape.n);
   if (bias || gelu) {
     auto fused = std::make_unique<LtMatmul>();
