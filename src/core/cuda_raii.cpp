@@ -49,13 +49,15 @@ DeviceMemory::~DeviceMemory() {
   if (data_ != nullptr) cudaFree(data_);
 }
 
-Result<CudaGraph> CudaGraph::capture(cudaStream_t stream, const std::function<Status()>& enqueue) {
+Result<CudaGraph> CudaGraph::capture(cudaStream_t stream, const std::function<Status()>& enqueue,
+                                     const std::function<Status(cudaGraph_t)>& rewrite) {
   FOVEA_CUDA_TRY(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
   const Status enqueued = enqueue();
   CudaGraph captured;
   const cudaError_t ended = cudaStreamEndCapture(stream, &captured.graph_);  // ends it whatever happened
   FOVEA_TRY(enqueued);
   FOVEA_CUDA_TRY(ended);
+  if (rewrite) FOVEA_TRY(rewrite(captured.graph_));
   FOVEA_CUDA_TRY(cudaGraphInstantiate(&captured.exec_, captured.graph_, 0));
   return captured;
 }

@@ -61,10 +61,11 @@ class CudaEvent {
 
 // A captured, instantiated CUDA graph: the work `enqueue` puts on `stream` (captured in thread-local
 // mode, so other threads' CUDA calls are unaffected), replayed by launch() with no host work per
-// kernel.
+// kernel. `rewrite`, when given, may change the captured graph before it is instantiated.
 class CudaGraph {
  public:
-  static Result<CudaGraph> capture(cudaStream_t stream, const std::function<Status()>& enqueue);
+  static Result<CudaGraph> capture(cudaStream_t stream, const std::function<Status()>& enqueue,
+                                   const std::function<Status(cudaGraph_t)>& rewrite = {});
   CudaGraph() = default;
   CudaGraph(CudaGraph&& other) noexcept
       : graph_(std::exchange(other.graph_, nullptr)), exec_(std::exchange(other.exec_, nullptr)) {}

@@ -9,6 +9,7 @@
 #include "core/log.h"
 #include "runtime/cuda/cuda_libraries.h"
 #include "runtime/cuda/cuda_op.h"
+#include "runtime/cuda/graph_memsets.h"
 
 namespace fovea::runtime::cuda {
 
@@ -344,7 +345,8 @@ Status CudaExecutor::capture() {
   cudaStream_t stream = device_->capture_stream.get();
   FOVEA_TRY(enqueue(stream));
   FOVEA_CUDA_TRY(cudaStreamSynchronize(stream));
-  FOVEA_ASSIGN_OR_RETURN(device_->graph, CudaGraph::capture(stream, [&] { return enqueue(stream); }));
+  FOVEA_ASSIGN_OR_RETURN(device_->graph, CudaGraph::capture(
+                                             stream, [&] { return enqueue(stream); }, memsets_as_kernels));
   FOVEA_TRY(device_->graph.upload(stream));
   FOVEA_CUDA_TRY(cudaStreamSynchronize(stream));
   return Status::ok();
