@@ -15,9 +15,12 @@ inline constexpr int kWarpSize = 32;
 
 // A warp's sum and maximum of one value per lane, in every lane (a butterfly of shuffles: the row
 // kernels that keep a row in registers need the result in each lane, where CUB's WarpReduce gives it
-// to lane 0 only).
+// to lane 0 only). warp_sum<16> sums each half of the warp on its own; every lane of the warp calls it.
+template <int kLanes = kWarpSize>
 __device__ __forceinline__ float warp_sum(float v) {
-  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  static_assert(kLanes > 0 && kLanes <= kWarpSize && (kLanes & (kLanes - 1)) == 0,
+                "a power of two within a warp");
+  for (int offset = kLanes / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
   return v;
 }
 

@@ -7,8 +7,8 @@
 //                        mean and variance (sums of x - x[0]: the shift keeps float sums of squares
 //                        from cancelling when |mean| >> stddev), one pass to normalize and apply the
 //                        affine map; float16 rows of up to 1,024 elements (a multiple of 8) with
-//                        whole Scale and B and no Mean/InvStdDev outputs: a warp per row held in
-//                        registers, 16-byte loads, mean then variance from the registers (the
+//                        whole Scale and B and no Mean/InvStdDev outputs: half a warp per row held
+//                        in registers, 16-byte loads, mean then variance from the registers (the
 //                        general kernel's element loads ran at a quarter of the memory's rate:
 //                        ViT-B's LayerNorms took 31 us a layer of 19 MB)
 //
@@ -182,7 +182,8 @@ __global__ void __launch_bounds__(kBlockSize)
 }
 
 constexpr int kHalvesPerVector = 8;
-constexpr int kMaxRowVectors = 4;  // per lane: rows of up to 4 * 8 * 32 = 1,024 halves
+constexpr int kRowLanes = kWarpSize / 2;
+constexpr int kMaxRowVectors = 8;  // per lane: rows of up to 8 * 8 * 16 = 1,024 halves
 
 __device__ __forceinline__ void unpack(const uint4& word, float (&v)[kHalvesPerVector]) {
   const auto* h = reinterpret_cast<const __half2*>(&word);
@@ -193,47 +194,53 @@ __device__ __forceinline__ void unpack(const uint4& word, float (&v)[kHalvesPerV
   }
 }
 
+// Half a warp per row: ViT-B's 12,608 rows of 768 at a warp each filled an H200's warp slots 1.5
+// times over, the second wave half empty; at half a warp a row they fit in one, each lane with twice
+// the loads in flight. The block steps through its rows together, so that both halves of a warp
+// reach the shuffles of warp_sum<kRowLanes> whether or not their row exists.
 template <int kVectors>
 __global__ void __launch_bounds__(kBlockSize)
     layer_norm_half_rows_kernel(const __half* __restrict__ x, __half* __restrict__ y, std::int64_t rows,
                                 int length, float epsilon, const __half* __restrict__ scale,
                                 const __half* __restrict__ bias) {
-  constexpr int kWarps = kBlockSize / kWarpSize;
-  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+  constexpr int kRowsPerBlock = kBlockSize / kRowLanes;
+  const int lane = static_cast<int>(threadIdx.x) % kRowLanes;
   const int vectors = length / kHalvesPerVector;
   const auto* scale_v = reinterpret_cast<const uint4*>(scale);
   const auto* bias_v = reinterpret_cast<const uint4*>(bias);
-  for (std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * kWarps + threadIdx.x / kWarpSize;
-       row < rows; row += static_cast<std::int64_t>(gridDim.x) * kWarps) {
+  for (std::int64_t first = static_cast<std::int64_t>(blockIdx.x) * kRowsPerBlock; first < rows;
+       first += static_cast<std::int64_t>(gridDim.x) * kRowsPerBlock) {
+    const std::int64_t row = first + threadIdx.x / kRowLanes;
+    const int live_vectors = row < rows ? vectors : 0;
     const auto* in = reinterpret_cast<const uint4*>(x + row * length);
     float v[kVectors][kHalvesPerVector];
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < kVectors; ++k) {
-      const int i = lane + kWarpSize * k;
-      if (i < vectors) {
+      const int i = lane + kRowLanes * k;
+      if (i < live_vectors) {
         unpack(in[i], v[k]);
       } else {
         for (float& e : v[k]) e = 0.0f;
       }
       for (float e : v[k]) sum += e;
     }
-    const float mean = warp_sum(sum) / static_cast<float>(length);
+    const float mean = warp_sum<kRowLanes>(sum) / static_cast<float>(length);
     float squares = 0.0f;
 #pragma unroll
     for (int k = 0; k < kVectors; ++k) {
-      if (lane + kWarpSize * k >= vectors) continue;
+      if (lane + kRowLanes * k >= live_vectors) continue;
       for (float& e : v[k]) {
         e -= mean;
         squares += e * e;
       }
     }
-    const float inv_std = 1.0f / sqrtf(warp_sum(squares) / static_cast<float>(length) + epsilon);
+    const float inv_std = 1.0f / sqrtf(warp_sum<kRowLanes>(squares) / static_cast<float>(length) + epsilon);
     auto* out = reinterpret_cast<uint4*>(y + row * length);
 #pragma unroll
     for (int k = 0; k < kVectors; ++k) {
-      const int i = lane + kWarpSize * k;
-      if (i >= vectors) continue;
+      const int i = lane + kRowLanes * k;
+      if (i >= live_vectors) continue;
       float s[kHalvesPerVector], b[kHalvesPerVector] = {};
       unpack(scale_v[i], s);
       if (bias != nullptr) unpack(bias_v[i], b);
@@ -254,29 +261,29 @@ bool half_rows_serve(const __half* x, const __half* y, const __half* scale, cons
                      std::int64_t length, bool direct, bool statistics) {
   const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % sizeof(uint4) == 0; };
   return direct && !statistics && length % kHalvesPerVector == 0 &&
-         length <= kMaxRowVectors * kHalvesPerVector * kWarpSize && aligned(x) && aligned(y) &&
+         length <= kMaxRowVectors * kHalvesPerVector * kRowLanes && aligned(x) && aligned(y) &&
          aligned(scale) && (bias == nullptr || aligned(bias));
 }
 
 void launch_layer_norm_half_rows(const __half* x, __half* y, std::int64_t rows, std::int64_t length,
                                  float epsilon, const __half* scale, const __half* bias,
                                  cudaStream_t stream) {
-  const int vectors_per_lane = static_cast<int>((length / kHalvesPerVector + kWarpSize - 1) / kWarpSize);
-  const unsigned grid = grid_for(rows * kWarpSize);
+  const int vectors_per_lane = static_cast<int>((length / kHalvesPerVector + kRowLanes - 1) / kRowLanes);
+  const unsigned grid = grid_for(rows * kRowLanes);
   const auto n = static_cast<int>(length);
+  const auto launch = [&](auto vectors) {
+    layer_norm_half_rows_kernel<decltype(vectors)::value>
+        <<<grid, kBlockSize, 0, stream>>>(x, y, rows, n, epsilon, scale, bias);
+  };
   switch (vectors_per_lane) {
-    case 1:
-      layer_norm_half_rows_kernel<1><<<grid, kBlockSize, 0, stream>>>(x, y, rows, n, epsilon, scale, bias);
-      break;
-    case 2:
-      layer_norm_half_rows_kernel<2><<<grid, kBlockSize, 0, stream>>>(x, y, rows, n, epsilon, scale, bias);
-      break;
-    case 3:
-      layer_norm_half_rows_kernel<3><<<grid, kBlockSize, 0, stream>>>(x, y, rows, n, epsilon, scale, bias);
-      break;
-    default:
-      layer_norm_half_rows_kernel<4><<<grid, kBlockSize, 0, stream>>>(x, y, rows, n, epsilon, scale, bias);
-      break;
+    case 1: launch(std::integral_constant<int, 1>{}); break;
+    case 2: launch(std::integral_constant<int, 2>{}); break;
+    case 3: launch(std::integral_constant<int, 3>{}); break;
+    case 4: launch(std::integral_constant<int, 4>{}); break;
+    case 5: launch(std::integral_constant<int, 5>{}); break;
+    case 6: launch(std::integral_constant<int, 6>{}); break;
+    case 7: launch(std::integral_constant<int, 7>{}); break;
+    default: launch(std::integral_constant<int, 8>{}); break;
   }
 }
 

@@ -78,9 +78,12 @@ const LayerNormCase kLayerNormCases[] = {
     {{2, 3, 5, 7}, -2, {5, 1}, true, 1},    // Scale and B broadcast
     {{2, 3, 5, 7}, 2, {1}, false, 2},       // one Scale, no B
     {{4, 2000}, 0, {4, 2000}, false, 3},    // everything one row
-    // float16 rows in registers: one, three and four 16-byte vectors a lane (Swin's 96, ViT's 768,
-    // 1,024 without B), and rows that are not a multiple of 8 (the general kernel)
+    // float16 rows in registers, half a warp a row: one, five, six and eight 16-byte vectors a lane
+    // (Swin's 96, 640, ViT's 768, 1,024 without B), a row of one vector, odd row counts (the last
+    // half warp without a row), and rows that are not a multiple of 8 (the general kernel)
     {{4, 7, 96}, -1, {96}, true, 1},
+    {{3, 13, 640}, -1, {640}, true, 1},
+    {{1, 31, 8}, -1, {8}, true, 1},
     {{5, 197, 768}, -1, {768}, true, 1},
     {{2, 9, 1024}, -1, {1024}, false, 1},
     {{3, 11, 100}, -1, {100}, true, 1},
