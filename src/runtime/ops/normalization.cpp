@@ -1,8 +1,12 @@
-// BatchNormalization (inference only), InstanceNormalization and LayerNormalization.
+// BatchNormalization (inference only), InstanceNormalization and LayerNormalization; and
+// fovea.BatchNormalization: the inference BatchNormalization of an NHWC value (channels_last=1),
+// optionally with the ReLU that follows it (activation="Relu"), as the channels_last pass writes a
+// pre-activation BatchNorm whose readers are NHWC convolutions (DenseNet's layers).
 #include <cmath>
 
 #include <fmt/format.h>
 
+#include "runtime/ops/normalization_util.h"
 #include "runtime/ops/op_util.h"
 #include "runtime/parallel.h"
 
@@ -40,12 +44,29 @@ Status infer_batch_norm(InferContext& ctx) {
   return infer_same_as_input(ctx);
 }
 
+Status infer_nhwc_batch_norm(InferContext& ctx) {
+  FOVEA_ASSIGN_OR_RETURN(std::int64_t channels_last, ctx.node().attr_int("channels_last", 0));
+  if (channels_last != 1) {
+    return ctx.error(StatusCode::kInvalidArgument,
+                     fmt::format("channels_last={} is not 1: fovea.BatchNormalization normalizes NHWC only "
+                                 "(ONNX's BatchNormalization is NCHW)",
+                                 channels_last));
+  }
+  FOVEA_TRY(batch_norm_activation(ctx.node()).status());
+  FOVEA_TRY(ctx.require_dtype(0, {FOVEA_FLOAT_TYPES}));
+  FOVEA_TRY(ctx.require_rank(0, 4, 4));
+  const Dims* x = ctx.input_dims(0);
+  FOVEA_TRY(check_channel_params(ctx, 1, 4, x != nullptr ? (*x)[3] : Dim::unknown()));
+  return infer_same_as_input(ctx);
+}
+
+// y = x * a + b per channel, with a = scale / sqrt(var + eps) and b = B - mean * a; then the ReLU
+// when `relu`. The channel is X's axis 1, or its last axis when `channels_last`.
 template <typename T>
-void batch_norm_typed(KernelContext& ctx, float epsilon) {
+void batch_norm_typed(KernelContext& ctx, float epsilon, bool channels_last, bool relu) {
   const Tensor& x = ctx.input(0);
-  const std::int64_t channels = x.dim(1);
-  const std::int64_t plane = x.numel() / std::max<std::int64_t>(x.dim(0) * channels, 1);
-  // y = x * a + b per channel, with a = scale / sqrt(var + eps) and b = B - mean * a.
+  const std::int64_t channels = channels_last ? x.dim(x.rank() - 1) : x.dim(1);
+  const std::int64_t plane = channels_last ? 1 : x.numel() / std::max<std::int64_t>(x.dim(0) * channels, 1);
   std::vector<T> a(static_cast<std::size_t>(channels));
   std::vector<T> b(static_cast<std::size_t>(channels));
   for (std::int64_t c = 0; c < channels; ++c) {
@@ -56,18 +77,31 @@ void batch_norm_typed(KernelContext& ctx, float epsilon) {
   }
   const T* in = x.data<T>();
   T* out = ctx.output(0).data<T>();
+  const T zero = static_cast<T>(0.0f);
   parallel_for(x.numel(), kChunkElements, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t i = begin; i < end; ++i) {
       const auto c = static_cast<std::size_t>((i / plane) % channels);
-      out[i] = in[i] * a[c] + b[c];
+      const T v = in[i] * a[c] + b[c];
+      out[i] = relu && v < zero ? zero : v;
     }
   });
 }
 
 Status run_batch_norm(KernelContext& ctx) {
   FOVEA_ASSIGN_OR_RETURN(float epsilon, ctx.node().attr_float("epsilon", 1e-5f));
-  dispatch<FOVEA_FLOAT_TYPES>(
-      ctx.input(0).dtype(), [&](auto tag) { batch_norm_typed<typename decltype(tag)::type>(ctx, epsilon); });
+  dispatch<FOVEA_FLOAT_TYPES>(ctx.input(0).dtype(), [&](auto tag) {
+    batch_norm_typed<typename decltype(tag)::type>(ctx, epsilon, false, false);
+  });
+  return Status::ok();
+}
+
+Status run_nhwc_batch_norm(KernelContext& ctx) {
+  FOVEA_ASSIGN_OR_RETURN(float epsilon, ctx.node().attr_float("epsilon", 1e-5f));
+  FOVEA_ASSIGN_OR_RETURN(const BatchNormActivation activation, batch_norm_activation(ctx.node()));
+  dispatch<FOVEA_FLOAT_TYPES>(ctx.input(0).dtype(), [&](auto tag) {
+    batch_norm_typed<typename decltype(tag)::type>(ctx, epsilon, true,
+                                                   activation == BatchNormActivation::kRelu);
+  });
   return Status::ok();
 }
 
@@ -204,6 +238,13 @@ FOVEA_REGISTER_OP({.op_type = "BatchNormalization",
                    .max_outputs = 5,
                    .infer = infer_batch_norm,
                    .run = run_batch_norm,
+                   .flops = input_elements});
+FOVEA_REGISTER_OP({.domain = "fovea",
+                   .op_type = "BatchNormalization",
+                   .min_inputs = 5,
+                   .max_inputs = 5,
+                   .infer = infer_nhwc_batch_norm,
+                   .run = run_nhwc_batch_norm,
                    .flops = input_elements});
 FOVEA_REGISTER_OP({.op_type = "InstanceNormalization",
                    .min_inputs = 3,

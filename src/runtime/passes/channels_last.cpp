@@ -23,6 +23,12 @@
 // before (a Concat's inputs add up to its output, an upsampling Resize's input is smaller). They
 // are decided from the last node back, so a Resize read only by such a Concat counts as taking NHWC.
 //
+// An inference BatchNormalization with constant parameters (a pre-activation one: fold_batchnorm has
+// folded those after a convolution) runs in NHWC as fovea.BatchNormalization when its input exists
+// in NHWC, with the Relu that is its only reader in the same pass, and counts as an NHWC reader for
+// the Concats above: DenseNet's layers concatenate NHWC convolution outputs, normalize, ReLU and
+// convolve, which NCHW normalization made two Transposes, a BatchNorm and a ReLU pass a layer.
+//
 // A 2-D MaxPool that reads a value produced in NHWC (a converted convolution's or pool's output)
 // becomes fovea.MaxPool (channels_last=1) the same way, so the pools of ResNet's stem and of VGG and
 // SSD keep their chains in NHWC. A pool of any other value stays NCHW: converting it would only move
@@ -75,6 +81,23 @@ bool same_shape_elementwise(const Graph& graph, const Node& node) {
   if (!out || out->size() != 4) return false;
   return std::all_of(node.inputs.begin(), node.inputs.end(),
                      [&](ValueId input) { return graph.value(input).type.dims == out; });
+}
+
+// An ONNX inference BatchNormalization of a rank-4 value with constant scale, B, mean and var.
+bool nhwc_batch_norm_candidate(const Graph& graph, const Node& node) {
+  if (!node.domain.empty() || node.op_type != "BatchNormalization" || node.inputs.size() != 5 ||
+      node.outputs.size() != 1)
+    return false;
+  const Result<std::int64_t> training = node.attr_int("training_mode", 0);
+  const auto& dims = graph.value(node.inputs[0]).type.dims;
+  if (!training.is_ok() || *training != 0 || !dims || dims->size() != 4) return false;
+  return std::all_of(node.inputs.begin() + 1, node.inputs.end(),
+                     [&](ValueId id) { return id != kNoValue && graph.is_constant(id); });
+}
+
+// A default-domain Relu of one value.
+bool is_relu(const Node& node) {
+  return node.domain.empty() && node.op_type == "Relu" && node.inputs.size() == 1 && node.outputs.size() == 1;
 }
 
 // The position each NCHW axis takes in NHWC (the inverse of kNchwToNhwc).
@@ -156,9 +179,11 @@ class ChannelsLast {
   void run() {
     const std::vector<int> uses = graph_.use_counts();
     choose_resamplers();
+    find_sole_relus(uses);
     std::vector<Node> nodes;
     std::map<ValueId, ValueId> aliases;  // a model Transpose's output -> the NHWC value it equals
     for (std::size_t index = 0; index < graph_.nodes.size(); ++index) {
+      if (fused_relus_.count(index)) continue;
       Node& node = graph_.nodes[index];
       if (convertible(graph_, node)) {
         convert_conv(node, nodes);
@@ -168,6 +193,8 @@ class ChannelsLast {
         } else {
           convert_concat(node, nodes);
         }
+      } else if (nhwc_batch_norm_candidate(graph_, node) && back_to_nhwc_.count(node.inputs[0])) {
+        convert_batch_norm(node, nodes);
       } else if (two_d_max_pool(graph_, node, uses) && produced_in_nhwc_.count(node.inputs[0])) {
         convert_pool(node, nodes);
       } else if (same_shape_elementwise(graph_, node) && back_to_nhwc_.count(node.inputs[0]) &&
@@ -202,6 +229,7 @@ class ChannelsLast {
       const auto [i, slot] = reader;
       const Node& node = graph_.nodes[i];
       if (convertible(graph_, node)) return slot == 0 || slot == 3;
+      if (nhwc_batch_norm_candidate(graph_, node)) return slot == 0;
       return resamplers_.count(i) > 0 && (node.op_type == "Concat" || slot == 0);
     };
     for (std::size_t i = graph_.nodes.size(); i-- > 0;) {
@@ -247,6 +275,32 @@ class ChannelsLast {
                             ops::permute_tensor(*graph_.value(node.inputs[1]).constant, ops::kNchwToNhwc));
     if (node.inputs.size() > 3 && node.inputs[3] != kNoValue)
       node.inputs[3] = transposed(node.inputs[3], ops::kNchwToNhwc, nodes);
+    produce_nhwc(std::move(node), nodes);
+  }
+
+  // Each value whose only reader is a Relu, with that Relu's index.
+  void find_sole_relus(const std::vector<int>& uses) {
+    for (std::size_t i = 0; i < graph_.nodes.size(); ++i) {
+      const Node& node = graph_.nodes[i];
+      if (is_relu(node) && uses[static_cast<std::size_t>(node.inputs[0])] == 1)
+        sole_relu_[node.inputs[0]] = i;
+    }
+  }
+
+  // fovea.BatchNormalization on the NHWC original of its input; a Relu that is the normalization's
+  // only reader runs in the same pass and its output is the node's.
+  void convert_batch_norm(Node& node, std::vector<Node>& nodes) {
+    node.domain = "fovea";
+    node.inputs[0] = back_to_nhwc_.at(node.inputs[0]);
+    const ValueId out = node.outputs[0];
+    if (auto relu = sole_relu_.find(out); relu != sole_relu_.end() && !graph_.is_graph_output(out)) {
+      Attribute activation;
+      activation.kind = Attribute::Kind::kString;
+      activation.s = "Relu";
+      node.attributes["activation"] = activation;
+      node.outputs[0] = graph_.nodes[relu->second].outputs[0];
+      fused_relus_.insert(relu->second);
+    }
     produce_nhwc(std::move(node), nodes);
   }
 
@@ -315,9 +369,11 @@ class ChannelsLast {
   }
 
   Graph& graph_;
-  std::set<std::size_t> resamplers_;         // from choose_resamplers
-  std::map<ValueId, ValueId> back_to_nhwc_;  // NCHW value -> the same data in NHWC
-  std::set<ValueId> produced_in_nhwc_;       // NCHW values that are Transposes of a converted output
+  std::set<std::size_t> resamplers_;          // from choose_resamplers
+  std::map<ValueId, ValueId> back_to_nhwc_;   // NCHW value -> the same data in NHWC
+  std::set<ValueId> produced_in_nhwc_;        // NCHW values that are Transposes of a converted output
+  std::map<ValueId, std::size_t> sole_relu_;  // a value -> the Relu that is its only reader
+  std::set<std::size_t> fused_relus_;         // Relus a converted BatchNormalization applies
 };
 
 }  // namespace

@@ -1,8 +1,10 @@
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
 
 #include "runtime/op_test_util.h"
+#include "runtime/ops/conv_util.h"
 
 namespace fovea::runtime::testing {
 namespace {
@@ -41,6 +43,57 @@ TEST(OpBatchNormalization, RejectsTrainingModeAndBadChannels) {
   status = run_node_status(NodeBuilder("BatchNormalization", 15).inputs(5).build(), {x, p, p3, p, p});
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("3 entries for 2 channels"), std::string::npos) << status.message();
+}
+
+// fovea.BatchNormalization normalizes the last axis of an NHWC value: the NHWC form of ONNX's NCHW
+// result, then the ReLU when asked.
+TEST(Opfovea_BatchNormalization, NormalizesTheLastAxisOfNhwcAndAppliesTheRelu) {
+  const Tensor x = random_tensor(DataType::kFloat32, {2, 3, 5, 7}, 1);  // NCHW, 3 channels
+  const Tensor scale = random_tensor(DataType::kFloat32, {3}, 2);
+  const Tensor bias = random_tensor(DataType::kFloat32, {3}, 3);
+  const Tensor mean = random_tensor(DataType::kFloat32, {3}, 4);
+  const Tensor var = random_tensor(DataType::kFloat32, {3}, 5, 0.1, 2.0);
+  const Node onnx = NodeBuilder("BatchNormalization", 15).inputs(5).attr("epsilon", 1e-3f).build();
+  const Tensor nchw = run_node(onnx, {x, scale, bias, mean, var})[0];
+  Tensor relu = ops::permute_tensor(nchw, ops::kNchwToNhwc);
+  for (std::int64_t i = 0; i < relu.numel(); ++i)
+    relu.data<float>()[i] = std::max(relu.data<float>()[i], 0.0f);
+  const Tensor x_nhwc = ops::permute_tensor(x, ops::kNchwToNhwc);
+  for (const bool with_relu : {false, true}) {
+    NodeBuilder builder("BatchNormalization");
+    builder.domain("fovea").inputs(5).attr("epsilon", 1e-3f).attr("channels_last", std::int64_t{1});
+    if (with_relu) builder.attr("activation", std::string("Relu"));
+    const auto out = run_node(builder.build(), {x_nhwc, scale, bias, mean, var});
+    EXPECT_TRUE(tensors_near(out[0], with_relu ? relu : ops::permute_tensor(nchw, ops::kNchwToNhwc), 0, 0))
+        << "relu " << with_relu;
+  }
+}
+
+TEST(Opfovea_BatchNormalization, RefusesNchwAndUnknownActivations) {
+  const Tensor x = random_tensor(DataType::kFloat32, {1, 2, 2, 3}, 1);
+  const Tensor p = float_tensor({3}, {1, 1, 1});
+  Status status =
+      run_node_status(NodeBuilder("BatchNormalization").domain("fovea").inputs(5).build(), {x, p, p, p, p});
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("NHWC only"), std::string::npos) << status.message();
+  status = run_node_status(NodeBuilder("BatchNormalization")
+                               .domain("fovea")
+                               .inputs(5)
+                               .attr("channels_last", std::int64_t{1})
+                               .attr("activation", std::string("Sigmoid"))
+                               .build(),
+                           {x, p, p, p, p});
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("'Sigmoid'"), std::string::npos) << status.message();
+  const Tensor p2 = float_tensor({2}, {1, 1});  // the channels are the last axis, 3
+  status = run_node_status(NodeBuilder("BatchNormalization")
+                               .domain("fovea")
+                               .inputs(5)
+                               .attr("channels_last", std::int64_t{1})
+                               .build(),
+                           {x, p2, p2, p2, p2});
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("2 entries for 3 channels"), std::string::npos) << status.message();
 }
 
 // Normalizes rows of `length` elements of x in double, then y = v * scale(row, i) + bias(row, i).

@@ -1,8 +1,11 @@
-// BatchNormalization (inference), InstanceNormalization and LayerNormalization on CUDA.
+// BatchNormalization (inference), fovea.BatchNormalization (NHWC, optionally with its ReLU),
+// InstanceNormalization and LayerNormalization on CUDA.
 //
 //   op                   kernel
 //   BatchNormalization   y = x * a[c] + b[c], a block row per (n, c) plane, threads along the plane;
 //                        a and b rounded as the CPU does, so the results agree to the last bit
+//   fovea.BatchNorm      the same y on NHWC, c the innermost index; a and b per channel computed at
+//                        plan time; float16 with channels a multiple of 8 by 16-byte vectors
 //   Instance/Layer       a warp or a block per normalized row (block_per_row): one read pass for the
 //                        mean and variance (sums of x - x[0]: the shift keeps float sums of squares
 //                        from cancelling when |mean| >> stddev), one pass to normalize and apply the
@@ -13,15 +16,20 @@
 //                        ViT-B's LayerNorms took 31 us a layer of 19 MB)
 //
 //   dtypes: float32/16/64
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <vector>
+
+#include "core/half.h"
 
 #include "runtime/cuda/cuda_op.h"
 #include "runtime/cuda/group_reduce.cuh"
 #include "runtime/cuda/kernel_util.cuh"
 #include "runtime/cuda/reduce_ops.cuh"
+#include "runtime/ops/normalization_util.h"
 
 namespace fovea::runtime::cuda {
 
@@ -97,6 +105,140 @@ Status run_batch_norm(CudaKernelContext& ctx) {
     batch_norm_kernel<T><<<grid, block, 0, ctx.stream()>>>(param(0), static_cast<T*>(ctx.output(0).raw()),
                                                            param(1), param(2), param(3), param(4), epsilon,
                                                            planes, channels, plane);
+  });
+  if (!known) return ctx.error(StatusCode::kUnsupported, "normalizes float16, float32 and float64 only");
+  FOVEA_CUDA_TRY_LAUNCH();
+  return Status::ok();
+}
+
+// ---- fovea.BatchNormalization: NHWC, the channel the innermost axis ----
+
+// Per channel a (then b) in the compute type, computed once at plan time from the constant
+// parameters exactly as batch_norm_kernel computes them per plane.
+struct NhwcBatchNormState final : CudaNodeState {
+  DeviceMemory factors;
+  std::int64_t channels = 0;
+  bool relu = false;
+};
+
+double param_value(const Tensor& t, std::int64_t i) {
+  switch (t.dtype()) {
+    case DataType::kFloat16: return static_cast<double>(half_to_float(t.data<Half>()[i]));
+    case DataType::kFloat32: return static_cast<double>(t.data<float>()[i]);
+    default: return t.data<double>()[i];
+  }
+}
+
+// a = scale / sqrt(var + eps) in double, rounded once to C; b = B - mean * a in C.
+template <typename C>
+std::vector<C> batch_norm_factors(const Tensor& scale, const Tensor& bias, const Tensor& mean,
+                                  const Tensor& var, std::int64_t channels, double epsilon) {
+  std::vector<C> factors(static_cast<std::size_t>(2 * channels));
+  for (std::int64_t c = 0; c < channels; ++c) {
+    const auto a = static_cast<C>(param_value(scale, c) / std::sqrt(param_value(var, c) + epsilon));
+    const C product = static_cast<C>(param_value(mean, c)) * a;
+    factors[static_cast<std::size_t>(c)] = a;
+    factors[static_cast<std::size_t>(channels + c)] = static_cast<C>(param_value(bias, c)) - product;
+  }
+  return factors;
+}
+
+template <typename T, bool kRelu>
+__global__ void __launch_bounds__(kBlockSize)
+    nhwc_batch_norm_kernel(const T* __restrict__ x, T* __restrict__ y, const ComputeType<T>* __restrict__ a,
+                           const ComputeType<T>* __restrict__ b, std::int64_t n, std::int64_t channels) {
+  using C = ComputeType<T>;
+  FOVEA_GRID_STRIDE_LOOP(i, n) {
+    const std::int64_t c = i % channels;
+    C v = add_exact(mul_exact(load_compute(x, i), a[c]), b[c]);
+    if constexpr (kRelu) v = v < C(0) ? C(0) : v;  // NaN stays NaN, as on the CPU
+    store_compute(y, i, v);
+  }
+}
+
+// float16 with channels a multiple of 8: a thread normalizes eight channels of a pixel, one 16-byte
+// load and store.
+template <bool kRelu>
+__global__ void __launch_bounds__(kBlockSize)
+    nhwc_batch_norm_half8_kernel(const uint4* __restrict__ x, uint4* __restrict__ y,
+                                 const float* __restrict__ a, const float* __restrict__ b,
+                                 std::int64_t vectors, std::int64_t channel_vectors) {
+  FOVEA_GRID_STRIDE_LOOP(i, vectors) {
+    const std::int64_t c = (i % channel_vectors) * 8;
+    const uint4 in = x[i];
+    uint4 out;
+    const auto* h = reinterpret_cast<const __half2*>(&in);
+    auto* o = reinterpret_cast<__half2*>(&out);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float2 f = __half22float2(h[e]);
+      float lo = __fadd_rn(__fmul_rn(f.x, a[c + 2 * e]), b[c + 2 * e]);
+      float hi = __fadd_rn(__fmul_rn(f.y, a[c + 2 * e + 1]), b[c + 2 * e + 1]);
+      if constexpr (kRelu) {
+        lo = lo < 0.0f ? 0.0f : lo;
+        hi = hi < 0.0f ? 0.0f : hi;
+      }
+      o[e] = __floats2half2_rn(lo, hi);
+    }
+    y[i] = out;
+  }
+}
+
+Result<CudaPrepared> prepare_nhwc_batch_norm(CudaKernelContext& ctx) {
+  FOVEA_ASSIGN_OR_RETURN(const float epsilon, ctx.node().attr_float("epsilon", 1e-5f));
+  FOVEA_ASSIGN_OR_RETURN(const ops::BatchNormActivation activation, ops::batch_norm_activation(ctx.node()));
+  for (int i = 1; i <= 4; ++i) {
+    if (ctx.host_constant(i) == nullptr) {
+      return ctx.error(StatusCode::kUnsupported, "needs constant scale, B, mean and var on CUDA");
+    }
+  }
+  auto state = std::make_unique<NhwcBatchNormState>();
+  state->channels = ctx.input(0).dim(3);
+  state->relu = activation == ops::BatchNormActivation::kRelu;
+  const auto upload = [&](const auto& factors) -> Status {
+    FOVEA_ASSIGN_OR_RETURN(state->factors,
+                           upload_to_device(factors.data(), factors.size() * sizeof(factors[0])));
+    return Status::ok();
+  };
+  const Tensor &scale = *ctx.host_constant(1), &bias = *ctx.host_constant(2);
+  const Tensor &mean = *ctx.host_constant(3), &var = *ctx.host_constant(4);
+  if (ctx.input(0).dtype() == DataType::kFloat64) {
+    FOVEA_TRY(upload(batch_norm_factors<double>(scale, bias, mean, var, state->channels, epsilon)));
+  } else {
+    FOVEA_TRY(upload(batch_norm_factors<float>(scale, bias, mean, var, state->channels, epsilon)));
+  }
+  return CudaPrepared{std::move(state)};
+}
+
+template <typename T, bool kRelu>
+void launch_nhwc_batch_norm(const T* x, T* y, const NhwcBatchNormState& state, std::int64_t n,
+                            cudaStream_t stream) {
+  using C = ComputeType<T>;
+  const auto* a = static_cast<const C*>(state.factors.get());
+  const C* b = a + state.channels;
+  if constexpr (std::is_same_v<T, __half>) {
+    if (state.channels % 8 == 0 && aligned_to(x, sizeof(uint4)) && aligned_to(y, sizeof(uint4))) {
+      nhwc_batch_norm_half8_kernel<kRelu><<<grid_for(n / 8), kBlockSize, 0, stream>>>(
+          reinterpret_cast<const uint4*>(x), reinterpret_cast<uint4*>(y), a, b, n / 8, state.channels / 8);
+      return;
+    }
+  }
+  nhwc_batch_norm_kernel<T, kRelu><<<grid_for(n), kBlockSize, 0, stream>>>(x, y, a, b, n, state.channels);
+}
+
+Status run_nhwc_batch_norm(CudaKernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  if (x.numel() == 0) return Status::ok();
+  const NhwcBatchNormState& state = ctx.state<NhwcBatchNormState>();
+  const bool known = dispatch_float(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const auto* in = static_cast<const T*>(x.raw());
+    auto* out = static_cast<T*>(ctx.output(0).raw());
+    if (state.relu) {
+      launch_nhwc_batch_norm<T, true>(in, out, state, x.numel(), ctx.stream());
+    } else {
+      launch_nhwc_batch_norm<T, false>(in, out, state, x.numel(), ctx.stream());
+    }
   });
   if (!known) return ctx.error(StatusCode::kUnsupported, "normalizes float16, float32 and float64 only");
   FOVEA_CUDA_TRY_LAUNCH();
@@ -381,6 +523,10 @@ Status run_layer_norm(CudaKernelContext& ctx) {
 }  // namespace
 
 FOVEA_REGISTER_CUDA_OP({.op_type = "BatchNormalization", .run = run_batch_norm});
+FOVEA_REGISTER_CUDA_OP({.domain = "fovea",
+                        .op_type = "BatchNormalization",
+                        .prepare = prepare_nhwc_batch_norm,
+                        .run = run_nhwc_batch_norm});
 FOVEA_REGISTER_CUDA_OP({.op_type = "InstanceNormalization", .run = run_instance_norm});
 FOVEA_REGISTER_CUDA_OP({.op_type = "LayerNormalization",
                         .prepare = prepare_layer_norm,

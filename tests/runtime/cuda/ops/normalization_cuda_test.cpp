@@ -1,7 +1,7 @@
-// BatchNormalization, InstanceNormalization and LayerNormalization on CUDA against the CPU
-// reference: 2-D and 4-D inputs, batch 1 and N, short rows (a warp each) and long ones (a block
-// each), LayerNormalization's axes, broadcast Scale/B, optional B and the Mean/InvStdDev outputs,
-// float32/16/64.
+// BatchNormalization (ONNX's and fovea's NHWC form), InstanceNormalization and LayerNormalization
+// on CUDA against the CPU reference: 2-D and 4-D inputs, batch 1 and N, short rows (a warp each) and
+// long ones (a block each), LayerNormalization's axes, broadcast Scale/B, optional B and the
+// Mean/InvStdDev outputs, float32/16/64.
 #include <string>
 
 #include "runtime/cuda/cuda_op_test_util.h"
@@ -40,6 +40,38 @@ TEST(CudaBatchNormalization, MatchesCpu) {
       EXPECT_TRUE(cuda_matches_cpu(node, inputs, {.precision = p})) << shape_string(shape);
     }
     EXPECT_TRUE(cuda_matches_cpu(node, as_float64(inputs))) << shape_string(shape);
+  }
+}
+
+// fovea.BatchNormalization (NHWC, the channels last): channel counts a multiple of 8 (float16's
+// 16-byte path) and not, odd pixel counts, with and without the ReLU; the parameters are plan
+// constants, as the channels_last pass leaves them.
+TEST(Cudafovea_BatchNormalization, MatchesCpu) {
+  FOVEA_REQUIRE_GPU();
+  std::uint32_t seed = 60;
+  for (const Shape& shape : std::vector<Shape>{{3, 5, 7, 16}, {2, 3, 5, 12}, {1, 1, 1, 8}, {2, 9, 11, 264}}) {
+    const std::int64_t c = shape[3];
+    const std::vector<Tensor> inputs{random_tensor(kF32, shape, seed), random_tensor(kF32, {c}, seed + 1),
+                                     random_tensor(kF32, {c}, seed + 2), random_tensor(kF32, {c}, seed + 3),
+                                     random_tensor(kF32, {c}, seed + 4, 0.5, 2.0)};
+    seed += 5;
+    for (const char* activation : {"", "Relu"}) {
+      const Node node = NodeBuilder("BatchNormalization")
+                            .domain("fovea")
+                            .inputs(5)
+                            .attr("epsilon", 1e-3f)
+                            .attr("channels_last", std::int64_t{1})
+                            .attr("activation", activation)
+                            .build();
+      const CudaCheck check{.constant_inputs = {1, 2, 3, 4}};
+      for (Precision p : kPrecisions) {
+        CudaCheck at = check;
+        at.precision = p;
+        EXPECT_TRUE(cuda_matches_cpu(node, inputs, at)) << shape_string(shape) << " " << activation;
+      }
+      EXPECT_TRUE(cuda_matches_cpu(node, as_float64(inputs), check))
+          << shape_string(shape) << " " << activation;
+    }
   }
 }
 
