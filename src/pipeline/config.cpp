@@ -1564,6 +1564,36 @@ Status check_skip_untracked(const Parser& parser, const YAML::Node& root, const 
   return Status::ok();
 }
 
+// The stages a flow runs, as `stages:` would list them.
+std::string stage_list(const PipelineConfig& config) {
+  std::string list;
+  for (StageKind stage : stages_of(config)) {
+    list += (list.empty() ? "" : ", ") + std::string(enum_name(kStageNames, stage));
+  }
+  return "[" + list + "]";
+}
+
+// track.enabled and secondary ask for the stages that work on the detect stage's objects; where the
+// flow's stages leave those out (a segmentation flow, or `stages:` without them) the keys would be
+// ignored with nothing said.
+Status check_object_stages_run(const Parser& parser, const YAML::Node& root, const PipelineConfig& config) {
+  const auto refuse = [&](const char* section, const char* key, const std::string& path,
+                          const std::string& what) {
+    const std::optional<YAML::Node> node = lookup(root, section);
+    const std::optional<YAML::Node> entry = node && key != nullptr ? lookup(*node, key) : node;
+    return parser.error(
+        entry ? *entry : root, path,
+        "the " + what + " stage does not run in this flow (its stages: " + stage_list(config) +
+            "): it works on the detect stage's objects (flow: detection, or `stages:` listing " + what +
+            " after detect)");
+  };
+  if (config.track.enabled && !runs(config, StageKind::kTrack))
+    return refuse("track", "enabled", "track.enabled", "track");
+  if (!config.secondary.empty() && !runs(config, StageKind::kClassify))
+    return refuse("secondary", nullptr, "secondary", "classify");
+  return Status::ok();
+}
+
 // Blurred classes are the osd's to blur: without it drawing, the boxes the key asks to hide would be
 // written as they are, with nothing said.
 Status check_blur_needs_osd(const Parser& parser, const YAML::Node& root, const PipelineConfig& config) {
@@ -1617,6 +1647,7 @@ Result<PipelineConfig> parse_tree(const Parser& parser, const YAML::Node& root) 
   FOVEA_TRY(parse_secondary(parser, root, config.models, config.secondary));
   FOVEA_TRY(check_classify_has_models(parser, root, config));
   FOVEA_TRY(check_skip_untracked(parser, root, config));
+  FOVEA_TRY(check_object_stages_run(parser, root, config));
   FOVEA_TRY(parse_table_section<OsdConfig>(parser, root, "osd", kOsdKeys, config.osd));
   FOVEA_TRY(check_blur_needs_osd(parser, root, config));
   FOVEA_TRY(parse_section(

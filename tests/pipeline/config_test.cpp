@@ -896,6 +896,15 @@ TEST(PipelineConfigErrors, TrackAndSecondaryAreChecked) {
               HasSubstr("secondary: expected a list of secondary models"));
   EXPECT_THAT(parse_error(detection_with("secondary: [{model: det, skip_untracked: true}]\n")),
               HasSubstr("secondary.0.skip_untracked: needs the track stage (track.enabled: true)"));
+  // Asked for, but not run by the flow's stages: refused, not ignored.
+  EXPECT_THAT(parse_error(minimal_with("track: {enabled: true}\n")),
+              HasSubstr("track.enabled: the track stage does not run in this flow (its stages: [segment])"));
+  EXPECT_THAT(
+      parse_error(detection_with("stages: [detect, osd]\ntrack: {enabled: true}\n")),
+      HasSubstr("track.enabled: the track stage does not run in this flow (its stages: [detect, osd])"));
+  EXPECT_THAT(
+      parse_error(detection_with("stages: [detect, track]\nsecondary: [{model: det}]\n")),
+      HasSubstr("secondary: the classify stage does not run in this flow (its stages: [detect, track])"));
   EXPECT_THAT(parse_error(detection_with("track: {tracker: kalman}\n")),
               HasSubstr("track.tracker: expected one of iou, sort, bytetrack, got 'kalman'"));
   EXPECT_THAT(parse_error(detection_with("track: {min_score: 0.9}\n")),
