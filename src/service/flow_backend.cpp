@@ -238,7 +238,12 @@ Result<std::optional<SourceInfo>> FlowBackend::try_add(const std::string& id,
   if (entries_.count(id) > 0) {
     return make_error(StatusCode::kAlreadyExists, "POST /sources: a source with id \"", id, "\" exists");
   }
-  if (entries_.size() >= options_.max_sources) {
+  // A source that ended by itself stays listed until its slot is reused, but no longer counts: the
+  // states are read fresh, since nothing may have asked for them since it ended.
+  take_snapshot();
+  const auto holding = std::count_if(entries_.begin(), entries_.end(),
+                                     [](const auto& entry) { return entry.second.last.state != "ended"; });
+  if (static_cast<std::size_t>(holding) >= options_.max_sources) {
     return make_error(StatusCode::kResourceExhausted, "POST /sources: the flow takes at most ",
                       std::to_string(options_.max_sources), " sources; remove one first");
   }

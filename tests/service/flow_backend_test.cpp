@@ -415,5 +415,22 @@ TEST_F(FlowBackendTest, TheConfigurationsSourcesEndedAndFailedSourcesAndIds) {
   EXPECT_EQ(late->status, 429) << late->body;
 }
 
+// --max-sources counts the sources that run (or failed, until deleted): one that ended by itself
+// frees its place for a new one, though it stays listed until its slot is reused.
+TEST_F(FlowBackendTest, AnEndedSourceNoLongerCountsAgainstTheMaximum) {
+  ASSERT_NO_FATAL_FAILURE(start(service_config({"b.mp4"}), 2, 1));
+  ASSERT_TRUE(wait_until([&] { return listed().count("b") > 0 && listed().at("b")["state"] == "ended"; }))
+      << get("/sources").dump();
+  const httplib::Result next = post(looping_clip("next"));
+  ASSERT_TRUE(next);
+  ASSERT_EQ(next->status, 201) << next->body;
+  const httplib::Result over = post(looping_clip("over"));
+  ASSERT_TRUE(over);
+  EXPECT_EQ(over->status, 429) << over->body;
+  EXPECT_NE(over->body.find("at most 1 sources"), std::string::npos) << over->body;
+  stop_flow();
+  ASSERT_TRUE(result_.is_ok()) << result_.status().to_string();
+}
+
 }  // namespace
 }  // namespace fovea::service
