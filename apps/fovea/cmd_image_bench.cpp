@@ -300,7 +300,11 @@ NvdecJobs nvdec_jobs(const std::vector<LoadedFile>& files, std::vector<Failure>*
   for (const LoadedFile& file : files) {
     if (io::sniff_image_format(span_of(file)) != io::ImageFileFormat::kJpeg) continue;
     Result<io::JpegInfo> info = io::read_jpeg_info(span_of(file), file.name);
-    if (info.is_ok() && nvdec_chroma_format(info->sampling) < 0) {
+    if (info.is_ok() && info->ends_without_eoi) {
+      // NVDEC would decode a file cut inside its data without a word: libjpeg's route tells.
+      info = make_error(StatusCode::kCorruptData, file.name,
+                        ": the data ends without an EOI marker (truncated?); NVDEC is not given it");
+    } else if (info.is_ok() && nvdec_chroma_format(info->sampling) < 0) {
       info = make_error(StatusCode::kUnsupported, file.name, ": ", io::jpeg_sampling_name(info->sampling),
                         " sampling has no NVDEC chroma format");
     }

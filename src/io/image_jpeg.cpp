@@ -47,8 +47,22 @@ bool is_damage_warning(int code) {
   }
 }
 
+// Whether running out of data (JWRN_JPEG_EOF) can only mean a missing EOI marker: in a sequential,
+// Huffman-coded scan that codes every component, a coefficient the data lacks is JWRN_HIT_MARKER
+// (damage), so a file whose writer left the EOI off (some cameras do; PIL and OpenCV decode such
+// files) decodes whole. Progressive, arithmetic-coded and multi-scan files cannot tell a missing EOI
+// from missing scans: for them the warning stays damage.
+bool only_eoi_can_be_missing(j_common_ptr cinfo) {
+  if (cinfo->is_decompressor == FALSE) return false;
+  const auto* d = reinterpret_cast<j_decompress_ptr>(cinfo);
+  return d->progressive_mode == FALSE && d->arith_code == FALSE && d->comps_in_scan == d->num_components;
+}
+
 void fail_on_damage(j_common_ptr cinfo, int level) {
-  if (level < 0 && is_damage_warning(cinfo->err->msg_code)) jump_on_error(cinfo);
+  if (level >= 0) return;
+  const int code = cinfo->err->msg_code;
+  if (code == JWRN_JPEG_EOF && only_eoi_can_be_missing(cinfo)) return;
+  if (is_damage_warning(code)) jump_on_error(cinfo);
 }
 
 void route_errors(j_common_ptr cinfo, JpegErrors* errors) {

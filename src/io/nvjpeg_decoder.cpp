@@ -208,6 +208,10 @@ Status walk_markers(std::span<const std::uint8_t> bytes, std::string_view name, 
         continue;
       }
       pos = end_of_entropy_data(bytes, pos);
+      if (pos == bytes.size()) {  // no EOI after the data: decoding tells a cut file from one without it
+        header->info.ends_without_eoi = true;
+        header->ended = true;
+      }
     }
   }
   if (!header->frame_seen || header->info.scans == 0) return corrupt("no image data (no SOF or SOS marker)");
@@ -323,7 +327,7 @@ Result<JpegInfo> read_jpeg_info(std::span<const std::uint8_t> bytes, std::string
   FOVEA_TRY(check_image_size(name, info.width, info.height, ImageLimits{}));
   info.color = color_of(header);
   info.sampling = sampling_of(header);
-  info.not_gpu_reason = why_not_gpu(info);
+  info.not_gpu_reason = info.ends_without_eoi ? "no EOI marker after the data" : why_not_gpu(info);
   info.gpu_decodable = info.not_gpu_reason.empty();
   info.not_hardware_reason = why_not_hardware(info);
   info.hardware_decodable = info.not_hardware_reason.empty();

@@ -58,6 +58,11 @@ struct JpegInfo {
   JpegColor color = JpegColor::kYCbCr;
   JpegSampling sampling = JpegSampling::kOther;
   int orientation = 1;  // EXIF orientation (1 when none); never applied by decode_batch
+  // The last scan's entropy-coded data runs to the end of the file, with no EOI marker after it:
+  // a file whose writer left the EOI off, or one cut short inside its data, which only decoding
+  // tells apart. Such a file takes the CPU route, where libjpeg decodes the first and names the
+  // second as damaged (decode_jpeg).
+  bool ends_without_eoi = false;
   // What each GPU backend can take, and if not, why ("progressive", "CMYK", ...).
   bool hardware_decodable = false;
   bool gpu_decodable = false;
@@ -68,9 +73,9 @@ struct JpegInfo {
 };
 
 // Reads the file's markers up to EOI without decoding pixels (and without nvJPEG). Errors name
-// `name`: kCorruptData (not a JPEG, a header cut short, entropy-coded data that ends without an
-// EOI marker, as a truncated file does), kUnsupported (a height given only after the first scan),
-// kResourceExhausted (beyond ImageLimits).
+// `name`: kCorruptData (not a JPEG, a header or marker segment cut short, no scan), kUnsupported (a
+// height given only after the first scan), kResourceExhausted (beyond ImageLimits). Data that runs
+// to the end without an EOI is no error here: `ends_without_eoi`.
 Result<JpegInfo> read_jpeg_info(std::span<const std::uint8_t> bytes, std::string_view name);
 
 // Images and compressed bytes per route since the decoder was created.

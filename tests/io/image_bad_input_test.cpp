@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 #include <webp/encode.h>
 
+#include <cstring>
 #include <filesystem>
+#include <vector>
 
 #include "io/image_codec.h"
 #include "io/image_test_files.h"
@@ -77,6 +79,50 @@ TEST(ImageBadInput, TruncatedJpeg) {
   }
   const std::string header_only = file_with("header-only.jpg", jpeg.substr(0, 20));
   expect_error(decode_image_file(header_only), StatusCode::kCorruptData, header_only, "JPEG");
+}
+
+// A JPEG whose writer left the EOI marker off decodes whole, to the same pixels (as PIL and OpenCV
+// decode it); cut inside its data it is still named damaged (TruncatedJpeg).
+TEST(ImageBadInput, JpegWithoutItsEoiDecodesWhole) {
+  const std::string jpeg = good_jpeg(67, 45);
+  ASSERT_EQ(jpeg.substr(jpeg.size() - 2), "\xFF\xD9");
+  const Result<DecodedImage> whole = decode_image_file(file_with("whole.jpg", jpeg));
+  const std::string path = file_with("no-eoi.jpg", jpeg.substr(0, jpeg.size() - 2));
+  const Result<DecodedImage> without = decode_image_file(path);
+  ASSERT_TRUE(whole.is_ok()) << whole.status().to_string();
+  ASSERT_TRUE(without.is_ok()) << without.status().to_string();
+  const ImageView& a = whole->image.view();
+  const ImageView& b = without->image.view();
+  ASSERT_EQ(a.width, b.width);
+  ASSERT_EQ(a.height, b.height);
+  const auto same_pixels = [&](const ImageView& c) {
+    for (int y = 0; y < a.height; ++y) {
+      if (std::memcmp(a.row(0, y), c.row(0, y), static_cast<std::size_t>(a.width) * 3) != 0) return false;
+    }
+    return true;
+  };
+  EXPECT_TRUE(same_pixels(b));
+  // Cut anywhere inside the data, the file is named damaged, or (its last bytes only padding) decodes
+  // to the same picture: never to another one.
+  int damaged = 0;
+  for (std::size_t keep = scan_data_offset(jpeg); keep < jpeg.size() - 2; ++keep) {
+    const std::vector<std::uint8_t> bytes = testing::to_bytes(jpeg.substr(0, keep));
+    const Result<DecodedImage> cut = decode_image(bytes, "cut.jpg", {});
+    if (!cut.is_ok()) {
+      EXPECT_EQ(cut.status().code(), StatusCode::kCorruptData) << cut.status().to_string();
+      ++damaged;
+    } else {
+      EXPECT_TRUE(same_pixels(cut->image.view())) << "kept " << keep << " of " << jpeg.size();
+    }
+  }
+  EXPECT_GT(damaged, 0);
+  // A progressive file cannot tell a missing EOI from missing scans: still damage.
+  const std::string progressive =
+      testing::encode_shaped_jpeg(testing::pattern_rgb8(67, 45), {.progressive = true});
+  const std::string cut_progressive =
+      file_with("progressive-no-eoi.jpg", progressive.substr(0, progressive.size() - 2));
+  expect_error(decode_image_file(cut_progressive), StatusCode::kCorruptData, cut_progressive,
+               "Premature end of JPEG file");
 }
 
 TEST(ImageBadInput, CorruptHuffmanData) {
