@@ -9,6 +9,7 @@
 #include <cctype>
 #include <charconv>
 #include <chrono>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -68,6 +69,18 @@ Result<std::string> read_token(const std::string& path) {
   constexpr std::uintmax_t kMaxTokenBytes = 64u << 10;
   Result<std::string> text = read_regular_file(path, "--token-file", kMaxTokenBytes);
   if (!text.is_ok()) return make_error(StatusCode::kInvalidArgument, text.status().message());
+  // As ssh does for a private key: a token other users can read is no secret.
+  namespace fs = std::filesystem;
+  std::error_code error;
+  const fs::perms perms = fs::status(path, error).permissions();
+  constexpr fs::perms kOthers =
+      fs::perms::group_read | fs::perms::group_write | fs::perms::others_read | fs::perms::others_write;
+  if (!error && (perms & kOthers) != fs::perms::none) {
+    log_warn(
+        "--token-file {}: other users can read or write it (mode {:03o}); `chmod 600 {}` keeps the "
+        "API's token yours",
+        path, static_cast<unsigned>(perms & fs::perms::mask), path);
+  }
   std::string token = std::move(text).value();
   while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back())) != 0) token.pop_back();
   if (token.empty()) return make_error(StatusCode::kInvalidArgument, "--token-file ", path, ": is empty");

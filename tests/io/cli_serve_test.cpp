@@ -193,9 +193,17 @@ TEST_F(CliServe, ABadCommandLineIsRefusedNamingTheFlag) {
   const auto [open_code, open_log] = run({"--listen", "0.0.0.0:0"}, "open");
   EXPECT_EQ(open_code, 2);
   EXPECT_NE(open_log.find("needs --token-file"), std::string::npos) << open_log;
+  fs::permissions(path("empty_token"), fs::perms::owner_read | fs::perms::owner_write);
   const auto [token_code, token_log] = run({"--token-file", path("empty_token")}, "token");
   EXPECT_EQ(token_code, 2);
   EXPECT_NE(token_log.find("is empty"), std::string::npos) << token_log;
+  EXPECT_EQ(token_log.find("other users"), std::string::npos) << token_log;  // mode 600: no warning
+  // A token file others can read is warned about, naming the mode and the fix.
+  fs::permissions(path("empty_token"), fs::perms::others_read, std::filesystem::perm_options::add);
+  const auto [shared_code, shared_log] = run({"--token-file", path("empty_token")}, "shared");
+  EXPECT_EQ(shared_code, 2);
+  EXPECT_NE(shared_log.find("other users can read or write it (mode 604); `chmod 600"), std::string::npos)
+      << shared_log;
 }
 
 }  // namespace
