@@ -85,19 +85,12 @@ bool same_shape_elementwise(const Graph& graph, const Node& node) {
 
 // An ONNX inference BatchNormalization of a rank-4 value with constant scale, B, mean and var.
 bool nhwc_batch_norm_candidate(const Graph& graph, const Node& node) {
-  if (!node.domain.empty() || node.op_type != "BatchNormalization" || node.inputs.size() != 5 ||
-      node.outputs.size() != 1)
-    return false;
+  if (!is_op(node, "BatchNormalization") || node.inputs.size() != 5) return false;
   const Result<std::int64_t> training = node.attr_int("training_mode", 0);
   const auto& dims = graph.value(node.inputs[0]).type.dims;
   if (!training.is_ok() || *training != 0 || !dims || dims->size() != 4) return false;
   return std::all_of(node.inputs.begin() + 1, node.inputs.end(),
                      [&](ValueId id) { return id != kNoValue && graph.is_constant(id); });
-}
-
-// A default-domain Relu of one value.
-bool is_relu(const Node& node) {
-  return node.domain.empty() && node.op_type == "Relu" && node.inputs.size() == 1 && node.outputs.size() == 1;
 }
 
 // The position each NCHW axis takes in NHWC (the inverse of kNchwToNhwc).
@@ -282,7 +275,8 @@ class ChannelsLast {
   void find_sole_relus(const std::vector<int>& uses) {
     for (std::size_t i = 0; i < graph_.nodes.size(); ++i) {
       const Node& node = graph_.nodes[i];
-      if (is_relu(node) && uses[static_cast<std::size_t>(node.inputs[0])] == 1)
+      if (is_op(node, "Relu") && node.inputs.size() == 1 &&
+          uses[static_cast<std::size_t>(node.inputs[0])] == 1)
         sole_relu_[node.inputs[0]] = i;
     }
   }
